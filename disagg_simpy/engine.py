@@ -1,0 +1,196 @@
+"""One arrangement, one request stream: the SimPy model (M1-M7, D1-D10).
+
+Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per request at its
+arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
+(D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import simpy
+
+from .gpu import PHASE_ARRIVE, PHASE_STOP, Gpu, Slot
+from .kv_link import KvLink
+from .records import ArrangementRecords
+from .router import Side
+from .scenario import Colocated, Scenario
+from .workload import Requests
+
+
+def _ns(ms: float) -> float:
+    return ms * 1_000_000.0
+
+
+def round_ns(x: float) -> int:
+    """Nearest whole nanosecond, halves up (D10); exact for whole-ns costs."""
+    return int(x + 0.5) if x >= 0 else -int(-x + 0.5)
+
+
+@dataclass(frozen=True)
+class CostNs:
+    """M1 and M4 in nanoseconds; each iteration's cost and ship time rounds to whole ns."""
+
+    iteration: float
+    per_reply: float
+    per_prompt_token: float
+    kv_ship_per_token: float
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario) -> "CostNs":
+        c = scenario.cost
+        return cls(
+            _ns(c.iteration_ms),
+            _ns(c.per_reply_ms),
+            _ns(c.per_prompt_token_ms),
+            _ns(c.kv_ship_ms_per_token),
+        )
+
+    def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
+        return round_ns(self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens)
+
+    def ship_ns(self, n_tokens: int) -> int:
+        return round_ns(self.kv_ship_per_token * n_tokens)
+
+
+class Request:
+    """A request's state and its record (times in ns; -1 = never)."""
+
+    __slots__ = (
+        "request_id",
+        "arrived_at_ns",
+        "n_prompt_tokens",
+        "n_reply_words",
+        "measured",
+        "unread_tokens",
+        "reading_gpu",
+        "read_started_at_ns",
+        "first_word_at_ns",
+        "writing_gpu",
+        "joined_at_ns",
+        "join_iteration",
+        "finished_at_ns",
+        "read",
+        "written",
+    )
+
+    def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
+        self.request_id = request_id
+        self.arrived_at_ns = arrived_at_ns
+        self.n_prompt_tokens = n_prompt
+        self.n_reply_words = n_words
+        self.measured = measured
+        self.unread_tokens = n_prompt
+        self.reading_gpu = -1
+        self.read_started_at_ns = -1
+        self.first_word_at_ns = -1
+        self.writing_gpu = -1
+        self.joined_at_ns = -1
+        self.join_iteration = -1
+        self.finished_at_ns = -1
+        self.read: simpy.Event | None = None
+        self.written: simpy.Event | None = None
+
+
+class Engine:
+    """Builds the GPUs of one arrangement and runs the request stream through them."""
+
+    def __init__(self, scenario: Scenario, arrangement, requests: Requests):
+        self.cost = CostNs.from_scenario(scenario)
+        self.arrangement = arrangement
+        self.requests = requests
+        self.env = simpy.Environment()
+        self.split = not isinstance(arrangement, Colocated)
+        n_reading = arrangement.n_reading
+        chunk = arrangement.chunk_tokens
+        if self.split:
+            self.gpus = [Gpu(i, True, False, chunk) for i in range(n_reading)] + [
+                Gpu(n_reading + i, False, True, None) for i in range(arrangement.writing_gpus)
+            ]
+        else:
+            self.gpus = [Gpu(i, True, True, chunk) for i in range(arrangement.gpus)]
+        self.reading = Side([g for g in self.gpus if g.reads])
+        self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
+        self.kv_link = KvLink(self)
+        self.next_arrival_ns = -1
+        self.arrived: list[Request] = []
+        self.n_measured_left = int(requests.measured.sum())
+        self.stopped_at_ns: int | None = None
+        self.n_events = 0
+
+    # -- processes -----------------------------------------------------------------------
+    def source(self):
+        """Starts each request's process at its arrival, in phase (2) of its instant (D5)."""
+        env = self.env
+        r = self.requests
+        times = r.arrived_at_ns.tolist()
+        prompts = r.n_prompt_tokens.tolist()
+        words = r.n_reply_words.tolist()
+        measured = r.measured.tolist()
+        for i, at in enumerate(times):
+            self.next_arrival_ns = at
+            yield Slot(env, at - env.now, PHASE_ARRIVE + i)
+            request = Request(i, at, prompts[i], words[i], measured[i])
+            self.arrived.append(request)
+            env.process(self.request_process(request))
+        self.next_arrival_ns = -1
+
+    def request_process(self, request: Request):
+        """Arrive, be routed, wait for the prompt to be read, ship if split, wait for the last word."""
+        env = self.env
+        request.read = env.event()
+        request.written = env.event()
+        reader = self.reading.least_queued()
+        request.reading_gpu = reader.number
+        reader.add_prompt(request)
+        yield request.read
+        if request.n_reply_words == 1:
+            return
+        if self.split:
+            yield env.process(self.kv_link.ship(request))
+        yield request.written
+
+    # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
+    def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
+        """Word 1 for prompts whose last token was just read; their replies go to a writer."""
+        for r in requests:
+            r.first_word_at_ns = now
+            if r.n_reply_words == 1:
+                self._finished(r, now)
+            elif self.split:
+                writer = self.writing.fewest_replies()
+                r.writing_gpu = writer.number
+                self.kv_link.book(r, writer, now)
+            else:
+                r.writing_gpu = gpu.number
+                gpu.add_reply(r, now)
+            r.read.succeed()
+
+    def replies_finished(self, requests: list[Request], now: int) -> None:
+        for r in requests:
+            self._finished(r, now)
+            r.written.succeed()
+
+    def _finished(self, r: Request, now: int) -> None:
+        r.finished_at_ns = now
+        if r.measured:
+            self.n_measured_left -= 1
+            if self.n_measured_left == 0:
+                Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
+
+    def more_may_arrive_now(self, now: int) -> bool:
+        """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
+        return self.next_arrival_ns == now or self.kv_link.ends_at(now)
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self) -> ArrangementRecords:
+        env = self.env
+        for gpu in self.gpus:
+            env.process(gpu.run(env, self))
+        env.process(self.source())
+        if self.n_measured_left > 0:
+            env.run(until=self.requests.cap_ns + 1)
+        self.stopped_at_ns = min(env.now, self.requests.cap_ns)
+        self.n_events = next(env._eid)  # SimPy numbers every event it schedules
+        return ArrangementRecords.collect(self)

@@ -1,0 +1,80 @@
+"""Records as pandas frames, in seconds, with the output's column names.
+
+Column grammar: points in time end in `_at_s`, durations in `_s` or `_ms`, counts start with
+`n_`, shares end in `_pct`. "Never happened" is empty (NaN or <NA>), never zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .metrics import NS_PER_S, ReplyGaps
+from .records import ArrangementRecords
+
+
+def _seconds(v: np.ndarray) -> np.ndarray:
+    return np.where(v >= 0, v / NS_PER_S, np.nan)
+
+
+def _count_or_empty(v: np.ndarray) -> pd.arrays.IntegerArray:
+    """Whole numbers with <NA> where `v` is -1 ("none")."""
+    return pd.arrays.IntegerArray(v.astype(np.int64), v < 0)
+
+
+def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
+    """One row per measured request (the `requests.csv` columns)."""
+    r = {k: v[gaps.rows] for k, v in rec.requests.items()}
+    return pd.DataFrame(
+        {
+            "arrangement": rec.name,
+            "request_id": r["request_id"],
+            "arrived_at_s": _seconds(r["arrived_at_ns"]),
+            "n_prompt_tokens": r["n_prompt_tokens"],
+            "n_reply_words": r["n_reply_words"],
+            "reading_gpu": _count_or_empty(r["reading_gpu"]),
+            "read_started_at_s": _seconds(r["read_started_at_ns"]),
+            "first_word_at_s": _seconds(r["first_word_at_ns"]),
+            "writing_gpu": _count_or_empty(r["writing_gpu"]),
+            "joined_at_s": _seconds(r["joined_at_ns"]),
+            "finished_at_s": _seconds(r["finished_at_ns"]),
+            "first_word_s": _seconds(gaps.first_word_ns),
+            "mean_gap_ms": gaps.mean_gap_ns / 1e6,
+            "max_gap_ms": np.where(gaps.max_gap_ns >= 0, gaps.max_gap_ns / 1e6, np.nan),
+            "n_freezes": _count_or_empty(gaps.n_freezes),
+            "on_time": gaps.on_time,
+        }
+    )
+
+
+def iterations_frame(rec: ArrangementRecords) -> pd.DataFrame:
+    it = rec.iterations
+    return pd.DataFrame(
+        {
+            "arrangement": rec.name,
+            "gpu": it["gpu"],
+            "iteration": it["iteration"],
+            "started_at_s": it["started_at_ns"] / NS_PER_S,
+            "ended_at_s": it["ended_at_ns"] / NS_PER_S,
+            "n_replies_written": it["n_replies_written"],
+            "n_prompt_tokens_read": it["n_prompt_tokens_read"],
+        }
+    )
+
+
+def reads_frame(rec: ArrangementRecords) -> pd.DataFrame:
+    return pd.DataFrame({"arrangement": rec.name, **rec.reads})
+
+
+def words_frame(rec: ArrangementRecords, rows: np.ndarray) -> pd.DataFrame:
+    """Every written word of requests `rows`: `request_id, word, at_s` (14 bytes a word)."""
+    request_id, word, at_ns = rec.word_times(rows)
+    n_max = int(rec.requests["n_reply_words"].max()) if len(rec.requests["n_reply_words"]) else 0
+    word_dtype = np.int16 if n_max < 2**15 else np.int32
+    return pd.DataFrame(
+        {
+            "request_id": request_id.astype(np.int32 if request_id.size == 0 or request_id.max() < 2**31 else np.int64),
+            "word": word.astype(word_dtype),
+            "at_s": at_ns / NS_PER_S,
+        }
+    )

@@ -1,0 +1,154 @@
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9).
+
+One iteration writes one word for every reply in progress on the GPU and may read prompt
+tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
+joins when the GPU has started `j` iterations gets its words 2..n at the ends of iterations
+j .. j+n-2, so the GPU only needs to know, per iteration, which replies leave after it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+import simpy
+
+if TYPE_CHECKING:
+    from .engine import Engine, Request
+
+# D5: the order of one instant. SimPy runs the events of one instant by priority, then in
+# the order they were scheduled. Its own events use priorities 0 and 1.
+PHASE_END = 10  # (1) iterations that end, by GPU number
+PHASE_ARRIVE = 10**7  # (2) ship ends and arrivals, by request id
+PHASE_START = 10**16  # (3) idle GPUs with work start, by GPU number
+PHASE_STOP = 10**17  # after everything else of the instant
+
+
+class Slot(simpy.events.Event):
+    """A timeout that fires in a chosen phase of its instant (D5)."""
+
+    def __init__(self, env: simpy.Environment, delay: int, priority: int):
+        self.env = env
+        self.callbacks = []
+        self._value = None
+        self._ok = True
+        env.schedule(self, priority, delay)
+
+
+def fire(event: simpy.events.Event, priority: int) -> None:
+    """`event.succeed()` in a chosen phase of the current instant."""
+    event._ok = True
+    event._value = None
+    event.env.schedule(event, priority, 0)
+
+
+class Gpu:
+    """State of one GPU; `run` is its SimPy process."""
+
+    def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None):
+        self.number = number
+        self.reads = reads
+        self.writes = writes
+        self.chunk_tokens = chunk_tokens
+        self.waiting: deque[Request] = deque()  # prompts routed here, not fully read (front may be partly read)
+        self.queued_tokens = 0  # D1
+        self.n_replies = 0  # replies that get a word from the next iteration
+        self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
+        self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
+        self.last_assignment = -1
+        self.n_started = 0
+        self.wake: simpy.Event | None = None  # pending while idle
+        # Records: one entry per iteration, one per (iteration, prompt) read.
+        self.started_at_ns: list[int] = []
+        self.ended_at_ns: list[int] = []
+        self.n_replies_written: list[int] = []
+        self.n_prompt_tokens_read: list[int] = []
+        self.reads_log: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
+
+    @property
+    def role(self) -> str:
+        return "both" if self.reads and self.writes else ("reads" if self.reads else "writes")
+
+    def has_work(self) -> bool:
+        return self.n_replies > 0 or bool(self.waiting)
+
+    def add_prompt(self, request: Request) -> None:
+        self.waiting.append(request)
+        self.queued_tokens += request.n_prompt_tokens
+        self._wake()
+
+    def add_reply(self, request: Request, now: int) -> None:
+        """A reply joins: it gets a word from every iteration starting now or later (M2, M4)."""
+        request.joined_at_ns = now
+        request.join_iteration = self.n_started
+        self.n_replies += 1
+        last = self.n_started + request.n_reply_words - 2
+        leaving = self.leaving.get(last)
+        if leaving is None:
+            self.leaving[last] = [request]
+        else:
+            leaving.append(request)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.wake is not None:
+            fire(self.wake, PHASE_START + self.number)
+            self.wake = None
+
+    def _take_prompt_tokens(self, now: int) -> list[tuple[Request, int]]:
+        """The prompt tokens this iteration reads (D4); they stop counting as queued (D1)."""
+        if self.chunk_tokens is None:
+            taken = [(r, r.unread_tokens) for r in self.waiting]
+            self.waiting.clear()
+        else:
+            taken, budget = [], self.chunk_tokens
+            while self.waiting and budget:
+                r = self.waiting[0]
+                n = min(r.unread_tokens, budget)
+                taken.append((r, n))
+                budget -= n
+                if n == r.unread_tokens:
+                    self.waiting.popleft()
+                else:
+                    break
+        for r, n in taken:
+            if r.unread_tokens == r.n_prompt_tokens:
+                r.read_started_at_ns = now
+            r.unread_tokens -= n
+            self.queued_tokens -= n
+        return taken
+
+    def run(self, env: simpy.Environment, engine: Engine):
+        cost = engine.cost
+        end_priority = PHASE_END + self.number
+        start_priority = PHASE_START + self.number
+        while True:
+            if not self.has_work():
+                self.wake = env.event()
+                yield self.wake
+            started = env.now
+            index = self.n_started
+            self.n_started += 1
+            n_replies = self.n_replies
+            taken = self._take_prompt_tokens(started) if self.waiting else []
+            n_tokens = sum(n for _, n in taken)
+            yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
+
+            now = env.now
+            self.started_at_ns.append(started)
+            self.ended_at_ns.append(now)
+            self.n_replies_written.append(n_replies)
+            self.n_prompt_tokens_read.append(n_tokens)
+            leaving = self.leaving.pop(index, None)
+            if leaving:
+                self.n_replies -= len(leaving)
+                engine.replies_finished(leaving, now)
+            finished_reading = []
+            for r, n in taken:
+                self.reads_log.append((index, r.request_id, n))
+                if r.unread_tokens == 0:
+                    finished_reading.append(r)
+            if finished_reading:
+                engine.prompts_read(self, finished_reading, now)
+            if self.has_work() and engine.more_may_arrive_now(now):
+                yield Slot(env, 0, start_priority)

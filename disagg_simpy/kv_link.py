@@ -1,0 +1,47 @@
+"""KV-cache shipping from a reading GPU to a writing GPU (M4, D9).
+
+A ship takes `kv_ship_ms_per_token` per prompt token, occupies no GPU and never waits for
+another ship. Its writing GPU is chosen when the prompt's last token is read (D3), so the reply
+counts against that GPU while it ships; it joins the GPU's next iteration when the ship ends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .gpu import PHASE_ARRIVE, Gpu, Slot
+
+if TYPE_CHECKING:
+    from .engine import Engine, Request
+
+
+class KvLink:
+    """Ships in flight, by the time they end (so a GPU can tell if one lands this instant)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.n_ending_at: dict[int, int] = {}
+
+    def book(self, request: Request, writer: Gpu, now: int) -> None:
+        """Reserve `writer` for `request` and note when its ship will end."""
+        end = now + self.engine.cost.ship_ns(request.n_prompt_tokens)
+        request.joined_at_ns = end
+        writer.n_shipping += 1
+        self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
+
+    def ends_at(self, now: int) -> bool:
+        return now in self.n_ending_at
+
+    def ship(self, request: Request):
+        """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""
+        env = self.engine.env
+        end = request.joined_at_ns
+        yield Slot(env, end - env.now, PHASE_ARRIVE + request.request_id)
+        left = self.n_ending_at[end] - 1
+        if left:
+            self.n_ending_at[end] = left
+        else:
+            del self.n_ending_at[end]
+        writer = self.engine.gpus[request.writing_gpu]
+        writer.n_shipping -= 1
+        writer.add_reply(request, env.now)

@@ -1,0 +1,181 @@
+"""Verdicts and figures from records (M7, D6-D8), with numpy only: no word is an object.
+
+A reply of n words has n-1 gaps; the first includes a split reply's ship. Limits are compared
+with 1 ns of slack (D8). Pooled gap percentiles weight each gap between two iterations of a GPU
+by the number of measured replies that saw it, which equals numpy's percentile over every gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .records import ArrangementRecords
+from .scenario import Slo
+
+NS_PER_S = 1_000_000_000
+SLACK_NS = 1  # D8: a gap is over a limit only above limit + 1 ns
+
+
+@dataclass(frozen=True)
+class LimitsNs:
+    first_word: int
+    mean_gap: int
+    freeze: int
+
+    @classmethod
+    def from_slo(cls, slo: Slo) -> "LimitsNs":
+        r = lambda x: int(np.floor(x + 0.5))  # noqa: E731
+        return cls(r(slo.first_word_s * 1e9), r(slo.mean_gap_ms * 1e6), r(slo.freeze_ms * 1e6))
+
+
+@dataclass(frozen=True)
+class ReplyGaps:
+    """Per measured request (rows of `records.requests`, in request order)."""
+
+    rows: np.ndarray
+    finished: np.ndarray  # bool
+    first_word_ns: np.ndarray  # wait from arrival to word 1 (-1 if none)
+    mean_gap_ns: np.ndarray  # float, NaN for one-word or unfinished replies
+    max_gap_ns: np.ndarray  # int, -1 for one-word or unfinished replies
+    n_freezes: np.ndarray  # int, -1 if unfinished
+    on_time: np.ndarray  # bool
+    late_first_word: np.ndarray
+    late_mean_gap: np.ndarray
+    froze: np.ndarray
+    gap_values_ns: np.ndarray  # distinct pooled gaps of finished replies ...
+    gap_counts: np.ndarray  # ... and how many times each occurs
+
+
+def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
+    r = rec.requests
+    rows = np.flatnonzero(r["measured"])
+    finished = r["finished_at_ns"][rows] >= 0
+    first_at = r["first_word_at_ns"][rows]
+    first_wait = np.where(first_at >= 0, first_at - r["arrived_at_ns"][rows], -1)
+    n = r["n_reply_words"][rows]
+    multi = finished & (n >= 2)
+    m_rows = rows[multi]
+    m_n = n[multi]
+    m_first_at = first_at[multi]
+    start, _ = rec.word_rows(m_rows)  # global iteration row of word 2
+
+    ended = rec.iterations["ended_at_ns"]
+    diffs = np.diff(ended, append=ended[-1:] if len(ended) else ended)
+    diffs[rec.gpu_offsets[1:] - 1] = 0  # never a gap across GPUs
+    first_gap = ended[start] - m_first_at if len(start) else np.zeros(0, np.int64)
+
+    # gaps 2..n-1 of a reply are diffs[start : start + n - 2]
+    lo, hi = start, start + m_n - 2
+    has_more = hi > lo
+    rest_max = np.zeros(len(lo), dtype=np.int64)
+    if has_more.any():
+        bounds = np.column_stack([lo[has_more], hi[has_more]]).ravel()
+        rest_max[has_more] = np.maximum.reduceat(diffs, bounds)[::2]
+    m_max = np.maximum(first_gap, rest_max)
+    over = np.concatenate([[0], np.cumsum(diffs > limits.freeze + SLACK_NS)])
+    m_freezes = (first_gap > limits.freeze + SLACK_NS).astype(np.int64) + over[hi] - over[lo]
+    m_total = r["finished_at_ns"][m_rows] - m_first_at
+    m_late_mean = m_total > (m_n - 1) * (limits.mean_gap + SLACK_NS)
+
+    mean_gap = np.full(len(rows), np.nan)
+    mean_gap[multi] = m_total / (m_n - 1)
+    max_gap = np.full(len(rows), -1, dtype=np.int64)
+    max_gap[multi] = m_max
+    n_freezes = np.where(finished, 0, -1).astype(np.int64)
+    n_freezes[multi] = m_freezes
+    late_mean = ~finished.copy()
+    late_mean[multi] = m_late_mean
+    late_first = (first_at < 0) | (first_wait > limits.first_word + SLACK_NS)
+    froze = ~finished | (n_freezes > 0)
+    on_time = finished & ~late_first & ~late_mean & ~froze
+
+    # pooled gaps: diff k is seen by every reply with lo <= k < hi
+    weight = np.zeros(len(diffs) + 1, dtype=np.int64)
+    np.add.at(weight, lo, 1)
+    np.add.at(weight, hi, -1)
+    weight = np.cumsum(weight[:-1])
+    values = np.concatenate([diffs[weight > 0], first_gap])
+    counts = np.concatenate([weight[weight > 0], np.ones(len(first_gap), dtype=np.int64)])
+    values, inverse = np.unique(values, return_inverse=True)
+    counts = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
+    return ReplyGaps(
+        rows, finished, first_wait, mean_gap, max_gap, n_freezes, on_time,
+        late_first, late_mean, froze, values, counts,
+    )
+
+
+def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
+    """numpy's default (linear) percentile of `values` repeated `counts` times."""
+    total = int(counts.sum())
+    if total == 0:
+        return float("nan")
+    h = (total - 1) * (np.float64(q) / 100)
+    below = int(np.floor(h))
+    cum = np.cumsum(counts)
+    a = float(values[np.searchsorted(cum, below, side="right")])
+    b = float(values[np.searchsorted(cum, min(below + 1, total - 1), side="right")])
+    t = h - below
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+SUMMARY_COLUMNS = (
+    "arrangement",
+    "n_requests",
+    "n_unfinished",
+    "on_time_pct",
+    "late_first_word_pct",
+    "late_mean_gap_pct",
+    "froze_pct",
+    "first_word_p50_s",
+    "first_word_p90_s",
+    "median_mean_gap_ms",
+    "longest_gap_ms",
+    "p99_gap_ms",
+    "reading_busy_pct",
+    "writing_busy_pct",
+    "words_per_s",
+)
+
+
+def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
+    """One arrangement's figures (the `summary.csv` columns)."""
+    r = rec.requests
+    n = len(gaps.rows)
+    pct = lambda mask: 100.0 * float(mask.sum()) / n if n else float("nan")  # noqa: E731
+    fin = gaps.finished
+    waits = gaps.first_word_ns[fin] / NS_PER_S
+    means = gaps.mean_gap_ns[fin & ~np.isnan(gaps.mean_gap_ns)] / 1e6
+    measured_end = r["finished_at_ns"][gaps.rows]
+    span_ns = rec.stopped_at_ns if rec.capped else int(measured_end.max()) if n else 0
+    it = rec.iterations
+    roles = np.asarray(rec.gpu_roles)
+    busy = np.clip(it["ended_at_ns"], 0, span_ns) - np.clip(it["started_at_ns"], 0, span_ns)
+
+    def busy_pct(role: str) -> float:
+        gpus = np.flatnonzero((roles == role) | (roles == "both"))
+        if not len(gpus) or span_ns <= 0:
+            return float("nan")
+        return 100.0 * float(busy[np.isin(it["gpu"], gpus)].sum()) / (len(gpus) * span_ns)
+
+    n_words = int(it["n_replies_written"][it["ended_at_ns"] <= span_ns].sum())
+    n_words += int(((r["first_word_at_ns"] >= 0) & (r["first_word_at_ns"] <= span_ns)).sum())
+    return {
+        "arrangement": rec.name,
+        "n_requests": n,
+        "n_unfinished": int((~fin).sum()),
+        "on_time_pct": pct(gaps.on_time),
+        "late_first_word_pct": pct(gaps.late_first_word),
+        "late_mean_gap_pct": pct(gaps.late_mean_gap),
+        "froze_pct": pct(gaps.froze),
+        "first_word_p50_s": float(np.percentile(waits, 50)) if len(waits) else float("nan"),
+        "first_word_p90_s": float(np.percentile(waits, 90)) if len(waits) else float("nan"),
+        "median_mean_gap_ms": float(np.median(means)) if len(means) else float("nan"),
+        "longest_gap_ms": float(gaps.gap_values_ns.max()) / 1e6 if len(gaps.gap_values_ns) else float("nan"),
+        "p99_gap_ms": weighted_percentile(gaps.gap_values_ns, gaps.gap_counts, 99) / 1e6,
+        "reading_busy_pct": busy_pct("reads"),
+        "writing_busy_pct": busy_pct("writes"),
+        "words_per_s": n_words / (span_ns / NS_PER_S) if span_ns > 0 else float("nan"),
+    }

@@ -1,0 +1,46 @@
+"""Where prompts and replies go (M3, D1-D3): pure choices over a handful of GPUs.
+
+Each side (reading, writing) keeps its own count of assignments. Among equally good GPUs the
+one whose most recent assignment is oldest wins; GPUs never assigned come first, lowest number
+first (D2). Breaking ties by GPU number alone would pile prompts onto GPU 0, because queues are
+empty most of the time.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+
+class Routable(Protocol):
+    number: int
+    queued_tokens: int  # D1: prompt tokens not yet read, less those being read now
+    n_replies: int  # replies in progress on it
+    n_shipping: int  # replies whose KV cache is shipping to it
+    last_assignment: int  # -1 if never assigned
+
+
+class Side:
+    """One side's candidates and its assignment counter."""
+
+    __slots__ = ("gpus", "n_assignments")
+
+    def __init__(self, gpus: Sequence[Routable]):
+        self.gpus = tuple(gpus)
+        self.n_assignments = 0
+
+    def _assign(self, gpu: Routable) -> Routable:
+        gpu.last_assignment = self.n_assignments
+        self.n_assignments += 1
+        return gpu
+
+    def least_queued(self) -> Routable:
+        """The reading GPU with the least work queued (M3, D1, D2)."""
+        return self._assign(
+            min(self.gpus, key=lambda g: (g.queued_tokens, g.last_assignment, g.number))
+        )
+
+    def fewest_replies(self) -> Routable:
+        """The writing GPU with the fewest replies, counting those shipping to it (M3, D3, D2)."""
+        return self._assign(
+            min(self.gpus, key=lambda g: (g.n_replies + g.n_shipping, g.last_assignment, g.number))
+        )

@@ -1,0 +1,194 @@
+"""The request stream: one seeded stream of requests that every arrangement sees (M6).
+
+Synthetic traffic is drawn with one generator per quantity, spawned from the scenario's seed.
+Each request's draws are uniform floats mapped to its values, so request k is the same whatever
+the cap or block size: a longer run sees the same prefix.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .scenario import Scenario, SyntheticWorkload, TraceWorkload
+
+NS_PER_S = 1_000_000_000
+#: Named random streams, one per drawn quantity (append only: order fixes the streams).
+STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
+TRACE_COLUMNS = ("arrived_at_s", "n_prompt_tokens", "n_reply_words")
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The whole request stream of a run, in arrival order (request id = position)."""
+
+    arrived_at_ns: np.ndarray  # int64, whole nanoseconds (D10)
+    n_prompt_tokens: np.ndarray  # int64
+    n_reply_words: np.ndarray  # int64
+    measured: np.ndarray  # bool: arrived in [warmup_s, measure_s) (D6)
+    cap_ns: int  # safety cap on simulated time
+    info: dict = field(default_factory=dict)  # how the stream was made, for run.json
+
+    def __len__(self) -> int:
+        return len(self.arrived_at_ns)
+
+    def frame(self) -> pd.DataFrame:
+        """The stream as a trace (`arrived_at_s, n_prompt_tokens, n_reply_words`)."""
+        return pd.DataFrame(
+            {
+                "arrived_at_s": self.arrived_at_ns / NS_PER_S,
+                "n_prompt_tokens": self.n_prompt_tokens,
+                "n_reply_words": self.n_reply_words,
+            }
+        )
+
+
+def to_ns(seconds: np.ndarray | float) -> np.ndarray:
+    """Seconds to whole nanoseconds, rounding half up (D10)."""
+    return np.floor(np.asarray(seconds, dtype=np.float64) * NS_PER_S + 0.5).astype(np.int64)
+
+
+def make_streams(seed: int) -> dict[str, np.random.Generator]:
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    return {name: np.random.default_rng(ss) for name, ss in zip(STREAMS, children)}
+
+
+def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
+    """The request stream of `scenario` (with `seed` instead of the scenario's, if given)."""
+    w = scenario.workload
+    seed = scenario.seed if seed is None else seed
+    if isinstance(w, SyntheticWorkload):
+        return _synthetic(w, scenario.cap_s(None), seed)
+    return _from_trace(w, scenario)
+
+
+def _synthetic(w: SyntheticWorkload, cap_s: float, seed: int) -> Requests:
+    rng = make_streams(seed)
+    shares = np.cumsum([c.share for c in w.prompt_mix])
+    shares[-1] = 1.0
+    lows = np.array([c.tokens[0] for c in w.prompt_mix], dtype=np.int64)
+    highs = np.array([c.tokens[1] for c in w.prompt_mix], dtype=np.int64)
+    block = int(w.rate_per_s * cap_s * 1.02) + 64
+    arrived_s, prompts, replies = [], [], []
+    last_s = 0.0
+    while last_s <= cap_s:
+        gaps = -np.log1p(-rng["arrivals"].random(block)) / w.rate_per_s
+        times = last_s + np.cumsum(gaps)
+        cls = np.searchsorted(shares, rng["prompt_class"].random(block), side="right")
+        span = highs[cls] - lows[cls] + 1
+        prompts.append(lows[cls] + np.floor(rng["prompt_tokens"].random(block) * span).astype(np.int64))
+        lo, hi = w.reply_words
+        replies.append(lo + np.floor(rng["reply_words"].random(block) * (hi - lo + 1)).astype(np.int64))
+        arrived_s.append(times)
+        last_s = float(times[-1])
+    arrived = np.concatenate(arrived_s)
+    n = int(np.searchsorted(arrived, cap_s, side="right"))
+    arrived_ns = to_ns(arrived[:n])
+    return Requests(
+        arrived_at_ns=arrived_ns,
+        n_prompt_tokens=np.concatenate(prompts)[:n],
+        n_reply_words=np.concatenate(replies)[:n],
+        measured=_window(arrived_ns, w.warmup_s, w.measure_s),
+        cap_ns=int(to_ns(cap_s)),
+        info={"kind": "synthetic", "seed": seed, "n_generated": n},
+    )
+
+
+def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) -> np.ndarray:
+    measured = arrived_ns >= to_ns(warmup_s)
+    if measure_s is not None:
+        measured &= arrived_ns < to_ns(measure_s)
+    return measured
+
+
+def _from_trace(w: TraceWorkload, scenario: Scenario) -> Requests:
+    path = Path(w.trace)
+    if not path.is_absolute():
+        path = scenario.folder / path
+    table = read_csv_trace(path)
+    arrived_ns = to_ns(table["arrived_at_s"].to_numpy()) - to_ns(table["arrived_at_s"].iloc[0])
+    measured = _window(arrived_ns, w.warmup_s, w.measure_s)
+    if not measured.any():
+        raise InputError(
+            f"{scenario.source}: workload: no trace request arrives in the measured window "
+            f"[{w.warmup_s:g}, {w.measure_s if w.measure_s is not None else 'end'}) s"
+        )
+    cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+    cap_ns = int(to_ns(cap_s))
+    keep = arrived_ns <= cap_ns
+    return Requests(
+        arrived_at_ns=arrived_ns[keep],
+        n_prompt_tokens=table["n_prompt_tokens"].to_numpy(np.int64)[keep],
+        n_reply_words=table["n_reply_words"].to_numpy(np.int64)[keep],
+        measured=measured[keep],
+        cap_ns=cap_ns,
+        info={"kind": "trace", "format": w.format, "path": str(path), "n_rows": len(table)},
+    )
+
+
+def read_csv_trace(path: Path) -> pd.DataFrame:
+    """Read a `arrived_at_s,n_prompt_tokens,n_reply_words` trace, checking every row."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a trace CSV file")
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such trace file") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the file is empty, expected a header {','.join(TRACE_COLUMNS)}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as err:
+        raise InputError(f"{path}: cannot parse as CSV ({str(err).splitlines()[0]})") from None
+    missing = [c for c in TRACE_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"{path}: missing column {missing[0]!r}, expected columns {','.join(TRACE_COLUMNS)}")
+    if table.empty:
+        raise InputError(f"{path}: no data rows, expected at least one request after the header")
+    out = {}
+    for col in TRACE_COLUMNS:
+        values = pd.to_numeric(table[col].str.strip(), errors="coerce").to_numpy(np.float64)
+        if col == "arrived_at_s":
+            bad = ~np.isfinite(values) | (values < 0)
+            expected = "a non-negative number of seconds"
+        else:
+            bad = ~np.isfinite(values) | (values < 1) | (values != np.floor(values))
+            expected = "a positive whole number"
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise InputError(f"{path}:{row + 2}: {col}: got {table[col].iloc[row]!r}, expected {expected}")
+        out[col] = values
+    back = np.diff(out["arrived_at_s"]) < 0
+    if back.any():
+        row = int(np.argmax(back)) + 1
+        raise InputError(
+            f"{path}:{row + 2}: arrived_at_s: got {table['arrived_at_s'].iloc[row]}, expected arrivals "
+            f"in non-decreasing order (previous row {table['arrived_at_s'].iloc[row - 1]})"
+        )
+    frame = pd.DataFrame(out)
+    for col in TRACE_COLUMNS[1:]:
+        frame[col] = frame[col].astype(np.int64)
+    return frame
+
+
+def write_trace(requests: Requests, path: Path) -> None:
+    """Write the stream as a CSV trace, atomically (a temporary file renamed into place)."""
+    atomic_write_text(path, requests.frame().to_csv(index=False, float_format="%.9f"))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
