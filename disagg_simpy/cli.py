@@ -1,0 +1,174 @@
+"""`python -m disagg_simpy SCENARIO`: run, print the table, write results into `--out`.
+
+Only this module touches the filesystem, and only under `--out` (and `--save-trace`). Every
+file is written to a temporary file in its folder and renamed, so a result is never half
+written. Bad input is one line on stderr and exit code 2; Ctrl-C is exit code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .errors import InputError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag as one line (no usage dump) via InputError."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+def _positive_float(flag: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise InputError(f"{flag}: got {text!r}, expected a number") from None
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"{flag}: got {text!r}, expected a number > 0")
+        return value
+
+    return parse
+
+
+def _int_at_least(flag: str, low: int, high: int = 2**63 - 1):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise InputError(f"{flag}: got {text!r}, expected a whole number") from None
+        if not low <= value <= high:
+            raise InputError(f"{flag}: got {text!r}, expected a whole number from {low} to {high}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m disagg_simpy",
+        description="Compare ways of serving a chat model on a few GPUs: same GPU, chunked "
+        "prompts, or split reading and writing GPUs. Prints one row per arrangement.",
+    )
+    p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: runs/<scenario name>/)")
+    p.add_argument("--rate", type=_positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
+    p.add_argument("--seed", type=_int_at_least("--seed", 0), help="override the scenario's seed")
+    p.add_argument("--measure-s", type=_positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
+    p.add_argument("--seeds", type=_int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
+                   help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--save-trace", type=Path, metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
+    return p
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    return {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+
+
+def _prepare_out(out: Path) -> Path:
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out: {out} is a file, expected a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"--out: cannot create {out}: a part of the path is a file, expected folders") from None
+    except OSError as err:
+        raise InputError(f"--out: cannot create {out} ({err.strerror})") from None
+    return out
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    import pandas as pd
+
+    from .api import run
+    from .report import format_table, summary_json
+    from .scenario import load_scenario
+    from .workload import atomic_write_text, write_trace
+
+    args = build_parser().parse_args(argv)
+    scenario = load_scenario(args.scenario)
+    if args.rate is not None and not hasattr(scenario.workload, "rate_per_s"):
+        raise InputError(f"--rate: {args.scenario} replays a trace, which has no rate_per_s to override")
+    scenario = scenario.with_overrides(**_overrides(args))
+    out = _prepare_out(args.out or Path("runs") / scenario.name)
+    if args.save_trace is not None:
+        _prepare_out(args.save_trace.parent)
+
+    seeds = list(range(scenario.seed, scenario.seed + args.seeds))
+    results = [run(scenario, seed=s) for s in seeds]
+    many = len(seeds) > 1
+
+    def stack(frame_of) -> pd.DataFrame:
+        frames = [frame_of(r).assign(seed=r.seed) if many else frame_of(r) for r in results]
+        return pd.concat(frames, ignore_index=True) if many else frames[0]
+
+    summary = stack(lambda r: r.summary)
+    files = {
+        "summary.csv": summary,
+        "requests.csv": stack(lambda r: r.requests),
+        "iterations.csv": stack(lambda r: r.iterations),
+        "reads.csv": stack(lambda r: r.reads),
+    }
+    capped = {
+        str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
+    }
+    run_info = {
+        "version": __version__,
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "seed": seeds[0] if not many else None,
+        "seeds": seeds,
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_file": str(args.scenario),
+        "workload": results[0].stream.info,
+        "max_sim_s": results[0].stream.cap_ns / 1e9,
+        "capped": capped,
+    }
+    for name, frame in files.items():
+        atomic_write_text(out / name, frame.to_csv(index=False))
+    atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
+    if args.save_trace is not None:
+        write_trace(results[0].stream, args.save_trace)
+
+    if args.json:
+        print(json.dumps(summary_json(summary), indent=2))
+    else:
+        w = scenario.workload
+        traffic = f"{w.rate_per_s:g} requests/s" if hasattr(w, "rate_per_s") else f"trace {w.trace}"
+        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
+        print(f"{scenario.name}: {traffic}, {seed_text}; {summary['n_requests'].iloc[0]} measured requests")
+        print(format_table(summary))
+        print(f"results in {out}/")
+    for seed, arrangements in capped.items():
+        for name, n in arrangements.items():
+            print(
+                f"warning: {name} (seed {seed}): the safety cap max_sim_s={run_info['max_sim_s']:g} s ended the run "
+                f"with {n} measured replies unfinished; they count as not on time",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    try:
+        return _run(argv)
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted: earlier results were left as they were", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except SystemExit as done:  # --help and --version
+        return int(done.code or 0)
