@@ -116,12 +116,14 @@ def _counts(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         non_numeric = ~np.isfinite(values)
         fractional = ~non_numeric & (values != np.floor(values))
-        out_of_range = ~non_numeric & ~fractional & ((values <= 0) | (values > _MAX_COUNT))
+        not_positive = ~non_numeric & (values <= 0)
+        too_big = ~non_numeric & (values > _MAX_COUNT)
     expected = "a positive whole number"
     problems.check(non_numeric, key, lambda i: _shown(str(text[i])), expected)
     problems.check(fractional, key, lambda i: f"{values[i]:g}", expected)
-    problems.check(out_of_range, key, lambda i: f"{values[i]:g}", f"{expected} up to 2**53")
-    return np.where(non_numeric | fractional | out_of_range, 1, values).astype(np.int64)
+    problems.check(not_positive, key, lambda i: f"{values[i]:g}", expected)
+    problems.check(too_big, key, lambda i: f"{values[i]:g}", "a whole number up to 2**53")
+    return np.where(non_numeric | fractional | not_positive | too_big, 1, values).astype(np.int64)
 
 
 def _check_order(problems: _Problems, values: np.ndarray, text, key: str) -> None:
@@ -176,8 +178,11 @@ def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], np.ndarray]
             continue
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise _error(path, line_no, "json", _shown(line.strip()), f"one JSON object per line ({e})") from None
+        except json.JSONDecodeError as e:
+            raise _error(path, line_no, "json", _shown(line.strip()),
+                         f"one JSON object per line ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise _error(path, line_no, "json", "nesting too deep", "one JSON object per line") from None
         if not isinstance(record, dict):
             raise _error(path, line_no, "json", _shown(line.strip()), "one JSON object per line")
         for k in keys:
@@ -191,7 +196,7 @@ def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], np.ndarray]
         columns[k] = np.array([v if ok else np.nan for v, ok in zip(raw, numeric)], dtype=np.float64)
         if not all(numeric):
             i = numeric.index(False)
-            raise _error(path, line_nos[i], k, _shown(json.dumps(raw[i])), "a number")
+            raise _error(path, line_nos[i], k, json.dumps(raw[i])[:60], "a number")
     return columns, np.array(line_nos, dtype=np.int64)
 
 
