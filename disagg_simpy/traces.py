@@ -59,8 +59,30 @@ def _lines(path) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Split a plain comma-separated file into text columns, with each row's line number."""
+class _Problems:
+    """Collects the first bad row of each check, so the earliest line in the file is reported."""
+
+    def __init__(self, path, line_nos):
+        self.path, self.line_nos, self.found = path, line_nos, []
+
+    def stop_at(self, key: str, got: str, expected: str) -> None:
+        """Parsing stopped at the last line in line_nos; rows before it may hold earlier problems."""
+        self.found.append((len(self.line_nos) - 1, len(self.found), key, got, expected))
+
+    def check(self, bad: np.ndarray, key: str, got, expected: str) -> None:
+        hits = np.flatnonzero(bad)
+        if hits.size:
+            i = int(hits[0])
+            self.found.append((i, len(self.found), key, got(i), expected))
+
+    def raise_first(self) -> None:
+        if self.found:
+            i, _, key, got, expected = min(self.found)
+            raise _error(self.path, int(self.line_nos[i]), key, got, expected)
+
+
+def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray], _Problems]:
+    """Split a plain comma-separated file (no quoting) into text columns, up to any ragged row."""
     header = [h.strip() for h in lines[0].split(",")]
     missing = [c for c in required if c not in header]
     unknown = [] if extra_ok else [c for c in header if c not in required]
@@ -80,30 +102,17 @@ def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray]
     rows = [line.split(",") for _, line in numbered]
     n_fields = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     ragged = np.flatnonzero(n_fields != len(header))
+    problems = _Problems(path, line_nos)
     if ragged.size:
-        i = ragged[0]
-        raise _error(path, line_nos[i], "row", f"{n_fields[i]} fields in {_shown(numbered[i][1])}",
-                     f"{len(header)} comma-separated fields like the header")
+        i = int(ragged[0])
+        problems.line_nos = line_nos[: i + 1]
+        problems.stop_at("row", f"{n_fields[i]} fields in {_shown(numbered[i][1])}",
+                         f"{len(header)} comma-separated fields like the header")
+        if i == 0:
+            problems.raise_first()
+        rows = rows[:i]
     table = np.array(rows, dtype=str)
-    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, line_nos
-
-
-class _Problems:
-    """Collects the first bad row of each check, so the earliest line in the file is reported."""
-
-    def __init__(self, path, line_nos):
-        self.path, self.line_nos, self.found = path, line_nos, []
-
-    def check(self, bad: np.ndarray, key: str, got, expected: str) -> None:
-        hits = np.flatnonzero(bad)
-        if hits.size:
-            i = int(hits[0])
-            self.found.append((i, len(self.found), key, got(i), expected))
-
-    def raise_first(self) -> None:
-        if self.found:
-            i, _, key, got, expected = min(self.found)
-            raise _error(self.path, self.line_nos[i], key, got, expected)
+    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, problems
 
 
 def _numbers(text: np.ndarray) -> np.ndarray:
@@ -169,46 +178,61 @@ def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     return ns - ns[0]
 
 
-def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Pick `keys` out of every non-blank JSON Lines line; values stay raw (checked by the caller)."""
-    values = {k: [] for k in keys}
-    line_nos = []
+def _jsonl_record(line: str, keys) -> tuple | None:
+    """The numbers under `keys` in one JSON Lines line, or None if it is not that simple."""
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not all(type(record.get(k)) in (int, float) for k in keys):
+        return None
+    return tuple(record[k] for k in keys)
+
+
+def _jsonl_problem(line: str, keys) -> tuple[str, str, str]:
+    """(key, got, expected) saying why `_jsonl_record` refused this line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        return "json", _shown(line.strip()), f"one JSON object per line ({e.msg} at column {e.colno})"
+    except RecursionError:
+        return "json", "nesting too deep", "one JSON object per line"
+    if not isinstance(record, dict):
+        return "json", _shown(line.strip()), "one JSON object per line"
+    for k in keys:
+        if k not in record:
+            return k, "a line without it", f"keys {', '.join(keys)} on every line"
+        if type(record[k]) not in (int, float):
+            return k, json.dumps(record[k])[:60], "a number"
+    raise AssertionError(line)
+
+
+def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems]:
+    """Pick the numbers under `keys` out of every non-blank JSON Lines line, up to any bad line."""
+    records, line_nos, stopped = [], [], None
     for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise _error(path, line_no, "json", _shown(line.strip()),
-                         f"one JSON object per line ({e.msg} at column {e.colno})") from None
-        except RecursionError:
-            raise _error(path, line_no, "json", "nesting too deep", "one JSON object per line") from None
-        if not isinstance(record, dict):
-            raise _error(path, line_no, "json", _shown(line.strip()), "one JSON object per line")
-        for k in keys:
-            if k not in record:
-                raise _error(path, line_no, k, "a line without it", f"keys {', '.join(keys)} on every line")
-            values[k].append(record[k])
-        line_nos.append(line_no)
-    columns = {}
-    for k, raw in values.items():
-        numeric = [type(v) in (int, float) for v in raw]
-        columns[k] = np.array([v if ok else np.nan for v, ok in zip(raw, numeric)], dtype=np.float64)
-        if not all(numeric):
-            i = numeric.index(False)
-            raise _error(path, line_nos[i], k, json.dumps(raw[i])[:60], "a number")
-    return columns, np.array(line_nos, dtype=np.int64)
+        if line.strip():
+            line_nos.append(line_no)
+            record = _jsonl_record(line, keys)
+            if record is None:
+                stopped = _jsonl_problem(line, keys)
+                break
+            records.append(record)
+    problems = _Problems(path, np.array(line_nos, dtype=np.int64))
+    if stopped:
+        problems.stop_at(*stopped)
+        if not records:
+            problems.raise_first()
+    table = np.array(records, dtype=np.float64).reshape(-1, len(keys))
+    return {k: table[:, j] for j, k in enumerate(keys)}, problems
 
 
 def _read_mooncake(path, lines) -> pd.DataFrame:
     keys = ("timestamp", "input_length", "output_length")
-    cols, line_nos = _jsonl_fields(path, lines, keys)
-    problems = _Problems(path, line_nos)
+    cols, problems = _jsonl_fields(path, lines, keys)
     ms = cols["timestamp"]
-    shown = lambda i: f"{ms[i]:g}"  # noqa: E731
-    problems.check(~np.isfinite(ms), "timestamp", shown, "a number of milliseconds")
     with np.errstate(invalid="ignore"):
-        problems.check(ms < 0, "timestamp", shown, "a time >= 0 ms")
+        problems.check(~np.isfinite(ms) | (ms < 0), "timestamp", lambda i: f"{ms[i]:g}", "a time >= 0 ms")
     _check_order(problems, ms, [f"{v:g}" for v in ms], "timestamp")
     prompt = _counts(problems, cols["input_length"], "input_length")
     reply = _counts(problems, cols["output_length"], "output_length")
@@ -246,8 +270,7 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
         return _read_mooncake(path, lines)
     arrival_col, prompt_col, reply_col, extra_ok = _CSV_LAYOUTS[fmt]
     required = tuple(c for c in (arrival_col, prompt_col, reply_col) if c)
-    cols, line_nos = _csv_columns(path, lines, required, extra_ok)
-    problems = _Problems(path, line_nos)
+    cols, problems = _csv_columns(path, lines, required, extra_ok)
     prompt = _counts(problems, cols[prompt_col], prompt_col)
     reply = _counts(problems, cols[reply_col], reply_col)
     if fmt == "csv":

@@ -79,6 +79,8 @@ MALFORMED = [  # (file, format, line number or None, words the message must cont
     ("earliest_wins.csv", "csv", 4, "got 7.5"),
     ("backwards_before_bad_count.csv", "csv", 4, "never decrease"),
     ("not_utf8.csv", "csv", 3, "UTF-8"),
+    ("ragged_first_row.csv", "csv", 2, "2 fields"),
+    ("ragged_after_bad_count.csv", "csv", 3, "n_reply_words: got 0"),
     ("azure_missing_column.csv", "azure", 1, "missing GeneratedTokens"),
     ("azure_bad_timestamp.csv", "azure", 4, "TIMESTAMP: got '2023-11-16 25:17:04.0319600'"),
     ("azure_backwards.csv", "azure", 3, "never decrease"),
@@ -91,6 +93,7 @@ MALFORMED = [  # (file, format, line number or None, words the message must cont
     ("mooncake_string_value.jsonl", "mooncake", 2, 'input_length: got "12", expected a number'),
     ("mooncake_fractional.jsonl", "mooncake", 3, "output_length: got 2.5"),
     ("mooncake_not_object.jsonl", "mooncake", 1, "JSON object"),
+    ("mooncake_bad_json_after_bad_count.jsonl", "mooncake", 2, "input_length: got -7"),
     ("mooncake_negative_timestamp.jsonl", "mooncake", 2, "timestamp: got -3"),
     ("sample.csv", "parquet", None, "one of azure, csv, lengths, mooncake"),
 ]
