@@ -128,7 +128,7 @@ def plot_description(df: pd.DataFrame, path) -> None:
         if values.size:
             ax.axvline(np.median(values), color="k", ls="--", lw=1, label=f"median {np.median(values):,.0f} {unit}")
         ax.set_title(f"{label.capitalize()} length distribution")
-        ax.set_xlabel(f"{label} length ({unit})")
+        ax.set_xlabel(f"{label} length ({unit})" if label == "prompt" else "reply length (words, i.e. generated tokens)")
         ax.set_ylabel("requests")
         ax.legend(loc="upper right")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)

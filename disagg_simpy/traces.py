@@ -88,11 +88,8 @@ def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray]
     unknown = [] if extra_ok else [c for c in header if c not in required]
     duplicated = sorted({c for c in header if header.count(c) > 1})
     if missing or unknown or duplicated:
-        what = "; ".join(
-            f"{label} {', '.join(cols)}"
-            for label, cols in (("missing", missing), ("unknown", unknown), ("duplicated", duplicated))
-            if cols
-        )
+        named = (("missing", missing), ("unknown", unknown), ("duplicated", duplicated))
+        what = "; ".join(f"{label} {', '.join(cols)}" for label, cols in named if cols)
         need = ",".join(required) + (" (other columns ignored)" if extra_ok else " and nothing else")
         raise _error(path, 1, "header", f"{_shown(lines[0])} ({what})", f"columns {need}")
     numbered = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
@@ -199,12 +196,11 @@ def _jsonl_problem(line: str, keys) -> tuple[str, str, str]:
         return "json", "nesting too deep", "one JSON object per line"
     if not isinstance(record, dict):
         return "json", _shown(line.strip()), "one JSON object per line"
-    for k in keys:
-        if k not in record:
-            return k, "a line without it", f"keys {', '.join(keys)} on every line"
-        if type(record[k]) not in (int, float):
-            return k, json.dumps(record[k])[:60], "a number"
-    raise AssertionError(line)
+    missing = [k for k in keys if k not in record]
+    if missing:
+        return missing[0], "a line without it", f"keys {', '.join(keys)} on every line"
+    k = next(k for k in keys if type(record[k]) not in (int, float))
+    return k, json.dumps(record[k])[:60], "a number"
 
 
 def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems]:
@@ -283,11 +279,14 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     return _frame(arrived_at_ns, prompt, reply)
 
 
-def _positive(source, key, value, *, allow_none=True) -> float | None:
+def _positive(source, key, value, *, allow_none=True, zero_ok=False) -> float | None:
+    """A finite number > 0 (>= 0 with zero_ok) from a setting, as float; None passes if allowed."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not np.isfinite(value) or value <= 0:
-        raise _error(source, None, key, repr(value), "a positive number")
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not number or not np.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise _error(source, None, key, repr(shown), "a number >= 0" if zero_ok else "a positive number")
     return float(value)
 
 
@@ -304,6 +303,7 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
                    rate_per_s=None, source="<file>") -> tuple[np.ndarray, np.ndarray, dict]:
     """Cut a window out of a trace's arrivals and reshape them, in this order:
 
+    0. times and start_s are on arrived_at_ns's clock (read_trace: counted from the first row);
     1. window: keep rows with start_s <= t < start_s + duration_s; times then count from start_s;
     2. spread_ties: spread each group of equal times evenly up to the next distinct time (the
        last group stays), to smooth traces whose clock ticks coarsely (Mooncake: ~3 s);
@@ -326,9 +326,7 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
     time_scale = _positive(source, "time_scale", time_scale)
     rate_per_s = _positive(source, "rate_per_s", rate_per_s)
     duration_s = _positive(source, "duration_s", duration_s)
-    if start_s is not None and (isinstance(start_s, bool) or not isinstance(start_s, (int, float, np.number))
-                                or not np.isfinite(start_s) or start_s < 0):
-        raise _error(source, None, "start_s", repr(start_s), "a number of seconds >= 0")
+    start_s = _positive(source, "start_s", start_s, zero_ok=True)
 
     start_ns = round((start_s or 0) * _NS_PER_S)
     keep = t_ns >= start_ns
@@ -337,7 +335,7 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
     n_kept = int(np.count_nonzero(keep))
     if n_kept == 0:
         window = f"[{start_s or 0:g} s, {'end' if duration_s is None else f'{(start_s or 0) + duration_s:g} s'})"
-        raise _error(source, None, "window", f"no arrivals in {window} (trace spans 0 to {t_ns[-1] / _NS_PER_S:g} s)",
+        raise _error(source, None, "window", f"no arrivals in {window} (arrivals span {t_ns[0] / _NS_PER_S:g} to {t_ns[-1] / _NS_PER_S:g} s)",
                      "a window with at least one arrival")
     t = (t_ns[keep] - start_ns).astype(np.float64)
 
@@ -370,12 +368,12 @@ def clip_lengths(df: pd.DataFrame, reply_words_max=None, prompt_tokens_max=None)
                              ("n_reply_words", "reply_words_max", reply_words_max)):
         n_clipped = 0
         if cap is not None:
-            if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap <= 0:
+            if isinstance(cap, (bool, np.bool_)) or not isinstance(cap, (int, np.integer)) or cap <= 0:
                 raise _error("clip_lengths", None, key, repr(cap), "a positive whole number")
             over = out[column].to_numpy() > cap
             n_clipped = int(np.count_nonzero(over))
             out[column] = np.minimum(out[column].to_numpy(), cap).astype(np.int64)
-        info[key] = cap
+        info[key] = None if cap is None else int(cap)
         info[f"{column}_clipped"] = n_clipped
     return out, info
 
