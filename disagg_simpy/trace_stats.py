@@ -16,7 +16,10 @@ from .errors import InputError
 
 _NS_PER_S = 1_000_000_000
 _PERCENTILES = (50, 90, 99)
-_LENGTHS = (("prompt_tokens", "n_prompt_tokens", "prompt"), ("reply_words", "n_reply_words", "reply"))
+_LENGTHS = (  # (statistics prefix, column, plot name, unit)
+    ("prompt_tokens", "n_prompt_tokens", "prompt", "tokens"),
+    ("reply_words", "n_reply_words", "reply", "words, i.e. generated tokens"),
+)
 
 
 def _arrival_stats(t_ns: np.ndarray) -> dict:
@@ -49,7 +52,7 @@ def describe_trace(df: pd.DataFrame) -> dict:
         stats.update(_arrival_stats(df["arrived_at_ns"].to_numpy(dtype=np.int64)))
     else:
         stats.update(dict.fromkeys(arrival_keys))
-    for name, column, _ in _LENGTHS:
+    for name, column, _, _ in _LENGTHS:
         values = df[column].to_numpy(dtype=np.int64)
         if values.size:
             for p, v in zip(_PERCENTILES, np.percentile(values, _PERCENTILES)):
@@ -82,7 +85,7 @@ def format_description(stats: dict) -> str:
     lines = [f"{label:<{width}}  {v:>{value_width}} {unit if v != '-' else ''}".rstrip() for label, v, unit in rows]
     columns = ("p50", "p90", "p99", "mean", "min", "max")
     table = [["lengths", *columns]]
-    for name, _, _ in _LENGTHS:
+    for name, *_ in _LENGTHS:
         table.append([name.replace("_", " ")] + [_fmt(stats[f"{name}_{c}"], ",.1f" if c in ("p90", "p99", "mean")
                                                       else ",.0f") for c in columns])
     widths = [max(len(row[j]) for row in table) for j in range(len(columns) + 1)]
@@ -121,14 +124,14 @@ def plot_description(df: pd.DataFrame, path) -> None:
                      transform=ax_rate.transAxes)
         ax_rate.set_axis_off()
     ax_rate.set_title(f"Arrivals over time ({len(df):,} requests)")
-    for ax, (_, column, label) in zip(ax_lengths, _LENGTHS):
+    for ax, color, (_, column, label, unit) in zip(ax_lengths, ("C0", "C1"), _LENGTHS):
         values = df[column].to_numpy(dtype=np.int64)
-        unit = "tokens" if label == "prompt" else "words"
-        ax.hist(values, bins=60, color="C1" if label == "reply" else "C0", label=f"{label} lengths")
+        ax.hist(values, bins=60, color=color, label=f"{label} lengths")
         if values.size:
-            ax.axvline(np.median(values), color="k", ls="--", lw=1, label=f"median {np.median(values):,.0f} {unit}")
+            median = np.median(values)
+            ax.axvline(median, color="k", ls="--", lw=1, label=f"median {median:,.0f} {unit.split(',')[0]}")
         ax.set_title(f"{label.capitalize()} length distribution")
-        ax.set_xlabel(f"{label} length ({unit})" if label == "prompt" else "reply length (words, i.e. generated tokens)")
+        ax.set_xlabel(f"{label} length ({unit})")
         ax.set_ylabel("requests")
         ax.legend(loc="upper right")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
