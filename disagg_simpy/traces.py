@@ -1,0 +1,402 @@
+"""Request traces: read them, cut and reshape their arrivals, clip their lengths, or make arrivals up.
+
+Every function is pure (no SimPy, no plotting). Bad user input raises `InputError` with one line,
+`<file>:<line>: <column>: got <bad value>, expected <what>`, so a user can go straight to the row.
+Parsing is vectorised: cells are read as text, converted with numpy/pandas, and the FIRST bad row
+is reported by its 1-based physical line number.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .trace_stats import describe_trace, format_description, plot_description
+
+__all__ = [
+    "FORMATS", "read_trace", "shape_arrivals", "clip_lengths", "lengths_arrivals", "sample_lengths",
+    "describe_trace", "format_description", "plot_description",
+]
+
+FORMATS = ("azure", "csv", "lengths", "mooncake")
+_NS_PER_S = 1_000_000_000
+_MAX_COUNT = 2**53
+_AZURE_EXAMPLE = "a timestamp like 2023-11-16 18:17:03.9799600 (no time zone)"
+
+
+def _error(source, line, key, got, expected) -> InputError:
+    where = f"{source}:{line}" if line else f"{source}"
+    return InputError(f"{where}: {key}: got {got}, expected {expected}")
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _lines(path) -> list[str]:
+    """The file's physical lines (universal newlines, BOM dropped); errors for missing/empty files."""
+    p = Path(path)
+    if not p.exists():
+        raise _error(path, None, "path", "no such file", "an existing trace file")
+    if p.is_dir():
+        raise _error(path, None, "path", "a directory", "a trace file")
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise _error(path, None, "path", repr(e.strerror), "a readable file") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise _error(path, line, "text", f"byte {raw[e.start]:#04x}", "UTF-8 text") from None
+    if not text.strip():
+        raise _error(path, None, "file", "an empty file", "request rows")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+class _Problems:
+    """Collects the first bad row of each check, so the earliest line in the file is reported."""
+
+    def __init__(self, path, line_nos):
+        self.path, self.line_nos, self.found = path, line_nos, []
+
+    def stop_at(self, key: str, got: str, expected: str) -> None:
+        """Parsing stopped at the last line in line_nos; rows before it may hold earlier problems."""
+        self.found.append((len(self.line_nos) - 1, len(self.found), key, got, expected))
+
+    def check(self, bad: np.ndarray, key: str, got, expected: str) -> None:
+        hits = np.flatnonzero(bad)
+        if hits.size:
+            i = int(hits[0])
+            self.found.append((i, len(self.found), key, got(i), expected))
+
+    def raise_first(self) -> None:
+        if self.found:
+            i, _, key, got, expected = min(self.found)
+            raise _error(self.path, int(self.line_nos[i]), key, got, expected)
+
+
+def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray], _Problems]:
+    """Split a plain comma-separated file (no quoting) into text columns, up to any ragged row."""
+    header = [h.strip() for h in lines[0].split(",")]
+    missing = [c for c in required if c not in header]
+    unknown = [] if extra_ok else [c for c in header if c not in required]
+    duplicated = sorted({c for c in header if header.count(c) > 1})
+    if missing or unknown or duplicated:
+        named = (("missing", missing), ("unknown", unknown), ("duplicated", duplicated))
+        what = "; ".join(f"{label} {', '.join(cols)}" for label, cols in named if cols)
+        need = ",".join(required) + (" (other columns ignored)" if extra_ok else " and nothing else")
+        raise _error(path, 1, "header", f"{_shown(lines[0])} ({what})", f"columns {need}")
+    numbered = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
+    if not numbered:
+        raise _error(path, 2, "rows", "no data rows after the header", "at least one data row")
+    line_nos = np.fromiter((i for i, _ in numbered), dtype=np.int64, count=len(numbered))
+    rows = [line.split(",") for _, line in numbered]
+    n_fields = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    ragged = np.flatnonzero(n_fields != len(header))
+    problems = _Problems(path, line_nos)
+    if ragged.size:
+        i = int(ragged[0])
+        problems.line_nos = line_nos[: i + 1]
+        problems.stop_at("row", f"{n_fields[i]} fields in {_shown(numbered[i][1])}",
+                         f"{len(header)} comma-separated fields like the header")
+        if i == 0:
+            problems.raise_first()
+        rows = rows[:i]
+    table = np.array(rows, dtype=str)
+    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, problems
+
+
+def _numbers(text: np.ndarray) -> np.ndarray:
+    return pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _counts(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
+    """Positive whole numbers from text cells (or from JSON values, passed as floats)."""
+    values = _numbers(text) if text.dtype.kind == "U" else text.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        non_numeric = ~np.isfinite(values)
+        fractional = ~non_numeric & (values != np.floor(values))
+        not_positive = ~non_numeric & (values <= 0)
+        too_big = ~non_numeric & (values > _MAX_COUNT)
+    expected = "a positive whole number"
+    problems.check(non_numeric, key, lambda i: _shown(str(text[i])), expected)
+    problems.check(fractional, key, lambda i: f"{values[i]:g}", expected)
+    problems.check(not_positive, key, lambda i: f"{values[i]:g}", expected)
+    problems.check(too_big, key, lambda i: f"{values[i]:g}", "a whole number up to 2**53")
+    return np.where(non_numeric | fractional | not_positive | too_big, 1, values).astype(np.int64)
+
+
+def _check_order(problems: _Problems, values: np.ndarray, text, key: str) -> None:
+    with np.errstate(invalid="ignore"):
+        back = np.concatenate(([False], values[1:] < values[:-1]))
+    problems.check(back, key, lambda i: f"{text[i]} after {text[i - 1]} on line {problems.line_nos[i - 1]}",
+                   "arrival times that never decrease")
+
+
+def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
+    values = _numbers(text)
+    bad = ~np.isfinite(values)
+    problems.check(bad, key, lambda i: _shown(str(text[i])), "a number of seconds")
+    with np.errstate(invalid="ignore"):
+        problems.check(values < 0, key, lambda i: str(text[i]), "a time >= 0 s")
+    _check_order(problems, values, text, key)
+    problems.raise_first()
+    return np.rint((values - values[0]) * _NS_PER_S).astype(np.int64)
+
+
+def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
+    """Exact integer ns after the first row, via numpy datetime64[ns] (never through float seconds)."""
+    def parse(cells):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return np.array(cells, dtype="datetime64[ns]")
+
+    try:
+        stamps = parse(text)
+        bad = np.isnat(stamps)
+    except (ValueError, Warning, OverflowError):
+        bad = np.zeros(len(text), dtype=bool)
+        for i, cell in enumerate(text):
+            try:
+                bad[i] = np.isnat(parse(cell))
+            except (ValueError, Warning, OverflowError):
+                bad[i] = True
+        stamps = parse(np.where(bad, "NaT", text))
+    problems.check(bad, key, lambda i: _shown(str(text[i])), _AZURE_EXAMPLE)
+    ns = stamps.astype(np.int64)
+    _check_order(problems, np.where(bad, np.nan, ns.astype(np.float64)), text, key)
+    problems.raise_first()
+    return ns - ns[0]
+
+
+def _jsonl_record(line: str, keys) -> tuple | None:
+    """The numbers under `keys` in one JSON Lines line, or None if it is not that simple."""
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not all(type(record.get(k)) in (int, float) for k in keys):
+        return None
+    return tuple(record[k] for k in keys)
+
+
+def _jsonl_problem(line: str, keys) -> tuple[str, str, str]:
+    """(key, got, expected) saying why `_jsonl_record` refused this line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        return "json", _shown(line.strip()), f"one JSON object per line ({e.msg} at column {e.colno})"
+    except RecursionError:
+        return "json", "nesting too deep", "one JSON object per line"
+    if not isinstance(record, dict):
+        return "json", _shown(line.strip()), "one JSON object per line"
+    missing = [k for k in keys if k not in record]
+    if missing:
+        return missing[0], "a line without it", f"keys {', '.join(keys)} on every line"
+    k = next(k for k in keys if type(record[k]) not in (int, float))
+    return k, json.dumps(record[k])[:60], "a number"
+
+
+def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems]:
+    """Pick the numbers under `keys` out of every non-blank JSON Lines line, up to any bad line."""
+    records, line_nos, stopped = [], [], None
+    for line_no, line in enumerate(lines, start=1):
+        if line.strip():
+            line_nos.append(line_no)
+            record = _jsonl_record(line, keys)
+            if record is None:
+                stopped = _jsonl_problem(line, keys)
+                break
+            records.append(record)
+    problems = _Problems(path, np.array(line_nos, dtype=np.int64))
+    if stopped:
+        problems.stop_at(*stopped)
+        if not records:
+            problems.raise_first()
+    table = np.array(records, dtype=np.float64).reshape(-1, len(keys))
+    return {k: table[:, j] for j, k in enumerate(keys)}, problems
+
+
+def _read_mooncake(path, lines) -> pd.DataFrame:
+    keys = ("timestamp", "input_length", "output_length")
+    cols, problems = _jsonl_fields(path, lines, keys)
+    ms = cols["timestamp"]
+    with np.errstate(invalid="ignore"):
+        problems.check(~np.isfinite(ms) | (ms < 0), "timestamp", lambda i: f"{ms[i]:g}", "a time >= 0 ms")
+    _check_order(problems, ms, [f"{v:g}" for v in ms], "timestamp")
+    prompt = _counts(problems, cols["input_length"], "input_length")
+    reply = _counts(problems, cols["output_length"], "output_length")
+    problems.raise_first()
+    arrived_at_ns = np.rint((ms - ms[0]) * 1_000_000).astype(np.int64)
+    return _frame(arrived_at_ns, prompt, reply)
+
+
+def _frame(arrived_at_ns, prompt, reply) -> pd.DataFrame:
+    data = {} if arrived_at_ns is None else {"arrived_at_ns": arrived_at_ns}
+    data.update(n_prompt_tokens=prompt, n_reply_words=reply)
+    return pd.DataFrame({k: np.asarray(v, dtype=np.int64) for k, v in data.items()})
+
+
+_CSV_LAYOUTS = {  # fmt: (arrival column, prompt column, reply column, extra columns allowed)
+    "csv": ("arrived_at_s", "n_prompt_tokens", "n_reply_words", False),
+    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens", True),
+    "lengths": (None, "num_prefill_tokens", "num_decode_tokens", True),
+}
+
+
+def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
+    """Read a request trace into columns `arrived_at_ns` (absent for "lengths"), `n_prompt_tokens`,
+    `n_reply_words`, all int64; arrivals count from the first row, in ns.
+
+    fmt: "csv" (`arrived_at_s,n_prompt_tokens,n_reply_words`, nothing else), "azure" (Azure LLM
+    inference 2023: `TIMESTAMP,ContextTokens,GeneratedTokens`), "mooncake" (JSON Lines with
+    `timestamp` in ms, `input_length`, `output_length`) or "lengths" (ShareGPT/arXiv length tables:
+    `num_prefill_tokens,num_decode_tokens`, no arrivals).
+    """
+    if fmt not in FORMATS:
+        raise _error(path, None, "format", _shown(str(fmt)), f"one of {', '.join(FORMATS)}")
+    lines = _lines(path)
+    if fmt == "mooncake":
+        return _read_mooncake(path, lines)
+    arrival_col, prompt_col, reply_col, extra_ok = _CSV_LAYOUTS[fmt]
+    required = tuple(c for c in (arrival_col, prompt_col, reply_col) if c)
+    cols, problems = _csv_columns(path, lines, required, extra_ok)
+    prompt = _counts(problems, cols[prompt_col], prompt_col)
+    reply = _counts(problems, cols[reply_col], reply_col)
+    if fmt == "csv":
+        arrived_at_ns = _seconds_ns(problems, cols[arrival_col], arrival_col)
+    elif fmt == "azure":
+        arrived_at_ns = _azure_ns(problems, cols[arrival_col], arrival_col)
+    else:
+        arrived_at_ns = None
+        problems.raise_first()
+    return _frame(arrived_at_ns, prompt, reply)
+
+
+def _positive(source, key, value, *, allow_none=True, zero_ok=False) -> float | None:
+    """A finite number > 0 (>= 0 with zero_ok) from a setting, as float; None passes if allowed."""
+    if value is None and allow_none:
+        return None
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if not number or not np.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        shown = value.item() if isinstance(value, np.generic) else value
+        raise _error(source, None, key, repr(shown), "a number >= 0" if zero_ok else "a positive number")
+    return float(value)
+
+
+def _spread(t: np.ndarray) -> tuple[np.ndarray, int]:
+    """Spread the k-th of m equal times t to t + k*(t_next - t)/m; the last group stays put."""
+    uniq, first, n_same = np.unique(t, return_index=True, return_counts=True)
+    group = np.repeat(np.arange(uniq.size), n_same)
+    k = np.arange(t.size) - first[group]
+    step = np.append(np.diff(uniq), 0.0) / n_same
+    return t + k * step[group], int(np.count_nonzero((k > 0) & (group < uniq.size - 1)))
+
+
+def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=False, time_scale=None,
+                   rate_per_s=None, source="<file>") -> tuple[np.ndarray, np.ndarray, dict]:
+    """Cut a window out of a trace's arrivals and reshape them, in this order:
+
+    0. times and start_s are on arrived_at_ns's clock (read_trace: counted from the first row);
+    1. window: keep rows with start_s <= t < start_s + duration_s; times then count from start_s;
+    2. spread_ties: spread each group of equal times evenly up to the next distinct time (the
+       last group stays), to smooth traces whose clock ticks coarsely (Mooncake: ~3 s);
+    3. time_scale (2.0 replays twice as fast) OR rate_per_s (stretch so that kept rows divided by
+       the window length, duration_s or else last - first kept arrival, equals it).
+
+    Returns (boolean mask of kept input rows, their new int64 arrival ns, info for run.json).
+    """
+    if arrived_at_ns is None:
+        raise _error(source, None, "arrived_at_ns", "none (a lengths-only trace)", "a trace with arrival times")
+    t_ns = np.asarray(arrived_at_ns)
+    if t_ns.ndim != 1 or t_ns.dtype.kind not in "iu" or t_ns.size == 0:
+        raise _error(source, None, "arrived_at_ns", f"{t_ns.dtype} array of shape {t_ns.shape}",
+                     "a non-empty 1-d integer array")
+    if np.any(np.diff(t_ns) < 0):
+        raise _error(source, None, "arrived_at_ns", "times that decrease", "arrival times that never decrease")
+    if time_scale is not None and rate_per_s is not None:
+        raise _error(source, None, "time_scale", f"{time_scale!r} together with rate_per_s={rate_per_s!r}",
+                     "at most one of time_scale and rate_per_s")
+    time_scale = _positive(source, "time_scale", time_scale)
+    rate_per_s = _positive(source, "rate_per_s", rate_per_s)
+    duration_s = _positive(source, "duration_s", duration_s)
+    start_s = _positive(source, "start_s", start_s, zero_ok=True)
+
+    start_ns = round((start_s or 0) * _NS_PER_S)
+    keep = t_ns >= start_ns
+    if duration_s is not None:
+        keep &= t_ns < start_ns + round(duration_s * _NS_PER_S)
+    n_kept = int(np.count_nonzero(keep))
+    if n_kept == 0:
+        window = f"[{start_s or 0:g} s, {'end' if duration_s is None else f'{(start_s or 0) + duration_s:g} s'})"
+        raise _error(source, None, "window", f"no arrivals in {window} (arrivals span {t_ns[0] / _NS_PER_S:g} to {t_ns[-1] / _NS_PER_S:g} s)",
+                     "a window with at least one arrival")
+    t = (t_ns[keep] - start_ns).astype(np.float64)
+
+    n_spread = 0
+    if spread_ties:
+        t, n_spread = _spread(t)
+
+    window_length_s = None
+    if rate_per_s is not None:
+        window_length_s = duration_s if duration_s is not None else (t[-1] - t[0]) / _NS_PER_S
+        if window_length_s <= 0:
+            raise _error(source, None, "rate_per_s", f"{rate_per_s:g} for {n_kept} arrivals all at one time",
+                         "a window of non-zero length (give duration_s)")
+        time_scale = rate_per_s * window_length_s / n_kept
+    factor = 1.0 if time_scale is None else time_scale
+    info = {
+        "n_rows_in": int(t_ns.size), "n_rows_kept": n_kept,
+        "window_start_s": start_s, "window_duration_s": duration_s,
+        "spread_ties": bool(spread_ties), "n_rows_spread": n_spread,
+        "time_scale": factor, "rate_per_s": rate_per_s, "rate_window_s": window_length_s,
+    }
+    return keep, np.rint(t / factor).astype(np.int64), info
+
+
+def clip_lengths(df: pd.DataFrame, reply_words_max=None, prompt_tokens_max=None) -> tuple[pd.DataFrame, dict]:
+    """Cap prompt and reply lengths (e.g. to a model's context); info counts the clipped rows."""
+    out = df.copy()
+    info = {}
+    for column, key, cap in (("n_prompt_tokens", "prompt_tokens_max", prompt_tokens_max),
+                             ("n_reply_words", "reply_words_max", reply_words_max)):
+        n_clipped = 0
+        if cap is not None:
+            if isinstance(cap, (bool, np.bool_)) or not isinstance(cap, (int, np.integer)) or cap <= 0:
+                raise _error("clip_lengths", None, key, repr(cap), "a positive whole number")
+            over = out[column].to_numpy() > cap
+            n_clipped = int(np.count_nonzero(over))
+            out[column] = np.minimum(out[column].to_numpy(), cap).astype(np.int64)
+        info[key] = None if cap is None else int(cap)
+        info[f"{column}_clipped"] = n_clipped
+    return out, info
+
+
+def lengths_arrivals(n, rate_per_s, burstiness_cv, rng_arrivals, *, source="<scenario>") -> np.ndarray:
+    """Made-up arrivals for length-only traces: Poisson (cv None or 1) or Gamma gaps with shape
+    1/cv^2 and mean 1/rate; the first request arrives after the first gap. Returns int64 ns."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise _error(source, None, "n_requests", repr(n), "a whole number >= 0")
+    mean_gap_s = 1.0 / _positive(source, "rate_per_s", rate_per_s, allow_none=False)
+    cv = _positive(source, "burstiness_cv", burstiness_cv)
+    if cv is None or cv == 1.0:
+        gaps_s = rng_arrivals.exponential(mean_gap_s, size=n)
+    else:
+        shape = 1.0 / cv**2
+        gaps_s = rng_arrivals.gamma(shape, mean_gap_s / shape, size=n)
+    return np.rint(np.cumsum(gaps_s) * _NS_PER_S).astype(np.int64)
+
+
+def sample_lengths(table: pd.DataFrame, n, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Draw n (prompt, reply) length pairs uniformly with replacement from a lengths table."""
+    if len(table) == 0:
+        raise _error("sample_lengths", None, "table", "an empty table", "at least one row of lengths")
+    rows = rng.integers(0, len(table), size=n)
+    return (table["n_prompt_tokens"].to_numpy(dtype=np.int64)[rows],
+            table["n_reply_words"].to_numpy(dtype=np.int64)[rows])
