@@ -1,0 +1,69 @@
+"""Sweep the arrival rate of the default traffic to choose the default load.
+
+The seed page never states its load. This runs every arrangement at each rate over several
+seeds and prints a markdown table of mean on-time % (and the figures behind the claims), so the
+rate where the claims hold together can be read off.
+
+    python benchmarks/calibrate_rate.py --rates 12:16:0.5 --seeds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from disagg_simpy import load_scenario, run
+
+SEED_ON_TIME = {"same-gpu": 1, "chunked-512": 89, "split-2-2": 100, "split-1-3": 10, "split-3-1": 10}
+
+
+def parse_rates(text: str) -> list[float]:
+    if ":" in text:
+        lo, hi, step = (float(x) for x in text.split(":"))
+        return [round(x, 6) for x in np.arange(lo, hi + step / 2, step)]
+    return [float(x) for x in text.split(",")]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenario", default="scenarios/default.yaml")
+    p.add_argument("--rates", default="12:16:0.5", help="LOW:HIGH:STEP or a comma list")
+    p.add_argument("--seeds", type=int, default=10)
+    args = p.parse_args()
+    base = load_scenario(args.scenario)
+    on_time, details = [], []
+    for rate in parse_rates(args.rates):
+        scenario = base.with_overrides(**{"workload.rate_per_s": rate})
+        runs = pd.concat([run(scenario, seed=s).summary for s in range(1, args.seeds + 1)])
+        mean = runs.groupby("arrangement", sort=False).mean(numeric_only=True)
+        on_time.append(mean["on_time_pct"].rename(rate))
+        details.append(
+            {
+                "rate": rate,
+                "same-gpu longest gap (s)": mean.loc["same-gpu", "longest_gap_ms"] / 1000,
+                "same-gpu median gap (ms)": mean.loc["same-gpu", "median_mean_gap_ms"],
+                "chunked longest gap (ms)": mean.loc["chunked-512", "longest_gap_ms"],
+                "chunked p90 first word (s)": mean.loc["chunked-512", "first_word_p90_s"],
+            }
+        )
+    table = pd.DataFrame(on_time)
+    table.index.name = "rate (req/s)"
+    seed_row = pd.DataFrame([SEED_ON_TIME], index=["seed page"])[table.columns]
+    print(f"Mean on-time % over seeds 1..{args.seeds} ({args.scenario}):\n")
+    print(pd.concat([table.round(1), seed_row]).to_markdown() if _has_tabulate() else pd.concat([table.round(1), seed_row]).to_string())
+    print("\nFigures behind C1, C3, C4, C5 (means):\n")
+    print(pd.DataFrame(details).round(2).to_string(index=False))
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    main()
