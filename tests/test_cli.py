@@ -1,0 +1,111 @@
+"""The command line: outputs and their columns, flags, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import DEFAULT, ROOT
+from disagg_simpy import __version__
+from disagg_simpy.cli import main
+
+SHORT = ["--measure-s", "6"]
+
+REQUEST_COLUMNS = (
+    "arrangement,request_id,arrived_at_s,n_prompt_tokens,n_reply_words,reading_gpu,read_started_at_s,"
+    "first_word_at_s,writing_gpu,joined_at_s,finished_at_s,first_word_s,mean_gap_ms,max_gap_ms,n_freezes,on_time"
+).split(",")
+SUMMARY_COLUMNS = (
+    "arrangement,n_requests,n_unfinished,on_time_pct,late_first_word_pct,late_mean_gap_pct,froze_pct,"
+    "first_word_p50_s,first_word_p90_s,median_mean_gap_ms,longest_gap_ms,p99_gap_ms,reading_busy_pct,"
+    "writing_busy_pct,words_per_s"
+).split(",")
+
+
+def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--no-plots"] if _has_plots() else [str(DEFAULT), "--out", str(tmp_path), *SHORT]) == 0
+    table = capsys.readouterr().out
+    for name in ("same-gpu", "chunked-512", "split-2-2", "split-1-3", "split-3-1"):
+        assert name in table
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert list(summary.columns) == SUMMARY_COLUMNS
+    assert summary.arrangement.tolist() == ["same-gpu", "chunked-512", "split-2-2", "split-1-3", "split-3-1"]
+    requests = pd.read_csv(tmp_path / "requests.csv")
+    assert list(requests.columns) == REQUEST_COLUMNS
+    assert len(requests) == 5 * summary.n_requests.iloc[0]
+    iterations = pd.read_csv(tmp_path / "iterations.csv")
+    assert list(iterations.columns) == [
+        "arrangement", "gpu", "iteration", "started_at_s", "ended_at_s", "n_replies_written", "n_prompt_tokens_read"
+    ]
+    reads = pd.read_csv(tmp_path / "reads.csv")
+    assert list(reads.columns) == ["arrangement", "gpu", "iteration", "request_id", "n_tokens"]
+    # every prompt token of a measured request is read exactly once
+    tokens = reads.groupby(["arrangement", "request_id"]).n_tokens.sum()
+    measured = requests.set_index(["arrangement", "request_id"]).n_prompt_tokens
+    assert tokens.reindex(measured.index).tolist() == measured.tolist()
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["seed"] == 1 and info["scenario"]["workload"]["measure_s"] == 6
+    assert info["version"] == __version__
+    assert info["command"][:3] == ["python", "-m", "disagg_simpy"] and "--measure-s" in info["command"]
+
+
+def _has_plots() -> bool:
+    from disagg_simpy.cli import build_parser
+
+    return "--no-plots" in build_parser().format_help()
+
+
+def test_json_prints_the_summary_keys(tmp_path, capsys):
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--json"] + (["--no-plots"] if _has_plots() else [])) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [list(r) for r in rows] == [SUMMARY_COLUMNS] * 5
+
+
+def test_seeds_give_one_summary_row_per_arrangement_and_seed(tmp_path, capsys):
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--seeds", "3", "--seed", "7"] + (["--no-plots"] if _has_plots() else [])) == 0
+    out = capsys.readouterr().out
+    assert "±" in out and "seeds 7..9" in out
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert sorted(set(summary.seed)) == [7, 8, 9] and len(summary) == 15
+
+
+def test_rate_flag_changes_the_traffic_and_save_trace_writes_it(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    args = [str(DEFAULT), "--out", str(tmp_path / "o"), *SHORT, "--rate", "5", "--save-trace", str(trace)]
+    assert main(args + (["--no-plots"] if _has_plots() else [])) == 0
+    saved = pd.read_csv(trace)
+    assert list(saved.columns) == ["arrived_at_s", "n_prompt_tokens", "n_reply_words"]
+    # the whole stream up to the cap (measured or not), at about 5 requests/s
+    assert saved.arrived_at_s.iloc[-1] > 600
+    assert 4.5 < len(saved) / saved.arrived_at_s.iloc[-1] < 5.5
+    summary = pd.read_csv(tmp_path / "o" / "summary.csv")
+    assert summary.n_requests.iloc[0] == (saved.arrived_at_s < 6).sum()
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--rate", "fast"], "--rate: got 'fast', expected a number"),
+        (["--rate", "0"], "--rate: got '0', expected a number > 0"),
+        (["--seeds", "0"], "--seeds: got '0'"),
+        (["--seed", "-3"], "--seed: got '-3'"),
+    ],
+)
+def test_bad_flags_are_one_line_errors(args, fragment, tmp_path, capsys):
+    assert main([str(DEFAULT), "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_version_and_a_real_subprocess_error():
+    done = subprocess.run([sys.executable, "-m", "disagg_simpy", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.startswith("disagg_simpy ")
+    done = subprocess.run([sys.executable, "-m", "disagg_simpy", "missing.yaml"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr == "error: missing.yaml: no such file, expected a scenario YAML file\n"
