@@ -73,8 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _overrides(args: argparse.Namespace) -> dict:
-    return {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+def _overrides(args: argparse.Namespace, scenario) -> dict:
+    """Flag values as scenario keys. On a trace, --rate replaces any time_scale."""
+    from .scenario import DROP, TraceWorkload
+
+    changes = {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+    if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
+        changes["workload.time_scale"] = DROP
+    return changes
 
 
 def _prepare_out(out: Path) -> Path:
@@ -99,9 +105,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
     args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
-    if args.rate is not None and not hasattr(scenario.workload, "rate_per_s"):
-        raise InputError(f"--rate: {args.scenario} replays a trace, which has no rate_per_s to override")
-    scenario = scenario.with_overrides(**_overrides(args))
+    scenario = scenario.with_overrides(**_overrides(args, scenario))
     out = _prepare_out(args.out or Path("runs") / scenario.name)
     if args.save_trace is not None:
         _prepare_out(args.save_trace.parent)
@@ -145,7 +149,8 @@ def _run(argv: Sequence[str] | None) -> int:
         print(json.dumps(summary_json(summary), indent=2))
     else:
         w = scenario.workload
-        traffic = f"{w.rate_per_s:g} requests/s" if hasattr(w, "rate_per_s") else f"trace {w.trace}"
+        rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
+        traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
         print(f"{scenario.name}: {traffic}, {seed_text}; {summary['n_requests'].iloc[0]} measured requests")
         print(format_table(summary))
@@ -160,9 +165,39 @@ def _run(argv: Sequence[str] | None) -> int:
     return 0
 
 
+def build_describe_parser() -> argparse.ArgumentParser:
+    from .traces import FORMATS
+
+    p = _Parser(
+        prog="python -m disagg_simpy describe",
+        description="Print a trace's statistics: requests, duration, rate, burstiness, busiest "
+        "second and minute, prompt and reply percentiles.",
+    )
+    p.add_argument("trace", type=Path, help="trace file")
+    p.add_argument("--format", choices=FORMATS, default="csv", help="trace format (default csv)")
+    p.add_argument("--plot", type=Path, metavar="FILE", help="also write a PNG of arrivals per second and lengths")
+    return p
+
+
+def _describe(argv: Sequence[str]) -> int:
+    from .traces import describe_trace, format_description, plot_description, read_trace
+
+    args = build_describe_parser().parse_args(argv)
+    table = read_trace(args.trace, args.format)
+    print(format_description(describe_trace(table)))
+    if args.plot is not None:
+        _prepare_out(args.plot.parent if str(args.plot.parent) else Path("."))
+        plot_description(table, args.plot)
+        print(f"plot in {args.plot}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args[:1] == ["describe"]:
+            return _describe(args[1:])
         return _run(argv)
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)

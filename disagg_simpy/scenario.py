@@ -32,6 +32,7 @@ MAX_REQUESTS = 10_000_000
 DEFAULT_CAP_SLACK_S = 600.0
 
 NonNegFloat = Annotated[float, Field(ge=0)]
+DROP = object()  # with_overrides: remove a key
 
 
 class _Strict(BaseModel):
@@ -83,12 +84,26 @@ class SyntheticWorkload(_Strict):
 
 
 class TraceWorkload(_Strict):
-    """A recorded request stream; `trace` is read relative to the scenario file's folder."""
+    """A recorded request stream; `trace` is read relative to the scenario file's folder.
+
+    Formats with arrival times (csv, azure, mooncake) are cut to a window, ties spread and times
+    scaled, in that order. A `lengths` file has no times: requests draw a row uniformly (with
+    replacement) and arrive by a Poisson process at `rate_per_s`, or a Gamma process with
+    `burstiness_cv`.
+    """
 
     trace: str = Field(min_length=1)
-    format: Literal["csv"] = "csv"
+    format: Literal["csv", "azure", "mooncake", "lengths"] = "csv"
     warmup_s: NonNegFloat = 0.0
     measure_s: PositiveFloat | None = None
+    start_s: NonNegFloat | None = None
+    duration_s: PositiveFloat | None = None
+    spread_ties: bool = False
+    time_scale: PositiveFloat | None = None
+    rate_per_s: PositiveFloat | None = None
+    burstiness_cv: PositiveFloat | None = None
+    reply_words_max: PositiveInt | None = None
+    prompt_tokens_max: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "TraceWorkload":
@@ -96,6 +111,18 @@ class TraceWorkload(_Strict):
             raise ValueError(
                 f"warmup_s ({self.warmup_s:g}) must be below measure_s ({self.measure_s:g})"
             )
+        if self.time_scale is not None and self.rate_per_s is not None:
+            raise ValueError("time_scale and rate_per_s are both set, expected at most one")
+        if self.format == "lengths":
+            for key in ("start_s", "duration_s", "time_scale"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key} needs arrival times, which a 'lengths' trace lacks")
+            if self.spread_ties:
+                raise ValueError("spread_ties needs arrival times, which a 'lengths' trace lacks")
+            if self.rate_per_s is None or self.measure_s is None:
+                raise ValueError("a 'lengths' trace needs rate_per_s and measure_s (it has no arrival times)")
+        elif self.burstiness_cv is not None:
+            raise ValueError("burstiness_cv applies to 'lengths' traces only (others keep their own arrivals)")
         return self
 
 
@@ -186,7 +213,7 @@ class Scenario(_Strict):
             raise ValueError(
                 f"max_sim_s ({self.max_sim_s:g}) must be at least measure_s ({w.measure_s:g})"
             )
-        if isinstance(w, SyntheticWorkload):
+        if w.rate_per_s is not None and (isinstance(w, SyntheticWorkload) or w.format == "lengths"):
             expected = w.rate_per_s * self.cap_s(None)
             if expected > MAX_REQUESTS:
                 raise ValueError(
@@ -209,7 +236,10 @@ class Scenario(_Strict):
         return Path(self.source).parent
 
     def with_overrides(self, **changes: Any) -> "Scenario":
-        """A re-validated copy with top-level or `workload.<key>` values replaced."""
+        """A re-validated copy with top-level or `workload.<key>` values replaced.
+
+        A value of None leaves the key as it is; `DROP` removes it (back to its default).
+        """
         raw = self.model_dump(mode="python", exclude_none=True)
         for key, value in changes.items():
             if value is None:
@@ -218,7 +248,10 @@ class Scenario(_Strict):
             *parents, leaf = key.split(".")
             for p in parents:
                 where = where[p]
-            where[leaf] = value
+            if value is DROP:
+                where.pop(leaf, None)
+            else:
+                where[leaf] = value
         return _validate(raw, self.source)
 
 

@@ -7,6 +7,7 @@ the cap or block size: a longer run sees the same prefix.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import tempfile
@@ -18,11 +19,11 @@ import pandas as pd
 
 from .errors import InputError
 from .scenario import Scenario, SyntheticWorkload, TraceWorkload
+from .traces import clip_lengths, lengths_arrivals, read_trace, sample_lengths, shape_arrivals
 
 NS_PER_S = 1_000_000_000
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
-TRACE_COLUMNS = ("arrived_at_s", "n_prompt_tokens", "n_reply_words")
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
     seed = scenario.seed if seed is None else seed
     if isinstance(w, SyntheticWorkload):
         return _synthetic(w, scenario.cap_s(None), seed)
-    return _from_trace(w, scenario)
+    return _from_trace(w, scenario, seed)
 
 
 def _synthetic(w: SyntheticWorkload, cap_s: float, seed: int) -> Requests:
@@ -108,19 +109,41 @@ def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) ->
     return measured
 
 
-def _from_trace(w: TraceWorkload, scenario: Scenario) -> Requests:
+def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     path = Path(w.trace)
     if not path.is_absolute():
         path = scenario.folder / path
-    table = read_csv_trace(path)
-    arrived_ns = to_ns(table["arrived_at_s"].to_numpy()) - to_ns(table["arrived_at_s"].iloc[0])
+    table = read_trace(path, w.format)
+    info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table)}
+    if w.format == "lengths":
+        cap_s = scenario.cap_s(None)
+        n = _expected_arrivals(w.rate_per_s, cap_s)
+        rng = make_streams(seed)
+        arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
+        prompt, reply = sample_lengths(table, n, rng["prompt_tokens"])
+        table = pd.DataFrame({"n_prompt_tokens": prompt, "n_reply_words": reply})
+        info.update(seed=seed, rate_per_s=w.rate_per_s, burstiness_cv=w.burstiness_cv)
+    else:
+        keep, arrived_ns, shaping = shape_arrivals(
+            table["arrived_at_ns"].to_numpy(),
+            start_s=w.start_s,
+            duration_s=w.duration_s,
+            spread_ties=w.spread_ties,
+            time_scale=w.time_scale,
+            rate_per_s=w.rate_per_s,
+            source=f"{scenario.source}: workload",
+        )
+        table = table[keep].reset_index(drop=True)
+        info.update(shaping)
+        cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+    table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
+    info.update(clips)
     measured = _window(arrived_ns, w.warmup_s, w.measure_s)
     if not measured.any():
         raise InputError(
             f"{scenario.source}: workload: no trace request arrives in the measured window "
             f"[{w.warmup_s:g}, {w.measure_s if w.measure_s is not None else 'end'}) s"
         )
-    cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
     cap_ns = int(to_ns(cap_s))
     keep = arrived_ns <= cap_ns
     return Requests(
@@ -129,51 +152,22 @@ def _from_trace(w: TraceWorkload, scenario: Scenario) -> Requests:
         n_reply_words=table["n_reply_words"].to_numpy(np.int64)[keep],
         measured=measured[keep],
         cap_ns=cap_ns,
-        info={"kind": "trace", "format": w.format, "path": str(path), "n_rows": len(table)},
+        info=info,
     )
 
 
-def read_csv_trace(path: Path) -> pd.DataFrame:
-    """Read a `arrived_at_s,n_prompt_tokens,n_reply_words` trace, checking every row."""
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, expected a trace CSV file")
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such trace file") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{path}: the file is empty, expected a header {','.join(TRACE_COLUMNS)}") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError) as err:
-        raise InputError(f"{path}: cannot parse as CSV ({str(err).splitlines()[0]})") from None
-    missing = [c for c in TRACE_COLUMNS if c not in table.columns]
-    if missing:
-        raise InputError(f"{path}: missing column {missing[0]!r}, expected columns {','.join(TRACE_COLUMNS)}")
-    if table.empty:
-        raise InputError(f"{path}: no data rows, expected at least one request after the header")
-    out = {}
-    for col in TRACE_COLUMNS:
-        values = pd.to_numeric(table[col].str.strip(), errors="coerce").to_numpy(np.float64)
-        if col == "arrived_at_s":
-            bad = ~np.isfinite(values) | (values < 0)
-            expected = "a non-negative number of seconds"
-        else:
-            bad = ~np.isfinite(values) | (values < 1) | (values != np.floor(values))
-            expected = "a positive whole number"
-        if bad.any():
-            row = int(np.argmax(bad))
-            raise InputError(f"{path}:{row + 2}: {col}: got {table[col].iloc[row]!r}, expected {expected}")
-        out[col] = values
-    back = np.diff(out["arrived_at_s"]) < 0
-    if back.any():
-        row = int(np.argmax(back)) + 1
-        raise InputError(
-            f"{path}:{row + 2}: arrived_at_s: got {table['arrived_at_s'].iloc[row]}, expected arrivals "
-            f"in non-decreasing order (previous row {table['arrived_at_s'].iloc[row - 1]})"
-        )
-    frame = pd.DataFrame(out)
-    for col in TRACE_COLUMNS[1:]:
-        frame[col] = frame[col].astype(np.int64)
-    return frame
+def _expected_arrivals(rate_per_s: float, cap_s: float) -> int:
+    """Enough arrivals to pass the cap: the mean plus ten standard deviations (and some)."""
+    mean = rate_per_s * cap_s
+    return int(mean + 10 * math.sqrt(mean) + 100)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_trace(requests: Requests, path: Path) -> None:
