@@ -82,11 +82,14 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
     segs, styles = [], []
     first = r.first_word_at_s
     started = r.read_started_at_s
+    # a step the run stopped in (safety cap) lasts to the run's last recorded instant
+    stop = it["ended_at_s"].max() - t0 if pd.isna(r.finished_at_s) and len(it) else np.nan
     for a, b, colour, width, ls in (
         (0.0, started - t0, st.WAIT_COLOUR, 1.4, (0, (1, 1.5))),
         (started - t0, first - t0, "#E69F00", 3, "solid"),
         (first - t0, r.joined_at_s - t0, st.SHIP_COLOUR, 6, "solid"),
     ):
+        b = stop if pd.isna(b) and pd.notna(a) else b
         if pd.notna(a) and pd.notna(b) and b > a:
             segs.append(((a, y), (b, y)))
             styles.append((colour, width, ls))
@@ -128,22 +131,29 @@ def story(j: dict, slo) -> tuple[str, str]:
     r = j["row"]
     ri = j["read_iterations"]
     parts = []
-    if pd.notna(r.read_started_at_s):
+    gpu = f"GPU {int(r.reading_gpu)}"
+    if pd.isna(r.read_started_at_s):
+        parts.append(f"still waiting for {gpu} when the run stopped")
+    else:
         parts.append(f"waited {r.read_started_at_s - r.arrived_at_s:.2f} s")
         chunks = ri["n_tokens"].tolist()
+        n = f"{len(chunks)} iteration{'s' * (len(chunks) != 1)}"
         detail = "+".join(str(c) for c in chunks) if len(chunks) <= 5 else f"{len(chunks)} chunks, {sum(chunks)}"
-        parts.append(f"read on GPU {int(r.reading_gpu)} in {len(chunks)} iteration{'s' * (len(chunks) != 1)} ({detail} tokens)")
-    else:
-        parts.append("never read")
-    if pd.notna(r.first_word_s):
-        parts.append(f"first word after {r.first_word_s:.2f} s")
+        if pd.notna(r.first_word_at_s):
+            parts.append(f"read on {gpu} in {n} ({detail} tokens)")
+        elif chunks:  # the iterations that read it so far; the one in progress is not recorded
+            parts.append(f"{n} on {gpu} read {sum(chunks)} of its {r.n_prompt_tokens} tokens before the run stopped")
+        else:
+            parts.append(f"being read on {gpu} when the run stopped")
     before, parts = parts, []
     if pd.notna(r.joined_at_s) and r.joined_at_s > r.first_word_at_s:
         parts.append(f"KV cache shipped in {1000 * (r.joined_at_s - r.first_word_at_s):.0f} ms to GPU {int(r.writing_gpu)}")
     if r.n_reply_words > 1 and pd.notna(r.writing_gpu):
         n_fz = int(r.n_freezes) if pd.notna(r.n_freezes) else 0
         gap = f", mean gap {r.mean_gap_ms:.0f} ms" if pd.notna(r.mean_gap_ms) else ""
-        parts.append(f"{r.n_reply_words} words written on GPU {int(r.writing_gpu)}{gap}, {n_fz} freeze{'s' * (n_fz != 1)}")
+        written = f"{r.n_reply_words} words" if pd.notna(r.finished_at_s) else (
+            f"{len(j['words'])} of {r.n_reply_words} words (when the run stopped)")
+        parts.append(f"{written} written on GPU {int(r.writing_gpu)}{gap}, {n_fz} freeze{'s' * (n_fz != 1)}")
     verdict = "✓ on time" if r.on_time else f"✗ not on time ({late_reason(r, slo)})"
     return "; ".join(before), "; ".join(parts + [verdict])
 
@@ -153,9 +163,12 @@ def _zoom_end(j: dict) -> float:
     r = j["row"]
     words = j["words"]
     key = words[words["word"] <= 3]["at_s"]
-    end = (key.max() if len(key) else (r.read_started_at_s if pd.notna(r.read_started_at_s) else r.arrived_at_s))
+    if len(key):
+        end = key.max()
+    else:  # no word yet when the run stopped: show up to the stop
+        end = j["iterations"]["ended_at_s"].max() if len(j["iterations"]) else r.arrived_at_s
     end = end - r.arrived_at_s
-    return end + max(0.03, 0.08 * end) if pd.notna(end) else 1.0
+    return end + max(0.03, 0.08 * end)
 
 
 def save_follow(result, request_id: int, path: Path) -> Path:

@@ -123,7 +123,7 @@ def save_summary(result, path: Path) -> Path:
         draw_gap_cdf(gaps, result, styles, slo)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
         fig.suptitle(
-            f"{result.scenario.name}: the same {n} measured requests served {len(names)} ways (seed {result.seed}); "
+            f"{result.scenario.name}: the same {n:,} measured requests served {len(names)} ways (seed {result.seed}); "
             f"on time = first word within {slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, "
             f"no gap over {slo.freeze_ms:g} ms",
             fontsize=12, fontweight="bold",

@@ -185,6 +185,11 @@ def _gpus(r) -> str:
     return f"GPU {read}→{write}"
 
 
+def _secs(x: float) -> str:
+    """Seconds with at most 2 decimals: 1.33, 5, 12.5."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
 def _gpu_count(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
@@ -242,16 +247,17 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             if arrangement.chunk_tokens:
                 how += f"; an iteration reads at most {arrangement.chunk_tokens} prompt tokens"
         fig.suptitle(
-            f"{name}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests'])} measured replies on time\n"
+            f"{name}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} measured replies on time\n"
             f"{how}",
             fontsize=13, fontweight="bold",
         )
         top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU", loc="left")
         bottom.set_title(
-            f"{len(sample)} replies in progress in this window, chosen evenly by arrival (request id, verdict)",
+            f"{len(sample)} replies in progress in this window, chosen evenly by arrival "
+            f"(request id, reading→writing GPU, verdict over the whole reply)",
             loc="left",
         )
-        bottom.set_xlabel(f"time since traffic started (s); window {window[0]:g} to {window[1]:g} s")
+        bottom.set_xlabel(f"time since traffic started (s); window {_secs(window[0])} to {_secs(window[1])} s")
         top.tick_params(axis="x", labelbottom=True)
         fig.colorbar(
             ScalarMappable(norm=norm, cmap=st.read_cmap()), ax=top, location="right", fraction=0.03, pad=0.01,
