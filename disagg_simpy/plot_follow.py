@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 
 from . import plot_style as st
 from .plot_data import frames_of, gaps_of, gpu_roles, late_reason, reply_words
-from .plot_timeline import ROLE_TEXT, _boxes, _segments
+from .plot_timeline import ROLE_TEXT
 
 
 def journey(result, name: str, request_id: int) -> dict:
@@ -61,7 +61,7 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
         x1 = np.minimum(rows["ended_at_s"].to_numpy() - t0, hi)
         reads = rows["n_prompt_tokens_read"].to_numpy() > 0
         colours = np.where(reads, "#F5C08A", st.WRITE_COLOUR)
-        blocks = PolyCollection(_boxes(x0, x1, np.full(len(x0), y), 0.7), facecolors=colours, edgecolors="white",
+        blocks = PolyCollection(st.boxes(x0, x1, np.full(len(x0), y), 0.7), facecolors=colours, edgecolors="white",
                                 linewidths=0.4 if len(rows) < 300 else 0)
         blocks.set_gid(f"gpu-{gpu}-iterations")
         ax.add_collection(blocks)
@@ -72,7 +72,7 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
 
     ri = j["read_iterations"]
     ours = PolyCollection(
-        _boxes(ri["started_at_s"].to_numpy() - t0, ri["ended_at_s"].to_numpy() - t0, np.full(len(ri), lanes["read"]), 0.7),
+        st.boxes(ri["started_at_s"] - t0, ri["ended_at_s"] - t0, np.full(len(ri), lanes["read"]), 0.7),
         facecolors="#E66A00", edgecolors="black", linewidths=1.2,
     )
     ours.set_gid("request-reads")
@@ -99,12 +99,13 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
 
     words = j["words"]
     gaps = gaps_of(words).over(slo.freeze_ms / 1000)
-    freezes = LineCollection(_segments(gaps.from_s - t0, np.full(len(gaps), y), gaps.to_s - t0, np.full(len(gaps), y)),
+    gy = np.full(len(gaps), y)
+    freezes = LineCollection(st.segments(gaps.from_s - t0, gy, gaps.to_s - t0, gy),
                              colors=st.FREEZE_COLOUR, linewidths=5)
     freezes.set_gid("freezes")
     ax.add_collection(freezes)
     later = words[words["word"] > 1]["at_s"].to_numpy() - t0
-    ticks = LineCollection(_segments(later, np.full(len(later), y - 0.3), later, np.full(len(later), y + 0.3)),
+    ticks = LineCollection(st.segments(later, np.full(len(later), y - 0.3), later, np.full(len(later), y + 0.3)),
                            colors=st.WORD_COLOUR, linewidths=0.5)
     ticks.set_gid("words")
     ax.add_collection(ticks)
@@ -147,7 +148,8 @@ def story(j: dict, slo) -> tuple[str, str]:
             parts.append(f"being read on {gpu} when the run stopped")
     before, parts = parts, []
     if pd.notna(r.joined_at_s) and r.joined_at_s > r.first_word_at_s:
-        parts.append(f"KV cache shipped in {1000 * (r.joined_at_s - r.first_word_at_s):.0f} ms to GPU {int(r.writing_gpu)}")
+        ship_ms = 1000 * (r.joined_at_s - r.first_word_at_s)
+        parts.append(f"KV cache shipped in {ship_ms:.0f} ms to GPU {int(r.writing_gpu)}")
     if r.n_reply_words > 1 and pd.notna(r.writing_gpu):
         n_fz = int(r.n_freezes) if pd.notna(r.n_freezes) else 0
         gap = f", mean gap {r.mean_gap_ms:.0f} ms" if pd.notna(r.mean_gap_ms) else ""

@@ -19,7 +19,8 @@ from matplotlib import colormaps
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 
-#: Okabe-Ito, without orange and vermillion (kept for reading and freezes) first.
+#: Okabe-Ito colours; orange only after five arrangements, vermillion never (orange marks
+#: reading iterations, red marks freezes).
 ARRANGEMENT_COLOURS = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442")
 LINE_STYLES = ("-", "--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
 
@@ -57,6 +58,20 @@ def arrangement_styles(names) -> dict[str, dict]:
     return styles
 
 
+def boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height: float) -> np.ndarray:
+    """Rectangles [x0, x1] x [y - height/2, y + height/2] as PolyCollection vertices."""
+    x0, x1, y = (np.asarray(v, dtype=float) for v in (x0, x1, y))
+    lo, hi = y - height / 2, y + height / 2
+    corners = [np.column_stack(p) for p in ((x0, lo), (x0, hi), (x1, hi), (x1, lo))]
+    return np.stack(corners, axis=1).reshape(len(x0), 4, 2)
+
+
+def segments(x0, y0, x1, y1) -> np.ndarray:
+    """Line segments (x0, y0)-(x1, y1) as LineCollection vertices."""
+    cols = [np.asarray(v, dtype=float) for v in (x0, y0, x1, y1)]
+    return np.stack([np.column_stack(cols[:2]), np.column_stack(cols[2:])], axis=1).reshape(len(cols[0]), 2, 2)
+
+
 def style():
     """The font sizes of every figure; draw and save inside `with style():`."""
     return matplotlib.rc_context(FONT)
@@ -68,6 +83,7 @@ def new_figure(width_in: float, height_in: float) -> Figure:
 
 
 def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

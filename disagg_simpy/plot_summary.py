@@ -95,7 +95,8 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
         requests, iterations, _ = frames_of(result, name)
         values, counts = gap_distribution(requests, iterations)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
-    _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"), (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
+    _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
+                 (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))

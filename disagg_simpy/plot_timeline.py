@@ -25,18 +25,6 @@ ROLE_TEXT = {"reads": "reads prompts", "writes": "writes replies", "both": "read
 LANE = 0.8  # height of a GPU lane's blocks
 
 
-def _boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height: float) -> np.ndarray:
-    """Rectangles [x0, x1] x [y - height/2, y + height/2] as PolyCollection vertices."""
-    lo, hi = y - height / 2, y + height / 2
-    return np.stack(
-        [np.column_stack(p) for p in ((x0, lo), (x0, hi), (x1, hi), (x1, lo))], axis=1
-    ).reshape(len(x0), 4, 2)
-
-
-def _segments(x0, y0, x1, y1) -> np.ndarray:
-    return np.stack([np.column_stack([x0, y0]), np.column_stack([x1, y1])], axis=1)
-
-
 def gpu_lane_y(gpu, roles: list[str]) -> np.ndarray:
     """Lane heights, GPU 0 on top; a split leaves lane `ship_lane_y` free between its reading
     and its writing GPUs for the KV cache ships."""
@@ -65,11 +53,11 @@ def draw_gpu_lanes(
     reads = tokens > 0
     # white edges separate back-to-back iterations while blocks are a few pixels wide
     edge = {"edgecolors": "white", "linewidths": 0.5 if len(it) < 300 * n else 0.0}
-    writing = PolyCollection(_boxes(x0[~reads], x1[~reads], y[~reads], LANE), facecolors=st.WRITE_COLOUR, **edge)
+    writing = PolyCollection(st.boxes(x0[~reads], x1[~reads], y[~reads], LANE), facecolors=st.WRITE_COLOUR, **edge)
     writing.set_gid("iterations-writing")
     ax.add_collection(writing)
     reading = PolyCollection(
-        _boxes(x0[reads], x1[reads], y[reads], LANE), array=tokens[reads], cmap=st.read_cmap(), norm=norm, **edge
+        st.boxes(x0[reads], x1[reads], y[reads], LANE), array=tokens[reads], cmap=st.read_cmap(), norm=norm, **edge
     )
     reading.set_gid("iterations-reading")
     ax.add_collection(reading)
@@ -86,7 +74,7 @@ def draw_gpu_lanes(
         ships = ships[(ships["first_word_at_s"] < end) & (ships["joined_at_s"] > start)]
         y_ship = np.full(len(ships), ship_lane_y(roles))
         lines = LineCollection(
-            _segments(ships["first_word_at_s"], y_ship + LANE / 2, ships["joined_at_s"], y_ship - LANE / 2),
+            st.segments(ships["first_word_at_s"], y_ship + LANE / 2, ships["joined_at_s"], y_ship - LANE / 2),
             colors=st.SHIP_COLOUR, linewidths=1.5,
         )
         lines.set_gid("kv-ships")
@@ -119,7 +107,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
 
     late = ~sample["on_time"].to_numpy(dtype=bool)
     band = PolyCollection(
-        _boxes(np.full(late.sum(), start), np.full(late.sum(), end), y[late], 0.9),
+        st.boxes(np.full(late.sum(), start), np.full(late.sum(), end), y[late], 0.9),
         facecolors=st.LATE_BAND, edgecolors="none",
     )
     band.set_gid("late-band")
@@ -132,7 +120,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
         x1 = np.where(np.isnan(x1) & unfinished, end, x1)  # not reached when the run stopped
         keep = ~np.isnan(x0) & (x1 > x0) & (x0 < end) & (x1 > start)
         lines = LineCollection(
-            _segments(np.maximum(x0[keep], start), y[keep], np.minimum(x1[keep], end), y[keep]),
+            st.segments(np.maximum(x0[keep], start), y[keep], np.minimum(x1[keep], end), y[keep]),
             colors=colour, linewidths=width, linestyles=style,
         )
         lines.set_gid(gid)
@@ -145,7 +133,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     gaps = gaps_of(words).over(slo.freeze_ms / 1000).in_window(window)
     gy = lane.loc[gaps.request_id].to_numpy()
     freezes = LineCollection(
-        _segments(np.maximum(gaps.from_s, start), gy, np.minimum(gaps.to_s, end), gy),
+        st.segments(np.maximum(gaps.from_s, start), gy, np.minimum(gaps.to_s, end), gy),
         colors=st.FREEZE_COLOUR, linewidths=4,
     )
     freezes.set_gid("freezes")
@@ -155,7 +143,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     later = shown[shown["word"] > 1]
     wy = lane.loc[later["request_id"]].to_numpy()
     ticks = LineCollection(
-        _segments(later["at_s"], wy - 0.3, later["at_s"], wy + 0.3), colors=st.WORD_COLOUR, linewidths=0.8
+        st.segments(later["at_s"], wy - 0.3, later["at_s"], wy + 0.3), colors=st.WORD_COLOUR, linewidths=0.8
     )
     ticks.set_gid("words")
     ax.add_collection(ticks)
@@ -216,7 +204,8 @@ def _legend_handles(split: bool, slo) -> list:
         Patch(facecolor=st.LATE_BAND, label="reply not on time"),
     ]
     if split:
-        h.insert(2, Line2D([], [], color=st.SHIP_COLOUR, lw=2.5, label="KV cache ships to the\nwriting GPU (start to end)"))
+        ship = "KV cache ships to the\nwriting GPU (start to end)"
+        h.insert(2, Line2D([], [], color=st.SHIP_COLOUR, lw=2.5, label=ship))
     return h
 
 
@@ -251,7 +240,8 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             f"{how}",
             fontsize=13, fontweight="bold",
         )
-        top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU", loc="left")
+        top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU",
+                      loc="left")
         bottom.set_title(
             f"{len(sample)} replies in progress in this window, chosen evenly by arrival "
             f"(request id, reading→writing GPU, verdict over the whole reply)",
@@ -261,7 +251,8 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         top.tick_params(axis="x", labelbottom=True)
         fig.colorbar(
             ScalarMappable(norm=norm, cmap=st.read_cmap()), ax=top, location="right", fraction=0.03, pad=0.01,
-            label="prompt tokens read", extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
+            label="prompt tokens read",
+            extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
         fig.legend(handles=_legend_handles(split, slo), loc="outside right lower", frameon=False)
         return st.save_figure(fig, path)

@@ -21,7 +21,6 @@ from disagg_simpy.plot_data import (
     check_follow,
     check_window,
     frames_of,
-    gaps_of,
     gpu_roles,
     parse_window,
     run_end_s,
@@ -335,7 +334,8 @@ def test_cli_follow(small_yaml, tmp_path, capsys):
         (["--follow", "abc"], "error: --follow: got 'abc', expected a request id (a whole number >= 0)"),
         (["--follow", "100000"], "error: --follow: got 100000, expected the id of a measured request (0 to"),
         (["--replies", "0"], "error: --replies: got '0', expected a whole number from 1 to 200"),
-        (["--plots", "x", "--no-plots"], "error: python -m disagg_simpy: argument --no-plots: not allowed with argument --plots"),
+        (["--plots", "x", "--no-plots"],
+         "error: python -m disagg_simpy: argument --no-plots: not allowed with argument --plots"),
     ],
 )
 def test_cli_bad_plot_flags_exit_2(small_yaml, tmp_path, capsys, args, message):
@@ -367,7 +367,9 @@ def test_the_model_and_cli_help_never_import_matplotlib():
 def test_capped_runs_and_one_word_replies_still_draw():
     """Replies the safety cap cut short, prompts read when the run stopped, one-word replies."""
     base = load_scenario(DEFAULT)
-    for changes in ({"workload.measure_s": 3, "max_sim_s": 3}, {"workload.measure_s": 3, "workload.reply_words": [1, 2]}):
+    cut_short = {"workload.measure_s": 3, "max_sim_s": 3}
+    one_word = {"workload.measure_s": 3, "workload.reply_words": [1, 2]}
+    for changes in (cut_short, one_word):
         small = run(base.with_overrides(**changes))
         window = (1.0, run_end_s(small) + 1)
         for name in names(small):
