@@ -16,6 +16,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import InputError
+from .plot_data import add_plot_arguments
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -70,23 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--save-trace", type=Path, metavar="FILE", help="also write the request stream used as a CSV trace")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
-    _add_plot_arguments(p)
+    add_plot_arguments(p)
     return p
-
-
-def _add_plot_arguments(p: argparse.ArgumentParser) -> None:
-    """Flags of the PNG pictures (`disagg_simpy.plots`); with --seeds N, the first seed is drawn."""
-    from .plot_data import parse_request_id, parse_window
-
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--plots", type=Path, metavar="DIR", help="folder for the PNG pictures (default: <out>/plots/)")
-    where.add_argument("--no-plots", action="store_true", help="skip the PNG pictures")
-    p.add_argument("--window", type=parse_window, metavar="START:END",
-                   help="timeline window in seconds (default: 4 s from a third into the measured window)")
-    p.add_argument("--replies", type=_int_at_least("--replies", 1, 200), metavar="N", default=25,
-                   help="replies sampled on each timeline (default: 25)")
-    p.add_argument("--follow", type=parse_request_id, metavar="REQUEST_ID",
-                   help="also draw follow-<id>.png: one measured request's journey in every arrangement")
 
 
 def _overrides(args: argparse.Namespace) -> dict:

@@ -4,12 +4,14 @@ Word times are not a frame column: word 1 is `first_word_at_s`; words 2..n are t
 the n-1 iterations of the writing GPU that start at or after `joined_at_s` (D5: a reply that
 reaches a GPU joins the iteration it starts at that instant, or its next one). Deriving them
 for a few replies keeps a one-hour run cheap: `RunResult.words` would build every word.
+No matplotlib here: the CLI imports this module for the plot flags' syntax.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -48,6 +50,31 @@ def parse_request_id(text: str) -> int:
     if value < 0:
         raise InputError(f"--follow: got {text!r}, expected a request id (a whole number >= 0)")
     return value
+
+
+def parse_replies(text: str) -> int:
+    """How many replies a timeline samples, 1 to 200 (the `--replies` flag's syntax)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 200:
+        raise InputError(f"--replies: got {text!r}, expected a whole number from 1 to 200")
+    return value
+
+
+def add_plot_arguments(p) -> None:
+    """The CLI flags of the PNG pictures (`disagg_simpy.plots`); with --seeds N, the first
+    seed's run is drawn. Syntax is checked here, before the run; values against the run after."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--plots", type=Path, metavar="DIR", help="folder for the PNG pictures (default: <out>/plots/)")
+    where.add_argument("--no-plots", action="store_true", help="skip the PNG pictures")
+    p.add_argument("--window", type=parse_window, metavar="START:END",
+                   help="timeline window in seconds (default: 4 s from a third into the measured window)")
+    p.add_argument("--replies", type=parse_replies, metavar="N", default=25,
+                   help="replies sampled on each timeline, 1 to 200 (default: 25)")
+    p.add_argument("--follow", type=parse_request_id, metavar="REQUEST_ID",
+                   help="also draw follow-<id>.png: one measured request's journey in every arrangement")
 
 
 def frames_of(result, name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
