@@ -18,6 +18,10 @@ from .plot_data import frames_of, gap_distribution
 SEED_ON_TIME_PCT = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
 
 
+#: How the seed's figures look (in the bars and in the figure's legend).
+SEED_MARK = {"marker": "D", "s": 60, "facecolor": "white", "edgecolor": st.SEED_MARKER, "linewidth": 1.6}
+
+
 def _plain(x, _pos=None) -> str:
     """Tick labels like 0.1, 1, 10 (not 10^-1)."""
     return f"{x:g}"
@@ -35,10 +39,8 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict) -> Axes:
     seed = [(i, SEED_ON_TIME_PCT[n]) for i, n in enumerate(names) if n in SEED_ON_TIME_PCT]
     if seed:
         si, sv = zip(*seed)
-        marks = ax.scatter(si, sv, marker="D", s=60, facecolor="white", edgecolor=st.SEED_MARKER,
-                           linewidth=1.6, zorder=3, label="the seed's figure")
+        marks = ax.scatter(si, sv, zorder=3, **SEED_MARK)
         marks.set_gid("seed-markers")
-        ax.legend(loc="upper right", frameon=False)
     # values go in the tick labels, where they never collide with bars or markers
     labels = [f"{n}\n{v:.1f}%" if v < 9.95 else f"{n}\n{v:.0f}%" for n, v in zip(names, pct)]
     ax.set_xticks(x)
@@ -47,7 +49,7 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict) -> Axes:
     ax.set_ylim(0, 112)
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("replies on time (%)")
-    ax.set_title("Replies on time", pad=18)
+    ax.set_title("Replies on time", pad=32)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 
@@ -58,8 +60,12 @@ def _limits(ax: Axes, limits: list[tuple[float, str]]) -> None:
     for x, _ in limits:
         line = ax.axvline(x, color="black", lw=1.2, ls=":")
         line.set_gid("limit")
-    for x, text in limits:
-        label = ax.text(x, 1.01, text, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9)
+    lo, hi = np.log(ax.get_xlim())  # call after the curves and the log scale are set
+    xs = np.log([x for x, _ in limits])
+    crowded = len(xs) > 1 and np.min(np.diff(np.sort(xs))) < 0.35 * (hi - lo)
+    for row, (x, text) in enumerate(limits):  # labels close together go on separate rows
+        label = ax.text(x, 1.01 + 0.065 * row * crowded, text, transform=ax.get_xaxis_transform(), ha="center",
+                        va="bottom", fontsize=9)
         label.set_gid("limit-label")
 
 
@@ -77,13 +83,13 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
         waits = requests.loc[requests["arrangement"] == name, "first_word_s"].to_numpy(dtype=float)
         got = waits[~np.isnan(waits)]
         _cdf(ax, got, np.ones(len(got), dtype=np.int64), len(waits), style, name)
-    _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
     ax.set_xscale("log")
+    _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.set_xlabel("wait from arrival to the first word (s, log scale)")
     ax.set_ylabel("replies (%) with at most this wait")
     ax.set_ylim(0, 101)
-    ax.set_title("Wait for the first word", pad=18)
+    ax.set_title("Wait for the first word", pad=32)
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
@@ -95,16 +101,16 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
         requests, iterations, _ = frames_of(result, name)
         values, counts = gap_distribution(requests, iterations)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
+    ax.set_xscale("log")
     _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
                  (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
-    ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     ax.set_xlabel("gap between consecutive words of a reply (ms, log scale)")
     ax.set_ylabel("gaps (%) at most this long")
     ax.set_ylim(0, 101)
-    ax.set_title("Gaps between words", pad=18)
+    ax.set_title("Gaps between words", pad=32)
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
@@ -130,6 +136,8 @@ def save_summary(result, path: Path) -> Path:
             fontsize=12, fontweight="bold",
         )
         handles = [Line2D([], [], lw=2.2, label=n, **styles[n]) for n in names]
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(names), 8), frameon=False,
-                   title="arrangement")
+        if any(n in SEED_ON_TIME_PCT for n in names):
+            handles.append(Line2D([], [], ls="none", marker="D", ms=7, mfc="white", mec=st.SEED_MARKER, mew=1.6,
+                                  label="on time on the seed's page (its own traffic)"))
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8), frameon=False)
         return st.save_figure(fig, path)
