@@ -16,6 +16,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import InputError
+from .plot_data import add_plot_arguments
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--save-trace", type=Path, metavar="FILE", help="also write the request stream used as a CSV trace")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
+    add_plot_arguments(p)
     return p
 
 
@@ -144,6 +146,11 @@ def _run(argv: Sequence[str] | None) -> int:
     atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
     if args.save_trace is not None:
         write_trace(results[0].stream, args.save_trace)
+    if not args.no_plots:
+        from .plots import write_plots
+
+        plots_dir = args.plots or out / "plots"
+        write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
 
     if args.json:
         print(json.dumps(summary_json(summary), indent=2))
@@ -155,6 +162,8 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"{scenario.name}: {traffic}, {seed_text}; {summary['n_requests'].iloc[0]} measured requests")
         print(format_table(summary))
         print(f"results in {out}/")
+        if not args.no_plots:
+            print(f"pictures in {plots_dir}/")
     for seed, arrangements in capped.items():
         for name, n in arrangements.items():
             print(

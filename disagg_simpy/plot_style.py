@@ -1,0 +1,105 @@
+"""Colours, fonts and the atomic PNG writer shared by every figure (matplotlib, Agg only).
+
+Figures are bare `Figure`s, never pyplot: nothing touches the global backend, and `savefig`
+renders PNGs with Agg, so no screen is needed. Arrangements take colours from the Okabe-Ito
+colour-blind-safe palette by their position in the scenario, plus a line style, so a name
+looks the same in every figure of a run. Orange is kept for iterations that read prompts,
+red for freezes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import ListedColormap, Normalize
+from matplotlib.figure import Figure
+
+#: Okabe-Ito colours; orange only after five arrangements, vermillion never (orange marks
+#: reading iterations, red marks freezes).
+ARRANGEMENT_COLOURS = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442")
+LINE_STYLES = ("-", "--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
+
+WRITE_COLOUR = "#A9B4C2"  # iterations that only write words
+SHIP_COLOUR = "#0072B2"  # KV cache shipments
+FREEZE_COLOUR = "#D62728"  # gaps between words over the freeze limit
+WORD_COLOUR = "#333333"
+WAIT_COLOUR = "#8C8C8C"
+LATE_BAND = "#ECECEC"  # background of a reply lane that is not on time
+SEED_MARKER = "#000000"
+
+DPI = 110
+FONT = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9}
+
+
+def read_cmap() -> ListedColormap:
+    """Iterations that read prompt tokens: orange, darker the more tokens they read."""
+    return ListedColormap(colormaps["Oranges"](np.linspace(0.35, 0.95, 256)), name="reading")
+
+
+def tokens_norm(max_tokens: int) -> Normalize:
+    """Shade scale of tokens read, shared by every timeline of a run so shades compare; pass
+    the longest prompt (an iteration that reads several whole prompts can read far more)."""
+    return Normalize(0, max(int(max_tokens), 1), clip=True)
+
+
+def arrangement_styles(names) -> dict[str, dict]:
+    """`{name: {"color": ..., "linestyle": ...}}` by position, the same in every figure."""
+    styles = {}
+    for i, name in enumerate(names):
+        styles[name] = {
+            "color": ARRANGEMENT_COLOURS[i % len(ARRANGEMENT_COLOURS)],
+            "linestyle": LINE_STYLES[i % len(LINE_STYLES)],
+        }
+    return styles
+
+
+def boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height: float) -> np.ndarray:
+    """Rectangles [x0, x1] x [y - height/2, y + height/2] as PolyCollection vertices."""
+    x0, x1, y = (np.asarray(v, dtype=float) for v in (x0, x1, y))
+    lo, hi = y - height / 2, y + height / 2
+    corners = [np.column_stack(p) for p in ((x0, lo), (x0, hi), (x1, hi), (x1, lo))]
+    return np.stack(corners, axis=1).reshape(len(x0), 4, 2)
+
+
+def segments(x0, y0, x1, y1) -> np.ndarray:
+    """Line segments (x0, y0)-(x1, y1) as LineCollection vertices."""
+    cols = [np.asarray(v, dtype=float) for v in (x0, y0, x1, y1)]
+    return np.stack([np.column_stack(cols[:2]), np.column_stack(cols[2:])], axis=1).reshape(len(cols[0]), 2, 2)
+
+
+def style():
+    """The font sizes of every figure; draw and save inside `with style():`."""
+    return matplotlib.rc_context(FONT)
+
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    """A bare Agg figure (no pyplot state) with constrained layout."""
+    return Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Write `fig` as a PNG atomically: a temp file in the same folder, then a rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format="png", dpi=DPI)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

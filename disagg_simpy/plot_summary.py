@@ -1,0 +1,143 @@
+"""The summary figure: on-time share per arrangement (with the seed's figure), and the
+distributions behind it: the wait for the first word and the gaps between words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator
+
+from . import plot_style as st
+from .plot_data import frames_of, gap_distribution
+
+#: On-time share the seed's page reports, by arrangement name (claims C2, C6, C7, C9, C10).
+SEED_ON_TIME_PCT = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
+
+
+#: How the seed's figures look (in the bars and in the figure's legend).
+SEED_MARK = {"marker": "D", "s": 60, "facecolor": "white", "edgecolor": st.SEED_MARKER, "linewidth": 1.6}
+
+
+def _plain(x, _pos=None) -> str:
+    """Tick labels like 0.1, 1, 10 (not 10^-1)."""
+    return f"{x:g}"
+
+
+def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict) -> Axes:
+    """A bar per arrangement (its on-time %), with a diamond at the seed's figure where the
+    seed gives one for that name."""
+    names = [str(n) for n in summary["arrangement"]]
+    pct = summary["on_time_pct"].to_numpy(dtype=float)
+    x = np.arange(len(names))
+    bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65)
+    for bar in bars:
+        bar.set_gid("on-time-bar")
+    seed = [(i, SEED_ON_TIME_PCT[n]) for i, n in enumerate(names) if n in SEED_ON_TIME_PCT]
+    if seed:
+        si, sv = zip(*seed)
+        marks = ax.scatter(si, sv, zorder=3, **SEED_MARK)
+        marks.set_gid("seed-markers")
+    # values go in the tick labels, where they never collide with bars or markers
+    labels = [f"{n}\n{v:.1f}%" if v < 9.95 else f"{n}\n{v:.0f}%" for n, v in zip(names, pct)]
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=30 if len(names) > 5 else 0, ha="right" if len(names) > 5 else "center",
+                       fontsize=9)
+    ax.set_ylim(0, 112)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel("replies on time (%)")
+    ax.set_title("Replies on time", pad=32)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def _limits(ax: Axes, limits: list[tuple[float, str]]) -> None:
+    """Dotted vertical lines at the on-time limits, named above the axes (clear of the curves;
+    the title gets a larger pad to make room)."""
+    for x, _ in limits:
+        line = ax.axvline(x, color="black", lw=1.2, ls=":")
+        line.set_gid("limit")
+    lo, hi = np.log(ax.get_xlim())  # call after the curves and the log scale are set
+    xs = np.log([x for x, _ in limits])
+    crowded = len(xs) > 1 and np.min(np.diff(np.sort(xs))) < 0.35 * (hi - lo)
+    for row, (x, text) in enumerate(limits):  # labels close together go on separate rows
+        label = ax.text(x, 1.01 + 0.065 * row * crowded, text, transform=ax.get_xaxis_transform(), ha="center",
+                        va="bottom", fontsize=9)
+        label.set_gid("limit-label")
+
+
+def _cdf(ax: Axes, values: np.ndarray, counts: np.ndarray, total: int, style: dict, label: str) -> None:
+    order = np.argsort(values)
+    v, c = values[order], counts[order]
+    share = 100.0 * np.cumsum(c) / total if total else np.zeros(len(c))
+    ax.step(np.r_[v[:1], v], np.r_[0.0, share], where="post", lw=1.8, label=label, **style)
+
+
+def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> Axes:
+    """Share of measured replies whose first word came within x seconds of arrival (replies
+    that never got one keep the curve below 100%)."""
+    for name, style in styles.items():
+        waits = requests.loc[requests["arrangement"] == name, "first_word_s"].to_numpy(dtype=float)
+        got = waits[~np.isnan(waits)]
+        _cdf(ax, got, np.ones(len(got), dtype=np.int64), len(waits), style, name)
+    ax.set_xscale("log")
+    _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.set_xlabel("wait from arrival to the first word (s, log scale)")
+    ax.set_ylabel("replies (%) with at most this wait")
+    ax.set_ylim(0, 101)
+    ax.set_title("Wait for the first word", pad=32)
+    ax.grid(alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
+    """Share of all gaps between consecutive words (of finished replies) up to x ms."""
+    for name, style in styles.items():
+        requests, iterations, _ = frames_of(result, name)
+        values, counts = gap_distribution(requests, iterations)
+        _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
+    ax.set_xscale("log")
+    _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
+                 (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    ax.set_xlabel("gap between consecutive words of a reply (ms, log scale)")
+    ax.set_ylabel("gaps (%) at most this long")
+    ax.set_ylim(0, 101)
+    ax.set_title("Gaps between words", pad=32)
+    ax.grid(alpha=0.3)
+    ax.spines[["top", "right"]].set_visible(False)
+    return ax
+
+
+def save_summary(result, path: Path) -> Path:
+    """`summary.png`: on-time bars, first-word wait CDF and word-gap CDF, one colour per
+    arrangement."""
+    names = [a.name for a in result.scenario.arrangements]
+    styles = st.arrangement_styles(names)
+    slo = result.scenario.slo
+    with st.style():
+        fig = st.new_figure(16, 5.4)
+        bars, first, gaps = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
+        draw_on_time_bars(bars, result.summary, styles)
+        draw_first_word_cdf(first, result.requests, styles, slo)
+        draw_gap_cdf(gaps, result, styles, slo)
+        n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
+        fig.suptitle(
+            f"{result.scenario.name}: the same {n:,} measured requests served {len(names)} ways (seed {result.seed}); "
+            f"on time = first word within {slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, "
+            f"no gap over {slo.freeze_ms:g} ms",
+            fontsize=12, fontweight="bold",
+        )
+        handles = [Line2D([], [], lw=2.2, label=n, **styles[n]) for n in names]
+        if any(n in SEED_ON_TIME_PCT for n in names):
+            handles.append(Line2D([], [], ls="none", marker="D", ms=7, mfc="white", mec=st.SEED_MARKER, mew=1.6,
+                                  label="on time on the seed's page (its own traffic)"))
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8), frameon=False)
+        return st.save_figure(fig, path)

@@ -1,0 +1,258 @@
+"""Timeline of one arrangement over a window of the run: GPUs on top, sampled replies below.
+
+Only what crosses the window is drawn, clipped to it, with one collection per kind of mark
+(never one artist per iteration or word), so a window of a one-hour run draws as fast as one
+of a 30 s run. Each collection has a gid ("iterations-reading", "freezes", ...) for tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
+from matplotlib.collections import LineCollection, PolyCollection
+from matplotlib.colors import Normalize
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from . import plot_style as st
+from .plot_data import Window, frames_of, gaps_of, gpu_roles, late_reason, reply_words, sample_replies
+
+ROLE_TEXT = {"reads": "reads prompts", "writes": "writes replies", "both": "reads + writes"}
+LANE = 0.8  # height of a GPU lane's blocks
+
+
+def gpu_lane_y(gpu, roles: list[str]) -> np.ndarray:
+    """Lane heights, GPU 0 on top; a split leaves lane `ship_lane_y` free between its reading
+    and its writing GPUs for the KV cache ships."""
+    gpu = np.asarray(gpu, dtype=float)
+    n_lanes = len(roles) + ("reads" in roles)
+    return np.where(gpu < roles.count("reads"), n_lanes - 1 - gpu, len(roles) - 1 - gpu)
+
+
+def ship_lane_y(roles: list[str]) -> float:
+    return float(len(roles) - roles.count("reads"))
+
+
+def draw_gpu_lanes(
+    ax: Axes, iterations: pd.DataFrame, requests: pd.DataFrame, roles: list[str], window: Window, norm: Normalize
+) -> Axes:
+    """One lane per GPU; a block per iteration in `window` (clipped to it): orange shaded by
+    prompt tokens read, grey if it only writes. A split gets a lane between its reading and
+    writing GPUs with a falling line per KV cache ship, from its start to its end."""
+    start, end = window
+    n = len(roles)
+    it = iterations[(iterations["started_at_s"] < end) & (iterations["ended_at_s"] > start)]
+    x0 = it["started_at_s"].clip(lower=start).to_numpy()
+    x1 = it["ended_at_s"].clip(upper=end).to_numpy()
+    y = gpu_lane_y(it["gpu"].to_numpy(), roles)
+    tokens = it["n_prompt_tokens_read"].to_numpy()
+    reads = tokens > 0
+    # white edges separate back-to-back iterations while blocks are a few pixels wide
+    edge = {"edgecolors": "white", "linewidths": 0.5 if len(it) < 300 * n else 0.0}
+    writing = PolyCollection(st.boxes(x0[~reads], x1[~reads], y[~reads], LANE), facecolors=st.WRITE_COLOUR, **edge)
+    writing.set_gid("iterations-writing")
+    ax.add_collection(writing)
+    reading = PolyCollection(
+        st.boxes(x0[reads], x1[reads], y[reads], LANE), array=tokens[reads], cmap=st.read_cmap(), norm=norm, **edge
+    )
+    reading.set_gid("iterations-reading")
+    ax.add_collection(reading)
+
+    # name the token count of blocks wide enough to hold it
+    wide = reads & (x1 - x0 > 0.09 * (end - start))
+    for a, b, yy, t in zip(x0[wide], x1[wide], y[wide], tokens[wide]):
+        text = ax.text((a + b) / 2, yy, f"{t:,} tokens", ha="center", va="center", fontsize=8,
+                       color="white" if norm(t) > 0.45 else "black", clip_on=True)
+        text.set_gid("block-label")
+
+    if "reads" in roles:
+        ships = requests[requests["joined_at_s"].notna() & (requests["joined_at_s"] > requests["first_word_at_s"])]
+        ships = ships[(ships["first_word_at_s"] < end) & (ships["joined_at_s"] > start)]
+        y_ship = np.full(len(ships), ship_lane_y(roles))
+        lines = LineCollection(
+            st.segments(ships["first_word_at_s"], y_ship + LANE / 2, ships["joined_at_s"], y_ship - LANE / 2),
+            colors=st.SHIP_COLOUR, linewidths=1.5,
+        )
+        lines.set_gid("kv-ships")
+        ax.add_collection(lines)
+
+    labels = [f"GPU {g}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
+    ticks = list(gpu_lane_y(np.arange(n), roles))
+    if "reads" in roles:
+        labels.append("KV cache ships ↓")
+        ticks.append(ship_lane_y(roles))
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels)
+    ax.set_ylim(-0.6, max(ticks) + 0.6)
+    ax.set_xlim(start, end)
+    ax.tick_params(axis="y", length=0)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    return ax
+
+
+def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window) -> Axes:
+    """One lane per sampled reply (earliest on top): a dotted line while its prompt waits, an
+    orange line while it is read, a diamond at word 1, a blue bar while its KV cache ships, a
+    tick per later word, a red bar over each gap above the freeze limit; replies that are not
+    on time sit on a grey band."""
+    start, end = window
+    n = len(sample)
+    lane = pd.Series(n - 1 - np.arange(n, dtype=float), index=sample["request_id"].to_numpy())
+    y = lane.to_numpy()
+
+    late = ~sample["on_time"].to_numpy(dtype=bool)
+    band = PolyCollection(
+        st.boxes(np.full(late.sum(), start), np.full(late.sum(), end), y[late], 0.9),
+        facecolors=st.LATE_BAND, edgecolors="none",
+    )
+    band.set_gid("late-band")
+    ax.add_collection(band)
+
+    def spans(a: str, b: str, colour, width: float, gid: str, style="solid") -> None:
+        x0 = sample[a].to_numpy(dtype=float)
+        x1 = sample[b].to_numpy(dtype=float)
+        unfinished = sample["finished_at_s"].isna().to_numpy()
+        x1 = np.where(np.isnan(x1) & unfinished, end, x1)  # not reached when the run stopped
+        keep = ~np.isnan(x0) & (x1 > x0) & (x0 < end) & (x1 > start)
+        lines = LineCollection(
+            st.segments(np.maximum(x0[keep], start), y[keep], np.minimum(x1[keep], end), y[keep]),
+            colors=colour, linewidths=width, linestyles=style,
+        )
+        lines.set_gid(gid)
+        ax.add_collection(lines)
+
+    spans("arrived_at_s", "read_started_at_s", st.WAIT_COLOUR, 1.2, "waiting", style=(0, (1, 1.5)))
+    spans("read_started_at_s", "first_word_at_s", "#E69F00", 2.5, "reading")
+    spans("first_word_at_s", "joined_at_s", st.SHIP_COLOUR, 5, "ships")
+
+    gaps = gaps_of(words).over(slo.freeze_ms / 1000).in_window(window)
+    gy = lane.loc[gaps.request_id].to_numpy()
+    freezes = LineCollection(
+        st.segments(np.maximum(gaps.from_s, start), gy, np.minimum(gaps.to_s, end), gy),
+        colors=st.FREEZE_COLOUR, linewidths=4,
+    )
+    freezes.set_gid("freezes")
+    ax.add_collection(freezes)
+
+    shown = words[(words["at_s"] >= start) & (words["at_s"] <= end)]
+    later = shown[shown["word"] > 1]
+    wy = lane.loc[later["request_id"]].to_numpy()
+    ticks = LineCollection(
+        st.segments(later["at_s"], wy - 0.3, later["at_s"], wy + 0.3), colors=st.WORD_COLOUR, linewidths=0.8
+    )
+    ticks.set_gid("words")
+    ax.add_collection(ticks)
+    first = shown[shown["word"] == 1]
+    dots = ax.scatter(first["at_s"], lane.loc[first["request_id"]], marker="D", s=28, c="black", zorder=3)
+    dots.set_gid("first-words")
+
+    labels = [f"#{r.request_id} {_gpus(r)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
+              for r in sample.itertuples()]
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    for label, is_late in zip(ax.get_yticklabels(), late):
+        label.set_color("#8B0000" if is_late else "black")
+    ax.set_ylim(-0.6, max(n, 1) - 0.4)
+    ax.set_xlim(start, end)
+    ax.tick_params(axis="y", length=0)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    return ax
+
+
+def _gpus(r) -> str:
+    """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3)."""
+    read, write = r.reading_gpu, r.writing_gpu
+    if pd.isna(write) or write == read:
+        return f"GPU {read}"
+    return f"GPU {read}→{write}"
+
+
+def _secs(x: float) -> str:
+    """Seconds with at most 2 decimals: 1.33, 5, 12.5."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _gpu_count(n: int) -> str:
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
+def _gpus_do(n: int, verb: str) -> str:
+    """'1 GPU reads', '2 GPUs read'."""
+    return f"1 GPU {verb}s" if n == 1 else f"{n} GPUs {verb}"
+
+
+def pct_text(value: float) -> str:
+    """On-time share for a title: one decimal below 10% (0.4% is not 0%)."""
+    return f"{value:.1f}%" if value < 9.95 else f"{value:.0f}%"
+
+
+def _legend_handles(split: bool, slo) -> list:
+    h = [
+        Patch(facecolor="#F08A2C", label="iteration that reads prompt tokens\n(darker = more tokens)"),
+        Patch(facecolor=st.WRITE_COLOUR, label="iteration that only writes words"),
+        Line2D([], [], color=st.WAIT_COLOUR, ls=(0, (1, 1.5)), lw=1.2, label="prompt waits to be read"),
+        Line2D([], [], color="#E69F00", lw=2.5, label="prompt being read"),
+        Line2D([], [], color="black", marker="D", ls="none", ms=5, label="first word"),
+        Line2D([], [], color=st.WORD_COLOUR, marker="|", ls="none", ms=9, label="a later word"),
+        Line2D([], [], color=st.FREEZE_COLOUR, lw=4, label=f"freeze: gap > {slo.freeze_ms:g} ms"),
+        Patch(facecolor=st.LATE_BAND, label="reply not on time"),
+    ]
+    if split:
+        ship = "KV cache ships to the\nwriting GPU (start to end)"
+        h.insert(2, Line2D([], [], color=st.SHIP_COLOUR, lw=2.5, label=ship))
+    return h
+
+
+def save_timeline(result, name: str, path: Path, window: Window, n_replies: int, norm: Normalize) -> Path:
+    """`timeline-<name>.png`: the GPUs and a sample of replies of one arrangement in `window`."""
+    arrangement = next(a for a in result.scenario.arrangements if a.name == name)
+    requests, iterations, _ = frames_of(result, name)
+    roles = gpu_roles(arrangement)
+    sample = sample_replies(requests, window, n_replies)
+    words = reply_words(sample, iterations)
+    summary = result.summary.set_index("arrangement").loc[name]
+    split = arrangement.kind == "disaggregated"
+    slo = result.scenario.slo
+
+    with st.style():
+        n_lanes = len(roles) + split
+        fig = st.new_figure(14, 2.2 + 0.55 * n_lanes + 0.24 * max(len(sample), 3))
+        top, bottom = fig.subplots(
+            2, 1, sharex=True, height_ratios=[0.55 * n_lanes + 0.5, 0.24 * max(len(sample), 3) + 0.4]
+        )
+        draw_gpu_lanes(top, iterations, requests, roles, window, norm)
+        draw_reply_lanes(bottom, sample, words, slo, window)
+        if split:
+            how = (f"{_gpus_do(arrangement.reading_gpus, 'read')} prompts, "
+                   f"{_gpus_do(arrangement.writing_gpus, 'write')} replies; KV caches ship between them")
+        else:
+            how = f"{_gpu_count(arrangement.gpus)}, each reads prompts and writes replies"
+            if arrangement.chunk_tokens:
+                how += f"; an iteration reads at most {arrangement.chunk_tokens} prompt tokens"
+        fig.suptitle(
+            f"{name}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} measured replies on time\n"
+            f"{how}",
+            fontsize=13, fontweight="bold",
+        )
+        top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU",
+                      loc="left")
+        bottom.set_title(
+            f"{len(sample)} replies in progress in this window, chosen evenly by arrival "
+            f"(request id, reading→writing GPU, verdict over the whole reply)",
+            loc="left",
+        )
+        bottom.set_xlabel(f"time since traffic started (s); window {_secs(window[0])} to {_secs(window[1])} s")
+        top.tick_params(axis="x", labelbottom=True)
+        fig.colorbar(
+            ScalarMappable(norm=norm, cmap=st.read_cmap()), ax=top, location="right", fraction=0.03, pad=0.01,
+            label="prompt tokens read",
+            extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
+        )
+        fig.legend(handles=_legend_handles(split, slo), loc="outside right lower", frameon=False)
+        return st.save_figure(fig, path)

@@ -1,0 +1,102 @@
+"""PNG pictures of a run, for design docs: what the seed's page shows, as files.
+
+    write_plots(result, folder)  ->  summary.png, timeline-<arrangement>.png, [follow-<id>.png]
+
+The model never imports this module (nor matplotlib); pictures read the result frames only.
+`draw_*` functions take frames and an Axes and return the Axes; `save_*` functions build a
+bare Figure (no pyplot, rendered by Agg) and write one PNG atomically.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import InputError
+from .plot_data import (
+    Window,
+    check_follow,
+    check_window,
+    default_window,
+    gap_distribution,
+    parse_window,
+    reply_words,
+    sample_replies,
+)
+from .plot_follow import draw_journey, journey, save_follow
+from .plot_style import arrangement_styles, tokens_norm
+from .plot_summary import SEED_ON_TIME_PCT, draw_first_word_cdf, draw_gap_cdf, draw_on_time_bars, save_summary
+from .plot_timeline import draw_gpu_lanes, draw_reply_lanes, save_timeline
+
+DEFAULT_N_REPLIES = 25
+
+__all__ = [
+    "DEFAULT_N_REPLIES",
+    "SEED_ON_TIME_PCT",
+    "Window",
+    "arrangement_styles",
+    "default_window",
+    "draw_first_word_cdf",
+    "draw_gap_cdf",
+    "draw_gpu_lanes",
+    "draw_journey",
+    "draw_on_time_bars",
+    "draw_reply_lanes",
+    "gap_distribution",
+    "journey",
+    "parse_window",
+    "reply_words",
+    "sample_replies",
+    "save_follow",
+    "save_summary",
+    "save_timeline",
+    "timeline_name",
+    "write_plots",
+]
+
+
+def timeline_name(arrangement: str) -> str:
+    """`timeline-<arrangement>.png`, with characters unsafe in file names replaced by '_'."""
+    return "timeline-" + re.sub(r"[^A-Za-z0-9._-]", "_", arrangement) + ".png"
+
+
+def _prepare(folder: Path) -> Path:
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--plots: {folder} is a file, expected a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"--plots: cannot create {folder}: a part of the path is a file, expected folders") from None
+    except OSError as err:
+        raise InputError(f"--plots: cannot create {folder} ({err.strerror})") from None
+    return folder
+
+
+def write_plots(
+    result,
+    folder: Path,
+    window: Window | None = None,
+    n_replies: int = DEFAULT_N_REPLIES,
+    follow: int | None = None,
+) -> list[Path]:
+    """Write `summary.png`, a `timeline-<arrangement>.png` per arrangement over `window`
+    (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
+    replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
+    against the run (InputError) before writing anything; returns the paths written."""
+    window = default_window(result) if window is None else window
+    check_window(result, window)
+    if follow is not None:
+        check_follow(result, follow)
+    if n_replies < 1:
+        raise InputError(f"--replies: got {n_replies}, expected a whole number from 1")
+    folder = _prepare(folder)
+    # one shade scale for every timeline: up to the longest prompt
+    norm = tokens_norm(result.requests["n_prompt_tokens"].max() if len(result.requests) else 1)
+    paths = [save_summary(result, folder / "summary.png")]
+    for arrangement in result.scenario.arrangements:
+        name = arrangement.name
+        paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies, norm))
+    if follow is not None:
+        paths.append(save_follow(result, follow, folder / f"follow-{follow}.png"))
+    return paths
