@@ -16,7 +16,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import InputError
-from .plot_data import add_plot_arguments
+from .plot_args import add_plot_arguments
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -101,9 +101,10 @@ def _run(argv: Sequence[str] | None) -> int:
     import pandas as pd
 
     from .api import run
+    from .files import atomic_write_text
     from .report import format_table, summary_json
     from .scenario import load_scenario
-    from .workload import atomic_write_text, write_trace
+    from .workload import write_trace
 
     args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
@@ -141,14 +142,16 @@ def _run(argv: Sequence[str] | None) -> int:
         "max_sim_s": results[0].stream.cap_ns / 1e9,
         "capped": capped,
     }
+    if not args.no_plots:
+        from .plots import check_plot_options, write_plots
+
+        check_plot_options(results[0], args.window, args.follow)  # before anything is written
     for name, frame in files.items():
         atomic_write_text(out / name, frame.to_csv(index=False))
     atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
     if args.save_trace is not None:
         write_trace(results[0].stream, args.save_trace)
     if not args.no_plots:
-        from .plots import write_plots
-
         plots_dir = args.plots or out / "plots"
         write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
 

@@ -9,8 +9,6 @@ red for freezes.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -18,6 +16,8 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
+
+from .files import atomic_path
 
 #: Okabe-Ito colours; orange only after five arrangements, vermillion never (orange marks
 #: reading iterations, red marks freezes).
@@ -82,24 +82,10 @@ def new_figure(width_in: float, height_in: float) -> Figure:
     return Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
 
 
-def _umask() -> int:
-    """The process umask (read by setting and restoring it)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def save_figure(fig: Figure, path: Path) -> Path:
     """Write `fig` as a PNG atomically: a temp file in the same folder, then a rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=DPI)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return Path(path)

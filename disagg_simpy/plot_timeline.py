@@ -19,7 +19,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from . import plot_style as st
-from .plot_data import Window, frames_of, gaps_of, gpu_roles, late_reason, reply_words, sample_replies
+from .plot_data import (
+    Window,
+    frames_of,
+    gaps_of,
+    gpu_roles,
+    late_reason,
+    reply_words,
+    sample_replies,
+)
 
 ROLE_TEXT = {"reads": "reads prompts", "writes": "writes replies", "both": "reads + writes"}
 LANE = 0.8  # height of a GPU lane's blocks

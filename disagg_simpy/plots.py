@@ -25,7 +25,13 @@ from .plot_data import (
 )
 from .plot_follow import draw_journey, journey, save_follow
 from .plot_style import arrangement_styles, tokens_norm
-from .plot_summary import SEED_ON_TIME_PCT, draw_first_word_cdf, draw_gap_cdf, draw_on_time_bars, save_summary
+from .plot_summary import (
+    SEED_ON_TIME_PCT,
+    draw_first_word_cdf,
+    draw_gap_cdf,
+    draw_on_time_bars,
+    save_summary,
+)
 from .plot_timeline import draw_gpu_lanes, draw_reply_lanes, save_timeline
 
 DEFAULT_N_REPLIES = 25
@@ -35,6 +41,7 @@ __all__ = [
     "SEED_ON_TIME_PCT",
     "Window",
     "arrangement_styles",
+    "check_plot_options",
     "default_window",
     "draw_first_word_cdf",
     "draw_gap_cdf",
@@ -73,6 +80,15 @@ def _prepare(folder: Path) -> Path:
     return folder
 
 
+def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
+    """Check `window` and `follow` against the run (InputError); returns the window to draw."""
+    window = default_window(result) if window is None else window
+    check_window(result, window)
+    if follow is not None:
+        check_follow(result, follow)
+    return window
+
+
 def write_plots(
     result,
     folder: Path,
@@ -84,10 +100,7 @@ def write_plots(
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
     replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
     against the run (InputError) before writing anything; returns the paths written."""
-    window = default_window(result) if window is None else window
-    check_window(result, window)
-    if follow is not None:
-        check_follow(result, follow)
+    window = check_plot_options(result, window, follow)
     if n_replies < 1:
         raise InputError(f"--replies: got {n_replies}, expected a whole number from 1")
     folder = _prepare(folder)

@@ -5,14 +5,13 @@ Read by people choosing a trace and stored in run.json, so every number is a pla
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .files import atomic_path
 
 _NS_PER_S = 1_000_000_000
 _PERCENTILES = (50, 90, 99)
@@ -134,11 +133,5 @@ def plot_description(df: pd.DataFrame, path) -> None:
         ax.set_xlabel(f"{label} length ({unit})")
         ax.set_ylabel("requests")
         ax.legend(loc="upper right")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", dpi=100)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)

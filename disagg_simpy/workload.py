@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +16,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .files import atomic_write_text
 from .scenario import Scenario, SyntheticWorkload, TraceWorkload
-from .traces import clip_lengths, lengths_arrivals, read_trace, sample_lengths, shape_arrivals
+from .traces import (
+    clip_lengths,
+    lengths_arrivals,
+    read_trace,
+    sample_lengths,
+    shape_arrivals,
+)
 
 NS_PER_S = 1_000_000_000
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
@@ -173,16 +178,3 @@ def _sha256(path: Path) -> str:
 def write_trace(requests: Requests, path: Path) -> None:
     """Write the stream as a CSV trace, atomically (a temporary file renamed into place)."""
     atomic_write_text(path, requests.frame().to_csv(index=False, float_format="%.9f"))
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
