@@ -13,7 +13,7 @@ from conftest import DEFAULT, ROOT
 from disagg_simpy import __version__
 from disagg_simpy.cli import main
 
-SHORT = ["--measure-s", "6"]
+SHORT = ["--measure-s", "6", "--no-plots"]
 
 REQUEST_COLUMNS = (
     "arrangement,request_id,arrived_at_s,n_prompt_tokens,n_reply_words,reading_gpu,read_started_at_s,"
@@ -27,7 +27,7 @@ SUMMARY_COLUMNS = (
 
 
 def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
-    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--no-plots"] if _has_plots() else [str(DEFAULT), "--out", str(tmp_path), *SHORT]) == 0
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT]) == 0
     table = capsys.readouterr().out
     for name in ("same-gpu", "chunked-512", "split-2-2", "split-1-3", "split-3-1"):
         assert name in table
@@ -53,20 +53,14 @@ def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
     assert info["command"][:3] == ["python", "-m", "disagg_simpy"] and "--measure-s" in info["command"]
 
 
-def _has_plots() -> bool:
-    from disagg_simpy.cli import build_parser
-
-    return "--no-plots" in build_parser().format_help()
-
-
 def test_json_prints_the_summary_keys(tmp_path, capsys):
-    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--json"] + (["--no-plots"] if _has_plots() else [])) == 0
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [list(r) for r in rows] == [SUMMARY_COLUMNS] * 5
 
 
 def test_seeds_give_one_summary_row_per_arrangement_and_seed(tmp_path, capsys):
-    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--seeds", "3", "--seed", "7"] + (["--no-plots"] if _has_plots() else [])) == 0
+    assert main([str(DEFAULT), "--out", str(tmp_path), *SHORT, "--seeds", "3", "--seed", "7"]) == 0
     out = capsys.readouterr().out
     assert "±" in out and "seeds 7..9" in out
     summary = pd.read_csv(tmp_path / "summary.csv")
@@ -76,7 +70,7 @@ def test_seeds_give_one_summary_row_per_arrangement_and_seed(tmp_path, capsys):
 def test_rate_flag_changes_the_traffic_and_save_trace_writes_it(tmp_path, capsys):
     trace = tmp_path / "trace.csv"
     args = [str(DEFAULT), "--out", str(tmp_path / "o"), *SHORT, "--rate", "5", "--save-trace", str(trace)]
-    assert main(args + (["--no-plots"] if _has_plots() else [])) == 0
+    assert main(args) == 0
     saved = pd.read_csv(trace)
     assert list(saved.columns) == ["arrived_at_s", "n_prompt_tokens", "n_reply_words"]
     # the whole stream up to the cap (measured or not), at about 5 requests/s
