@@ -90,6 +90,8 @@ def _prepare_out(out: Path) -> Path:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+
     import pandas as pd
 
     from .api import run
@@ -97,7 +99,6 @@ def _run(argv: Sequence[str] | None) -> int:
     from .scenario import load_scenario
     from .workload import atomic_write_text, write_trace
 
-    args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
     if args.rate is not None and not hasattr(scenario.workload, "rate_per_s"):
         raise InputError(f"--rate: {args.scenario} replays a trace, which has no rate_per_s to override")
