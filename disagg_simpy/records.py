@@ -97,7 +97,9 @@ class ArrangementRecords:
         how many of words 2..n were written before the run stopped."""
         r = self.requests
         gpu = r["writing_gpu"][rows]
-        has_writer = gpu >= 0
+        # a split reply has its writing GPU from word 1 on, but joins it only when its ship
+        # ends: until then (a run capped mid-ship) it has no words 2..n
+        has_writer = (gpu >= 0) & (r["join_iteration"][rows] >= 0)
         first = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0)] + r["join_iteration"][rows], 0)
         end = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0) + 1], 0)
         wanted = np.where(has_writer, r["n_reply_words"][rows] - 1, 0)
