@@ -26,6 +26,12 @@ import numpy as np
 
 from disagg_simpy import load_scenario, run
 
+try:
+    from disagg_simpy.csv_text import csv_text  # the CLI's CSV writer, where there is one
+except ImportError:
+    def csv_text(frame):
+        return frame.to_csv(index=False)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 TRACE_YAML = """\
@@ -67,7 +73,10 @@ def digest(text: str) -> str:
 
 
 def report(label: str, res, words: bool) -> list[str]:
+    tables = {"requests": res.requests, "iterations": res.iterations, "reads": res.reads, "summary": res.summary}
+    same = all(csv_text(t) == t.to_csv(index=False) for t in tables.values())
     out = [
+        f"{label} csv_text-equals-pandas {same}",
         f"{label} requests {digest(res.requests.to_csv(index=False))}",
         f"{label} iterations {digest(res.iterations.to_csv(index=False))}",
         f"{label} reads {digest(res.reads.to_csv(index=False))}",
