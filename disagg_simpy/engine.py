@@ -170,6 +170,7 @@ class Engine:
     def _finished(self, r: Request, now: int) -> None:
         r.finished_at_ns = now
         r.done.succeed()
+        r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
             if self.n_measured_left == 0:

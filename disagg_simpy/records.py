@@ -70,8 +70,8 @@ class ArrangementRecords:
             "iteration": np.concatenate([np.arange(c, dtype=np.int64) for c in counts]),
         }
         for f in ("started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"):
-            iterations[f] = np.concatenate([np.asarray(getattr(g, f), dtype=np.int64) for g in gpus])
-        logs = [_int_table(g.reads_log, len(g.reads_log), 3) for g in gpus]
+            iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64) for g in gpus])
+        logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
         reads_table = np.concatenate(logs)
         reads = {
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), [len(x) for x in logs]),
