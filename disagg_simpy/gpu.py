@@ -133,7 +133,7 @@ class Gpu:
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
         while True:
-            if not (self.n_replies or self.waiting):
+            if not self.has_work():
                 self.wake = env.event()
                 yield self.wake
             started = env.now
@@ -160,5 +160,5 @@ class Gpu:
                         finished_reading.append(r)
                 if finished_reading:
                     engine.prompts_read(self, finished_reading, now)
-            if (self.n_replies or self.waiting) and engine.more_may_arrive_now(now):
+            if self.has_work() and engine.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
