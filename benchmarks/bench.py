@@ -222,10 +222,15 @@ def main() -> int:
         r = run_case(name, args.quick, repeats)
         results.append(r)
         rps = f"{r['requests_per_s']:11,.0f}" if r["requests_per_s"] is not None else f"{'-':>11s}"
-        print(f"{name:32s} {r['requests']:9,d} {r['words']:11,d} {r['wall_s']:8.3f} {rps} {r['peak_mb']:8.0f}"
-              + (f"   + csv {r['csv_s']:.2f} s ({r['csv_mb']:.0f} MB), peak {r['peak_mb_with_csv']:.0f} MB" if "csv_s" in r else "")
-              + (f"   {r['bytes_per_word']:.1f} B/word" if "bytes_per_word" in r else "")
-              + (f"   capped at {r['sim_s']:.0f} s sim" if r.get("capped") else ""), flush=True)
+        notes = ""
+        if "csv_s" in r:
+            notes += f"   + csv {r['csv_s']:.2f} s ({r['csv_mb']:.0f} MB), peak {r['peak_mb_with_csv']:.0f} MB"
+        if "bytes_per_word" in r:
+            notes += f"   {r['bytes_per_word']:.1f} B/word"
+        if r.get("capped"):
+            notes += f"   capped at {r['sim_s']:.0f} s sim"
+        print(f"{name:32s} {r['requests']:9,d} {r['words']:11,d} {r['wall_s']:8.3f} {rps} {r['peak_mb']:8.0f}{notes}",
+              flush=True)
     if not args.only or "cli/--help".startswith(args.only):
         h = time_help(repeats)
         results.append(h)
@@ -302,7 +307,8 @@ def _growth_table(results: list[dict]) -> None:
             per = r["wall_s"] / r["requests"] * 1e6
             first.setdefault(a, per)
             print(f"{a:14s} {r['requests']:9,d} {per:11.1f} {per / first[a]:11.2f}x")
-    pairs = [(k.split("/", 1)[1], by[k], by.get(k.replace("repliesx1/", "repliesx10/"))) for k in by if k.startswith("repliesx1/")]
+    pairs = [(k.split("/", 1)[1], by[k], by.get(k.replace("repliesx1/", "repliesx10/")))
+             for k in by if k.startswith("repliesx1/")]
     if pairs:
         print("\nreplies 10x as long at 1/10 the rate (same words/s): wall time per simulated second")
         print(f"{'arrangement':14s} {'x1 ms/sim-s':>12s} {'x10 ms/sim-s':>13s} {'ratio':>7s}")
