@@ -3,12 +3,37 @@
 >>> from disagg_simpy import load_scenario, run
 >>> result = run(load_scenario("scenarios/default.yaml"))
 >>> result.summary            # one row per arrangement
+
+The public names are imported on first use, so `python -m disagg_simpy --help` does not pay
+for pandas, SimPy and pydantic.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from .api import RunResult, run
 from .errors import InputError
-from .scenario import Scenario, load_scenario
+
+if TYPE_CHECKING:
+    from .api import RunResult, run
+    from .scenario import Scenario, load_scenario
+
+#: public name -> module that defines it (imported when the name is first used)
+_LAZY = {"RunResult": ".api", "run": ".api", "Scenario": ".scenario", "load_scenario": ".scenario"}
 
 __all__ = ["InputError", "RunResult", "Scenario", "__version__", "load_scenario", "run"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -98,15 +98,17 @@ def _prepare_out(out: Path) -> Path:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+
     import pandas as pd
 
     from .api import run
+    from .csv_text import csv_text
     from .files import atomic_write_text
     from .report import format_table, summary_json
     from .scenario import load_scenario
     from .workload import write_trace
 
-    args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
     scenario = scenario.with_overrides(**_overrides(args, scenario))
     out = _prepare_out(args.out or Path("runs") / scenario.name)
@@ -147,7 +149,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
         check_plot_options(results[0], args.window, args.follow)  # before anything is written
     for name, frame in files.items():
-        atomic_write_text(out / name, frame.to_csv(index=False))
+        atomic_write_text(out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
     atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
     if args.save_trace is not None:
         write_trace(results[0].stream, args.save_trace)

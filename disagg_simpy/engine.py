@@ -48,7 +48,8 @@ class CostNs:
         )
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
-        return round_ns(self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens)
+        # round_ns, inlined: the cost is never negative
+        return int(self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens + 0.5)
 
     def ship_ns(self, n_tokens: int) -> int:
         return round_ns(self.kv_ship_per_token * n_tokens)
@@ -71,8 +72,7 @@ class Request:
         "joined_at_ns",
         "join_iteration",
         "finished_at_ns",
-        "read",
-        "written",
+        "done",
     )
 
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
@@ -89,8 +89,7 @@ class Request:
         self.joined_at_ns = -1
         self.join_iteration = -1
         self.finished_at_ns = -1
-        self.read: simpy.Event | None = None
-        self.written: simpy.Event | None = None
+        self.done: simpy.Event | None = None  # succeeds with the reply's last word
 
 
 class Engine:
@@ -137,19 +136,17 @@ class Engine:
         self.next_arrival_ns = -1
 
     def request_process(self, request: Request):
-        """Arrive, be routed, wait for the prompt to be read, ship if split, wait for the last word."""
-        env = self.env
-        request.read = env.event()
-        request.written = env.event()
+        """Arrive, be routed to a reading GPU, wait for the last word.
+
+        The rest happens to the request at iteration ends, without an event of its own: its
+        reading GPU gives it word 1 and hands the reply on (`prompts_read`), to itself or, for a
+        split, through a KV ship process to a writing GPU, whose iterations write the rest.
+        """
+        request.done = self.env.event()
         reader = self.reading.least_queued()
         request.reading_gpu = reader.number
         reader.add_prompt(request)
-        yield request.read
-        if request.n_reply_words == 1:
-            return
-        if self.split:
-            yield env.process(self.kv_link.ship(request))
-        yield request.written
+        yield request.done
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
@@ -161,19 +158,19 @@ class Engine:
             elif self.split:
                 writer = self.writing.fewest_replies()
                 r.writing_gpu = writer.number
-                self.kv_link.book(r, writer, now)
+                self.kv_link.start_ship(r, writer, now)
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
-            r.read.succeed()
 
     def replies_finished(self, requests: list[Request], now: int) -> None:
         for r in requests:
             self._finished(r, now)
-            r.written.succeed()
 
     def _finished(self, r: Request, now: int) -> None:
         r.finished_at_ns = now
+        r.done.succeed()
+        r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
             if self.n_measured_left == 0:
@@ -181,7 +178,7 @@ class Engine:
 
     def more_may_arrive_now(self, now: int) -> bool:
         """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
-        return self.next_arrival_ns == now or self.kv_link.ends_at(now)
+        return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> ArrangementRecords:

@@ -67,14 +67,7 @@ def reads_frame(rec: ArrangementRecords) -> pd.DataFrame:
 
 
 def words_frame(rec: ArrangementRecords, rows: np.ndarray) -> pd.DataFrame:
-    """Every written word of requests `rows`: `request_id, word, at_s` (14 bytes a word)."""
-    request_id, word, at_ns = rec.word_times(rows)
-    n_max = int(rec.requests["n_reply_words"].max()) if len(rec.requests["n_reply_words"]) else 0
-    word_dtype = np.int16 if n_max < 2**15 else np.int32
-    return pd.DataFrame(
-        {
-            "request_id": request_id.astype(np.int32 if request_id.size == 0 or request_id.max() < 2**31 else np.int64),
-            "word": word.astype(word_dtype),
-            "at_s": at_ns / NS_PER_S,
-        }
-    )
+    """Every written word of requests `rows`: `request_id, word, at_s` (14 bytes a word:
+    int32, int16, float64), built without copies."""
+    request_id, word, at_s = rec.word_times(rows, ns_per_unit=NS_PER_S)
+    return pd.DataFrame({"request_id": request_id, "word": word, "at_s": at_s}, copy=False)

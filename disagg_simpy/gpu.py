@@ -8,6 +8,7 @@ j .. j+n-2, so the GPU only needs to know, per iteration, which replies leave af
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -58,12 +59,13 @@ class Gpu:
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
-        # Records: one entry per iteration, one per (iteration, prompt) read.
-        self.started_at_ns: list[int] = []
-        self.ended_at_ns: list[int] = []
-        self.n_replies_written: list[int] = []
-        self.n_prompt_tokens_read: list[int] = []
-        self.reads_log: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
+        # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
+        # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
+        self.started_at_ns = array("q")
+        self.ended_at_ns = array("q")
+        self.n_replies_written = array("q")
+        self.n_prompt_tokens_read = array("q")
+        self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
 
     @property
     def role(self) -> str:
@@ -95,8 +97,9 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> list[tuple[Request, int]]:
-        """The prompt tokens this iteration reads (D4); they stop counting as queued (D1)."""
+    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens this iteration reads (D4), and how many; they stop counting as
+        queued (D1)."""
         if self.chunk_tokens is None:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
@@ -111,44 +114,51 @@ class Gpu:
                     self.waiting.popleft()
                 else:
                     break
+        n_tokens = 0
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
             r.unread_tokens -= n
-            self.queued_tokens -= n
-        return taken
+            n_tokens += n
+        self.queued_tokens -= n_tokens
+        return taken, n_tokens
 
     def run(self, env: simpy.Environment, engine: Engine):
         cost = engine.cost
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
+        # the records, appended once per iteration
+        record_start = self.started_at_ns.append
+        record_end = self.ended_at_ns.append
+        record_replies = self.n_replies_written.append
+        record_tokens = self.n_prompt_tokens_read.append
         while True:
             if not self.has_work():
                 self.wake = env.event()
                 yield self.wake
             started = env.now
             index = self.n_started
-            self.n_started += 1
+            self.n_started = index + 1
             n_replies = self.n_replies
-            taken = self._take_prompt_tokens(started) if self.waiting else []
-            n_tokens = sum(n for _, n in taken)
+            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
             yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
 
             now = env.now
-            self.started_at_ns.append(started)
-            self.ended_at_ns.append(now)
-            self.n_replies_written.append(n_replies)
-            self.n_prompt_tokens_read.append(n_tokens)
+            record_start(started)
+            record_end(now)
+            record_replies(n_replies)
+            record_tokens(n_tokens)
             leaving = self.leaving.pop(index, None)
             if leaving:
                 self.n_replies -= len(leaving)
                 engine.replies_finished(leaving, now)
-            finished_reading = []
-            for r, n in taken:
-                self.reads_log.append((index, r.request_id, n))
-                if r.unread_tokens == 0:
-                    finished_reading.append(r)
-            if finished_reading:
-                engine.prompts_read(self, finished_reading, now)
+            if taken:
+                finished_reading = []
+                for r, n in taken:
+                    self.reads_log.extend((index, r.request_id, n))
+                    if r.unread_tokens == 0:
+                        finished_reading.append(r)
+                if finished_reading:
+                    engine.prompts_read(self, finished_reading, now)
             if self.has_work() and engine.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)

@@ -22,15 +22,13 @@ class KvLink:
         self.engine = engine
         self.n_ending_at: dict[int, int] = {}
 
-    def book(self, request: Request, writer: Gpu, now: int) -> None:
-        """Reserve `writer` for `request` and note when its ship will end."""
+    def start_ship(self, request: Request, writer: Gpu, now: int) -> None:
+        """Reserve `writer` for `request`, note when its ship will end, start the ship."""
         end = now + self.engine.cost.ship_ns(request.n_prompt_tokens)
         request.joined_at_ns = end
         writer.n_shipping += 1
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
-
-    def ends_at(self, now: int) -> bool:
-        return now in self.n_ending_at
+        self.engine.env.process(self.ship(request))
 
     def ship(self, request: Request):
         """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""

@@ -8,6 +8,8 @@ join_iteration + n - 2` of its writing GPU, derived on demand (`word_times`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,10 +60,8 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, engine: Engine) -> "ArrangementRecords":
         arrived = engine.arrived
-        requests = {
-            f: np.fromiter((getattr(r, f) for r in arrived), np.int64, len(arrived))
-            for f in REQUEST_FIELDS
-        }
+        table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
+        requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
         gpus = engine.gpus
         counts = [len(g.ended_at_ns) for g in gpus]
@@ -70,8 +70,8 @@ class ArrangementRecords:
             "iteration": np.concatenate([np.arange(c, dtype=np.int64) for c in counts]),
         }
         for f in ("started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"):
-            iterations[f] = np.concatenate([np.asarray(getattr(g, f), dtype=np.int64) for g in gpus])
-        logs = [np.asarray(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
+            iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64) for g in gpus])
+        logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
         reads_table = np.concatenate(logs)
         reads = {
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), [len(x) for x in logs]),
@@ -97,27 +97,66 @@ class ArrangementRecords:
         how many of words 2..n were written before the run stopped."""
         r = self.requests
         gpu = r["writing_gpu"][rows]
-        has_writer = gpu >= 0
+        # a split reply has its writing GPU from word 1 on, but joins it only when its ship
+        # ends: until then (a run capped mid-ship) it has no words 2..n
+        has_writer = (gpu >= 0) & (r["join_iteration"][rows] >= 0)
         first = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0)] + r["join_iteration"][rows], 0)
         end = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0) + 1], 0)
         wanted = np.where(has_writer, r["n_reply_words"][rows] - 1, 0)
         written = np.clip(np.minimum(wanted, end - first), 0, None)
         return first, written
 
-    def word_times(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every written word of requests `rows`: (request id, word number from 1, time ns)."""
+    def word_times(
+        self, rows: np.ndarray, ns_per_unit: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every written word of requests `rows`: (request id, word number from 1, time).
+
+        Times are int64 ns, or float64 `ns / ns_per_unit` if that is given (1e9: seconds).
+        Request ids are int32 and word numbers int16 when they fit (else int64, int32). The
+        result is built a block of requests at a time, so the temporaries stay small beside it.
+        """
         r = self.requests
-        first, written = self.word_rows(rows)
-        has_first = r["first_word_at_ns"][rows] >= 0
-        per_request = written + has_first
-        total = int(per_request.sum())
-        starts = np.cumsum(per_request) - per_request
-        request_id = np.repeat(r["request_id"][rows], per_request)
-        word = np.arange(total, dtype=np.int64) - np.repeat(starts, per_request) + 1
-        # word k >= 2 is the end of global iteration row first + k - 2
-        at = np.empty(total, dtype=np.int64)
-        is_first = word == 1
-        at[is_first] = r["first_word_at_ns"][rows][has_first]
-        later = ~is_first
-        at[later] = self.iterations["ended_at_ns"][np.repeat(first - 2, per_request)[later] + word[later]]
+        first, written = self.word_rows(rows)  # global iteration row of word 2
+        first_at = r["first_word_at_ns"][rows]
+        per_request = written + (first_at >= 0)  # a reply with words 2.. always has word 1
+        ends = np.cumsum(per_request)
+        total = int(ends[-1]) if len(ends) else 0
+        ids = r["request_id"][rows]
+        id_type = np.int32 if not len(ids) or ids.max() < 2**31 else np.int64
+        n_max = int(r["n_reply_words"].max()) if len(r["n_reply_words"]) else 0
+        word_type = np.int16 if n_max < 2**15 else np.int32
+        ended = self.iterations["ended_at_ns"]
+        if ns_per_unit is not None:
+            ended, first_at = ended / ns_per_unit, first_at / ns_per_unit
+        request_id = np.empty(total, id_type)
+        word = np.empty(total, word_type)
+        at = np.empty(total, ended.dtype)
+
+        # blocks of requests holding about WORDS_PER_BLOCK words each
+        cuts = np.searchsorted(ends, np.arange(WORDS_PER_BLOCK, total, WORDS_PER_BLOCK), side="right")
+        bounds = np.concatenate([[0], cuts, [len(ends)]])
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            if lo == hi:
+                continue
+            n = per_request[lo:hi]
+            out = slice(int(ends[lo] - n[0]), int(ends[hi - 1]))
+            starts = np.cumsum(n) - n  # block offset of each request's word 1
+            offset = np.arange(out.stop - out.start) - np.repeat(starts, n)  # word number - 1
+            request_id[out] = np.repeat(ids[lo:hi], n)
+            word[out] = offset + 1
+            # word k >= 2 is the end of global iteration row first + k - 2; word 1 is set below
+            row = np.repeat(first[lo:hi] - 1, n) + offset
+            at[out] = ended[np.clip(row, 0, len(ended) - 1)]  # (rows of word 1 are clipped)
+            has_words = n > 0
+            at[out][starts[has_words]] = first_at[lo:hi][has_words]
         return request_id, word, at
+
+
+#: words built per block by `ArrangementRecords.word_times` (bounds its temporaries)
+WORDS_PER_BLOCK = 1 << 20
+
+
+def _int_table(rows, n_rows: int, n_columns: int) -> np.ndarray:
+    """An (n_rows, n_columns) int64 array from an iterable of equal-length tuples."""
+    flat = np.fromiter(chain.from_iterable(rows), np.int64, n_rows * n_columns)
+    return flat.reshape(n_rows, n_columns)

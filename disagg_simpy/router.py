@@ -8,7 +8,12 @@ empty most of the time.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Protocol, Sequence
+
+# min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
+# also break the last tie (never-assigned GPUs) by lowest number (D2).
+_READING_KEY = attrgetter("queued_tokens", "last_assignment")
 
 
 class Routable(Protocol):
@@ -35,12 +40,8 @@ class Side:
 
     def least_queued(self) -> Routable:
         """The reading GPU with the least work queued (M3, D1, D2)."""
-        return self._assign(
-            min(self.gpus, key=lambda g: (g.queued_tokens, g.last_assignment, g.number))
-        )
+        return self._assign(min(self.gpus, key=_READING_KEY))
 
     def fewest_replies(self) -> Routable:
         """The writing GPU with the fewest replies, counting those shipping to it (M3, D3, D2)."""
-        return self._assign(
-            min(self.gpus, key=lambda g: (g.n_replies + g.n_shipping, g.last_assignment, g.number))
-        )
+        return self._assign(min(self.gpus, key=lambda g: (g.n_replies + g.n_shipping, g.last_assignment)))

@@ -1,0 +1,54 @@
+"""Structure, not speed: a run schedules a bounded number of SimPy events per iteration and per
+request, whatever the reply length. Words are not events (records.word_times derives them), and
+this keeps a per-word event from ever creeping back in.
+
+The design's count: each GPU iteration is one event, plus at most one more when it starts (a
+wake-up from idle, or a start put off to the end of its instant, D5); each request is at most
+seven (its arrival, its process start and end, its last word, and for a split the ship
+process's start, timer and end). So events <= 2 x iterations + 8 x requests, which is at most
+8 x (iterations + requests). The scenario is loaded enough that one event per word would
+break that bound several times over, for replies of 100 words and of 1,000 words alike.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from disagg_simpy import load_scenario, run
+
+SCENARIO = """\
+name: structure
+seed: 3
+workload:
+  rate_per_s: 30
+  measure_s: 10
+  prompt_mix:
+    - {{share: 0.3, tokens: [3000, 8000]}}
+    - {{share: 0.7, tokens: [200, 1200]}}
+  reply_words: [{words}, {words}]
+max_sim_s: 40
+arrangements:
+  - {{name: same-gpu, kind: colocated, gpus: 4}}
+  - {{name: chunked-512, kind: colocated, gpus: 4, chunk_tokens: 512}}
+  - {{name: split-2-2, kind: disaggregated, reading_gpus: 2, writing_gpus: 2}}
+  - {{name: split-1-3, kind: disaggregated, reading_gpus: 1, writing_gpus: 3}}
+  - {{name: split-3-1, kind: disaggregated, reading_gpus: 3, writing_gpus: 1}}
+"""
+
+
+@pytest.mark.parametrize("words", [100, 1000])
+def test_events_grow_with_iterations_and_requests_not_words(tmp_path, words):
+    path = tmp_path / "structure.yaml"
+    path.write_text(SCENARIO.format(words=words))
+    result = run(load_scenario(path))
+    total_bound = total_words = 0
+    for name, rec in result.records.items():
+        n_iterations = len(rec.iterations["gpu"])
+        n_requests = len(rec.requests["request_id"])
+        bound = 2 * n_iterations + 8 * n_requests
+        assert rec.n_events <= bound, (name, rec.n_events, n_iterations, n_requests)
+        assert rec.n_events <= 8 * (n_iterations + n_requests)
+        total_bound += bound
+        total_words += int(rec.iterations["n_replies_written"].sum())
+    # the test has teeth: an event per word would be well over the bound
+    assert total_words > 2 * total_bound
