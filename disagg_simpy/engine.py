@@ -72,6 +72,8 @@ class Request:
         "joined_at_ns",
         "join_iteration",
         "finished_at_ns",
+        "read",
+        "ship",
         "done",
     )
 
@@ -89,6 +91,8 @@ class Request:
         self.joined_at_ns = -1
         self.join_iteration = -1
         self.finished_at_ns = -1
+        self.read: simpy.Event | None = None  # succeeds with word 1
+        self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
         self.done: simpy.Event | None = None  # succeeds with the reply's last word
 
 
@@ -136,17 +140,26 @@ class Engine:
         self.next_arrival_ns = -1
 
     def request_process(self, request: Request):
-        """Arrive, be routed to a reading GPU, wait for the last word.
+        """Arrive, be routed, wait for the prompt to be read, wait for the KV ship when split,
+        wait for the last word.
 
-        The rest happens to the request at iteration ends, without an event of its own: its
-        reading GPU gives it word 1 and hands the reply on (`prompts_read`), to itself or, for a
-        split, through a KV ship process to a writing GPU, whose iterations write the rest.
+        The hand-overs themselves happen at iteration ends, in the order of the instant (D5):
+        the reading GPU gives word 1, keeps the reply or picks a writing GPU and starts the
+        ship (`prompts_read`); the writing GPU's iterations write the rest.
         """
-        request.done = self.env.event()
+        env = self.env
+        request.read = env.event()
+        request.done = env.event()
         reader = self.reading.least_queued()
         request.reading_gpu = reader.number
         reader.add_prompt(request)
-        yield request.done
+        yield request.read
+        request.read = None
+        if request.ship is not None:
+            yield request.ship
+            request.ship = None
+        if request.done is not None:
+            yield request.done
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
@@ -162,6 +175,7 @@ class Engine:
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
+            r.read.succeed()
 
     def replies_finished(self, requests: list[Request], now: int) -> None:
         for r in requests:

@@ -28,7 +28,7 @@ class KvLink:
         request.joined_at_ns = end
         writer.n_shipping += 1
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
-        self.engine.env.process(self.ship(request))
+        request.ship = self.engine.env.process(self.ship(request))
 
     def ship(self, request: Request):
         """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""
