@@ -19,8 +19,12 @@ from . import __version__
 from .errors import InputError
 from .plot_args import add_plot_arguments
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
+#: What a run writes into --out (pictures go to --plots, default <out>/plots/).
+OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,48 +80,113 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _overrides(args: argparse.Namespace, scenario) -> dict:
-    """Flag values as scenario keys. On a trace, --rate replaces any time_scale."""
+def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
+    """Flag values as scenario keys, and the flag behind each key (for error messages). On a
+    trace, --rate replaces any time_scale."""
     from .scenario import DROP, TraceWorkload
 
     changes = {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+    flags = {
+        "seed": f"--seed {args.seed}",
+        "workload.rate_per_s": f"--rate {args.rate:g}" if args.rate is not None else "--rate",
+        "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
+    }
     if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
-    return changes
+    return changes, flags
 
 
-def _prepare_out(out: Path) -> Path:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out: {out} is a file, expected a folder")
+def _check_folder(folder: Path, flag: str) -> Path:
+    """Refuse a folder that exists as a file or cannot be created; create nothing."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise InputError(f"--out: cannot create {out}: a part of the path is a file, expected folders") from None
+        if str(folder) == "":
+            raise InputError(f"{flag}: got an empty path, expected a folder")
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(f"{flag}: {folder} is a file, expected a folder")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise InputError(f"{flag}: got {folder}, which you cannot write to, expected a writable folder")
+            return folder
+        parent = folder.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise InputError(f"{flag}: cannot create {folder}: {parent} is a file, expected folders")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(f"{flag}: cannot create {folder}: {parent} is not writable, expected a writable folder")
     except OSError as err:
-        raise InputError(f"--out: cannot create {out} ({err.strerror})") from None
-    return out
+        raise InputError(f"{flag}: got {folder}, which cannot be used ({err.strerror or err}), expected a folder") from None
+    return folder
+
+
+def _make_folder(folder: Path, flag: str) -> Path:
+    _check_folder(folder, flag)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"{flag}: cannot create {folder}: a part of the path is a file, expected folders") from None
+    except OSError as err:
+        raise InputError(f"{flag}: cannot create {folder} ({err.strerror})") from None
+    return folder
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _check_outputs_spare_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
+    """No output may overwrite the scenario file or the trace it reads."""
+    for flag, out in outputs.items():
+        for what, path in inputs.items():
+            if _same_file(out, path):
+                raise InputError(f"{flag}: writing {out} would overwrite the {what} {path}, expected another place")
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
-
     import pandas as pd
 
     from .api import run
-    from .csv_text import csv_text
-    from .files import atomic_write_text
+    from .files import all_or_nothing, atomic_write_text
     from .report import format_table, summary_json
-    from .scenario import load_scenario
+    from .scenario import SyntheticWorkload, TraceWorkload, load_scenario
     from .workload import write_trace
 
+    args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
-    scenario = scenario.with_overrides(**_overrides(args, scenario))
-    out = _prepare_out(args.out or Path("runs") / scenario.name)
+    changes, flags = _overrides(args, scenario)
+    scenario = scenario.with_overrides(flags=flags, **changes)
+    out = _check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    outputs = {"--out": out / name for name in OUTPUT_FILES}
     if args.save_trace is not None:
-        _prepare_out(args.save_trace.parent)
+        _check_folder(args.save_trace.parent if str(args.save_trace.parent) else Path("."), "--save-trace")
+        if args.save_trace.is_dir():
+            raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
+        outputs["--save-trace"] = args.save_trace
+    plots_dir = None
+    if not args.no_plots:
+        plots_dir = _check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+    inputs = {"scenario file": args.scenario}
+    w = scenario.workload
+    if isinstance(w, TraceWorkload):
+        trace = Path(w.trace)
+        inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
+    _check_outputs_spare_inputs(
+        {f"{flag} {path}": path for flag, path in outputs.items()}, inputs
+    )
 
     seeds = list(range(scenario.seed, scenario.seed + args.seeds))
-    results = [run(scenario, seed=s) for s in seeds]
+    if seeds[-1] >= 2**63:
+        raise InputError(f"--seeds: got {args.seeds} from seed {seeds[0]}, expected seeds below 2**63")
+    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
+        _check_total(w.rate_per_s * scenario.cap_s(None), len(seeds))
+    results = []
+    for s in seeds:
+        results.append(run(scenario, seed=s))
+        if len(results) == 1 and len(seeds) > 1:
+            _check_total(len(results[0].stream), len(seeds))
     many = len(seeds) > 1
 
     def stack(frame_of) -> pd.DataFrame:
@@ -149,26 +218,27 @@ def _run(argv: Sequence[str] | None) -> int:
         from .plots import check_plot_options, write_plots
 
         check_plot_options(results[0], args.window, args.follow)  # before anything is written
-    for name, frame in files.items():
-        atomic_write_text(out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
-    atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
-    if args.save_trace is not None:
-        write_trace(results[0].stream, args.save_trace)
-    if not args.no_plots:
-        plots_dir = args.plots or out / "plots"
-        write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
+    texts = {name: frame.to_csv(index=False) for name, frame in files.items()}
+    texts["run.json"] = json.dumps(run_info, indent=2) + "\n"
+    _make_folder(out, "--out")
+    with all_or_nothing():  # every output is new, or none is
+        for name, text in texts.items():
+            atomic_write_text(out / name, text)
+        if args.save_trace is not None:
+            write_trace(results[0].stream, args.save_trace)
+        if plots_dir is not None:
+            write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
 
     if args.json:
         print(json.dumps(summary_json(summary), indent=2))
     else:
-        w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
         print(f"{scenario.name}: {traffic}, {seed_text}; {summary['n_requests'].iloc[0]} measured requests")
         print(format_table(summary))
         print(f"results in {out}/")
-        if not args.no_plots:
+        if plots_dir is not None:
             print(f"pictures in {plots_dir}/")
     for seed, arrangements in capped.items():
         for name, n in arrangements.items():
@@ -178,6 +248,16 @@ def _run(argv: Sequence[str] | None) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _check_total(per_seed: float, n_seeds: int) -> None:
+    from .limits import MAX_REQUESTS, count_text
+
+    if n_seeds > 1 and per_seed * n_seeds > MAX_REQUESTS:
+        raise InputError(
+            f"--seeds: got {n_seeds} seeds of about {count_text(per_seed)} requests each, "
+            f"{count_text(per_seed * n_seeds)} in all, expected at most {count_text(MAX_REQUESTS)} in one run"
+        )
 
 
 def build_describe_parser() -> argparse.ArgumentParser:
@@ -201,27 +281,49 @@ def _describe(argv: Sequence[str]) -> int:
     table = read_trace(args.trace, args.format)
     print(format_description(describe_trace(table)))
     if args.plot is not None:
-        _prepare_out(args.plot.parent if str(args.plot.parent) else Path("."))
+        _make_folder(args.plot.parent if str(args.plot.parent) else Path("."), "--plot")
         plot_description(table, args.plot)
         print(f"plot in {args.plot}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (0 ok, 2 bad input, 130 interrupted)."""
+    """Entry point; returns the exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted)."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["describe"]:
             return _describe(args[1:])
         return _run(argv)
     except InputError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("interrupted: earlier results were left as they were", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        from .files import InterruptedAfterWriting
+
+        if isinstance(err, InterruptedAfterWriting):
+            print("interrupted: the new results had all been written", file=sys.stderr)
+        else:
+            print("interrupted: earlier results were left as they were", file=sys.stderr)
         return EXIT_INTERRUPTED
     except SystemExit as done:  # --help and --version
-        return int(done.code or 0)
-    except BrokenPipeError:  # e.g. piped into `head`: the results are written; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return done.code if isinstance(done.code, int) else 0
+    except BrokenPipeError:  # stdout closed early (`| head`): the results are already written
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except MemoryError:
+        print("error: out of memory; see README 'Errors and limits' for the sizes a run may take", file=sys.stderr)
+        return EXIT_INTERNAL
+    except Exception as err:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("DISAGG_SIMPY_TRACEBACK"):
+            raise
+        print(
+            f"error: internal error (a bug; please report it): {type(err).__name__}: {_one_line(str(err))} "
+            "(set DISAGG_SIMPY_TRACEBACK=1 to see where)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split("\n")).strip()

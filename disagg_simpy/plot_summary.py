@@ -70,6 +70,8 @@ def _limits(ax: Axes, limits: list[tuple[float, str]]) -> None:
 
 
 def _cdf(ax: Axes, values: np.ndarray, counts: np.ndarray, total: int, style: dict, label: str) -> None:
+    if len(values) == 0:  # no finished reply (a run the cap cut short): nothing to draw
+        return
     order = np.argsort(values)
     v, c = values[order], counts[order]
     share = 100.0 * np.cumsum(c) / total if total else np.zeros(len(c))

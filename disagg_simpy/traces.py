@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .limits import MAX_TIME_S, MAX_TRACE_BYTES
 from .trace_stats import describe_trace, format_description, plot_description
 
 __all__ = [
@@ -46,6 +47,11 @@ def _lines(path) -> list[str]:
     if p.is_dir():
         raise _error(path, None, "path", "a directory", "a trace file")
     try:
+        if not p.is_file():  # a FIFO or a device would block or never end
+            raise _error(path, None, "path", "a special file", "a regular trace file")
+        size = p.stat().st_size
+        if size > MAX_TRACE_BYTES:
+            raise _error(path, None, "file", f"{size:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
         raw = p.read_bytes()
     except OSError as e:
         raise _error(path, None, "path", repr(e.strerror), "a readable file") from None
@@ -139,6 +145,15 @@ def _check_order(problems: _Problems, values: np.ndarray, text, key: str) -> Non
                    "arrival times that never decrease")
 
 
+def _check_span(problems: _Problems, seconds: np.ndarray, text, key: str) -> None:
+    """Arrivals more than MAX_TIME_S after the first row would not fit the model's clock."""
+    if len(seconds):
+        with np.errstate(invalid="ignore", over="ignore"):
+            far = (seconds - seconds[0]) > MAX_TIME_S
+        problems.check(far, key, lambda i: f"{text[i]} ({seconds[i] - seconds[0]:.3g} s after the first row)",
+                       f"arrivals within {MAX_TIME_S:g} s of the first row")
+
+
 def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     values = _numbers(text)
     bad = ~np.isfinite(values)
@@ -146,6 +161,7 @@ def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         problems.check(values < 0, key, lambda i: str(text[i]), "a time >= 0 s")
     _check_order(problems, values, text, key)
+    _check_span(problems, values, text, key)
     problems.raise_first()
     return np.rint((values - values[0]) * _NS_PER_S).astype(np.int64)
 
@@ -171,6 +187,7 @@ def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     problems.check(bad, key, lambda i: _shown(str(text[i])), _AZURE_EXAMPLE)
     ns = stamps.astype(np.int64)
     _check_order(problems, np.where(bad, np.nan, ns.astype(np.float64)), text, key)
+    _check_span(problems, np.where(bad, np.nan, ns.astype(np.float64) / _NS_PER_S), text, key)
     problems.raise_first()
     return ns - ns[0]
 
@@ -230,6 +247,7 @@ def _read_mooncake(path, lines) -> pd.DataFrame:
     with np.errstate(invalid="ignore"):
         problems.check(~np.isfinite(ms) | (ms < 0), "timestamp", lambda i: f"{ms[i]:g}", "a time >= 0 ms")
     _check_order(problems, ms, [f"{v:g}" for v in ms], "timestamp")
+    _check_span(problems, ms / 1e3, [f"{v:g}" for v in ms], "timestamp")
     prompt = _counts(problems, cols["input_length"], "input_length")
     reply = _counts(problems, cols["output_length"], "output_length")
     problems.raise_first()
@@ -351,6 +369,11 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
                          "a window of non-zero length (give duration_s)")
         time_scale = rate_per_s * window_length_s / n_kept
     factor = 1.0 if time_scale is None else time_scale
+    last_s = float(t[-1]) / factor / _NS_PER_S
+    if not last_s <= MAX_TIME_S:
+        key, value = ("rate_per_s", rate_per_s) if rate_per_s is not None else ("time_scale", time_scale)
+        raise _error(source, None, key, f"{value:g}, which puts the last arrival at {last_s:.3g} s",
+                     f"arrivals within {MAX_TIME_S:g} s")
     info = {
         "n_rows_in": int(t_ns.size), "n_rows_kept": n_kept,
         "window_start_s": start_s, "window_duration_s": duration_s,
@@ -390,7 +413,8 @@ def lengths_arrivals(n, rate_per_s, burstiness_cv, rng_arrivals, *, source="<sce
     else:
         shape = 1.0 / cv**2
         gaps_s = rng_arrivals.gamma(shape, mean_gap_s / shape, size=n)
-    return np.rint(np.cumsum(gaps_s) * _NS_PER_S).astype(np.int64)
+    # times past any cap (which is at most MAX_TIME_S + slack) are clipped so they fit int64 ns
+    return np.rint(np.minimum(np.cumsum(gaps_s), 2 * MAX_TIME_S) * _NS_PER_S).astype(np.int64)
 
 
 def sample_lengths(table: pd.DataFrame, n, rng) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,8 @@ import pandas as pd
 
 from .errors import InputError
 from .files import atomic_write_text
-from .scenario import Scenario, SyntheticWorkload, TraceWorkload
+from .limits import MAX_REQUESTS, count_text, iterations_problem, ship_problem
+from .scenario import Colocated, Scenario, SyntheticWorkload, TraceWorkload
 from .traces import (
     clip_lengths,
     lengths_arrivals,
@@ -71,8 +72,29 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
     w = scenario.workload
     seed = scenario.seed if seed is None else seed
     if isinstance(w, SyntheticWorkload):
-        return _synthetic(w, scenario.cap_s(None), seed)
-    return _from_trace(w, scenario, seed)
+        stream = _synthetic(w, scenario.cap_s(None), seed)
+    else:
+        stream = _from_trace(w, scenario, seed)
+    check_stream(scenario, stream)
+    return stream
+
+
+def check_stream(scenario: Scenario, stream: Requests) -> None:
+    """Refuse a stream past the documented limits (README "Errors and limits")."""
+    where = f"{scenario.source}: workload"
+    if len(stream) > MAX_REQUESTS:
+        raise InputError(
+            f"{where}: got {count_text(len(stream))} requests up to the cap at {stream.cap_ns / NS_PER_S:g} s, "
+            f"expected at most {count_text(MAX_REQUESTS)}; use a shorter window or a lower max_sim_s"
+        )
+    cost = scenario.cost
+    if len(stream) and any(not isinstance(a, Colocated) for a in scenario.arrangements):
+        problem = ship_problem(cost.kv_ship_ms_per_token, int(stream.n_prompt_tokens.max()))
+        if problem:
+            raise InputError(f"{scenario.source}: cost.kv_ship_ms_per_token: {problem}")
+    problem = iterations_problem(scenario.arrangements, stream.cap_ns / NS_PER_S, cost.iteration_ms)
+    if problem:
+        raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
 
 def _synthetic(w: SyntheticWorkload, cap_s: float, seed: int) -> Requests:
@@ -118,6 +140,11 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     path = Path(w.trace)
     if not path.is_absolute():
         path = scenario.folder / path
+    problem = "no such file" if not path.exists() else "a directory" if path.is_dir() else None
+    if problem:
+        raise InputError(
+            f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
+        )
     table = read_trace(path, w.format)
     info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table)}
     if w.format == "lengths":

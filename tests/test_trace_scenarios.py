@@ -70,10 +70,10 @@ def test_measure_s_on_a_trace_measures_early_rows_and_keeps_the_rest_arriving(tm
 @pytest.mark.parametrize(
     "workload, fragment",
     [
-        ({"time_scale": 2, "rate_per_s": 3}, "time_scale and rate_per_s are both set"),
-        ({"format": "lengths", "measure_s": 10}, "needs rate_per_s and measure_s"),
-        ({"burstiness_cv": 2}, "burstiness_cv applies to 'lengths' traces only"),
-        ({"format": "parquet"}, "workload.format: got 'parquet', expected input should be 'csv', 'azure', 'mooncake' or 'lengths'"),
+        ({"time_scale": 2, "rate_per_s": 3}, "rate_per_s: got 3 together with time_scale 2, expected at most one"),
+        ({"format": "lengths", "measure_s": 10}, "rate_per_s: missing, expected a number > 0: a 'lengths' trace"),
+        ({"burstiness_cv": 2}, "burstiness_cv: got 2, expected none: it applies to 'lengths' traces only"),
+        ({"format": "parquet"}, "workload.format: got 'parquet', expected one of csv, azure, mooncake, lengths"),
         ({"start_s": 100}, "window: got no arrivals"),
     ],
 )

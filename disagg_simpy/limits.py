@@ -1,0 +1,72 @@
+"""Documented limits: every run stays bounded in memory and time, and every time fits int64 ns.
+
+A scenario past a limit is refused with a one-line error (exit code 2) before anything runs.
+The numbers are in README "Errors and limits"; change them here and there together.
+"""
+
+from __future__ import annotations
+
+#: Requests a run may expect up to the safety cap, over all its seeds (rate x max_sim_s x
+#: seeds, or a trace's rows x seeds). Each request that arrives costs about 1.3 KB while an
+#: arrangement runs, so the limit keeps a run under about 7 GB.
+MAX_REQUESTS = 5_000_000
+#: Iterations one arrangement could run before the cap: GPUs x max_sim_s / iteration_ms
+#: (each iteration lasts at least iteration_ms). About 240 bytes each while it runs.
+MAX_ITERATIONS = 10_000_000
+#: GPUs in one arrangement (reading + writing on a split).
+MAX_GPUS = 1024
+#: Arrangements in one scenario.
+MAX_ARRANGEMENTS = 100
+#: Any time the model keeps, in seconds: max_sim_s, windows, arrivals, a KV ship, an SLO
+#: (about 31.7 years; int64 nanoseconds hold 292 years, so sums of two never overflow).
+MAX_TIME_S = 1e9
+#: Tokens of one prompt, words of one reply, chunk_tokens: whole numbers up to 2**53
+#: (exact in float64, as trace readers check).
+MAX_COUNT = 2**53
+#: The mean-gap SLO in ms: replies of up to MAX_ITERATIONS words x the limit must fit int64 ns.
+MAX_MEAN_GAP_MS = 100_000.0
+#: The shortest iteration, in ms (1 ns): a shorter one would round to 0 ns and never end.
+MIN_ITERATION_MS = 1e-6
+#: The largest cost of any kind, in ms per iteration, reply or token.
+MAX_COST_MS = MAX_TIME_S * 1e3
+#: burstiness_cv of made-up Gamma arrivals.
+MAX_BURSTINESS_CV = 100.0
+#: Scenario files (YAML) and trace files, in bytes.
+MAX_SCENARIO_BYTES = 1 << 20
+MAX_TRACE_BYTES = 256 << 20
+
+
+def count_text(n: float) -> str:
+    """A count for messages: 5,000,000 or 6.3e+11."""
+    return f"{n:,.0f}" if n < 1e12 else f"{n:.3g}"
+
+
+def iteration_bound(n_gpus: int, cap_s: float, iteration_ms: float) -> float:
+    """The most iterations `n_gpus` GPUs can run in `cap_s` (each lasts >= iteration_ms)."""
+    return n_gpus * (cap_s * 1e3 / iteration_ms + 1)
+
+
+def iterations_problem(arrangements, cap_s: float, iteration_ms: float) -> str | None:
+    """`None`, or why an arrangement could run too many iterations before the cap."""
+    for i, a in enumerate(arrangements):
+        bound = iteration_bound(a.n_gpus, cap_s, iteration_ms)
+        if bound > MAX_ITERATIONS:
+            return (
+                f"got {iteration_ms:g} ms, with which {a.name} ({a.n_gpus} GPUs) could run "
+                f"{count_text(bound)} iterations before the cap at {cap_s:g} s, above the limit of "
+                f"{count_text(MAX_ITERATIONS)}; expected a longer iteration_ms, a lower max_sim_s "
+                f"or fewer GPUs"
+            )
+    return None
+
+
+def ship_problem(kv_ship_ms_per_token: float, longest_prompt: int) -> str | None:
+    """`None`, or why the longest prompt's KV ship would not fit the clock."""
+    ship_s = kv_ship_ms_per_token * longest_prompt / 1e3
+    if ship_s > MAX_TIME_S:
+        return (
+            f"got {kv_ship_ms_per_token:g} ms, with which the longest prompt ({count_text(longest_prompt)} "
+            f"tokens) ships in {ship_s:.3g} s, above the limit of {MAX_TIME_S:g} s; expected a smaller "
+            f"cost or shorter prompts"
+        )
+    return None
