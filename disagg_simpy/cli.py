@@ -67,14 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
         "prompts, or split reading and writing GPUs. Prints one row per arrangement.",
     )
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: runs/<scenario name>/)")
+    p.add_argument("--out", type=_path("--out"), metavar="DIR", help="results folder (default: runs/<scenario name>/)")
     p.add_argument("--rate", type=_positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
     p.add_argument("--seed", type=_int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=_positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=_int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
                    help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
-    p.add_argument("--save-trace", type=Path, metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--save-trace", type=_path("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
     return p
@@ -96,11 +96,22 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     return changes, flags
 
 
+def _path(flag: str):
+    """A path flag's value; an empty one is refused (Path("") would quietly mean ".")."""
+
+    def parse(text: str) -> Path:
+        if not text.strip():
+            raise InputError(f"{flag}: got an empty path, expected {'a folder' if flag != '--save-trace' else 'a file name'}")
+        if "\0" in text:
+            raise InputError(f"{flag}: got a path with a NUL character, expected a path")
+        return Path(text)
+
+    return parse
+
+
 def _check_folder(folder: Path, flag: str) -> Path:
     """Refuse a folder that exists as a file or cannot be created; create nothing."""
     try:
-        if str(folder) == "":
-            raise InputError(f"{flag}: got an empty path, expected a folder")
         if folder.exists():
             if not folder.is_dir():
                 raise InputError(f"{flag}: {folder} is a file, expected a folder")
@@ -159,12 +170,12 @@ def _run(argv: Sequence[str] | None) -> int:
     changes, flags = _overrides(args, scenario)
     scenario = scenario.with_overrides(flags=flags, **changes)
     out = _check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
-    outputs = {"--out": out / name for name in OUTPUT_FILES}
+    outputs = [("--out", out / name) for name in OUTPUT_FILES]
     if args.save_trace is not None:
-        _check_folder(args.save_trace.parent if str(args.save_trace.parent) else Path("."), "--save-trace")
+        _check_folder(args.save_trace.parent, "--save-trace")
         if args.save_trace.is_dir():
             raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
-        outputs["--save-trace"] = args.save_trace
+        outputs.append(("--save-trace", args.save_trace))
     plots_dir = None
     if not args.no_plots:
         plots_dir = _check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
@@ -173,9 +184,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if isinstance(w, TraceWorkload):
         trace = Path(w.trace)
         inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
-    _check_outputs_spare_inputs(
-        {f"{flag} {path}": path for flag, path in outputs.items()}, inputs
-    )
+    _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
 
     seeds = list(range(scenario.seed, scenario.seed + args.seeds))
     if seeds[-1] >= 2**63:

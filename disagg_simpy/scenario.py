@@ -404,7 +404,8 @@ def _show(value: Any, budget: int = 60) -> str:
             return ".nan"
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
-        return f"{value:g}" if abs(value) >= 1e16 or (value and abs(value) < 1e-4) else repr(value)
+        text = repr(value)
+        return f"{value:.6g}" if len(text) > 10 else text
     if isinstance(value, int):
         text = str(value) if abs(value) < 10**30 else f"{value:.3g}"
         return text

@@ -1,0 +1,323 @@
+"""A catalogue of bad input: each case gets exit code 2, one line on stderr naming the file, the
+key or row (and line), the bad value and what was expected, and nothing is written anywhere.
+
+The catalogue runs in-process (`main(argv)`); a few cases also go through a real subprocess.
+Tests run as root, so an unwritable `--out` is made with a regular file in its path, never with
+permissions.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from disagg_simpy.cli import main
+
+BASE = {
+    "name": "bad",
+    "seed": 1,
+    "workload": {
+        "rate_per_s": 5,
+        "measure_s": 2,
+        "prompt_mix": [{"share": 0.3, "tokens": [3000, 8000]}, {"share": 0.7, "tokens": [200, 1200]}],
+        "reply_words": [10, 40],
+    },
+    "arrangements": [
+        {"name": "same", "kind": "colocated", "gpus": 1},
+        {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1},
+    ],
+}
+BASE_TEXT = """\
+name: bad
+workload:
+  rate_per_s: 5
+  measure_s: 2
+  prompt_mix:
+    - {share: 0.3, tokens: [3000, 8000]}
+    - {share: 0.7, tokens: [200, 1200]}
+  reply_words: [10, 40]
+arrangements:
+  - {name: same, kind: colocated, gpus: 1}
+  - {name: split, kind: disaggregated, reading_gpus: 1, writing_gpus: 1}
+"""
+TRACE_HEADER = "arrived_at_s,n_prompt_tokens,n_reply_words\n"
+GOOD_ROWS = "0.0,100,5\n0.5,200,6\n1.0,300,7\n"
+
+
+def spec(change=None) -> str:
+    """BASE as YAML, after `change(dict)` edits a deep copy of it."""
+    data = copy.deepcopy(BASE)
+    if change is not None:
+        change(data)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def text(old: str, new: str) -> str:
+    assert old in BASE_TEXT
+    return BASE_TEXT.replace(old, new, 1)
+
+
+def trace_spec(**workload) -> str:
+    return spec(lambda d: d.update(workload={"trace": "t.csv", **workload}))
+
+
+def setitem(path: str, value):
+    """A change that sets d[a][b]... (ints index lists)."""
+
+    def change(d):
+        *parents, leaf = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for p in parents:
+            d = d[p]
+        d[leaf] = value
+
+    return change
+
+
+def delitem(path: str):
+    def change(d):
+        *parents, leaf = [int(p) if p.isdigit() else p for p in path.split(".")]
+        for p in parents:
+            d = d[p]
+        del d[leaf]
+
+    return change
+
+
+# (id, scenario YAML (str, bytes, None = no file, "DIR" = a folder), {other file: content},
+#  extra argv ({tmp} is the test folder), fragments the one-line message must contain)
+CATALOGUE = [
+    # -- the file itself
+    ("malformed-yaml", "name: [unclosed\n", {}, [], ["s.yaml:2: malformed YAML"]),
+    ("tab-indent", "name: x\n\tseed: 1\n", {}, [], ["s.yaml:2: malformed YAML", "'\\t'"]),
+    ("empty-file", "", {}, [], ["s.yaml: got a file that is empty, expected a YAML mapping"]),
+    ("only-comments", "# nothing here\n", {}, [], ["got a file that is empty"]),
+    ("top-level-list", "- 1\n- 2\n", {}, [], ["got a file that is a list, expected a YAML mapping"]),
+    ("top-level-text", "hello\n", {}, [], ["a single str ('hello')"]),
+    ("python-object-tag", "!!python/object/apply:os.system ['echo pwned']\n", {}, [],
+     ["s.yaml:1: got the YAML tag !!python/object/apply:os.system, expected plain values"]),
+    ("duplicate-key", BASE_TEXT + "name: again\n", {}, [],
+     ["s.yaml:12: name: got this key a second time (first on line 1), expected each key once"]),
+    ("not-utf8", b"name: caf\xe9\n", {}, [], ["s.yaml:1: got the byte 0xe9, expected UTF-8 text"]),
+    ("scenario-is-a-directory", "DIR", {}, [], ["s.yaml: got a directory, expected a scenario YAML file"]),
+    ("no-scenario-file", None, {}, [], ["s.yaml: no such file, expected a scenario YAML file"]),
+    ("key-that-is-a-number", BASE_TEXT + "1: 2\n", {}, [], ["got the key 1, expected keys that are text"]),
+    # -- keys
+    ("unknown-key-did-you-mean", BASE_TEXT + "sed: 3\n", {}, [], ["s.yaml:12: sed: unknown key (did you mean 'seed'?)"]),
+    ("nested-unknown-key", BASE_TEXT + "cost: {iteration_mss: 3}\n", {}, [],
+     ["s.yaml:12: cost.iteration_mss: unknown key (did you mean 'iteration_ms'?)"]),
+    ("unknown-arrangement-key", text("gpus: 1}", "gpus: 1, chunk: 64}"), {}, [],
+     ["s.yaml:10: arrangements[0].chunk: unknown key (did you mean 'chunk_tokens'?)"]),
+    ("key-of-the-other-kind", text("reading_gpus: 1, writing_gpus: 1", "gpus: 2"), {}, [],
+     ["arrangements[1].gpus: unknown key for a disaggregated arrangement (it belongs to a colocated arrangement)"]),
+    ("synthetic-key-on-a-trace", trace_spec(prompt_mix=[]), {"t.csv": TRACE_HEADER + GOOD_ROWS}, [],
+     ["workload.prompt_mix: unknown key for a trace workload (it belongs to synthetic traffic)"]),
+    ("unknown-key-no-hint", BASE_TEXT + "zzz: 1\n", {}, [],
+     ["zzz: unknown key, expected one of name, seed, workload, max_sim_s, cost, slo, arrangements"]),
+    ("source-key", BASE_TEXT + "source: x\n", {}, [], ["s.yaml:12: source: unknown key"]),
+    ("missing-workload", spec(delitem("workload")), {}, [], ["workload: required key is missing, expected a mapping"]),
+    ("missing-kind", text("kind: colocated, ", ""), {}, [],
+     ["s.yaml:10: arrangements[0].kind: required key is missing, expected 'colocated' or 'disaggregated'"]),
+    ("unknown-kind", text("kind: colocated", "kind: mixed"), {}, [],
+     ["s.yaml:10: arrangements[0].kind: got 'mixed', expected 'colocated' or 'disaggregated'"]),
+    # -- types
+    ("bool-for-int", text("gpus: 1", "gpus: true"), {}, [],
+     ["s.yaml:10: arrangements[0].gpus: got true, expected a whole number from 1 to 1024"]),
+    ("float-for-int", text("gpus: 1", "gpus: 1.5"), {}, [], ["arrangements[0].gpus: got 1.5, expected a whole number"]),
+    ("text-for-number", text("rate_per_s: 5", "rate_per_s: '5'"), {}, [],
+     ["s.yaml:3: workload.rate_per_s: got '5', expected a number of requests per second > 0"]),
+    ("list-for-mapping", BASE_TEXT + "cost: [1, 2]\n", {}, [], ["s.yaml:12: cost: got [1, 2], expected a mapping of iteration_ms"]),
+    ("mapping-for-list", spec(setitem("arrangements", {"a": 1})), {}, [], ["arrangements: got {a: 1}, expected a list of 1 to 100"]),
+    ("empty-value-for-mapping", BASE_TEXT + "slo:\n", {}, [], ["slo: got an empty value, expected a mapping of first_word_s"]),
+    ("text-for-arrangement", spec(setitem("arrangements", ["same-gpu"])), {}, [],
+     ["arrangements[0]: got 'same-gpu', expected a mapping like {name: same-gpu, kind: colocated, gpus: 4}"]),
+    ("date-for-name", text("name: bad", "name: 2024-01-01"), {}, [], ["name: got the date 2024-01-01, expected a scenario name"]),
+    ("name-with-slash", spec(setitem("name", "../../etc")), {}, [], ["name: got '../../etc', expected a scenario name of letters"]),
+    ("name-only-dots", spec(setitem("arrangements.0.name", "..")), {}, [], ["arrangements[0].name: got '..', expected a name"]),
+    ("negative-seed", BASE_TEXT + "seed: -1\n", {}, [], ["seed: got -1, expected a whole number from 0 to 2**63-1"]),
+    ("fractional-seed", BASE_TEXT + "seed: 1.5\n", {}, [], ["seed: got 1.5, expected a whole number"]),
+    # -- ranges
+    ("range-of-three", text("[3000, 8000]", "[3000, 8000, 9000]"), {}, [],
+     ["s.yaml:6: workload.prompt_mix[0].tokens: got [3000, 8000, 9000], expected a range [low, high]"]),
+    ("range-of-one", text("[3000, 8000]", "[3000]"), {}, [], ["workload.prompt_mix[0].tokens: got [3000], expected a range"]),
+    ("range-reversed", text("[3000, 8000]", "[8000, 3000]"), {}, [],
+     ["workload.prompt_mix[0].tokens: got [8000, 3000], expected a range [low, high] with low <= high"]),
+    ("range-from-zero", text("[10, 40]", "[0, 40]"), {}, [], ["workload.reply_words[0]: got 0, expected a whole number of words"]),
+    ("range-as-text", text("[3000, 8000]", "'3000-8000'"), {}, [], ["tokens: got '3000-8000', expected a range"]),
+    # -- cross-field rules and ranges of values
+    ("shares-not-summing-to-1", text("share: 0.7", "share: 0.6"), {}, [],
+     ["s.yaml:5: workload.prompt_mix: got shares 0.3 + 0.6 = 0.9, expected shares summing to 1"]),
+    ("share-zero", text("share: 0.3", "share: 0"), {}, [], ["prompt_mix[0].share: got 0, expected a number > 0 and <= 1"]),
+    ("duplicate-arrangement-names", BASE_TEXT + "  - {name: same, kind: colocated, gpus: 2}\n", {}, [],
+     ["s.yaml:12: arrangements[2].name: got 'same' again (also arrangements[0]), expected unique names"]),
+    ("warmup-not-below-measure", text("measure_s: 2", "measure_s: 2\n  warmup_s: 3"), {}, [],
+     ["workload.warmup_s: got 3, expected less than measure_s (2)"]),
+    ("cap-below-window", BASE_TEXT + "max_sim_s: 1\n", {}, [], ["max_sim_s: got 1, expected at least workload.measure_s (2)"]),
+    ("zero-gpus", text("gpus: 1", "gpus: 0"), {}, [], ["arrangements[0].gpus: got 0, expected a whole number from 1"]),
+    ("chunk-tokens-zero", text("gpus: 1}", "gpus: 1, chunk_tokens: 0}"), {}, [],
+     ["arrangements[0].chunk_tokens: got 0, expected a whole number of tokens from 1"]),
+    ("no-reading-gpu", text("reading_gpus: 1", "reading_gpus: 0"), {}, [], ["arrangements[1].reading_gpus: got 0"]),
+    ("no-writing-gpu", text("writing_gpus: 1", "writing_gpus: 0"), {}, [], ["arrangements[1].writing_gpus: got 0"]),
+    ("negative-slo", BASE_TEXT + "slo: {first_word_s: -1}\n", {}, [], ["slo.first_word_s: got -1, expected a number of seconds > 0"]),
+    ("zero-freeze-limit", BASE_TEXT + "slo: {freeze_ms: 0}\n", {}, [], ["slo.freeze_ms: got 0, expected a number of ms > 0"]),
+    ("nan-rate", text("rate_per_s: 5", "rate_per_s: .nan"), {}, [], ["workload.rate_per_s: got .nan, expected a number"]),
+    ("inf-window", text("measure_s: 2", "measure_s: .inf"), {}, [], ["workload.measure_s: got .inf, expected a number of seconds"]),
+    ("nan-cost", BASE_TEXT + "cost: {per_reply_ms: .nan}\n", {}, [], ["cost.per_reply_ms: got .nan, expected a number of ms >= 0"]),
+    ("no-arrangements", spec(setitem("arrangements", [])), {}, [], ["arrangements: got [], expected a list of 1 to 100"]),
+    ("empty-prompt-mix", spec(setitem("workload.prompt_mix", [])), {}, [], ["workload.prompt_mix: got [], expected a list"]),
+    # -- huge numbers: refused by a documented limit, never a crash or an endless run
+    ("rate-1e9", text("rate_per_s: 5", "rate_per_s: 1e9"), {}, [],
+     ["s.yaml:3: workload.rate_per_s: got 1e+09, which expects 602,000,000,000 requests", "limit of 5,000,000"]),
+    ("iteration-of-a-picosecond", BASE_TEXT + "cost: {iteration_ms: 1.0e-9}\n", {}, [],
+     ["cost.iteration_ms: got 1e-09, expected a number of ms from 1e-06 (1 ns)"]),
+    ("too-many-iterations", BASE_TEXT + "cost: {iteration_ms: 0.001}\n", {}, [],
+     ["cost.iteration_ms: got 0.001 ms, with which same (1 GPUs) could run 602,000,001 iterations", "limit of 10,000,000"]),
+    ("gpus-1e11", text("gpus: 1", "gpus: 100000000000"), {}, [], ["arrangements[0].gpus: got 100000000000, expected a whole number from 1 to 1024"]),
+    ("trillion-token-ship", text("[3000, 8000]", "[1000000000000, 1000000000000]") + "cost: {kv_ship_ms_per_token: 1000}\n", {}, [],
+     ["cost.kv_ship_ms_per_token: got 1000 ms, with which the longest prompt (1e+12 tokens) ships in 1e+12 s"]),
+    ("tokens-past-2-53", text("[3000, 8000]", "[3000, 100000000000000000000]"), {}, [],
+     ["workload.prompt_mix[0].tokens[1]: got 100000000000000000000, expected a whole number of tokens from 1 to 2**53"]),
+    ("mean-gap-limit-huge", BASE_TEXT + "slo: {mean_gap_ms: 1.0e+9}\n", {}, [], ["slo.mean_gap_ms: got 1e+09, expected a number of ms > 0, up to 100000"]),
+    ("cap-of-centuries", BASE_TEXT + "max_sim_s: 1.0e+10\n", {}, [], ["max_sim_s: got 1e+10, expected a number of seconds > 0, up to 1e+09"]),
+    # -- traces
+    ("trace-missing", trace_spec(trace="nope.csv"), {}, [], ["s.yaml: workload.trace: got 'nope.csv' (no such file:", "expected a trace file"]),
+    ("trace-is-a-directory", trace_spec(trace="d"), {"d": "DIR"}, [], ["workload.trace: got 'd' (a directory:"]),
+    ("trace-missing-column", trace_spec(), {"t.csv": "arrived_at_s,n_prompt_tokens\n0,5\n"}, [],
+     ["t.csv:1: header: got 'arrived_at_s,n_prompt_tokens' (missing n_reply_words)"]),
+    ("trace-negative-count", trace_spec(), {"t.csv": TRACE_HEADER + "0,100,5\n1,-5,3\n"}, [],
+     ["t.csv:3: n_prompt_tokens: got -5, expected a positive whole number"]),
+    ("trace-non-numeric-cell", trace_spec(), {"t.csv": TRACE_HEADER + "0,100,5\n1,abc,3\n"}, [],
+     ["t.csv:3: n_prompt_tokens: got 'abc', expected a positive whole number"]),
+    ("trace-fractional-count", trace_spec(), {"t.csv": TRACE_HEADER + "0,100,2.5\n"}, [], ["t.csv:2: n_reply_words: got 2.5"]),
+    ("trace-arrivals-go-back", trace_spec(), {"t.csv": TRACE_HEADER + "0,100,5\n2,100,5\n1,100,5\n"}, [],
+     ["t.csv:4: arrived_at_s: got 1 after 2 on line 3, expected arrival times that never decrease"]),
+    ("trace-negative-arrival", trace_spec(), {"t.csv": TRACE_HEADER + "-1,100,5\n"}, [], ["t.csv:2: arrived_at_s: got -1, expected a time >= 0 s"]),
+    ("trace-empty-file", trace_spec(), {"t.csv": ""}, [], ["t.csv: file: got an empty file, expected request rows"]),
+    ("trace-arrival-of-1e300", trace_spec(), {"t.csv": TRACE_HEADER + "0,100,5\n1e300,100,5\n"}, [],
+     ["t.csv:3: arrived_at_s: got 1e300", "expected arrivals within 1e+09 s of the first row"]),
+    ("trace-time-scale-overflow", trace_spec(time_scale=1e-300), {"t.csv": TRACE_HEADER + GOOD_ROWS}, [],
+     ["time_scale: got 1e-300, which puts the last arrival at", "expected arrivals within 1e+09 s"]),
+    ("trace-unknown-format", trace_spec(format="parquet"), {}, [], ["workload.format: got 'parquet', expected one of csv, azure, mooncake, lengths"]),
+    ("trace-empty-path", trace_spec(trace=""), {}, [], ["workload.trace: got '', expected a trace file path"]),
+    ("trace-count-past-2-53", trace_spec(), {"t.csv": TRACE_HEADER + "0,1e20,5\n"}, [], ["n_prompt_tokens: got 1e+20, expected a whole number up to 2**53"]),
+    # -- flags
+    ("flag-rate-not-a-number", BASE_TEXT, {}, ["--rate", "fast"], ["--rate: got 'fast', expected a number"]),
+    ("flag-rate-zero", BASE_TEXT, {}, ["--rate", "0"], ["--rate: got '0', expected a number > 0"]),
+    ("flag-rate-huge", BASE_TEXT, {}, ["--rate", "1e9"],
+     ["--rate 1e+09: got 1e+09, which expects 602,000,000,000 requests", "(it sets workload.rate_per_s of"]),
+    ("flag-measure-past-limit", BASE_TEXT, {}, ["--measure-s", "1e10"], ["--measure-s 1e+10: got 1e+10, expected a number of seconds > 0"]),
+    ("flag-measure-past-cap", BASE_TEXT + "max_sim_s: 5\n", {}, ["--measure-s", "10"],
+     ["max_sim_s: got 5, expected at least workload.measure_s (10) (with --measure-s 10 from the command line)"]),
+    ("flag-seeds-zero", BASE_TEXT, {}, ["--seeds", "0"], ["--seeds: got '0', expected a whole number from 1 to 10000"]),
+    ("flag-seed-negative", BASE_TEXT, {}, ["--seed", "-3"], ["--seed: got '-3'"]),
+    ("flag-seeds-too-many-requests", BASE_TEXT, {}, ["--rate", "1000", "--seeds", "10"],
+     ["--seeds: got 10 seeds of about 602,000 requests each, 6,020,000 in all, expected at most 5,000,000"]),
+    ("flag-seed-past-2-63", BASE_TEXT, {}, ["--seed", str(2**63 - 1), "--seeds", "2"], ["--seeds: got 2 from seed 9223372036854775807"]),
+    ("flag-unknown", BASE_TEXT, {}, ["--bogus"], ["unrecognized arguments: --bogus"]),
+    ("out-is-a-file", BASE_TEXT, {"f": "old"}, ["--out", "{tmp}/f"], ["--out: {tmp}/f is a file, expected a folder"]),
+    ("out-under-a-file", BASE_TEXT, {"f": "old"}, ["--out", "{tmp}/f/results"],
+     ["--out: cannot create {tmp}/f/results: {tmp}/f is a file, expected folders"]),
+    ("out-empty", BASE_TEXT, {}, ["--out", ""], ["--out: got an empty path, expected a folder"]),
+    ("save-trace-over-the-scenario", BASE_TEXT, {}, ["--save-trace", "{tmp}/s.yaml"],
+     ["--save-trace {tmp}/s.yaml: writing {tmp}/s.yaml would overwrite the scenario file"]),
+    ("out-over-the-trace", trace_spec(trace="o/summary.csv"), {"o/summary.csv": TRACE_HEADER + GOOD_ROWS}, ["--out", "{tmp}/o"],
+     ["--out {tmp}/o/summary.csv: writing {tmp}/o/summary.csv would overwrite the trace file"]),
+    ("save-trace-is-a-folder", BASE_TEXT, {"d": "DIR"}, ["--save-trace", "{tmp}/d"], ["--save-trace: got {tmp}/d, which is a folder"]),
+    ("plots-under-a-file", BASE_TEXT, {"f": "old"}, ["--plots", "{tmp}/f/p"], ["--plots: cannot create {tmp}/f/p: {tmp}/f is a file"]),
+]
+
+
+def _make(folder: Path, name: str, content) -> None:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if content == "DIR":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every file and folder under `folder`, with each file's bytes."""
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))}
+
+
+def setup_case(folder: Path, scenario, files: dict, extra: list[str]) -> list[str]:
+    if scenario is not None:
+        _make(folder, "s.yaml", scenario)
+    for name, content in files.items():
+        _make(folder, name, content)
+    # an earlier run's results, which a failed run must leave as they were
+    _make(folder, "out/summary.csv", "earlier results\n")
+    args = [a.replace("{tmp}", str(folder)) for a in extra]
+    if "--out" not in extra:
+        args += ["--out", str(folder / "out")]
+    if "--plots" not in extra:
+        args += ["--no-plots"]
+    return [str(folder / "s.yaml"), *args]
+
+
+def test_the_catalogue_has_at_least_30_cases_with_unique_ids():
+    ids = [c[0] for c in CATALOGUE]
+    assert len(ids) >= 30 and len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize(("scenario", "files", "extra", "fragments"), [c[1:] for c in CATALOGUE], ids=[c[0] for c in CATALOGUE])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, scenario, files, extra, fragments):
+    argv = setup_case(tmp_path, scenario, files, extra)
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err and captured.out == ""
+    for fragment in fragments:
+        assert fragment.replace("{tmp}", str(tmp_path)) in err, err
+    assert snapshot(tmp_path) == before  # nothing created, nothing changed
+
+
+def test_without_out_nothing_is_created_under_runs(tmp_path, capsys, monkeypatch):
+    _make(tmp_path, "s.yaml", text("gpus: 1", "gpus: 0"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["s.yaml", "--no-plots"]) == 2
+    assert "arrangements[0].gpus: got 0" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+SUBPROCESS_CASES = ["malformed-yaml", "unknown-key-did-you-mean", "trace-negative-count", "out-under-a-file", "flag-rate-huge"]
+
+
+@pytest.mark.parametrize("case_id", SUBPROCESS_CASES)
+def test_a_real_process_gets_the_same_one_line_and_exit_2(tmp_path, case_id):
+    _, scenario, files, extra, fragments = next(c for c in CATALOGUE if c[0] == case_id)
+    argv = setup_case(tmp_path, scenario, files, extra)
+    before = snapshot(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "disagg_simpy", *argv], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == "" and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    for fragment in fragments:
+        assert fragment.replace("{tmp}", str(tmp_path)) in done.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
+    import disagg_simpy.api
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(disagg_simpy.api, "run", broken)
+    argv = setup_case(tmp_path, BASE_TEXT, {}, [])
+    before = snapshot(tmp_path)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: internal error (a bug; please report it): ZeroDivisionError: a bug") and err.count("\n") == 1
+    assert snapshot(tmp_path) == before
