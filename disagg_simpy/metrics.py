@@ -63,7 +63,8 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
 
     ended = rec.iterations["ended_at_ns"]
     diffs = np.diff(ended, append=ended[-1:] if len(ended) else ended)
-    diffs[rec.gpu_offsets[1:] - 1] = 0  # never a gap across GPUs
+    if len(diffs):  # (no iteration at all: a run cut short, or nothing measured)
+        diffs[rec.gpu_offsets[1:] - 1] = 0  # never a gap across GPUs
     first_gap = ended[start] - m_first_at if len(start) else np.zeros(0, np.int64)
 
     # gaps 2..n-1 of a reply are diffs[start : start + n - 2]
