@@ -27,6 +27,10 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
 
 
+class _NotWritten(Exception):
+    """The results could not be written (exit code 1); none of the earlier ones was replaced."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad flag as one line (no usage dump) via InputError."""
 
@@ -230,13 +234,19 @@ def _run(argv: Sequence[str] | None) -> int:
     texts = {name: frame.to_csv(index=False) for name, frame in files.items()}
     texts["run.json"] = json.dumps(run_info, indent=2) + "\n"
     _make_folder(out, "--out")
-    with all_or_nothing():  # every output is new, or none is
-        for name, text in texts.items():
-            atomic_write_text(out / name, text)
-        if args.save_trace is not None:
-            write_trace(results[0].stream, args.save_trace)
-        if plots_dir is not None:
-            write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
+    try:
+        with all_or_nothing():  # every output is new, or none is
+            for name, text in texts.items():
+                atomic_write_text(out / name, text)
+            if args.save_trace is not None:
+                write_trace(results[0].stream, args.save_trace)
+            if plots_dir is not None:
+                write_plots(results[0], plots_dir, window=args.window, n_replies=args.replies, follow=args.follow)
+    except OSError as err:  # a full disk, a folder removed meanwhile...
+        where = f" ({err.filename})" if err.filename else ""
+        raise _NotWritten(
+            f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
+        ) from None
 
     if args.json:
         print(json.dumps(summary_json(summary), indent=2))
@@ -306,6 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as err:
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except _NotWritten as err:
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt as err:
         from .files import InterruptedAfterWriting
 

@@ -639,7 +639,13 @@ _Loader.add_implicit_resolver(
 
 def parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     """The data in `text` and its node tree (for line numbers); InputError if it is not YAML."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as err:  # a control character: refused before parsing
+        line = text[: err.position].count("\n") + 1
+        raise InputError(
+            f"{source}:{line}: got the character {chr(err.character)!r} (U+{err.character:04X}), expected printable text"
+        ) from None
     try:
         node = loader.get_single_node()
         return (loader.construct_document(node) if node is not None else None), node

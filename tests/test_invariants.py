@@ -119,3 +119,14 @@ def test_smaller_chunks_make_the_longest_gap_shorter():
     longest = _mean_over_seeds(default_with(arrangements=arrangements), "longest_gap_ms")
     assert longest["chunked-256"] < longest["chunked-1024"]
     assert np.isfinite(longest).all()
+
+
+@pytest.mark.xfail(reason="CostNs adds float nanoseconds, so a cost whose exact decimal total is a half "
+                          "nanosecond can round down (D10 says halves up); only costs with sub-ns "
+                          "decimals are affected (reported, not changed)", strict=False)
+def test_an_iteration_cost_of_exactly_half_a_nanosecond_more_rounds_up():
+    from disagg_simpy.engine import CostNs
+
+    # 1.0000002 ms + 3 tokens x 0.0000001 ms = 1,000,000.2 + 0.3 = 1,000,000.5 ns -> 1,000,001 ns
+    cost = CostNs(1.0000002 * 1e6, 0.0, 0.0000001 * 1e6, 0.0)
+    assert cost.iteration_ns(0, 3) == 1_000_001
