@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .limits import MAX_TIME_S, MAX_TRACE_BYTES
+from .limits import MAX_TIME_S, MAX_TRACE_BYTES, MAX_TRACE_ROWS
 from .trace_stats import describe_trace, format_description, plot_description
 
 __all__ = [
@@ -53,6 +53,9 @@ def _lines(path) -> list[str]:
         if size > MAX_TRACE_BYTES:
             raise _error(path, None, "file", f"{size:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
         raw = p.read_bytes()
+        n_lines = raw.count(b"\n") + (not raw.endswith(b"\n"))
+        if n_lines > MAX_TRACE_ROWS + 1:
+            raise _error(path, None, "file", f"{n_lines:,} lines", f"at most {MAX_TRACE_ROWS:,} rows (and a header)")
     except OSError as e:
         raise _error(path, None, "path", repr(e.strerror), "a readable file") from None
     try:

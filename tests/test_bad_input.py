@@ -321,3 +321,22 @@ def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("error: internal error (a bug; please report it): ZeroDivisionError: a bug") and err.count("\n") == 1
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(("module", "name", "value", "fragment"), [
+    ("traces", "MAX_TRACE_ROWS", 2, "t.csv: file: got 4 lines, expected at most 2 rows (and a header)"),
+    ("traces", "MAX_TRACE_BYTES", 50, "t.csv: file: got 73 bytes, expected a trace file of at most 50 bytes"),
+    ("workload", "MAX_REQUESTS", 2, "workload: got 3 requests up to the cap at 601 s, expected at most 2"),
+    ("scenario", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
+])
+def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypatch, module, name, value, fragment):
+    """The file and request limits, shown on small files by lowering them."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(f"disagg_simpy.{module}"), name, value)
+    argv = setup_case(tmp_path, trace_spec(), {"t.csv": TRACE_HEADER + GOOD_ROWS}, [])
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
+    assert snapshot(tmp_path) == before
