@@ -165,6 +165,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
     from .api import run
     from .files import all_or_nothing, atomic_write_text
+    from .limits import MAX_KEPT_ROWS, count_text, requests_problem
     from .report import format_table, summary_json
     from .scenario import SyntheticWorkload, TraceWorkload, load_scenario
     from .workload import write_trace
@@ -193,13 +194,19 @@ def _run(argv: Sequence[str] | None) -> int:
     seeds = list(range(scenario.seed, scenario.seed + args.seeds))
     if seeds[-1] >= 2**63:
         raise InputError(f"--seeds: got {args.seeds} from seed {seeds[0]}, expected seeds below 2**63")
+    n_arrangements = len(scenario.arrangements)
     if isinstance(w, SyntheticWorkload) or w.format == "lengths":
-        _check_total(w.rate_per_s * scenario.cap_s(None), len(seeds))
+        _check_seeds(requests_problem(w.rate_per_s * scenario.cap_s(None), n_arrangements, len(seeds)))
     results = []
     for s in seeds:
         results.append(run(scenario, seed=s))
-        if len(results) == 1 and len(seeds) > 1:
-            _check_total(len(results[0].stream), len(seeds))
+        if len(results) == 1 and len(seeds) > 1:  # what the first seed kept, times the seeds
+            _check_seeds(requests_problem(len(results[0].stream), n_arrangements, len(seeds)))
+            kept = sum(len(r.requests["request_id"]) + len(r.iterations["gpu"]) + len(r.reads["gpu"])
+                       for r in results[0].records.values())
+            if kept * len(seeds) > MAX_KEPT_ROWS:
+                _check_seeds(f"{count_text(kept)} rows kept by the first seed x {len(seeds)} seeds, above the "
+                             f"limit of {count_text(MAX_KEPT_ROWS)}")
     many = len(seeds) > 1
 
     def stack(frame_of) -> pd.DataFrame:
@@ -231,13 +238,12 @@ def _run(argv: Sequence[str] | None) -> int:
         from .plots import check_plot_options, write_plots
 
         check_plot_options(results[0], args.window, args.follow)  # before anything is written
-    texts = {name: frame.to_csv(index=False) for name, frame in files.items()}
-    texts["run.json"] = json.dumps(run_info, indent=2) + "\n"
     _make_folder(out, "--out")
     try:
         with all_or_nothing():  # every output is new, or none is
-            for name, text in texts.items():
-                atomic_write_text(out / name, text)
+            for name, frame in files.items():
+                atomic_write_text(out / name, frame.to_csv(index=False))
+            atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
             if args.save_trace is not None:
                 write_trace(results[0].stream, args.save_trace)
             if plots_dir is not None:
@@ -269,14 +275,9 @@ def _run(argv: Sequence[str] | None) -> int:
     return 0
 
 
-def _check_total(per_seed: float, n_seeds: int) -> None:
-    from .limits import MAX_REQUESTS, count_text
-
-    if n_seeds > 1 and per_seed * n_seeds > MAX_REQUESTS:
-        raise InputError(
-            f"--seeds: got {n_seeds} seeds of about {count_text(per_seed)} requests each, "
-            f"{count_text(per_seed * n_seeds)} in all, expected at most {count_text(MAX_REQUESTS)} in one run"
-        )
+def _check_seeds(problem: str | None) -> None:
+    if problem:
+        raise InputError(f"--seeds: got {problem}; expected fewer seeds (or a smaller run)")
 
 
 def build_describe_parser() -> argparse.ArgumentParser:

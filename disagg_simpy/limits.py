@@ -6,13 +6,16 @@ The numbers are in README "Errors and limits"; change them here and there togeth
 
 from __future__ import annotations
 
-#: Requests a run may expect up to the safety cap, over all its seeds (rate x max_sim_s x
-#: seeds, or a trace's rows x seeds). Each request that arrives costs about 1.3 KB while an
-#: arrangement runs, so the limit keeps a run under about 7 GB.
+#: Requests a run may expect up to the safety cap (rate x max_sim_s, or a trace's rows). Each
+#: request that arrives costs about 1.3 KB while an arrangement runs (5 million: 6.3 GB).
 MAX_REQUESTS = 5_000_000
 #: Iterations one arrangement could run before the cap: GPUs x max_sim_s / iteration_ms
 #: (each iteration lasts at least iteration_ms). About 240 bytes each while it runs.
 MAX_ITERATIONS = 10_000_000
+#: Rows a run keeps for its results, over all arrangements and seeds (requests seen, iterations
+#: and reads; about 100-150 bytes each, CSV text included): checked before the run from the
+#: expected requests and the iteration bounds, and after the first of several seeds from what it kept.
+MAX_KEPT_ROWS = 25_000_000
 #: GPUs in one arrangement (reading + writing on a split).
 MAX_GPUS = 1024
 #: Arrangements in one scenario.
@@ -49,8 +52,8 @@ def iteration_bound(n_gpus: int, cap_s: float, iteration_ms: float) -> float:
 
 
 def iterations_problem(arrangements, cap_s: float, iteration_ms: float) -> str | None:
-    """`None`, or why an arrangement could run too many iterations before the cap."""
-    for i, a in enumerate(arrangements):
+    """`None`, or why an arrangement (or all of them) could run too many iterations before the cap."""
+    for a in arrangements:
         bound = iteration_bound(a.n_gpus, cap_s, iteration_ms)
         if bound > MAX_ITERATIONS:
             return (
@@ -59,6 +62,28 @@ def iterations_problem(arrangements, cap_s: float, iteration_ms: float) -> str |
                 f"{count_text(MAX_ITERATIONS)}; expected a longer iteration_ms, a lower max_sim_s "
                 f"or fewer GPUs"
             )
+    total = sum(iteration_bound(a.n_gpus, cap_s, iteration_ms) for a in arrangements)
+    if total > MAX_KEPT_ROWS:
+        return (
+            f"got {iteration_ms:g} ms, with which the {len(arrangements)} arrangements could run "
+            f"{count_text(total)} iterations in all before the cap at {cap_s:g} s, above the limit of "
+            f"{count_text(MAX_KEPT_ROWS)} rows kept; expected a longer iteration_ms, a lower max_sim_s "
+            f"or fewer arrangements"
+        )
+    return None
+
+
+def requests_problem(n_requests: float, n_arrangements: int, n_seeds: int = 1) -> str | None:
+    """`None`, or why a run would see or keep too many requests (expected, or a trace's rows)."""
+    if n_requests > MAX_REQUESTS:
+        return f"{count_text(n_requests)} requests, above the limit of {count_text(MAX_REQUESTS)}"
+    kept = n_requests * n_arrangements * n_seeds
+    if kept > MAX_KEPT_ROWS:
+        seeds = f" x {n_seeds} seeds" if n_seeds > 1 else ""
+        return (
+            f"{count_text(n_requests)} requests x {n_arrangements} arrangements{seeds} = {count_text(kept)} "
+            f"rows to keep, above the limit of {count_text(MAX_KEPT_ROWS)}"
+        )
     return None
 
 

@@ -38,12 +38,12 @@ from .limits import (
     MAX_COUNT,
     MAX_GPUS,
     MAX_MEAN_GAP_MS,
-    MAX_REQUESTS,
     MAX_SCENARIO_BYTES,
     MAX_TIME_S,
     MIN_ITERATION_MS,
     count_text,
     iterations_problem,
+    requests_problem,
     ship_problem,
 )
 
@@ -284,12 +284,11 @@ class Scenario(_Strict):
             )
         cap = self.cap_s(None)
         if w.rate_per_s is not None and (isinstance(w, SyntheticWorkload) or w.format == "lengths"):
-            expected = w.rate_per_s * cap
-            if expected > MAX_REQUESTS:
+            problem = requests_problem(w.rate_per_s * cap, len(self.arrangements))
+            if problem:
                 raise ValueError(
-                    f"@workload.rate_per_s: got {w.rate_per_s:g}, which expects {count_text(expected)} requests "
-                    f"up to the cap at {cap:g} s, above the limit of {count_text(MAX_REQUESTS)}; expected a "
-                    "lower rate_per_s or max_sim_s"
+                    f"@workload.rate_per_s: got {w.rate_per_s:g}, which expects, up to the cap at {cap:g} s, "
+                    f"{problem}; expected a lower rate_per_s or max_sim_s"
                 )
         if isinstance(w, SyntheticWorkload):
             problem = ship_problem(self.cost.kv_ship_ms_per_token, max(c.tokens[1] for c in w.prompt_mix))

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .errors import InputError
 from .files import atomic_write_text
-from .limits import MAX_REQUESTS, count_text, iterations_problem, ship_problem
+from .limits import iterations_problem, requests_problem, ship_problem
 from .scenario import Colocated, Scenario, SyntheticWorkload, TraceWorkload
 from .traces import (
     clip_lengths,
@@ -81,11 +81,11 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
     """Refuse a stream past the documented limits (README "Errors and limits")."""
-    where = f"{scenario.source}: workload"
-    if len(stream) > MAX_REQUESTS:
+    problem = requests_problem(len(stream), len(scenario.arrangements))
+    if problem:
         raise InputError(
-            f"{where}: got {count_text(len(stream))} requests up to the cap at {stream.cap_ns / NS_PER_S:g} s, "
-            f"expected at most {count_text(MAX_REQUESTS)}; use a shorter window or a lower max_sim_s"
+            f"{scenario.source}: workload: got, up to the cap at {stream.cap_ns / NS_PER_S:g} s, {problem}; "
+            "expected a shorter window or a lower max_sim_s"
         )
     cost = scenario.cost
     if len(stream) and any(not isinstance(a, Colocated) for a in scenario.arrangements):

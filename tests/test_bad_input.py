@@ -173,7 +173,8 @@ CATALOGUE = [
     ("empty-prompt-mix", spec(setitem("workload.prompt_mix", [])), {}, [], ["workload.prompt_mix: got [], expected a list"]),
     # -- huge numbers: refused by a documented limit, never a crash or an endless run
     ("rate-1e9", text("rate_per_s: 5", "rate_per_s: 1e9"), {}, [],
-     ["s.yaml:3: workload.rate_per_s: got 1e+09, which expects 602,000,000,000 requests", "limit of 5,000,000"]),
+     ["s.yaml:3: workload.rate_per_s: got 1e+09, which expects, up to the cap at 602 s, 602,000,000,000 requests, "
+      "above the limit of 5,000,000; expected a lower rate_per_s or max_sim_s"]),
     ("iteration-of-a-picosecond", BASE_TEXT + "cost: {iteration_ms: 1.0e-9}\n", {}, [],
      ["cost.iteration_ms: got 1e-09, expected a number of ms from 1e-06 (1 ns)"]),
     ("too-many-iterations", BASE_TEXT + "cost: {iteration_ms: 0.001}\n", {}, [],
@@ -210,14 +211,24 @@ CATALOGUE = [
     ("flag-rate-not-a-number", BASE_TEXT, {}, ["--rate", "fast"], ["--rate: got 'fast', expected a number"]),
     ("flag-rate-zero", BASE_TEXT, {}, ["--rate", "0"], ["--rate: got '0', expected a number > 0"]),
     ("flag-rate-huge", BASE_TEXT, {}, ["--rate", "1e9"],
-     ["--rate 1e+09: got 1e+09, which expects 602,000,000,000 requests", "(it sets workload.rate_per_s of"]),
+     ["--rate 1e+09: got 1e+09, which expects, up to the cap at 602 s, 602,000,000,000 requests", "(it sets workload.rate_per_s of"]),
     ("flag-measure-past-limit", BASE_TEXT, {}, ["--measure-s", "1e10"], ["--measure-s 1e+10: got 1e+10, expected a number of seconds > 0"]),
     ("flag-measure-past-cap", BASE_TEXT + "max_sim_s: 5\n", {}, ["--measure-s", "10"],
      ["max_sim_s: got 5, expected at least workload.measure_s (10) (with --measure-s 10 from the command line)"]),
     ("flag-seeds-zero", BASE_TEXT, {}, ["--seeds", "0"], ["--seeds: got '0', expected a whole number from 1 to 10000"]),
     ("flag-seed-negative", BASE_TEXT, {}, ["--seed", "-3"], ["--seed: got '-3'"]),
-    ("flag-seeds-too-many-requests", BASE_TEXT, {}, ["--rate", "1000", "--seeds", "10"],
-     ["--seeds: got 10 seeds of about 602,000 requests each, 6,020,000 in all, expected at most 5,000,000"]),
+    ("flag-seeds-too-many-rows", BASE_TEXT, {}, ["--rate", "1000", "--seeds", "30"],
+     ["--seeds: got 602,000 requests x 2 arrangements x 30 seeds = 36,120,000 rows to keep, above the limit of "
+      "25,000,000; expected fewer seeds"]),
+    ("too-many-rows-to-keep", spec(lambda d: d.update(
+        arrangements=[{"name": f"a{i}", "kind": "colocated", "gpus": 1} for i in range(10)],
+        workload={**d["workload"], "rate_per_s": 5000})), {}, [],
+     ["workload.rate_per_s: got 5000, which expects, up to the cap at 602 s, 3,010,000 requests x 10 arrangements = "
+      "30,100,000 rows to keep, above the limit of 25,000,000"]),
+    ("too-many-iterations-in-all", spec(lambda d: d.update(
+        arrangements=[{"name": f"a{i}", "kind": "colocated", "gpus": 8} for i in range(100)])), {}, [],
+     ["cost.iteration_ms: got 12 ms, with which the 100 arrangements could run 40,134,133 iterations in all",
+      "above the limit of 25,000,000 rows kept"]),
     ("flag-seed-past-2-63", BASE_TEXT, {}, ["--seed", str(2**63 - 1), "--seeds", "2"], ["--seeds: got 2 from seed 9223372036854775807"]),
     ("flag-unknown", BASE_TEXT, {}, ["--bogus"], ["unrecognized arguments: --bogus"]),
     ("out-is-a-file", BASE_TEXT, {"f": "old"}, ["--out", "{tmp}/f"], ["--out: {tmp}/f is a file, expected a folder"]),
@@ -326,7 +337,7 @@ def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize(("module", "name", "value", "fragment"), [
     ("traces", "MAX_TRACE_ROWS", 2, "t.csv: file: got 4 lines, expected at most 2 rows (and a header)"),
     ("traces", "MAX_TRACE_BYTES", 50, "t.csv: file: got 73 bytes, expected a trace file of at most 50 bytes"),
-    ("workload", "MAX_REQUESTS", 2, "workload: got 3 requests up to the cap at 601 s, expected at most 2"),
+    ("limits", "MAX_REQUESTS", 2, "workload: got, up to the cap at 601 s, 3 requests, above the limit of 2"),
     ("scenario", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
 ])
 def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypatch, module, name, value, fragment):
@@ -340,3 +351,15 @@ def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypat
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
     assert snapshot(tmp_path) == before
+
+
+def test_rows_kept_over_seeds_are_checked_after_the_first_seed_of_a_trace(tmp_path, capsys, monkeypatch):
+    """A trace's rows are known only once read: the first seed's kept rows x the seeds decide."""
+    monkeypatch.setattr("disagg_simpy.limits.MAX_KEPT_ROWS", 20)
+    scenario = spec(lambda d: d.update(workload={"trace": "t.csv"}, max_sim_s=3, cost={"iteration_ms": 1000}))
+    argv = setup_case(tmp_path, scenario, {"t.csv": TRACE_HEADER + GOOD_ROWS}, ["--seeds", "2"])
+    before = snapshot(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --seeds: got ") and "rows kept by the first seed x 2 seeds, above the limit of 20" in err
+    assert err.count("\n") == 1 and snapshot(tmp_path) == before
