@@ -665,7 +665,10 @@ def parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
         mark = getattr(err, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise InputError(f"{source}{line}: malformed YAML: {problem}") from None
+        shown = ""
+        if mark is not None and mark.line < len(lines := text.splitlines()) and lines[mark.line].strip():
+            shown = f", in {_show(lines[mark.line].strip())}"
+        raise InputError(f"{source}{line}: malformed YAML: {problem}{shown}") from None
     except RecursionError:
         raise InputError(f"{source}: malformed YAML: nested too deeply, expected a plain scenario") from None
     finally:
