@@ -41,7 +41,6 @@ from .limits import (
     MAX_SCENARIO_BYTES,
     MAX_TIME_S,
     MIN_ITERATION_MS,
-    count_text,
     iterations_problem,
     requests_problem,
     ship_problem,
@@ -587,10 +586,10 @@ def _expected(loc: tuple) -> str:
 
 def _validate(raw: Any, source: str, node: yaml.Node | None = None, flags: dict[str, str] | None = None) -> Scenario:
     if not isinstance(raw, dict):
-        kind = "empty" if raw is None else f"a single {type(raw).__name__} ({_show(raw)})"
+        what = "a file that is empty" if raw is None else f"a file holding only {_show(raw)}"
         if isinstance(raw, list):
-            kind = "a list"
-        raise InputError(f"{source}: got a file that is {kind}, expected a YAML mapping of scenario keys")
+            what = "a file that is a list"
+        raise InputError(f"{source}: got {what}, expected a YAML mapping of scenario keys (key: value lines)")
     if "source" in raw:
         raise InputError(f"{source}:{_line_of(node, ('source',)) or 1}: source: {_unknown_key('source', Scenario)}")
     try:

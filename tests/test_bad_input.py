@@ -99,7 +99,7 @@ CATALOGUE = [
     ("empty-file", "", {}, [], ["s.yaml: got a file that is empty, expected a YAML mapping"]),
     ("only-comments", "# nothing here\n", {}, [], ["got a file that is empty"]),
     ("top-level-list", "- 1\n- 2\n", {}, [], ["got a file that is a list, expected a YAML mapping"]),
-    ("top-level-text", "hello\n", {}, [], ["a single str ('hello')"]),
+    ("top-level-text", "hello\n", {}, [], ["s.yaml: got a file holding only 'hello', expected a YAML mapping of scenario keys"]),
     ("python-object-tag", "!!python/object/apply:os.system ['echo pwned']\n", {}, [],
      ["s.yaml:1: got the YAML tag !!python/object/apply:os.system, expected plain values"]),
     ("duplicate-key", BASE_TEXT + "name: again\n", {}, [],
