@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-trace", type=_path("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
+    p._option_string_actions["--plots"].type = _path("--plots")  # an empty path is not "."
     return p
 
 

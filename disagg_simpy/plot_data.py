@@ -127,7 +127,8 @@ def gap_distribution(requests: pd.DataFrame, iterations: pd.DataFrame) -> tuple[
     ended = iterations["ended_at_s"].to_numpy()
     gpu = iterations["gpu"].to_numpy()
     diffs = np.diff(ended, append=ended[-1:])
-    diffs[np.r_[gpu[1:] != gpu[:-1], True]] = 0  # never a gap across GPUs
+    if len(diffs):  # (an arrangement with no iteration at all has no gap)
+        diffs[np.r_[gpu[1:] != gpu[:-1], True]] = 0  # never a gap across GPUs
     first_gap = ended[first] - done["first_word_at_s"].to_numpy() if len(done) else np.zeros(0)
     # gaps 2..n-1 of a reply are diffs[first : first + written - 1]
     weight = np.zeros(len(diffs) + 1, dtype=np.int64)

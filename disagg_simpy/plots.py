@@ -21,6 +21,7 @@ from .plot_data import (
     gap_distribution,
     parse_window,
     reply_words,
+    run_end_s,
     sample_replies,
 )
 from .plot_follow import draw_journey, journey, save_follow
@@ -82,8 +83,12 @@ def _prepare(folder: Path) -> Path:
 
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
     """Check `window` and `follow` against the run (InputError); returns the window to draw."""
-    window = default_window(result) if window is None else window
-    check_window(result, window)
+    if window is None:
+        window = default_window(result)
+        if window[0] >= run_end_s(result):  # a run cut short before it: draw from the start
+            window = (0.0, window[1] - window[0])
+    else:
+        check_window(result, window)
     if follow is not None:
         check_follow(result, follow)
     return window

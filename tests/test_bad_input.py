@@ -240,6 +240,7 @@ CATALOGUE = [
     ("out-over-the-trace", trace_spec(trace="o/summary.csv"), {"o/summary.csv": TRACE_HEADER + GOOD_ROWS}, ["--out", "{tmp}/o"],
      ["--out {tmp}/o/summary.csv: writing {tmp}/o/summary.csv would overwrite the trace file"]),
     ("save-trace-is-a-folder", BASE_TEXT, {"d": "DIR"}, ["--save-trace", "{tmp}/d"], ["--save-trace: got {tmp}/d, which is a folder"]),
+    ("plots-empty", BASE_TEXT, {}, ["--plots", ""], ["--plots: got an empty path, expected a folder"]),
     ("plots-under-a-file", BASE_TEXT, {"f": "old"}, ["--plots", "{tmp}/f/p"], ["--plots: cannot create {tmp}/f/p: {tmp}/f is a file"]),
 ]
 

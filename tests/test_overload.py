@@ -155,3 +155,19 @@ def test_lengths_traces_with_extreme_burstiness_stay_bounded(tmp_path, cv):
     assert_bounded(result)
     assert np.all(np.diff(result.stream.arrived_at_ns) >= 0)
     check_run(result)
+
+
+@pytest.mark.parametrize("case", ["nothing-measured", "trillion-token-prompt"])
+def test_pictures_of_runs_that_barely_ran_are_drawn_with_the_default_window(tmp_path, capsys, case):
+    """No iteration at all, or one that ends long before the default window: exit 0, pictures."""
+    if case == "nothing-measured":
+        spec = load_scenario(DEFAULT).model_dump(mode="json", exclude_none=True)
+        spec["workload"].update(rate_per_s=0.001, measure_s=1)
+        spec.update(max_sim_s=10, arrangements=[ONE_GPU, SPLIT_1_3])
+        path = tmp_path / "s.yaml"
+        path.write_text(json.dumps(spec))
+    else:
+        path = write_scenario(tmp_path, [(0.0, 100, 5), (0.5, 10**12, 5), (1.0, 100, 5)], [ONE_GPU], name="t",
+                              max_sim_s=50, workload={"trace": "t.csv", "measure_s": 2})
+    assert main([str(path), "--out", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out" / "plots").iterdir())[0] == "summary.png"
