@@ -22,7 +22,6 @@ from .plot_args import add_plot_arguments
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
 OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
 
@@ -162,16 +161,18 @@ def _check_outputs_spare_inputs(outputs: dict[str, Path], inputs: dict[str, Path
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+
     import pandas as pd
 
     from .api import run
+    from .csv_text import csv_text
     from .files import all_or_nothing, atomic_write_text
     from .limits import MAX_KEPT_ROWS, count_text, requests_problem
     from .report import format_table, summary_json
     from .scenario import SyntheticWorkload, TraceWorkload, load_scenario
     from .workload import write_trace
 
-    args = build_parser().parse_args(argv)
     scenario = load_scenario(args.scenario)
     changes, flags = _overrides(args, scenario)
     scenario = scenario.with_overrides(flags=flags, **changes)
@@ -243,7 +244,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         with all_or_nothing():  # every output is new, or none is
             for name, frame in files.items():
-                atomic_write_text(out / name, frame.to_csv(index=False))
+                atomic_write_text(out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
             atomic_write_text(out / "run.json", json.dumps(run_info, indent=2) + "\n")
             if args.save_trace is not None:
                 write_trace(results[0].stream, args.save_trace)
@@ -331,10 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
-    except BrokenPipeError:  # stdout closed early (`| head`): the results are already written
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+    except BrokenPipeError:  # e.g. piped into `head`: the results are written; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except MemoryError:
         print("error: out of memory; see README 'Errors and limits' for the sizes a run may take", file=sys.stderr)
         return EXIT_INTERNAL
