@@ -7,10 +7,10 @@ The numbers are in README "Errors and limits"; change them here and there togeth
 from __future__ import annotations
 
 #: Requests a run may expect up to the safety cap (rate x max_sim_s, or a trace's rows). Each
-#: request that arrives costs about 1.3 KB while an arrangement runs (5 million: 6.3 GB).
+#: request that arrives costs about 1.3 KB while an arrangement runs (5 million: 6.5 GB, 100 s).
 MAX_REQUESTS = 5_000_000
 #: Iterations one arrangement could run before the cap: GPUs x max_sim_s / iteration_ms
-#: (each iteration lasts at least iteration_ms). About 240 bytes each while it runs.
+#: (each iteration lasts at least iteration_ms). About 300 bytes each while it runs.
 MAX_ITERATIONS = 10_000_000
 #: Rows a run keeps for its results, over all arrangements and seeds (requests seen, iterations
 #: and reads; about 100-150 bytes each, CSV text included): checked before the run from the
