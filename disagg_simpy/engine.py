@@ -7,7 +7,10 @@ arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 
 import simpy
 
@@ -19,40 +22,46 @@ from .scenario import Colocated, Scenario
 from .workload import Requests
 
 
-def _ns(ms: float) -> float:
-    return ms * 1_000_000.0
+def exact_ns(ms: float) -> Fraction:
+    """A cost in ms, taken as the decimal the scenario wrote (its shortest repr), in exact ns."""
+    return Fraction(Decimal(repr(float(ms)))) * 1_000_000
 
 
-def round_ns(x: float) -> int:
-    """Nearest whole nanosecond, halves up (D10); exact for whole-ns costs."""
-    return int(x + 0.5) if x >= 0 else -int(-x + 0.5)
+def round_ns(x: Fraction | int) -> int:
+    """Nearest whole nanosecond, halves up (D10)."""
+    return math.floor(x + Fraction(1, 2))
 
 
 @dataclass(frozen=True)
 class CostNs:
-    """M1 and M4 in nanoseconds; each iteration's cost and ship time rounds to whole ns."""
+    """M1 and M4 in exact nanoseconds: whole numbers over one common denominator, so each
+    iteration's cost and each ship time rounds to the nearest ns, halves up, with no float error
+    (D10). With the usual costs (whole ns) the denominator is 1."""
 
-    iteration: float
-    per_reply: float
-    per_prompt_token: float
-    kv_ship_per_token: float
+    iteration: int
+    per_reply: int
+    per_prompt_token: int
+    kv_ship_per_token: int
+    denominator: int = 1
+
+    @classmethod
+    def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
+                kv_ship_ms_per_token: float) -> "CostNs":
+        parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token)]
+        den = math.lcm(*(p.denominator for p in parts))
+        return cls(*(int(p * den) for p in parts), denominator=den)
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> "CostNs":
         c = scenario.cost
-        return cls(
-            _ns(c.iteration_ms),
-            _ns(c.per_reply_ms),
-            _ns(c.per_prompt_token_ms),
-            _ns(c.kv_ship_ms_per_token),
-        )
+        return cls.from_ms(c.iteration_ms, c.per_reply_ms, c.per_prompt_token_ms, c.kv_ship_ms_per_token)
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
-        # round_ns, inlined: the cost is never negative
-        return int(self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens + 0.5)
+        total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+        return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
 
     def ship_ns(self, n_tokens: int) -> int:
-        return round_ns(self.kv_ship_per_token * n_tokens)
+        return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
 
 
 class Request:

@@ -25,15 +25,13 @@ class KvLink:
     def start_ship(self, request: Request, writer: Gpu, now: int) -> None:
         """Reserve `writer` for `request`, note when its ship will end, start the ship."""
         end = now + self.engine.cost.ship_ns(request.n_prompt_tokens)
-        request.joined_at_ns = end
         writer.n_shipping += 1
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
-        request.ship = self.engine.env.process(self.ship(request))
+        request.ship = self.engine.env.process(self.ship(request, end))
 
-    def ship(self, request: Request):
+    def ship(self, request: Request, end: int):
         """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""
         env = self.engine.env
-        end = request.joined_at_ns
         yield Slot(env, end - env.now, PHASE_ARRIVE + request.request_id)
         left = self.n_ending_at[end] - 1
         if left:

@@ -30,6 +30,11 @@ _MAX_COUNT = 2**53
 _AZURE_EXAMPLE = "a timestamp like 2023-11-16 18:17:03.9799600 (no time zone)"
 
 
+def _nearest_ns(ns) -> np.ndarray:
+    """Nearest whole nanosecond, halves up (D10), as int64."""
+    return np.floor(np.asarray(ns, dtype=np.float64) + 0.5).astype(np.int64)
+
+
 def _error(source, line, key, got, expected) -> InputError:
     where = f"{source}:{line}" if line else f"{source}"
     return InputError(f"{where}: {key}: got {got}, expected {expected}")
@@ -166,7 +171,7 @@ def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     _check_order(problems, values, text, key)
     _check_span(problems, values, text, key)
     problems.raise_first()
-    return np.rint((values - values[0]) * _NS_PER_S).astype(np.int64)
+    return _nearest_ns((values - values[0]) * _NS_PER_S)
 
 
 def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
@@ -254,7 +259,7 @@ def _read_mooncake(path, lines) -> pd.DataFrame:
     prompt = _counts(problems, cols["input_length"], "input_length")
     reply = _counts(problems, cols["output_length"], "output_length")
     problems.raise_first()
-    arrived_at_ns = np.rint((ms - ms[0]) * 1_000_000).astype(np.int64)
+    arrived_at_ns = _nearest_ns((ms - ms[0]) * 1_000_000)
     return _frame(arrived_at_ns, prompt, reply)
 
 
@@ -349,10 +354,10 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
     duration_s = _positive(source, "duration_s", duration_s)
     start_s = _positive(source, "start_s", start_s, zero_ok=True)
 
-    start_ns = round((start_s or 0) * _NS_PER_S)
+    start_ns = int(_nearest_ns((start_s or 0) * _NS_PER_S))
     keep = t_ns >= start_ns
     if duration_s is not None:
-        keep &= t_ns < start_ns + round(duration_s * _NS_PER_S)
+        keep &= t_ns < start_ns + int(_nearest_ns(duration_s * _NS_PER_S))
     n_kept = int(np.count_nonzero(keep))
     if n_kept == 0:
         window = f"[{start_s or 0:g} s, {'end' if duration_s is None else f'{(start_s or 0) + duration_s:g} s'})"
@@ -383,7 +388,7 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
         "spread_ties": bool(spread_ties), "n_rows_spread": n_spread,
         "time_scale": factor, "rate_per_s": rate_per_s, "rate_window_s": window_length_s,
     }
-    return keep, np.rint(t / factor).astype(np.int64), info
+    return keep, _nearest_ns(t / factor), info
 
 
 def clip_lengths(df: pd.DataFrame, reply_words_max=None, prompt_tokens_max=None) -> tuple[pd.DataFrame, dict]:
@@ -417,7 +422,7 @@ def lengths_arrivals(n, rate_per_s, burstiness_cv, rng_arrivals, *, source="<sce
         shape = 1.0 / cv**2
         gaps_s = rng_arrivals.gamma(shape, mean_gap_s / shape, size=n)
     # times past any cap (which is at most MAX_TIME_S + slack) are clipped so they fit int64 ns
-    return np.rint(np.minimum(np.cumsum(gaps_s), 2 * MAX_TIME_S) * _NS_PER_S).astype(np.int64)
+    return _nearest_ns(np.minimum(np.cumsum(gaps_s), 2 * MAX_TIME_S) * _NS_PER_S)
 
 
 def sample_lengths(table: pd.DataFrame, n, rng) -> tuple[np.ndarray, np.ndarray]:

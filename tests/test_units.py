@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -23,7 +25,8 @@ class FakeGpu:
 
 
 def test_iteration_cost_is_m1_in_whole_nanoseconds():
-    cost = CostNs(12e6, 0.4e6, 0.05e6, 0.01e6)
+    cost = CostNs.from_ms(12, 0.4, 0.05, 0.01)
+    assert cost.denominator == 1
     assert cost.iteration_ns(0, 0) == 12_000_000
     assert cost.iteration_ns(3, 0) == 13_200_000
     assert cost.iteration_ns(2, 1000) == 62_800_000
@@ -31,10 +34,11 @@ def test_iteration_cost_is_m1_in_whole_nanoseconds():
 
 
 def test_ship_time_is_m4_rounded_to_the_nanosecond():
-    cost = CostNs(12e6, 0.4e6, 0.05e6, 0.01e6)
+    cost = CostNs.from_ms(12, 0.4, 0.05, 0.01)
     assert cost.ship_ns(5000) == 50_000_000
-    assert CostNs(1, 0, 0, 0.3).ship_ns(5) == 2  # 1.5 ns rounds half up
-    assert round_ns(2.4999) == 2 and round_ns(2.5) == 3
+    assert CostNs.from_ms(1, 0, 0, 0.0000003).ship_ns(5) == 2  # 1.5 ns rounds half up
+    assert CostNs.from_ms(1, 0, 0, 0.0000003).ship_ns(3) == 1  # 0.9 ns
+    assert round_ns(Fraction(24999, 10000)) == 2 and round_ns(Fraction(5, 2)) == 3
 
 
 def test_ties_go_to_the_gpu_whose_last_assignment_is_oldest():
