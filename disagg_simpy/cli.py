@@ -17,6 +17,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import InputError
+from .files import check_folder, make_folder
 from .plot_args import add_plot_arguments
 
 EXIT_INTERNAL = 1
@@ -113,38 +114,6 @@ def _path(flag: str):
     return parse
 
 
-def _check_folder(folder: Path, flag: str) -> Path:
-    """Refuse a folder that exists as a file or cannot be created; create nothing."""
-    try:
-        if folder.exists():
-            if not folder.is_dir():
-                raise InputError(f"{flag}: {folder} is a file, expected a folder")
-            if not os.access(folder, os.W_OK | os.X_OK):
-                raise InputError(f"{flag}: got {folder}, which you cannot write to, expected a writable folder")
-            return folder
-        parent = folder.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not parent.is_dir():
-            raise InputError(f"{flag}: cannot create {folder}: {parent} is a file, expected folders")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise InputError(f"{flag}: cannot create {folder}: {parent} is not writable, expected a writable folder")
-    except OSError as err:
-        raise InputError(f"{flag}: got {folder}, which cannot be used ({err.strerror or err}), expected a folder") from None
-    return folder
-
-
-def _make_folder(folder: Path, flag: str) -> Path:
-    _check_folder(folder, flag)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise InputError(f"{flag}: cannot create {folder}: a part of the path is a file, expected folders") from None
-    except OSError as err:
-        raise InputError(f"{flag}: cannot create {folder} ({err.strerror})") from None
-    return folder
-
-
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.realpath(a) == os.path.realpath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
@@ -176,16 +145,16 @@ def _run(argv: Sequence[str] | None) -> int:
     scenario = load_scenario(args.scenario)
     changes, flags = _overrides(args, scenario)
     scenario = scenario.with_overrides(flags=flags, **changes)
-    out = _check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     outputs = [("--out", out / name) for name in OUTPUT_FILES]
     if args.save_trace is not None:
-        _check_folder(args.save_trace.parent, "--save-trace")
+        check_folder(args.save_trace.parent, "--save-trace")
         if args.save_trace.is_dir():
             raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
         outputs.append(("--save-trace", args.save_trace))
     plots_dir = None
     if not args.no_plots:
-        plots_dir = _check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+        plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
     inputs = {"scenario file": args.scenario}
     w = scenario.workload
     if isinstance(w, TraceWorkload):
@@ -240,7 +209,7 @@ def _run(argv: Sequence[str] | None) -> int:
         from .plots import check_plot_options, write_plots
 
         check_plot_options(results[0], args.window, args.follow)  # before anything is written
-    _make_folder(out, "--out")
+    make_folder(out, "--out")
     try:
         with all_or_nothing():  # every output is new, or none is
             for name, frame in files.items():
@@ -303,7 +272,7 @@ def _describe(argv: Sequence[str]) -> int:
     table = read_trace(args.trace, args.format)
     print(format_description(describe_trace(table)))
     if args.plot is not None:
-        _make_folder(args.plot.parent if str(args.plot.parent) else Path("."), "--plot")
+        make_folder(args.plot.parent if str(args.plot.parent) else Path("."), "--plot")
         plot_description(table, args.plot)
         print(f"plot in {args.plot}")
     return 0

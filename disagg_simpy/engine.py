@@ -16,7 +16,7 @@ import simpy
 
 from .gpu import PHASE_ARRIVE, PHASE_STOP, Gpu, Slot
 from .kv_link import KvLink
-from .records import ArrangementRecords
+from .records import REQUEST_FIELDS, ArrangementRecords
 from .router import Side
 from .scenario import Colocated, Scenario
 from .workload import Requests
@@ -67,24 +67,7 @@ class CostNs:
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (
-        "request_id",
-        "arrived_at_ns",
-        "n_prompt_tokens",
-        "n_reply_words",
-        "measured",
-        "unread_tokens",
-        "reading_gpu",
-        "read_started_at_ns",
-        "first_word_at_ns",
-        "writing_gpu",
-        "joined_at_ns",
-        "join_iteration",
-        "finished_at_ns",
-        "read",
-        "ship",
-        "done",
-    )
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done")
 
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
         self.request_id = request_id

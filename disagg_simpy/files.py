@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import InputError
+
 _pending: list[list[tuple[Path, Path]]] = []  # open all_or_nothing blocks: (temporary, target)
 
 
@@ -86,3 +88,36 @@ def all_or_nothing() -> Iterator[None]:
         _pending.pop()
         for tmp, _ in batch:
             tmp.unlink(missing_ok=True)
+
+
+def check_folder(folder: Path, flag: str) -> Path:
+    """Refuse a folder that exists as a file or cannot be created; create nothing."""
+    try:
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(f"{flag}: {folder} is a file, expected a folder")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise InputError(f"{flag}: got {folder}, which you cannot write to, expected a writable folder")
+            return folder
+        parent = folder.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise InputError(f"{flag}: cannot create {folder}: {parent} is a file, expected folders")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise InputError(f"{flag}: cannot create {folder}: {parent} is not writable, expected a writable folder")
+    except OSError as err:
+        raise InputError(f"{flag}: got {folder}, which cannot be used ({err.strerror or err}), expected a folder") from None
+    return folder
+
+
+def make_folder(folder: Path, flag: str) -> Path:
+    """Create `folder` (and its parents), or say in one line which flag's path cannot be used."""
+    check_folder(folder, flag)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"{flag}: cannot create {folder}: a part of the path is a file, expected folders") from None
+    except OSError as err:
+        raise InputError(f"{flag}: cannot create {folder} ({err.strerror})") from None
+    return folder

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from .errors import InputError
+from .files import make_folder
 from .plot_data import (
     Window,
     check_follow,
@@ -68,19 +69,6 @@ def timeline_name(arrangement: str) -> str:
     return "timeline-" + re.sub(r"[^A-Za-z0-9._-]", "_", arrangement) + ".png"
 
 
-def _prepare(folder: Path) -> Path:
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"--plots: {folder} is a file, expected a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise InputError(f"--plots: cannot create {folder}: a part of the path is a file, expected folders") from None
-    except OSError as err:
-        raise InputError(f"--plots: cannot create {folder} ({err.strerror})") from None
-    return folder
-
-
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
     """Check `window` and `follow` against the run (InputError); returns the window to draw."""
     if window is None:
@@ -108,7 +96,7 @@ def write_plots(
     window = check_plot_options(result, window, follow)
     if n_replies < 1:
         raise InputError(f"--replies: got {n_replies}, expected a whole number from 1")
-    folder = _prepare(folder)
+    folder = make_folder(Path(folder), "--plots")
     # one shade scale for every timeline: up to the longest prompt
     norm = tokens_norm(result.requests["n_prompt_tokens"].max() if len(result.requests) else 1)
     paths = [save_summary(result, folder / "summary.png")]
