@@ -19,10 +19,11 @@ from .errors import InputError
 
 if TYPE_CHECKING:
     from .api import RunResult, run
-    from .scenario import Scenario, load_scenario
+    from .scenario import Scenario
+    from .scenario_file import load_scenario
 
 #: public name -> module that defines it (imported when the name is first used)
-_LAZY = {"RunResult": ".api", "run": ".api", "Scenario": ".scenario", "load_scenario": ".scenario"}
+_LAZY = {"RunResult": ".api", "run": ".api", "Scenario": ".scenario", "load_scenario": ".scenario_file"}
 
 __all__ = ["InputError", "RunResult", "Scenario", "__version__", "load_scenario", "run"]
 

@@ -139,7 +139,8 @@ def _run(argv: Sequence[str] | None) -> int:
     from .files import all_or_nothing, atomic_write_text
     from .limits import MAX_KEPT_ROWS, count_text, requests_problem
     from .report import format_table, summary_json
-    from .scenario import SyntheticWorkload, TraceWorkload, load_scenario
+    from .scenario import SyntheticWorkload, TraceWorkload
+    from .scenario_file import load_scenario
     from .workload import write_trace
 
     scenario = load_scenario(args.scenario)

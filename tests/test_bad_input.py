@@ -339,7 +339,7 @@ def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
     ("traces", "MAX_TRACE_ROWS", 2, "t.csv: file: got 4 lines, expected at most 2 rows (and a header)"),
     ("traces", "MAX_TRACE_BYTES", 50, "t.csv: file: got 73 bytes, expected a trace file of at most 50 bytes"),
     ("limits", "MAX_REQUESTS", 2, "workload: got, up to the cap at 601 s, 3 requests, above the limit of 2"),
-    ("scenario", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
+    ("scenario_file", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
 ])
 def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypatch, module, name, value, fragment):
     """The file and request limits, shown on small files by lowering them."""
