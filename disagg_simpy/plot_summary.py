@@ -88,13 +88,8 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
     ax.set_xscale("log")
     _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
-    ax.set_xlabel("wait from arrival to the first word (s, log scale)")
-    ax.set_ylabel("replies (%) with at most this wait")
-    ax.set_ylim(0, 101)
-    ax.set_title("Wait for the first word", pad=32)
-    ax.grid(alpha=0.3)
-    ax.spines[["top", "right"]].set_visible(False)
-    return ax
+    return _cdf_axes(ax, "wait from arrival to the first word (s, log scale)",
+                     "replies (%) with at most this wait", "Wait for the first word")
 
 
 def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
@@ -109,10 +104,16 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
-    ax.set_xlabel("gap between consecutive words of a reply (ms, log scale)")
-    ax.set_ylabel("gaps (%) at most this long")
+    return _cdf_axes(ax, "gap between consecutive words of a reply (ms, log scale)",
+                     "gaps (%) at most this long", "Gaps between words")
+
+
+def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> Axes:
+    """Labels, title and the plain look shared by both CDF panels."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 101)
-    ax.set_title("Gaps between words", pad=32)
+    ax.set_title(title, pad=32)
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     return ax

@@ -58,6 +58,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+def _joined(texts, budget: int) -> str:
+    """Comma-joined texts, ending in '...' once about `budget` characters are used."""
+    parts, used = [], 2
+    for text in texts:
+        if used + len(text) > budget and parts:
+            parts.append("...")
+            break
+        parts.append(text)
+        used += len(text) + 2
+    return ", ".join(parts)
+
+
 def _show(value: Any, budget: int = 60) -> str:
     """A value as a user would have written it in YAML, cut to about `budget` characters."""
     if value is None:
@@ -80,26 +92,12 @@ def _show(value: Any, budget: int = 60) -> str:
         return f"binary data ({len(value)} bytes)"
     if isinstance(value, (datetime.date, datetime.datetime)):
         return f"the date {value.isoformat()}"
+    inner = max(8, budget // 3)
     if isinstance(value, (list, tuple, set)):
-        parts, used = [], 2
-        for item in value:
-            text = _show(item, max(8, budget // 3))
-            if used + len(text) > budget and parts:
-                parts.append("...")
-                break
-            parts.append(text)
-            used += len(text) + 2
-        return "[" + ", ".join(parts) + "]"
+        return "[" + _joined((_show(item, inner) for item in value), budget) + "]"
     if isinstance(value, dict):
-        parts, used = [], 2
-        for k, v in value.items():
-            text = f"{k if isinstance(k, str) else _show(k, 16)}: {_show(v, max(8, budget // 3))}"
-            if used + len(text) > budget and parts:
-                parts.append("...")
-                break
-            parts.append(text)
-            used += len(text) + 2
-        return "{" + ", ".join(parts) + "}"
+        items = (f"{k if isinstance(k, str) else _show(k, 16)}: {_show(v, inner)}" for k, v in value.items())
+        return "{" + _joined(items, budget) + "}"
     if isinstance(value, BaseModel):
         return _show(value.model_dump(mode="python"), budget)
     return repr(value)[:budget]
