@@ -118,3 +118,29 @@ def test_bundled_trace_scenarios_run_end_to_end(name):
     info = res.stream.info
     assert info["sha256"] == _bundled_sha256()[info["path"].rsplit("/", 1)[-1]]
     assert np.all(np.diff(res.stream.arrived_at_ns) >= 0)
+
+
+def test_describe_prints_statistics_and_plots(tmp_path, capsys):
+    png = tmp_path / "pics" / "azure.png"
+    sample = ROOT / "tests" / "data" / "sample_azure.csv"
+    assert main(["describe", str(sample), "--format", "azure", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"requests\s+6\b", out) and "prompt tokens" in out and "reply words" in out
+    from matplotlib.image import imread
+
+    pixels = imread(png)
+    assert pixels.shape[0] > 300 and pixels.shape[1] > 300 and pixels.std() > 0.01
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["describe", "missing.csv"], "missing.csv: path: got no such file"),
+        (["describe", str(ROOT / "tests" / "data" / "sample.csv"), "--format", "parquet"], "invalid choice: 'parquet'"),
+        (["describe", str(ROOT / "tests" / "data" / "sample_azure.csv")], "expected columns arrived_at_s"),
+    ],
+)
+def test_describe_bad_input_is_one_line(args, fragment, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
