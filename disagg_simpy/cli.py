@@ -232,7 +232,9 @@ def _run(argv: Sequence[str] | None) -> int:
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
-        print(f"{scenario.name}: {traffic}, {seed_text}; {summary['n_requests'].iloc[0]} measured requests")
+        counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
+        n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
+        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
         print(format_table(summary))
         print(f"results in {out}/")
         if plots_dir is not None:
@@ -241,7 +243,7 @@ def _run(argv: Sequence[str] | None) -> int:
         for name, n in arrangements.items():
             print(
                 f"warning: {name} (seed {seed}): the safety cap max_sim_s={run_info['max_sim_s']:g} s ended the run "
-                f"with {n} measured replies unfinished; they count as not on time",
+                f"with {n} measured {'reply' if n == 1 else 'replies'} unfinished; they count as not on time",
                 file=sys.stderr,
             )
     return 0
