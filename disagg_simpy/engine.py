@@ -27,11 +27,6 @@ def exact_ns(ms: float) -> Fraction:
     return Fraction(Decimal(repr(float(ms)))) * 1_000_000
 
 
-def round_ns(x: Fraction | int) -> int:
-    """Nearest whole nanosecond, halves up (D10)."""
-    return math.floor(x + Fraction(1, 2))
-
-
 @dataclass(frozen=True)
 class CostNs:
     """M1 and M4 in exact nanoseconds: whole numbers over one common denominator, so each

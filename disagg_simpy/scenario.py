@@ -45,7 +45,6 @@ DROP = object()  # with_overrides: remove a key
 
 Seconds = Annotated[float, Field(gt=0, le=MAX_TIME_S)]
 NonNegSeconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
-NonNegFloat = NonNegSeconds  # kept for older imports
 Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
 Gpus = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 CostMs = Annotated[float, Field(ge=0, le=MAX_COST_MS)]
