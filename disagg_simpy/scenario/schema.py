@@ -32,6 +32,7 @@ from .limits import (
     MAX_COUNT,
     MAX_GPUS,
     MAX_MEAN_GAP_MS,
+    MAX_SEEDS,
     MAX_TIME_S,
     MIN_ITERATION_MS,
     iterations_problem,
@@ -293,6 +294,7 @@ class Scenario(_Strict):
 
     name: Name
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
+    seeds: Annotated[int, Field(ge=1, le=MAX_SEEDS)] = 1  # the CLI runs seeds seed..seed+seeds-1
     workload: Workload
     max_sim_s: Seconds | None = None
     cost: Cost = Cost()
@@ -313,6 +315,8 @@ class Scenario(_Strict):
                     "expected unique names"
                 )
             first[a.name] = i
+        if self.seed + self.seeds > 2**63:
+            raise ValueError(f"@seeds: got {self.seeds} from seed {self.seed}, expected seeds below 2**63")
         w = self.workload
         if self.max_sim_s is not None and w.measure_s is not None and self.max_sim_s < w.measure_s:
             raise ValueError(
