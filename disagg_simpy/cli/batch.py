@@ -58,7 +58,7 @@ def load(args: argparse.Namespace):
 
     scenario = load_scenario(args.scenario)
     changes = {"seed": args.seed, "seeds": args.seeds, "workload.measure_s": args.measure_s}
-    flags = {"seed": f"--seed {args.seed}", "seeds": f"--seeds {args.seeds}",
+    flags = {"seed": f"--seed {args.seed}", "seeds": "--seeds",
              "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s else "--measure-s"}
     return scenario.with_overrides(flags=flags, **changes)
 

@@ -54,7 +54,7 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
     flags = {
         "seed": f"--seed {args.seed}",
-        "seeds": f"--seeds {args.seeds}",
+        "seeds": "--seeds",
         "workload.rate_per_s": f"--rate {args.rate:g}" if args.rate is not None else "--rate",
         "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
     }
