@@ -70,8 +70,9 @@ def sweep_command(argv: Sequence[str]) -> int:
     if args.json:
         print(json_rows(table))
     else:
-        print(f"{scenario.name}: {n_points} points x {len(seeds)} seeds x {table['arrangement'].nunique()} "
-              "arrangements; on time (%), mean ± 95% half-width over seeds")
+        n = table["arrangement"].nunique()
+        counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
+        print(f"{scenario.name}: {counts}; on time (%)" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""))
         print(format_bands(bands, grid.keys))
         print(f"results in {out}/")
     print(skipped_line(runner), file=sys.stderr)
