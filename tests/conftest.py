@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -52,3 +53,35 @@ def default_summary(default_runs) -> pd.DataFrame:
     """Mean of each summary figure over the 30 seeds, indexed by arrangement."""
     frames = [r.summary for r in default_runs]
     return pd.concat(frames).groupby("arrangement", sort=False).mean(numeric_only=True)
+
+
+# -- tests marked real_traces need the public traces: they run when $DISAGG_SIMPY_TRACES holds them
+_REAL_SKIPPED = pytest.StashKey[tuple]()
+
+
+def real_traces_missing() -> str | None:
+    """Why the public traces are not at hand (None if they are)."""
+    from disagg_simpy.workload.catalog import CATALOG, ENV_FOLDER
+
+    folder = os.environ.get(ENV_FOLDER)
+    if not folder:
+        return f"{ENV_FOLDER} is not set"
+    missing = [t.file for t in CATALOG.values() if not (Path(folder) / t.file).is_file()]
+    return f"{ENV_FOLDER}={folder} lacks {', '.join(missing)}" if missing else None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = real_traces_missing()
+    marked = [item for item in items if item.get_closest_marker("real_traces")]
+    if reason and marked:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=f"needs the public traces: {reason}"))
+        config.stash[_REAL_SKIPPED] = (len(marked), reason)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n, reason = config.stash.get(_REAL_SKIPPED, (0, ""))
+    if n:
+        terminalreporter.write_line(
+            f"{n} tests of the public traces skipped: {reason} (python -m disagg_simpy traces fetch, then set it "
+            "to the folder `traces list` names)")
