@@ -180,11 +180,12 @@ def test_list_says_what_is_known_and_cached(cache, tiny, capsys):
     assert main(["traces", "list"]) == 0
     out = capsys.readouterr().out
     assert f"cache folder: {cache}" in out
-    rows = {line.split()[0]: line for line in out.splitlines()[2:] if line.strip() and not line.startswith("fetch")}
+    rows = {line.split()[0]: line for line in out.splitlines()[2:] if not line.startswith(("fetch with", "licences"))}
     assert set(rows) == set(CATALOG)
     assert re.search(r"\byes\b", rows["tiny"]) and re.search(r"\bno\b", rows["azure-conv"]) and "wrong SHA-256" in rows["sharegpt"]
     assert "CC BY 4.0" in rows["azure-code"] and "Apache-2.0" in rows["mooncake-conv"]
     assert "github.com/kvcache-ai/Mooncake" in rows["mooncake-conv"]
+    assert "licences: Apache-2.0 https://www.apache.org/licenses/LICENSE-2.0; CC BY 4.0 https://creativecommons.org" in out
 
 
 def test_the_catalogue_matches_the_attribution_readme():
