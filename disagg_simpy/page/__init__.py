@@ -16,7 +16,7 @@ from pathlib import Path
 from ..files import atomic_write_text
 from .data import FORMAT_VERSION, page_data
 
-__all__ = ["FORMAT_VERSION", "page_data", "page_html", "write_page", "embedded_data"]
+__all__ = ["FORMAT_VERSION", "embedded_data", "page_data", "page_html", "write_page"]
 
 _SCRIPTS = ("page.js", "charts.js", "player.js")  # in this order, then boot()
 

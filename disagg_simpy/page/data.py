@@ -115,7 +115,7 @@ def gap_shares(requests: pd.DataFrame, iterations: pd.DataFrame, jit: np.ndarray
 
 def _limit_ns(x: float) -> int:
     """A limit in whole ns, rounded half up as the verdicts round it."""
-    return int(math.floor(x + 0.5))
+    return math.floor(x + 0.5)
 
 
 def late_bits(requests: pd.DataFrame, slo) -> np.ndarray:
