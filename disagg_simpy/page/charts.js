@@ -54,7 +54,7 @@ const Charts = {
   },
 
   bars(box) {
-    const w = 340, h = 260, x0 = 40, y = (p) => 200 - p * 1.7;
+    const w = Math.max(300, 60 + 76 * ARR.length), h = 260, x0 = 40, y = (p) => 200 - p * 1.7;
     const svg = chart(box, "Replies on time (%)", w, h);
     shareAxis(svg, y, x0, w - 5, "on time (%)");
     const bw = (w - x0 - 10) / Math.max(ARR.length, 1);
@@ -75,7 +75,7 @@ const Charts = {
   },
 
   firstWord(box) {
-    const w = 400, h = 260, x0 = 44, x1 = w - 10, y = (p) => 200 - p * 1.7;
+    const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7;
     const svg = chart(box, "Wait for the first word", w, h);
     let lo = Infinity, hi = 0;
     const waits = ARR.map((a) => {
@@ -99,7 +99,7 @@ const Charts = {
   },
 
   gaps(box) {
-    const w = 400, h = 260, x0 = 44, x1 = w - 10, y = (p) => 200 - p * 1.7, grid = D.gap_grid_ms;
+    const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.gap_grid_ms;
     const svg = chart(box, "Gaps between words", w, h);
     const lo = 5, hi = Math.max(1000, SLO.freeze_ms * 4);
     const x = (v) => x0 + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);

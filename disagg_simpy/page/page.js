@@ -139,6 +139,7 @@ function boot() {
     `${ARR.length} arrangements of the same requests. The player animates one arrangement's GPUs and a sample of its replies; ` +
     `iterations are embedded from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s.`;
   drawTable();
+  performance.mark("table-shown");
   Charts.draw(document.getElementById("charts"));
   Player.init();
   if (ARR.length) Player.show(0);
