@@ -85,7 +85,7 @@ def _describe(res, wall: float) -> dict:
 
 def _csv_text(frame) -> str:
     try:  # the CLI's writer, if this version of the package has one
-        from disagg_simpy.csv_text import csv_text
+        from disagg_simpy.results.csv_text import csv_text
     except ImportError:
         return frame.to_csv(index=False)
     return csv_text(frame)

@@ -27,7 +27,7 @@ import numpy as np
 from disagg_simpy import load_scenario, run
 
 try:
-    from disagg_simpy.csv_text import csv_text  # the CLI's CSV writer, where there is one
+    from disagg_simpy.results.csv_text import csv_text  # the CLI's CSV writer, where there is one
 except ImportError:
     def csv_text(frame):
         return frame.to_csv(index=False)

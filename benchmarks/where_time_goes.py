@@ -62,10 +62,10 @@ def stages(scenario, repeats: int) -> dict[str, float]:
     import time
 
     from disagg_simpy.api import RunResult
-    from disagg_simpy.engine import Engine
-    from disagg_simpy.metrics import LimitsNs, reply_gaps
-    from disagg_simpy.records import ArrangementRecords
-    from disagg_simpy.workload import make_requests
+    from disagg_simpy.model.engine import Engine
+    from disagg_simpy.model.records import ArrangementRecords
+    from disagg_simpy.results.metrics import LimitsNs, reply_gaps
+    from disagg_simpy.workload.stream import make_requests
 
     t: dict[str, float] = defaultdict(float)
     for seed in range(1, repeats + 1):

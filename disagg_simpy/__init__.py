@@ -19,11 +19,16 @@ from .errors import InputError
 
 if TYPE_CHECKING:
     from .api import RunResult, run
-    from .scenario import Scenario
-    from .scenario_file import load_scenario
+    from .scenario.loading import load_scenario
+    from .scenario.schema import Scenario
 
 #: public name -> module that defines it (imported when the name is first used)
-_LAZY = {"RunResult": ".api", "run": ".api", "Scenario": ".scenario", "load_scenario": ".scenario_file"}
+_LAZY = {
+    "RunResult": ".results.run_result",
+    "run": ".api",
+    "Scenario": ".scenario.schema",
+    "load_scenario": ".scenario.loading",
+}
 
 __all__ = ["InputError", "RunResult", "Scenario", "__version__", "load_scenario", "run"]
 

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from disagg_simpy.scenario import Colocated
+from disagg_simpy.scenario.schema import Colocated
 
 NS_PER_MS = 1_000_000
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from disagg_simpy.cli import main
 
 BASE = {
@@ -336,10 +336,10 @@ def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize(("module", "name", "value", "fragment"), [
-    ("traces", "MAX_TRACE_ROWS", 2, "t.csv: file: got 4 lines, expected at most 2 rows (and a header)"),
-    ("traces", "MAX_TRACE_BYTES", 50, "t.csv: file: got 73 bytes, expected a trace file of at most 50 bytes"),
-    ("limits", "MAX_REQUESTS", 2, "workload: got, up to the cap at 601 s, 3 requests, above the limit of 2"),
-    ("scenario_file", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
+    ("workload.traces", "MAX_TRACE_ROWS", 2, "t.csv: file: got 4 lines, expected at most 2 rows (and a header)"),
+    ("workload.traces", "MAX_TRACE_BYTES", 50, "t.csv: file: got 73 bytes, expected a trace file of at most 50 bytes"),
+    ("scenario.limits", "MAX_REQUESTS", 2, "workload: got, up to the cap at 601 s, 3 requests, above the limit of 2"),
+    ("scenario.loading", "MAX_SCENARIO_BYTES", 20, "s.yaml: got 170 bytes, expected a scenario YAML file of at most 20 bytes"),
 ])
 def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypatch, module, name, value, fragment):
     """The file and request limits, shown on small files by lowering them."""
@@ -356,7 +356,7 @@ def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypat
 
 def test_rows_kept_over_seeds_are_checked_after_the_first_seed_of_a_trace(tmp_path, capsys, monkeypatch):
     """A trace's rows are known only once read: the first seed's kept rows x the seeds decide."""
-    monkeypatch.setattr("disagg_simpy.limits.MAX_KEPT_ROWS", 20)
+    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_KEPT_ROWS", 20)
     scenario = spec(lambda d: d.update(workload={"trace": "t.csv"}, max_sim_s=3, cost={"iteration_ms": 1000}))
     argv = setup_case(tmp_path, scenario, {"t.csv": TRACE_HEADER + GOOD_ROWS}, ["--seeds", "2"])
     before = snapshot(tmp_path)

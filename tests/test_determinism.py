@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import DEFAULT, ROOT, write_scenario
+
 from disagg_simpy.cli import main
 
 CSVS = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import CLAIM_SEEDS, DEFAULT, ROOT, write_scenario
-from disagg_simpy import load_scenario, run
 from invariants import check_run, check_words_frame, oracle_words
+
+from disagg_simpy import load_scenario, run
 
 SPLIT_1_3 = {"name": "split-1-3", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 3}
 EVERY_KIND = [
@@ -119,7 +119,7 @@ def test_smaller_chunks_make_the_longest_gap_shorter():
 
 
 def test_an_iteration_cost_of_exactly_half_a_nanosecond_more_rounds_up():
-    from disagg_simpy.engine import CostNs
+    from disagg_simpy.model.engine import CostNs
 
     # 1.0000002 ms + 3 tokens x 0.0000001 ms = 1,000,000.2 + 0.3 = 1,000,000.5 ns -> 1,000,001 ns
     cost = CostNs.from_ms(1.0000002, 0.0, 0.0000001, 0.0)

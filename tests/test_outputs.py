@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import DEFAULT, ROOT
+
 from disagg_simpy.cli import OUTPUT_FILES, main
 
 SHORT = ["--measure-s", "4"]

@@ -10,12 +10,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import DEFAULT, write_scenario
+from invariants import check_run
+
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main
-from disagg_simpy.limits import MAX_REQUESTS, iteration_bound
-from invariants import check_run
+from disagg_simpy.scenario.limits import MAX_REQUESTS, iteration_bound
 
 SPLIT_1_3 = {"name": "split-1-3", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 3}
 ONE_GPU = {"name": "one-gpu", "kind": "colocated", "gpus": 1}

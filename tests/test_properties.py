@@ -11,11 +11,12 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from invariants import check_run, check_words_frame
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main
-from invariants import check_run, check_words_frame
 
 #: PROPERTY_EXAMPLES_SCALE=50 runs 50 times as many examples (a deeper hunt, outside the suite).
 SCALE = int(os.environ.get("PROPERTY_EXAMPLES_SCALE", "1"))

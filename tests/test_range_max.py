@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disagg_simpy.metrics import _range_max
+from disagg_simpy.results.metrics import _range_max
 
 
 @st.composite

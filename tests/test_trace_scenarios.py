@@ -9,11 +9,11 @@ import re
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from disagg_simpy import InputError, load_scenario, run
 from disagg_simpy.cli import main
-from disagg_simpy.workload import make_requests
+from disagg_simpy.workload.stream import make_requests
 
 SAME = [{"name": "same", "kind": "colocated", "gpus": 1}]
 TIES = [(0.0, 100, 3), (0.0, 100, 3), (0.0, 100, 3), (3.0, 100, 3), (3.0, 100, 3), (6.0, 100, 3)]

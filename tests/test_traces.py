@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from disagg_simpy.errors import InputError
-from disagg_simpy.traces import (
-    FORMATS, clip_lengths, describe_trace, format_description, lengths_arrivals, plot_description,
-    read_trace, sample_lengths, shape_arrivals,
-)
+from disagg_simpy.plots.trace import plot_description
+from disagg_simpy.workload.shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
+from disagg_simpy.workload.trace_stats import describe_trace, format_description
+from disagg_simpy.workload.traces import FORMATS, read_trace
 
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-
 from conftest import DEFAULT
+
 from disagg_simpy import load_scenario, run
-from disagg_simpy.engine import CostNs
-from disagg_simpy.router import Side
+from disagg_simpy.model.engine import CostNs
+from disagg_simpy.model.router import Side
 
 MS = 1e-3
 

@@ -59,7 +59,7 @@ def result(tmp_path_factory):
 def test_words_match_the_rule_for_any_block_size(result, block, monkeypatch):
     monkeypatch.setattr(records, "WORDS_PER_BLOCK", block)
     assert result.capped  # the cap ends these runs: unfinished replies, ships in flight
-    for name, rec in result.records.items():
+    for rec in result.records.values():
         rows = np.arange(len(rec.requests["request_id"]))
         want = reference_words(rec, rows)
         got = rec.word_times(rows)

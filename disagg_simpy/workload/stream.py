@@ -15,19 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .files import atomic_write_text
-from .limits import iterations_problem, requests_problem, ship_problem
-from .scenario import Colocated, Scenario, SyntheticWorkload, TraceWorkload
-from .traces import (
-    clip_lengths,
-    lengths_arrivals,
-    read_trace,
-    sample_lengths,
-    shape_arrivals,
-)
+from ..errors import InputError
+from ..files import atomic_write_text
+from ..scenario.limits import iterations_problem, requests_problem, ship_problem
+from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkload
+from ..units import NS_PER_S, seconds_to_ns
+from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
+from .traces import read_trace
 
-NS_PER_S = 1_000_000_000
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
 
@@ -55,11 +50,6 @@ class Requests:
                 "n_reply_words": self.n_reply_words,
             }
         )
-
-
-def to_ns(seconds: np.ndarray | float) -> np.ndarray:
-    """Seconds to whole nanoseconds, rounding half up (D10)."""
-    return np.floor(np.asarray(seconds, dtype=np.float64) * NS_PER_S + 0.5).astype(np.int64)
 
 
 def make_streams(seed: int) -> dict[str, np.random.Generator]:
@@ -118,21 +108,21 @@ def _synthetic(w: SyntheticWorkload, cap_s: float, seed: int) -> Requests:
         last_s = float(times[-1])
     arrived = np.concatenate(arrived_s)
     n = int(np.searchsorted(arrived, cap_s, side="right"))
-    arrived_ns = to_ns(arrived[:n])
+    arrived_ns = seconds_to_ns(arrived[:n])
     return Requests(
         arrived_at_ns=arrived_ns,
         n_prompt_tokens=np.concatenate(prompts)[:n],
         n_reply_words=np.concatenate(replies)[:n],
         measured=_window(arrived_ns, w.warmup_s, w.measure_s),
-        cap_ns=int(to_ns(cap_s)),
+        cap_ns=int(seconds_to_ns(cap_s)),
         info={"kind": "synthetic", "seed": seed, "n_generated": n},
     )
 
 
 def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) -> np.ndarray:
-    measured = arrived_ns >= to_ns(warmup_s)
+    measured = arrived_ns >= seconds_to_ns(warmup_s)
     if measure_s is not None:
-        measured &= arrived_ns < to_ns(measure_s)
+        measured &= arrived_ns < seconds_to_ns(measure_s)
     return measured
 
 
@@ -176,7 +166,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             f"{scenario.source}: workload: no trace request arrives in the measured window "
             f"[{w.warmup_s:g}, {w.measure_s if w.measure_s is not None else 'end'}) s"
         )
-    cap_ns = int(to_ns(cap_s))
+    cap_ns = int(seconds_to_ns(cap_s))
     keep = arrived_ns <= cap_ns
     return Requests(
         arrived_at_ns=arrived_ns[keep],

@@ -14,12 +14,14 @@ from fractions import Fraction
 
 import simpy
 
-from .gpu import PHASE_ARRIVE, PHASE_STOP, Gpu, Slot
+from ..scenario.schema import Colocated, Scenario
+from ..workload.stream import Requests
+from .gpu import Gpu
 from .kv_link import KvLink
-from .records import REQUEST_FIELDS, ArrangementRecords
+from .phases import PHASE_ARRIVE, PHASE_STOP, Slot, events_scheduled
+from .records import ArrangementRecords
+from .request import Request
 from .router import Side
-from .scenario import Colocated, Scenario
-from .workload import Requests
 
 
 def exact_ns(ms: float) -> Fraction:
@@ -41,13 +43,13 @@ class CostNs:
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
-                kv_ship_ms_per_token: float) -> "CostNs":
+                kv_ship_ms_per_token: float) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token)]
         den = math.lcm(*(p.denominator for p in parts))
         return cls(*(int(p * den) for p in parts), denominator=den)
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario) -> "CostNs":
+    def from_scenario(cls, scenario: Scenario) -> CostNs:
         c = scenario.cost
         return cls.from_ms(c.iteration_ms, c.per_reply_ms, c.per_prompt_token_ms, c.kv_ship_ms_per_token)
 
@@ -57,30 +59,6 @@ class CostNs:
 
     def ship_ns(self, n_tokens: int) -> int:
         return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
-
-
-class Request:
-    """A request's state and its record (times in ns; -1 = never)."""
-
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done")
-
-    def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
-        self.request_id = request_id
-        self.arrived_at_ns = arrived_at_ns
-        self.n_prompt_tokens = n_prompt
-        self.n_reply_words = n_words
-        self.measured = measured
-        self.unread_tokens = n_prompt
-        self.reading_gpu = -1
-        self.read_started_at_ns = -1
-        self.first_word_at_ns = -1
-        self.writing_gpu = -1
-        self.joined_at_ns = -1
-        self.join_iteration = -1
-        self.finished_at_ns = -1
-        self.read: simpy.Event | None = None  # succeeds with word 1
-        self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
-        self.done: simpy.Event | None = None  # succeeds with the reply's last word
 
 
 class Engine:
@@ -102,7 +80,7 @@ class Engine:
             self.gpus = [Gpu(i, True, True, chunk) for i in range(arrangement.gpus)]
         self.reading = Side([g for g in self.gpus if g.reads])
         self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
-        self.kv_link = KvLink(self)
+        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -190,5 +168,13 @@ class Engine:
         if self.n_measured_left > 0:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
-        self.n_events = next(env._eid)  # SimPy numbers every event it schedules
-        return ArrangementRecords.collect(self)
+        self.n_events = events_scheduled(env)
+        return ArrangementRecords.collect(
+            name=self.arrangement.name,
+            kind=self.arrangement.kind,
+            gpus=self.gpus,
+            arrived=self.arrived,
+            stopped_at_ns=self.stopped_at_ns,
+            cap_ns=self.requests.cap_ns,
+            n_events=self.n_events,
+        )

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .errors import InputError
+from ..errors import InputError
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
@@ -26,7 +26,7 @@ from .limits import (
     MAX_TIME_S,
     MIN_ITERATION_MS,
 )
-from .scenario import (
+from .schema import (
     _NAME,
     Colocated,
     Cost,

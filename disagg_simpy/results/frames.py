@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .metrics import NS_PER_S, ReplyGaps
-from .records import ArrangementRecords
+from ..model.records import ArrangementRecords
+from ..units import NS_PER_S
+from .metrics import ReplyGaps
 
 
 def _seconds(v: np.ndarray) -> np.ndarray:

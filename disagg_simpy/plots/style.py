@@ -17,7 +17,7 @@ from matplotlib import colormaps
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 
-from .files import atomic_path
+from ..files import atomic_path
 
 #: Okabe-Ito colours; orange only after five arrangements, vermillion never (orange marks
 #: reading iterations, red marks freezes).

@@ -4,15 +4,16 @@ A scenario names the traffic (synthetic or a trace), the cost model (M1, M4), th
 limits (M7) and the arrangements of GPUs to compare. Everything a run depends on is here, so
 `run.json` can record it whole.
 
-Reading files and turning validation errors into one-line messages is `scenario_file.py`.
+Reading files and turning validation errors into one-line messages is `loading.py`.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -141,7 +142,7 @@ class SyntheticWorkload(_Strict):
     _range = field_validator("reply_words")(_ordered_range)
 
     @model_validator(mode="after")
-    def _check(self) -> "SyntheticWorkload":
+    def _check(self) -> SyntheticWorkload:
         total = math.fsum(c.share for c in self.prompt_mix)
         if not math.isclose(total, 1.0, abs_tol=1e-9):
             shares = " + ".join(f"{c.share:g}" for c in self.prompt_mix[:6])
@@ -182,7 +183,7 @@ class TraceWorkload(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> "TraceWorkload":
+    def _check(self) -> TraceWorkload:
         if self.measure_s is not None and self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
         if self.time_scale is not None and self.rate_per_s is not None:
@@ -255,7 +256,7 @@ class Disaggregated(_Strict):
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
-    def _check(self) -> "Disaggregated":
+    def _check(self) -> Disaggregated:
         if self.n_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
@@ -272,7 +273,7 @@ class Disaggregated(_Strict):
         return self.reading_gpus + self.writing_gpus
 
 
-Arrangement = Annotated[Union[Colocated, Disaggregated], Field(discriminator="kind")]
+Arrangement = Annotated[Colocated | Disaggregated, Field(discriminator="kind")]
 
 
 def _workload_tag(value: Any) -> str:
@@ -282,7 +283,7 @@ def _workload_tag(value: Any) -> str:
 
 
 Workload = Annotated[
-    Union[Annotated[SyntheticWorkload, Tag("<synthetic>")], Annotated[TraceWorkload, Tag("<trace>")]],
+    Annotated[SyntheticWorkload, Tag("<synthetic>")] | Annotated[TraceWorkload, Tag("<trace>")],
     Discriminator(_workload_tag),
 ]
 
@@ -303,7 +304,7 @@ class Scenario(_Strict):
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
-    def _check(self) -> "Scenario":
+    def _check(self) -> Scenario:
         first: dict[str, int] = {}
         for i, a in enumerate(self.arrangements):
             if a.name in first:
@@ -353,8 +354,9 @@ class Scenario(_Strict):
     def folder(self) -> Path:
         return Path(self.source).parent
 
-    def with_overrides(self, *, flags: dict[str, str] | None = None, **changes: Any) -> "Scenario":
-        """A re-validated copy with top-level or `workload.<key>` values replaced.
+    def with_overrides(self, *, flags: dict[str, str] | None = None, **changes: Any) -> Scenario:
+        """A re-validated copy with values replaced, by dotted key: `seed`, `workload.rate_per_s`,
+        `cost.iteration_ms`, `slo.freeze_ms`, ... (any key of the file).
 
         A value of None leaves the key as it is; `DROP` removes it (back to its default).
         `flags` names the command-line flag behind each key (`{"workload.rate_per_s": "--rate"}`),
@@ -373,6 +375,16 @@ class Scenario(_Strict):
             else:
                 where[leaf] = value
         used = {k: f for k, f in (flags or {}).items() if changes.get(k) is not None}
-        from .scenario_file import validate  # the file-reading side imports this module
+        if _validate is None:  # (only if the package's __init__ was bypassed)
+            raise RuntimeError("import disagg_simpy.scenario before calling with_overrides")
+        return _validate(raw, self.source, flags=used)
 
-        return validate(raw, self.source, flags=used)
+
+#: Validates a raw mapping into a Scenario with one-line errors: `loading.validate`, handed in by
+#: the package's `__init__` (loading imports this module, so this module cannot import it).
+_validate: Callable[..., Scenario] | None = None
+
+
+def set_validator(validate: Callable[..., Scenario]) -> None:
+    global _validate
+    _validate = validate

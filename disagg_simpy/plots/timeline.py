@@ -18,14 +18,12 @@ from matplotlib.colors import Normalize
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from . import plot_style as st
-from .plot_data import (
+from . import style as st
+from .data import (
     Window,
     frames_of,
     gaps_of,
-    gpu_roles,
     late_reason,
-    reply_words,
     sample_replies,
 )
 
@@ -221,9 +219,9 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
     """`timeline-<name>.png`: the GPUs and a sample of replies of one arrangement in `window`."""
     arrangement = next(a for a in result.scenario.arrangements if a.name == name)
     requests, iterations, _ = frames_of(result, name)
-    roles = gpu_roles(arrangement)
+    roles = result.gpu_roles(name)
     sample = sample_replies(requests, window, n_replies)
-    words = reply_words(sample, iterations)
+    words = result.words(name, sample["request_id"])
     summary = result.summary.set_index("arrangement").loc[name]
     split = arrangement.kind == "disaggregated"
     slo = result.scenario.slo

@@ -2,7 +2,9 @@
 
     write_plots(result, folder)  ->  summary.png, timeline-<arrangement>.png, [follow-<id>.png]
 
-The model never imports this module (nor matplotlib); pictures read the result frames only.
+The model never imports this package (nor matplotlib); pictures read the run result only
+(`RunResult`: its frames, word times, gaps and GPU roles). A picture option that does not fit
+the run raises `PlotOptionError`, naming the option.
 `draw_*` functions take frames and an Axes and return the Axes; `save_*` functions build a
 bare Figure (no pyplot, rendered by Agg) and write one PNG atomically.
 """
@@ -12,34 +14,32 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import InputError
-from .files import make_folder
-from .plot_data import (
+from ..files import make_folder
+from .data import (
+    PlotOptionError,
     Window,
     check_follow,
     check_window,
     default_window,
-    gap_distribution,
-    parse_window,
-    reply_words,
     run_end_s,
     sample_replies,
 )
-from .plot_follow import draw_journey, journey, save_follow
-from .plot_style import arrangement_styles, tokens_norm
-from .plot_summary import (
+from .follow import draw_journey, journey, save_follow
+from .style import arrangement_styles, tokens_norm
+from .summary import (
     SEED_ON_TIME_PCT,
     draw_first_word_cdf,
     draw_gap_cdf,
     draw_on_time_bars,
     save_summary,
 )
-from .plot_timeline import draw_gpu_lanes, draw_reply_lanes, save_timeline
+from .timeline import draw_gpu_lanes, draw_reply_lanes, save_timeline
 
 DEFAULT_N_REPLIES = 25
 
 __all__ = [
     "DEFAULT_N_REPLIES",
+    "PlotOptionError",
     "SEED_ON_TIME_PCT",
     "Window",
     "arrangement_styles",
@@ -51,10 +51,7 @@ __all__ = [
     "draw_journey",
     "draw_on_time_bars",
     "draw_reply_lanes",
-    "gap_distribution",
     "journey",
-    "parse_window",
-    "reply_words",
     "sample_replies",
     "save_follow",
     "save_summary",
@@ -70,7 +67,7 @@ def timeline_name(arrangement: str) -> str:
 
 
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
-    """Check `window` and `follow` against the run (InputError); returns the window to draw."""
+    """Check `window` and `follow` against the run (PlotOptionError); returns the window to draw."""
     if window is None:
         window = default_window(result)
         if window[0] >= run_end_s(result):  # a run cut short before it: draw from the start
@@ -92,11 +89,11 @@ def write_plots(
     """Write `summary.png`, a `timeline-<arrangement>.png` per arrangement over `window`
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
     replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
-    against the run (InputError) before writing anything; returns the paths written."""
+    against the run (PlotOptionError) before writing anything; returns the paths written."""
     window = check_plot_options(result, window, follow)
     if n_replies < 1:
-        raise InputError(f"--replies: got {n_replies}, expected a whole number from 1")
-    folder = make_folder(Path(folder), "--plots")
+        raise PlotOptionError("replies", f"got {n_replies}, expected a whole number from 1")
+    folder = make_folder(Path(folder), "plots folder")
     # one shade scale for every timeline: up to the longest prompt
     norm = tokens_norm(result.requests["n_prompt_tokens"].max() if len(result.requests) else 1)
     paths = [save_summary(result, folder / "summary.png")]

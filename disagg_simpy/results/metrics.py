@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import ArrangementRecords
-from .scenario import Slo
+from ..model.records import ArrangementRecords
+from ..scenario.schema import Slo
+from ..units import NS_PER_MS, NS_PER_S, nearest_ns
 
-NS_PER_S = 1_000_000_000
 SLACK_NS = 1  # D8: a gap is over a limit only above limit + 1 ns
 
 
@@ -25,9 +25,9 @@ class LimitsNs:
     freeze: int
 
     @classmethod
-    def from_slo(cls, slo: Slo) -> "LimitsNs":
-        r = lambda x: int(np.floor(x + 0.5))  # noqa: E731
-        return cls(r(slo.first_word_s * 1e9), r(slo.mean_gap_ms * 1e6), r(slo.freeze_ms * 1e6))
+    def from_slo(cls, slo: Slo) -> LimitsNs:
+        r = lambda x: int(nearest_ns(x))  # noqa: E731
+        return cls(r(slo.first_word_s * NS_PER_S), r(slo.mean_gap_ms * NS_PER_MS), r(slo.freeze_ms * NS_PER_MS))
 
 
 @dataclass(frozen=True)

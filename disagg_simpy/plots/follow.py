@@ -16,15 +16,14 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from . import plot_style as st
-from .plot_data import frames_of, gaps_of, gpu_roles, late_reason, reply_words
-from .plot_timeline import ROLE_TEXT
+from . import style as st
+from .data import frames_of, gaps_of, late_reason
+from .timeline import ROLE_TEXT
 
 
 def journey(result, name: str, request_id: int) -> dict:
     """One request in one arrangement: its `requests` row, the iterations that read it (with
     `n_tokens`), its words, the GPUs' iterations, and the GPU roles."""
-    arrangement = next(a for a in result.scenario.arrangements if a.name == name)
     requests, iterations, reads = frames_of(result, name)
     row = requests[requests["request_id"] == request_id]
     mine = reads[reads["request_id"] == request_id][["gpu", "iteration", "n_tokens"]]
@@ -32,9 +31,9 @@ def journey(result, name: str, request_id: int) -> dict:
     return {
         "row": row.iloc[0],
         "read_iterations": read_its.reset_index(drop=True),
-        "words": reply_words(row, iterations),
+        "words": result.words(name, [request_id]),
         "iterations": iterations,
-        "roles": gpu_roles(arrangement),
+        "roles": result.gpu_roles(name),
     }
 
 

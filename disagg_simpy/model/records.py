@@ -1,21 +1,20 @@
 """What a run leaves behind: plain numpy arrays, one set per arrangement.
 
-The model fills Python lists during the run; `collect` turns them into arrays once. Word times
+The model fills flat arrays during the run and hands them to `collect`, which turns them into
+one set of numpy arrays (this module knows nothing of the engine). Word times
 are not stored: words 2..n of a reply are the ends of the iterations `join_iteration ..
 join_iteration + n - 2` of its writing GPU, derived on demand (`word_times`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 REQUEST_FIELDS = (
     "request_id",
@@ -30,6 +29,17 @@ REQUEST_FIELDS = (
     "join_iteration",
     "finished_at_ns",
 )
+
+
+class GpuLog(Protocol):
+    """What `collect` reads of a GPU: its role and its flat int64 logs (array('q'))."""
+
+    role: str
+    started_at_ns: Any
+    ended_at_ns: Any
+    n_replies_written: Any
+    n_prompt_tokens_read: Any
+    reads_log: Any  # iteration, request id, tokens; iteration, ...
 
 
 @dataclass
@@ -58,12 +68,13 @@ class ArrangementRecords:
         return self.n_unfinished > 0
 
     @classmethod
-    def collect(cls, engine: Engine) -> "ArrangementRecords":
-        arrived = engine.arrived
+    def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
+                stopped_at_ns: int, cap_ns: int, n_events: int) -> ArrangementRecords:
+        """The records of a finished run: `arrived` holds each request that arrived (objects
+        with the REQUEST_FIELDS and `measured`), in arrival order."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
         requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
-        gpus = engine.gpus
         counts = [len(g.ended_at_ns) for g in gpus]
         iterations = {
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), counts),
@@ -80,16 +91,16 @@ class ArrangementRecords:
             "n_tokens": reads_table[:, 2],
         }
         return cls(
-            name=engine.arrangement.name,
-            kind=engine.arrangement.kind,
+            name=name,
+            kind=kind,
             gpu_roles=tuple(g.role for g in gpus),
             requests=requests,
             iterations=iterations,
             gpu_offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
             reads=reads,
-            stopped_at_ns=engine.stopped_at_ns,
-            cap_ns=engine.requests.cap_ns,
-            n_events=engine.n_events,
+            stopped_at_ns=stopped_at_ns,
+            cap_ns=cap_ns,
+            n_events=n_events,
         )
 
     def word_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

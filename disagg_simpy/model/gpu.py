@@ -10,38 +10,29 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import simpy
 
-if TYPE_CHECKING:
-    from .engine import Engine, Request
-
-# D5: the order of one instant. SimPy runs the events of one instant by priority, then in
-# the order they were scheduled. Its own events use priorities 0 and 1.
-PHASE_END = 10  # (1) iterations that end, by GPU number
-PHASE_ARRIVE = 10**7  # (2) ship ends and arrivals, by request id
-PHASE_START = 10**16  # (3) idle GPUs with work start, by GPU number
-PHASE_STOP = 10**17  # after everything else of the instant
+from .phases import PHASE_END, PHASE_START, Slot, fire
+from .request import Request
 
 
-class Slot(simpy.events.Event):
-    """A timeout that fires in a chosen phase of its instant (D5)."""
-
-    def __init__(self, env: simpy.Environment, delay: int, priority: int):
-        self.env = env
-        self.callbacks = []
-        self._value = None
-        self._ok = True
-        env.schedule(self, priority, delay)
+class IterationCost(Protocol):
+    def iteration_ns(self, n_replies: int, n_tokens: int) -> int: ...
 
 
-def fire(event: simpy.events.Event, priority: int) -> None:
-    """`event.succeed()` in a chosen phase of the current instant."""
-    event._ok = True
-    event._value = None
-    event.env.schedule(event, priority, 0)
+class Host(Protocol):
+    """What a GPU needs from the arrangement it runs in (the engine), called at the end of an
+    iteration (D5 step 1)."""
 
+    cost: IterationCost
+
+    def replies_finished(self, requests: list[Request], now: int) -> None: ...
+
+    def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None: ...
+
+    def more_may_arrive_now(self, now: int) -> bool: ...
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
@@ -123,8 +114,8 @@ class Gpu:
         self.queued_tokens -= n_tokens
         return taken, n_tokens
 
-    def run(self, env: simpy.Environment, engine: Engine):
-        cost = engine.cost
+    def run(self, env: simpy.Environment, host: Host):
+        cost = host.cost
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
         # the records, appended once per iteration
@@ -151,7 +142,7 @@ class Gpu:
             leaving = self.leaving.pop(index, None)
             if leaving:
                 self.n_replies -= len(leaving)
-                engine.replies_finished(leaving, now)
+                host.replies_finished(leaving, now)
             if taken:
                 finished_reading = []
                 for r, n in taken:
@@ -159,6 +150,6 @@ class Gpu:
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
-                    engine.prompts_read(self, finished_reading, now)
-            if self.has_work() and engine.more_may_arrive_now(now):
+                    host.prompts_read(self, finished_reading, now)
+            if self.has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)

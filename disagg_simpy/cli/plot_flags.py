@@ -1,12 +1,12 @@
 """The picture flags of the command line and their syntax (standard library only, so
-`python -m disagg_simpy --help` stays fast). Values are checked against the run in plot_data."""
+`python -m disagg_simpy --help` stays fast). Values are checked against the run by `plots`."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from .errors import InputError
+from ..errors import InputError
 
 Window = tuple[float, float]
 
@@ -60,3 +60,8 @@ def add_plot_arguments(p) -> None:
                    help="replies sampled on each timeline, 1 to 200 (default: 25)")
     p.add_argument("--follow", type=parse_request_id, metavar="REQUEST_ID",
                    help="also draw follow-<id>.png: one measured request's journey in every arrangement")
+
+
+def plot_flag_error(err) -> InputError:
+    """A picture option the run refused (`plots.PlotOptionError`), said with its flag."""
+    return InputError(f"--{err.option}: {err.detail}")

@@ -11,8 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from . import plot_style as st
-from .plot_data import frames_of, gap_distribution
+from . import style as st
 
 #: On-time share the seed's page reports, by arrangement name (claims C2, C6, C7, C9, C10).
 SEED_ON_TIME_PCT = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
@@ -95,8 +94,7 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
 def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     """Share of all gaps between consecutive words (of finished replies) up to x ms."""
     for name, style in styles.items():
-        requests, iterations, _ = frames_of(result, name)
-        values, counts = gap_distribution(requests, iterations)
+        values, counts = result.gap_distribution(name)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
     ax.set_xscale("log")
     _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),

@@ -1,0 +1,256 @@
+"""`python -m disagg_simpy SCENARIO`: run, print the table, write results into `--out`.
+
+A run writes only under `--out`, `--plots` and `--save-trace`, every file to a temporary file in
+its folder and renamed, all or nothing, so a result is never half written. The steps of `run`
+are named below, in order: parse, load, check outputs, simulate, tabulate, write, print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..errors import InputError
+from ..files import check_folder, make_folder
+from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .plot_flags import add_plot_arguments, plot_flag_error
+
+#: What a run writes into --out (pictures go to --plots, default <out>/plots/).
+OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(
+        prog="python -m disagg_simpy",
+        description="Compare ways of serving a chat model on a few GPUs: same GPU, chunked "
+        "prompts, or split reading and writing GPUs. Prints one row per arrangement.",
+    )
+    p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
+    p.add_argument("--out", type=path_flag("--out"), metavar="DIR", help="results folder (default: runs/<scenario name>/)")
+    p.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
+    p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
+    p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
+    p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
+                   help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
+    add_plot_arguments(p)
+    p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
+    return p
+
+
+def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
+    """Flag values as scenario keys, and the flag behind each key (for error messages). On a
+    trace, --rate replaces any time_scale."""
+    from ..scenario.schema import DROP, TraceWorkload
+
+    changes = {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+    flags = {
+        "seed": f"--seed {args.seed}",
+        "workload.rate_per_s": f"--rate {args.rate:g}" if args.rate is not None else "--rate",
+        "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
+    }
+    if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
+        changes["workload.time_scale"] = DROP
+    return changes, flags
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _check_outputs_spare_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
+    """No output may overwrite the scenario file or the trace it reads."""
+    for flag, out in outputs.items():
+        for what, path in inputs.items():
+            if _same_file(out, path):
+                raise InputError(f"{flag}: writing {out} would overwrite the {what} {path}, expected another place")
+
+
+@dataclass
+class Outputs:
+    """Where a run writes: checked before the run, so a bad path costs no simulation."""
+
+    out: Path
+    plots: Path | None
+    save_trace: Path | None
+
+
+def run(argv: Sequence[str] | None) -> int:
+    """The run command, step by step."""
+    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+    scenario = load(args)
+    outputs = check_outputs(args, scenario)
+    seeds = list(range(scenario.seed, scenario.seed + args.seeds))
+    results = simulate(scenario, seeds)
+    files, run_info = tabulate(args, argv, scenario, results)
+    write(args, outputs, results, files, run_info)
+    report(args, scenario, outputs, files["summary.csv"], run_info)
+    return 0
+
+
+def load(args: argparse.Namespace):
+    """The scenario file with the flags' overrides, validated as one."""
+    from ..scenario.loading import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    changes, flags = _overrides(args, scenario)
+    return scenario.with_overrides(flags=flags, **changes)
+
+
+def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
+    """Every output path is usable, and none overwrites the scenario or its trace."""
+    from ..scenario.schema import TraceWorkload
+
+    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    outputs = [("--out", out / name) for name in OUTPUT_FILES]
+    if args.save_trace is not None:
+        check_folder(args.save_trace.parent, "--save-trace")
+        if args.save_trace.is_dir():
+            raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
+        outputs.append(("--save-trace", args.save_trace))
+    plots_dir = None
+    if not args.no_plots:
+        plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+    inputs = {"scenario file": args.scenario}
+    w = scenario.workload
+    if isinstance(w, TraceWorkload):
+        trace = Path(w.trace)
+        inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
+    _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
+    return Outputs(out, plots_dir, args.save_trace)
+
+
+def simulate(scenario, seeds: list[int]) -> list:
+    """One RunResult per seed, refusing up front (or after the first seed) what would not fit
+    in memory."""
+    from ..api import run as run_scenario
+    from ..scenario.limits import MAX_KEPT_ROWS, count_text, requests_problem
+    from ..scenario.schema import SyntheticWorkload
+
+    if seeds[-1] >= 2**63:
+        raise InputError(f"--seeds: got {len(seeds)} from seed {seeds[0]}, expected seeds below 2**63")
+    w = scenario.workload
+    n_arrangements = len(scenario.arrangements)
+    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
+        _check_seeds(requests_problem(w.rate_per_s * scenario.cap_s(None), n_arrangements, len(seeds)))
+    results = []
+    for s in seeds:
+        results.append(run_scenario(scenario, seed=s))
+        if len(results) == 1 and len(seeds) > 1:  # what the first seed kept, times the seeds
+            _check_seeds(requests_problem(len(results[0].stream), n_arrangements, len(seeds)))
+            kept = sum(len(r.requests["request_id"]) + len(r.iterations["gpu"]) + len(r.reads["gpu"])
+                       for r in results[0].records.values())
+            if kept * len(seeds) > MAX_KEPT_ROWS:
+                _check_seeds(f"{count_text(kept)} rows kept by the first seed x {len(seeds)} seeds, above the "
+                             f"limit of {count_text(MAX_KEPT_ROWS)}")
+    return results
+
+
+def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[dict, dict]:
+    """The CSV tables (a `seed` column when there are several seeds) and `run.json`."""
+    import pandas as pd
+
+    many = len(results) > 1
+    seeds = [r.seed for r in results]
+
+    def stack(frame_of) -> pd.DataFrame:
+        frames = [frame_of(r).assign(seed=r.seed) if many else frame_of(r) for r in results]
+        return pd.concat(frames, ignore_index=True) if many else frames[0]
+
+    files = {
+        "summary.csv": stack(lambda r: r.summary),
+        "requests.csv": stack(lambda r: r.requests),
+        "iterations.csv": stack(lambda r: r.iterations),
+        "reads.csv": stack(lambda r: r.reads),
+    }
+    capped = {
+        str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
+    }
+    run_info = {
+        "version": __version__,
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "seed": seeds[0] if not many else None,
+        "seeds": seeds,
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_file": str(args.scenario),
+        "workload": results[0].stream.info,
+        "max_sim_s": results[0].stream.cap_ns / 1e9,
+        "capped": capped,
+    }
+    return files, run_info
+
+
+def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
+    """Every output, all or nothing; picture options are checked against the run first."""
+    from ..files import all_or_nothing, atomic_write_text
+    from ..results.csv_text import csv_text
+    from ..workload.stream import write_trace
+
+    if outputs.plots is not None:
+        from ..plots import PlotOptionError, check_plot_options, write_plots
+
+        try:
+            check_plot_options(results[0], args.window, args.follow)  # before anything is written
+        except PlotOptionError as err:
+            raise plot_flag_error(err) from None
+    make_folder(outputs.out, "--out")
+    try:
+        with all_or_nothing():  # every output is new, or none is
+            for name, frame in files.items():
+                atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
+            atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
+            if outputs.save_trace is not None:
+                write_trace(results[0].stream, outputs.save_trace)
+            if outputs.plots is not None:
+                write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies, follow=args.follow)
+    except OSError as err:  # a full disk, a folder removed meanwhile...
+        where = f" ({err.filename})" if err.filename else ""
+        raise NotWritten(
+            f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
+        ) from None
+
+
+def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict) -> None:
+    """The table (or JSON) on stdout; a warning on stderr for each run the safety cap ended."""
+    from ..results.report import format_table, summary_json
+
+    seeds = run_info["seeds"]
+    many = len(seeds) > 1
+    if args.json:
+        print(json.dumps(summary_json(summary), indent=2))
+    else:
+        w = scenario.workload
+        rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
+        traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
+        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
+        counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
+        n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
+        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
+        print(format_table(summary))
+        print(f"results in {outputs.out}/")
+        if outputs.plots is not None:
+            print(f"pictures in {outputs.plots}/")
+    for seed, arrangements in run_info["capped"].items():
+        for name, n in arrangements.items():
+            print(
+                f"warning: {name} (seed {seed}): the safety cap max_sim_s={run_info['max_sim_s']:g} s ended the run "
+                f"with {n} measured {'reply' if n == 1 else 'replies'} unfinished; they count as not on time",
+                file=sys.stderr,
+            )
+
+def _check_seeds(problem: str | None) -> None:
+    if problem:
+        raise InputError(f"--seeds: got {problem}; expected fewer seeds (or a smaller run)")
+
+

@@ -1,0 +1,42 @@
+"""The order of one instant (D5) on SimPy's event queue: the one module that touches SimPy
+internals.
+
+SimPy runs the events of one instant by priority, then in the order they were scheduled; its
+own events use priorities 0 and 1. Public SimPy offers no way to schedule an event with a chosen
+priority, so `Slot` and `fire` set the fields `Event.succeed` would set (`_ok`, `_value`) and call
+`Environment.schedule` with the priority of their phase; `events_scheduled` reads the counter
+SimPy numbers its events with (`_eid`). These names are stable across SimPy 4.x (hence
+`simpy>=4.1,<5` in pyproject.toml); if SimPy changes them, this module is all that changes.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+PHASE_END = 10  # (1) iterations that end, by GPU number
+PHASE_ARRIVE = 10**7  # (2) ship ends and arrivals, by request id
+PHASE_START = 10**16  # (3) idle GPUs with work start, by GPU number
+PHASE_STOP = 10**17  # after everything else of the instant
+
+
+class Slot(simpy.events.Event):
+    """A timeout that fires in a chosen phase of its instant (D5)."""
+
+    def __init__(self, env: simpy.Environment, delay: int, priority: int):
+        self.env = env
+        self.callbacks = []
+        self._value = None
+        self._ok = True
+        env.schedule(self, priority, delay)
+
+
+def fire(event: simpy.events.Event, priority: int) -> None:
+    """`event.succeed()` in a chosen phase of the current instant."""
+    event._ok = True
+    event._value = None
+    event.env.schedule(event, priority, 0)
+
+
+def events_scheduled(env: simpy.Environment) -> int:
+    """How many events SimPy has scheduled so far (a structural cost measure)."""
+    return next(env._eid)

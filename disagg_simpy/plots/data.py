@@ -1,0 +1,130 @@
+"""What the pictures need, derived from the result frames only (no matplotlib here).
+
+Everything here reads the run result (`RunResult`: frames, word times, gaps, GPU roles); nothing
+is recomputed from the model. Word times come from `RunResult.words(name, request_ids)`, for the
+few replies a picture draws, which keeps a one-hour run cheap. No matplotlib here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+#: A time window in seconds, [start, end).
+Window = tuple[float, float]
+
+#: Default timeline window: this long, starting a third of the way into the measured window.
+DEFAULT_WINDOW_S = 4.0
+#: D8: a gap is over a limit only above limit + 1 ns.
+SLACK_S = 1e-9
+
+def frames_of(result, name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """One arrangement's rows of `requests`, `iterations` and `reads`."""
+    pick = lambda f: f[f["arrangement"] == name].reset_index(drop=True)  # noqa: E731
+    return pick(result.requests), pick(result.iterations), pick(result.reads)
+
+
+def measured_span(result) -> Window:
+    """The measured window [warmup_s, measure_s); a trace without measure_s ends at its last
+    measured arrival."""
+    w = result.scenario.workload
+    end = w.measure_s
+    if end is None:
+        end = float(result.requests["arrived_at_s"].max()) if len(result.requests) else w.warmup_s + 1
+    return float(w.warmup_s), float(end)
+
+
+def default_window(result) -> Window:
+    lo, hi = measured_span(result)
+    start = lo + (hi - lo) / 3
+    return start, start + DEFAULT_WINDOW_S
+
+
+def run_end_s(result) -> float:
+    """When the last iteration of any arrangement ended."""
+    ended = result.iterations["ended_at_s"]
+    return float(ended.max()) if len(ended) else 0.0
+
+
+class PlotOptionError(InputError):
+    """A picture option that does not fit the run. `option` names it ('window', 'follow',
+    'replies'), so a caller can say which of its own flags or arguments was wrong."""
+
+    def __init__(self, option: str, detail: str):
+        super().__init__(f"{option}: {detail}")
+        self.option = option
+        self.detail = detail
+
+
+def check_window(result, window: Window) -> None:
+    end = run_end_s(result)
+    if window[0] >= end:
+        raise PlotOptionError(
+            "window", f"got '{window[0]:g}:{window[1]:g}', but the run ends at {end:.1f} s; pick a START below that"
+        )
+
+
+def check_follow(result, request_id: int) -> None:
+    ids = result.requests["request_id"]
+    if not (ids == request_id).any():
+        lo, hi = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
+        raise PlotOptionError("follow", f"got {request_id}, expected the id of a measured request ({lo} to {hi})")
+
+
+def sample_replies(requests: pd.DataFrame, window: Window, n: int) -> pd.DataFrame:
+    """Up to `n` measured replies in progress during `window`, evenly spread in arrival order."""
+    start, end = window
+    finished = requests["finished_at_s"]
+    active = requests[(requests["arrived_at_s"] < end) & (finished.isna() | (finished >= start))]
+    if len(active) <= n:
+        return active.reset_index(drop=True)
+    rows = np.unique(np.round(np.linspace(0, len(active) - 1, n)).astype(int))
+    return active.iloc[rows].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Gaps between consecutive words: word k at `from_s` to word k+1 at `to_s`."""
+
+    request_id: np.ndarray
+    from_s: np.ndarray
+    to_s: np.ndarray
+
+    def over(self, limit_s: float) -> Gaps:
+        keep = self.to_s - self.from_s > limit_s + SLACK_S
+        return Gaps(self.request_id[keep], self.from_s[keep], self.to_s[keep])
+
+    def in_window(self, window: Window) -> Gaps:
+        keep = (self.to_s > window[0]) & (self.from_s < window[1])
+        return Gaps(self.request_id[keep], self.from_s[keep], self.to_s[keep])
+
+    def __len__(self) -> int:
+        return len(self.from_s)
+
+
+def gaps_of(words: pd.DataFrame) -> Gaps:
+    """The gaps of a `request_id, word, at_s` frame sorted by request, then word."""
+    rid = words["request_id"].to_numpy()
+    at = words["at_s"].to_numpy()
+    same = rid[1:] == rid[:-1]
+    return Gaps(rid[1:][same], at[:-1][same], at[1:][same])
+
+
+def late_reason(row, slo) -> str:
+    """Why a reply is not on time, in a few words ('' if it is on time)."""
+    if row.on_time:
+        return ""
+    if pd.isna(row.finished_at_s):
+        return "unfinished"
+    reasons = []
+    if pd.isna(row.first_word_s) or row.first_word_s > slo.first_word_s + SLACK_S:
+        reasons.append("slow 1st word")
+    if pd.notna(row.mean_gap_ms) and row.mean_gap_ms > slo.mean_gap_ms + 1e-6:
+        reasons.append("slow words")
+    if pd.notna(row.n_freezes) and row.n_freezes > 0:
+        reasons.append("froze")
+    return ", ".join(reasons) or "late"

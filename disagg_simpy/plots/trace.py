@@ -1,0 +1,56 @@
+"""A picture of a trace: arrivals per second and the prompt and reply lengths (`describe --plot`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..files import atomic_path
+from ..units import NS_PER_S as _NS_PER_S
+from ..workload.trace_stats import _LENGTHS
+
+
+def plot_description(df: pd.DataFrame, path) -> None:
+    """Write a PNG: arrivals per second over time, and histograms of prompt and reply lengths.
+
+    Written to a temporary file in the same folder and renamed, so a reader never sees half a PNG.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: path: got a folder that does not exist, expected an existing folder")
+    fig = Figure(figsize=(10, 9), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_rate, *ax_lengths = fig.subplots(3, 1)
+    if "arrived_at_ns" in df and len(df):
+        t_ns = df["arrived_at_ns"].to_numpy(dtype=np.int64)
+        per_second = np.bincount((t_ns - t_ns[0]) // _NS_PER_S)
+        ax_rate.plot(np.arange(per_second.size), per_second, lw=0.6, label="arrivals in each 1-s bin")
+        if per_second.size >= 60:
+            smooth = np.convolve(per_second, np.ones(60) / 60, mode="valid")
+            ax_rate.plot(np.arange(smooth.size) + 30, smooth, lw=1.5, label="60-s moving average")
+        ax_rate.set_xlabel("time since first arrival (s)")
+        ax_rate.set_ylabel("arrival rate (req/s)")
+        ax_rate.legend(loc="upper right")
+    else:
+        ax_rate.text(0.5, 0.5, "no arrival times (lengths-only trace)", ha="center", va="center",
+                     transform=ax_rate.transAxes)
+        ax_rate.set_axis_off()
+    ax_rate.set_title(f"Arrivals over time ({len(df):,} requests)")
+    for ax, color, (_, column, label, unit) in zip(ax_lengths, ("C0", "C1"), _LENGTHS):
+        values = df[column].to_numpy(dtype=np.int64)
+        ax.hist(values, bins=60, color=color, label=f"{label} lengths")
+        if values.size:
+            median = np.median(values)
+            ax.axvline(median, color="k", ls="--", lw=1, label=f"median {median:,.0f} {unit.split(',')[0]}")
+        ax.set_title(f"{label.capitalize()} length distribution")
+        ax.set_xlabel(f"{label} length ({unit})")
+        ax.set_ylabel("requests")
+        ax.legend(loc="upper right")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)

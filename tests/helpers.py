@@ -1,0 +1,91 @@
+"""Shared test helpers (a plain module, not a conftest): scenario text and tiny trace runs.
+
+    from helpers import run_rows, scenario_text, write_scenario
+
+`scenario_text` builds a scenario's YAML from plain dicts, so a test states only what it
+changes; `write_trace` and `write_scenario` put a hand-written trace beside it; `run_rows` runs
+one through the public API. `golden_trace_csv` is the fixed trace of benchmarks/golden.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from disagg_simpy import load_scenario, run
+
+ROOT = Path(__file__).resolve().parent.parent
+NS_PER_S = 1_000_000_000
+
+TRACE_HEADER = "arrived_at_s,n_prompt_tokens,n_reply_words"
+COLOCATED_1 = [{"name": "same", "kind": "colocated", "gpus": 1}]
+SPLIT_1_1 = [{"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}]
+
+
+def scenario_text(name="micro", workload=None, cost=None, slo=None, arrangements=COLOCATED_1, **extra) -> str:
+    """A scenario as YAML. `workload` defaults to the trace `<name>.csv`; cost and slo keep
+    their defaults unless given; `extra` adds top-level keys (seed, max_sim_s)."""
+    spec = {"name": name, "workload": workload or {"trace": f"{name}.csv"}}
+    spec.update({k: v for k, v in (("cost", cost), ("slo", slo)) if v is not None})
+    spec.update(extra)
+    spec["arrangements"] = list(arrangements)
+    return yaml.safe_dump(spec, sort_keys=False)
+
+
+def write_trace(folder: Path, rows, name="micro") -> Path:
+    """`<name>.csv` with one line per (arrived_at_s, n_prompt_tokens, n_reply_words) row.
+
+    Times are written as given: a str is copied verbatim (a decimal exactly as a trace holds
+    it), a float as its shortest repr."""
+    lines = [TRACE_HEADER] + [f"{t if isinstance(t, str) else repr(t)},{p},{w}" for t, p, w in rows]
+    path = Path(folder) / f"{name}.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_scenario(folder: Path, rows, arrangements=COLOCATED_1, name="micro", workload=None, **extra) -> Path:
+    """A scenario replaying `rows` as a CSV trace; `workload` keys are added to the trace's
+    (warmup_s, measure_s, ...); `extra` goes to `scenario_text` (cost, slo, max_sim_s)."""
+    write_trace(folder, rows, name)
+    text = scenario_text(name, {"trace": f"{name}.csv", **(workload or {})}, arrangements=arrangements, **extra)
+    path = Path(folder) / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def run_rows(folder: Path, rows, arrangements=COLOCATED_1, **extra):
+    """Run a tiny trace through `arrangements` (like conftest's `micro`); the RunResult."""
+    return run(load_scenario(write_scenario(folder, rows, arrangements, **extra)))
+
+
+def request(result, arrangement: str, request_id: int):
+    """One row of `result.requests`."""
+    r = result.requests
+    return r[(r.arrangement == arrangement) & (r.request_id == request_id)].iloc[0]
+
+
+def seconds(ns: int) -> float:
+    """Whole nanoseconds as the seconds the frames hold (ns / 1e9, correctly rounded), so a
+    test can compare hand-worked integer times with `==`."""
+    return ns / NS_PER_S
+
+
+def golden_trace_csv() -> str:
+    """benchmarks/golden.py's fixed trace: 600 requests in about 10 s, bursts of same-instant
+    arrivals on a 1 ms grid, one-word replies, prompts of exactly one chunk (copied here so the
+    golden test does not depend on where the benchmark lives)."""
+    rng = np.random.default_rng(20240601)
+    n = 600
+    ms = np.cumsum(rng.integers(0, 34, n))  # arrival times on a 1 ms grid; 0 = same instant
+    burst = rng.random(n) < 0.15
+    ms[1:][burst[1:]] = ms[:-1][burst[1:]]  # some arrive with the one before
+    ms = np.maximum.accumulate(ms)
+    prompts = 10 * rng.integers(1, 120, n)  # multiples of 10 tokens: 0.1 ms each -> whole ms
+    prompts[rng.random(n) < 0.1] = 200  # exactly one chunk
+    words = rng.integers(1, 40, n)
+    words[rng.random(n) < 0.15] = 1
+    lines = [TRACE_HEADER]
+    lines += [f"{m / 1000:.3f},{p},{w}" for m, p, w in zip(ms, prompts, words)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,100 @@
+"""Golden hashes: the outputs of fixed runs, byte for byte, so no change moves a number unseen.
+
+The cases of benchmarks/golden.py: scenarios/default.yaml with seeds 1..3, and its small trace
+scenario that stresses one instant's order (D5) with same-instant arrivals, iteration ends,
+ship ends and arrivals on one 1 ms grid, one-word replies and prompts of exactly one chunk.
+Each table is hashed as its CSV text (`to_csv(index=False)`: the bytes the CLI writes); the
+expected values were taken on main before the package was split into subpackages (issue 9).
+If a change is meant to move numbers, say why in its commit and update the values here with
+`PYTHONPATH=. python benchmarks/golden.py --seeds 3 --no-events`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from helpers import ROOT, golden_trace_csv, scenario_text
+
+from disagg_simpy import load_scenario, run
+
+TRACE_SCENARIO = {
+    "seed": 1,
+    "workload": {"trace": "trace.csv", "warmup_s": 0.5, "measure_s": 8},
+    "max_sim_s": 60,
+    "cost": {"iteration_ms": 12, "per_reply_ms": 1, "per_prompt_token_ms": 0.1, "kv_ship_ms_per_token": 0.1},
+    "arrangements": [
+        {"name": "same-gpu", "kind": "colocated", "gpus": 4},
+        {"name": "chunked-200", "kind": "colocated", "gpus": 4, "chunk_tokens": 200},
+        {"name": "chunked-1", "kind": "colocated", "gpus": 2, "chunk_tokens": 1},
+        {"name": "split-2-2", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2},
+        {"name": "split-2-2-chunked", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
+         "chunk_tokens": 300},
+        {"name": "split-1-3", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 3},
+        {"name": "split-3-1", "kind": "disaggregated", "reading_gpus": 3, "writing_gpus": 1},
+    ],
+}
+
+# from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037
+EXPECTED = {
+    "default/seed1": {
+        "requests": "e078409f6c9533f9",
+        "iterations": "6a0c2b80130eb668",
+        "reads": "3e3258d239931cc5",
+        "summary": "3549d9a65d9e7d51",
+        "words[same-gpu]": "96ed5df5df89e14a",
+        "words[chunked-512]": "500ef93a98a56de2",
+        "words[split-2-2]": "2ab939c3da96a73d",
+        "words[split-1-3]": "7d9ced01e2de50a6",
+        "words[split-3-1]": "2a5a100c4a2d3284",
+    },
+    "default/seed2": {
+        "requests": "2ede87399cc36135",
+        "iterations": "2872e0ec7521944f",
+        "reads": "a9e5ab1a9ee8a175",
+        "summary": "be144fe364508afa",
+    },
+    "default/seed3": {
+        "requests": "ad4d797e367c6827",
+        "iterations": "8de2269de57d673a",
+        "reads": "28750f2dbfbfa946",
+        "summary": "f56d19e88e46c8a9",
+    },
+    "trace": {
+        "requests": "b84ddccb563ccbe4",
+        "iterations": "db02d355c5a8d650",
+        "reads": "e1e0083211ff69f7",
+        "summary": "b850b9dba41410b7",
+        "words[same-gpu]": "ec9651c0f13f8631",
+        "words[chunked-200]": "fb5488d43cc1521b",
+        "words[chunked-1]": "f425e54a8657a2f0",
+        "words[split-2-2]": "eb9627db32826166",
+        "words[split-2-2-chunked]": "c23c4c374beae3be",
+        "words[split-1-3]": "9fab0601e8db320d",
+        "words[split-3-1]": "8fcb57a8f9162b7d",
+    },
+}
+
+
+def digest(frame) -> str:
+    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()[:16]
+
+
+def digests(result, words: bool) -> dict[str, str]:
+    """Hash of each table, and of every arrangement's word times if `words`."""
+    out = {name: digest(getattr(result, name)) for name in ("requests", "iterations", "reads", "summary")}
+    if words:
+        out.update({f"words[{a}]": digest(result.words(a)) for a in result.summary["arrangement"]})
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_default_scenario_outputs_are_unchanged(seed):
+    result = run(load_scenario(ROOT / "scenarios" / "default.yaml"), seed=seed)
+    assert digests(result, words=seed == 1) == EXPECTED[f"default/seed{seed}"]
+
+
+def test_golden_trace_outputs_are_unchanged(tmp_path):
+    (tmp_path / "trace.csv").write_text(golden_trace_csv())
+    (tmp_path / "golden.yaml").write_text(scenario_text("golden-trace", **TRACE_SCENARIO))
+    assert digests(run(load_scenario(tmp_path / "golden.yaml")), words=True) == EXPECTED["trace"]
