@@ -182,3 +182,31 @@ def test_span_choice_and_bad_span(res):
 def test_default_page_is_small(tmp_path):
     path = write_page(run(load_scenario(DEFAULT)), tmp_path / "default.html", reference=SEED_PAGE)
     assert path.stat().st_size < 5_000_000
+
+
+def test_cli_html_flag_writes_the_page_with_the_results(tmp_path, capsys):
+    from disagg_simpy.cli import main
+
+    page = tmp_path / "pages" / "report.html"
+    argv = [str(DEFAULT), "--measure-s", "2", "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]
+    assert main(argv) == 0
+    assert f"page in {page}" in capsys.readouterr().out
+    data = embedded_data(page.read_text(encoding="utf-8"))
+    assert data["scenario"]["measured_s"] == [0.0, 2.0]
+    assert data["reference"] is None  # the default scenario declares no reference figures (yet)
+    assert len(data["requests"]["id"]) == (tmp_path / "out" / "requests.csv").read_text().count("\nsame-gpu,")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "--html: got an empty path, expected a file name"),
+    (".", "--html: got ., which is a folder, expected a file name"),
+    (str(DEFAULT), "would overwrite the scenario file"),
+])
+def test_cli_html_flag_refuses_bad_paths_before_running(tmp_path, capsys, bad, message):
+    from disagg_simpy.cli import main
+
+    argv = [str(DEFAULT), "--out", str(tmp_path / "out"), "--no-plots", "--html", bad]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

@@ -10,11 +10,12 @@ import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import DEFAULT
 
-from disagg_simpy import load_scenario, run
-from disagg_simpy.page import write_page
+from disagg_simpy import load_scenario
+from disagg_simpy.cli import main
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed (pip install -e '.[test]')")
 CHROMIUM = os.environ.get("DISAGG_SIMPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -26,9 +27,28 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+class Run:
+    """What the command line wrote: the page and the CSVs it reads back."""
+
+    def __init__(self, folder: Path):
+        self.html = folder / "page.html"
+        self.requests = pd.read_csv(folder / "requests.csv")
+        self.summary = pd.read_csv(folder / "summary.csv")
+        self.roles = {}
+        for a in load_scenario(DEFAULT).arrangements:
+            if a.kind == "colocated":
+                self.roles[a.name] = ["both"] * a.gpus
+            else:
+                self.roles[a.name] = ["reads"] * a.reading_gpus + ["writes"] * a.writing_gpus
+
+
 @pytest.fixture(scope="module")
-def res():
-    return run(load_scenario(DEFAULT).with_overrides(**{"workload.measure_s": 4}))
+def res(tmp_path_factory) -> Run:
+    """A short run of the default scenario through the command line: requests.csv and the page."""
+    folder = tmp_path_factory.mktemp("run")
+    argv = [str(DEFAULT), "--measure-s", "4", "--out", str(folder), "--no-plots", "--html", str(folder / "page.html")]
+    assert main(argv) == 0
+    return Run(folder)
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +59,10 @@ def browser():
         b.close()
 
 
-@pytest.fixture(scope="module")
-def page_file(res, tmp_path_factory) -> Path:
-    return write_page(res, tmp_path_factory.mktemp("page") / "page.html", reference={"same-gpu": 1.0, "split-2-2": 100.0})
-
-
 @pytest.fixture
-def page(browser, page_file):
+def page(browser, res):
     """The page opened from a file: URL, with every console message, page error and request kept."""
-    path = page_file
+    path = res.html
     pg = browser.new_page(viewport={"width": 1280, "height": 900})
     pg.seen = {"console": [], "errors": [], "requests": []}
     pg.on("console", lambda m: pg.seen["console"].append((m.type, m.text)))
@@ -62,7 +77,7 @@ def page(browser, page_file):
 
 def test_opens_with_no_errors_and_no_network(page, res, tmp_path):
     rows = page.locator("[data-testid=arrangement-row]")
-    assert [rows.nth(i).get_attribute("data-arrangement") for i in range(rows.count())] == list(res.records)
+    assert [rows.nth(i).get_attribute("data-arrangement") for i in range(rows.count())] == list(res.roles)
     page.click("[data-testid=arrangement-row][data-arrangement=split-2-2]")
     page.click("[data-testid=play]")
     page.wait_for_timeout(200)
@@ -79,7 +94,7 @@ def test_clicking_a_row_shows_that_arrangements_lanes(page, res):
         player = page.locator("[data-testid=player]")
         assert player.get_attribute("data-arrangement") == name
         lanes = player.locator("[data-testid=gpu-lane]")
-        roles = list(res.records[name].gpu_roles)
+        roles = res.roles[name]
         assert [lanes.nth(g).get_attribute("data-role") for g in range(lanes.count())] == roles
         assert player.locator("[data-testid=ship-lane]").count() == ("reads" in roles)
         assert player.locator("[data-testid=reply-lane]").count() > 0
@@ -146,8 +161,8 @@ def test_sorting_and_following_a_request(page, res):
     page.fill("#follow-id", str(rid))
     page.keyboard.press("Enter")
     follow = page.locator("[data-testid=follow] tbody tr")
-    assert follow.count() == len(res.records)
-    follow.nth(len(res.records) - 1).click()
-    name = list(res.records)[-1]
+    assert follow.count() == len(res.roles)
+    follow.nth(len(res.roles) - 1).click()
+    name = list(res.roles)[-1]
     assert page.locator("[data-testid=player]").get_attribute("data-arrangement") == name
     assert page.locator(f"[data-testid=reply-lane][data-request-id='{rid}']").count() == 1
