@@ -58,7 +58,9 @@ function decodeArrangement(a, index) {
 }
 const ARR = D.arrangements.map(decodeArrangement);
 
-const MAX_TOKENS = Math.max(1, ...ARR.flatMap((a) => a.gpus.flatMap((g) => Array.from(g.tok))));
+// Shade scale of tokens read, shared by every arrangement: the longest prompt is darkest (an
+// iteration reading several whole prompts can read more; it is as dark).
+const MAX_TOKENS = REQ.prompt.reduce((m, p) => Math.max(m, p), 1);
 
 // ---- the comparison table ----
 const COLUMNS = [

@@ -192,7 +192,7 @@ const Player = {
           `${(it.start[i] / NS).toFixed(3)}–${(it.end[i] / NS).toFixed(3)} s; writes ${it.rep[i]} word${it.rep[i] === 1 ? "" : "s"}` +
           (tok ? `, reads ${tok.toLocaleString("en")} prompt tokens` : ""));
         if (tok && x1 - x0 > 70) el("svg:text", {x: (x0 + x1) / 2, y: y + LANE_H / 2 + 2, "text-anchor": "middle",
-          class: "block-label", fill: Math.sqrt(tok / MAX_TOKENS) > 0.45 ? "white" : "black"}, lane, `${tok.toLocaleString("en")} tokens`);
+          class: Math.sqrt(tok / MAX_TOKENS) > 0.6 ? "block-label dark" : "block-label"}, lane, `${tok.toLocaleString("en")} tokens`);
       }
     });
     if (split) {
@@ -248,7 +248,7 @@ const Player = {
       for (let k = Math.max(w.lo, lowerBound(gpu.end, lo)); k <= upto; k++) {
         const prev = k === jitLocal ? r.first[i] : k - 1 >= 0 ? gpu.end[k - 1] : -1;
         if (prev < 0 || gpu.end[k] - prev <= FREEZE_NS + 1 || prev >= hi) continue;
-        el("svg:rect", {x: X(prev), y: y + 2, width: Math.max(1, X(gpu.end[k]) - X(prev)), height: REPLY_H - 4,
+        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(gpu.end[k]) - X(prev)), height: 6,
                         class: "freeze"}, lane);
       }
     }
