@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import DEFAULT
+from helpers import DEFAULT
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
