@@ -81,51 +81,16 @@ def default_span_s(result) -> tuple[float, float]:
     return lo, min(max(hi, lo + 1e-9), lo + MAX_SPAN_S)
 
 
-def join_iterations(requests: pd.DataFrame, iterations: pd.DataFrame) -> np.ndarray:
-    """Per request (one arrangement): the number, on its writing GPU, of the iteration that
-    writes its word 2 (the first that starts at or after it joined); -1 if it never joined."""
-    jit = np.full(len(requests), -1, dtype=np.int64)
-    gpu = requests["writing_gpu"].to_numpy(dtype=float, na_value=np.nan)
-    joined = requests["joined_at_s"].to_numpy(dtype=float)
-    for g, rows in iterations.groupby("gpu", sort=True):
-        mine = (gpu == g) & ~np.isnan(joined) & (requests["n_reply_words"].to_numpy() > 1)
-        starts = rows["started_at_s"].to_numpy()
-        jit[mine] = rows["iteration"].to_numpy()[0] + np.searchsorted(starts, joined[mine], side="left")
-    return jit
-
-
-def gap_shares(requests: pd.DataFrame, iterations: pd.DataFrame, jit: np.ndarray) -> list[float]:
+def gap_shares(values_ns: np.ndarray, counts: np.ndarray) -> list[float]:
     """Share (%) of the gaps between consecutive words of the finished replies of one
-    arrangement at most each GAP_GRID_MS value (a reply's first gap includes its KV cache ship;
+    arrangement at most each GAP_GRID_MS value, from the run's pooled gaps (distinct values in
+    ns, ascending, and how often each occurs; a reply's first gap includes its KV cache ship;
     a gap equal to a limit + 1 ns still counts as within it, D8)."""
-    done = (requests["finished_at_s"].notna() & (requests["n_reply_words"] >= 2)).to_numpy()
-    gpus = iterations["gpu"].to_numpy()
-    ended = _ns(iterations["ended_at_s"])
-    offsets = np.searchsorted(gpus, np.arange(int(gpus.max()) + 1 if len(gpus) else 0), side="left")
-    wg = requests["writing_gpu"].to_numpy(dtype=float, na_value=-1).astype(np.int64)[done]
-    first = offsets[wg] + jit[done]  # row of word 2 (iterations are numbered from 0 per GPU)
-    last = first + requests["n_reply_words"].to_numpy()[done] - 2  # row of the last word
-    diffs = np.diff(ended, append=ended[-1:])
-    if len(diffs):
-        diffs[np.r_[gpus[1:] != gpus[:-1], True]] = 0  # never a gap across GPUs
-    first_gap = ended[first] - _ns(requests["first_word_at_s"])[done]
-    weight = np.zeros(len(diffs) + 1, dtype=np.int64)  # diff k is a gap of every reply first <= k < last
-    np.add.at(weight, first, 1)
-    np.add.at(weight, last, -1)
-    weight = np.cumsum(weight[:-1])
-    values = np.concatenate([diffs[weight > 0], first_gap])
-    counts = np.concatenate([weight[weight > 0], np.ones(len(first_gap), dtype=np.int64)])
     if not counts.sum():
         return []
-    order = np.argsort(values, kind="stable")
-    cum = np.concatenate([[0], np.cumsum(counts[order])])
-    at = np.searchsorted(values[order], np.round(GAP_GRID_MS * 1e6) + 1, side="right")
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    at = np.searchsorted(values_ns, np.round(GAP_GRID_MS * 1e6) + 1, side="right")
     return np.round(cum[at] / cum[-1] * 100, 3).tolist()
-
-
-def _limit_ns(x: float) -> int:
-    """A limit in whole ns, rounded half up as the verdicts round it."""
-    return math.floor(x + 0.5)
 
 
 def first_word_shares(requests: pd.DataFrame) -> list[float]:
@@ -145,17 +110,13 @@ def in_span(requests: pd.DataFrame, lo_ns: int, hi_ns: int) -> np.ndarray:
     return (_ns(requests["arrived_at_s"]) < hi_ns) & ((fin < 0) | (fin >= lo_ns))
 
 
-def late_bits(requests: pd.DataFrame, slo) -> np.ndarray:
-    """Which limits each reply broke (LATE_* bits; 0 for on time), as the verdicts count them."""
-    first = _ns(requests["first_word_s"])
-    finished = requests["finished_at_s"].notna().to_numpy()
-    n = requests["n_reply_words"].to_numpy()
-    total = _ns(requests["finished_at_s"]) - _ns(requests["first_word_at_s"])
-    mean_limit, first_limit = _limit_ns(slo.mean_gap_ms * 1e6), _limit_ns(slo.first_word_s * 1e9)
-    bits = np.where((first < 0) | (first > first_limit + 1), LATE_FIRST_WORD, 0)
-    bits |= np.where(finished & (n > 1) & (total > (n - 1) * (mean_limit + 1)), LATE_MEAN_GAP, 0)
-    freezes = requests["n_freezes"].to_numpy(dtype=float, na_value=0)
-    bits |= np.where(freezes > 0, FROZE, 0)
+def late_bits(gaps) -> np.ndarray:
+    """Which limits each measured reply broke (LATE_* bits; 0 for on time), from the run's own
+    verdicts (`RunResult.gaps`): an unfinished reply is UNFINISHED, not also slow or frozen."""
+    finished = gaps.finished
+    bits = np.where(gaps.late_first_word, LATE_FIRST_WORD, 0)
+    bits |= np.where(gaps.late_mean_gap & finished, LATE_MEAN_GAP, 0)
+    bits |= np.where(gaps.froze & finished, FROZE, 0)
     bits |= np.where(~finished, UNFINISHED, 0)
     return bits
 
@@ -205,8 +166,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         req = everyone[keep].reset_index(drop=True)
         it = result.iterations[result.iterations["arrangement"] == name].reset_index(drop=True)
         roles = list(result.records[name].gpu_roles)
-        jit_all = join_iterations(everyone, it)
-        jit = jit_all[keep]
+        gaps = result.gaps[name]
+        jit = result.records[name].requests["join_iteration"][gaps.rows][keep]
         first_at = _ns(req["first_word_at_s"])
         summary = result.summary[result.summary["arrangement"] == name].iloc[0]
         arrangements.append({
@@ -223,11 +184,11 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
                 "fin": _since(_ns(req["finished_at_s"]), arrived),
                 "maxgap": _nullable(np.round(req["max_gap_ms"] * 1e6)),
                 "nfz": _nullable(req["n_freezes"]),
-                "late": late_bits(req, slo).tolist(),
+                "late": late_bits(gaps)[keep].tolist(),
                 "jit": jit.tolist(),
             },
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
-            "gaps": gap_shares(everyone, it, jit_all),
+            "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),
             "first_words": first_word_shares(everyone),
         })
     w = result.scenario.workload
