@@ -21,7 +21,7 @@ from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
-from .traces import read_trace
+from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
@@ -136,7 +136,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
         )
     table = read_trace(path, w.format)
-    info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table)}
+    info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table),
+            "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
     if w.format == "lengths":
         cap_s = scenario.cap_s(None)
         n = _expected_arrivals(w.rate_per_s, cap_s)
