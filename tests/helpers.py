@@ -17,6 +17,8 @@ import yaml
 from disagg_simpy import load_scenario, run
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "scenarios" / "default.yaml"
+CLAIM_SEEDS = range(1, 31)  # 30 seeds: fewer swing too much to test a claim honestly
 NS_PER_S = 1_000_000_000
 
 TRACE_HEADER = "arrived_at_s,n_prompt_tokens,n_reply_words"
