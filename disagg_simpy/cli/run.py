@@ -1,6 +1,6 @@
 """`python -m disagg_simpy SCENARIO`: run, print the table, write results into `--out`.
 
-A run writes only under `--out`, `--plots` and `--save-trace`, every file to a temporary file in
+A run writes only under `--out`, `--plots`, `--save-trace` and `--html`, every file to a temporary file in
 its folder and renamed, all or nothing, so a result is never half written. The steps of `run`
 are named below, in order: parse, load, check outputs, simulate, tabulate, write, print.
 """
@@ -49,6 +49,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--html", type=path_flag("--html"), metavar="FILE",
+                   help="also write one self-contained HTML page: the table, a player per arrangement, the charts")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
@@ -93,6 +95,7 @@ class Outputs:
     out: Path
     plots: Path | None
     save_trace: Path | None
+    html: Path | None = None
     inputs: tuple[Path, ...] = ()  # the scenario and its trace: never removed as stale
 
 
@@ -143,6 +146,11 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         if args.save_trace.is_dir():
             raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
         outputs.append(("--save-trace", args.save_trace))
+    if args.html is not None:
+        check_folder(args.html.parent, "--html")
+        if args.html.is_dir():
+            raise InputError(f"--html: got {args.html}, which is a folder, expected a file name")
+        outputs.append(("--html", args.html))
     plots_dir = None
     if not args.no_plots:
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
@@ -152,7 +160,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         trace = Path(w.trace)
         inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
     _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
-    return Outputs(out, plots_dir, args.save_trace, tuple(inputs.values()))
+    return Outputs(out, plots_dir, args.save_trace, args.html, tuple(inputs.values()))
 
 
 def simulate(scenario, seeds: list[int]) -> list:
@@ -233,6 +241,8 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
     make_folder(outputs.out, "--out")
+    if outputs.html is not None:
+        make_folder(outputs.html.parent, "--html")
     previous = owned_files(outputs.out)
     try:
         with all_or_nothing():  # every output is new, or none is
@@ -245,6 +255,11 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             if outputs.plots is not None:
                 written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
                                        follow=args.follow)
+            if outputs.html is not None:
+                from ..page import write_page
+
+                write_page(results[0], outputs.html, reference=getattr(results[0].scenario, "reference", None))
+                written.append(outputs.html)
             run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
             atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
         remove_stale(outputs.out, previous, run_info["files"], outputs.inputs)
@@ -310,6 +325,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")
+        if outputs.html is not None:
+            print(f"page in {outputs.html}")
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {', '.join(map(repr, workload['ignored_columns']))}, "
