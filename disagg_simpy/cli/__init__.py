@@ -1,5 +1,6 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
-`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`).
+`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`); `python -m disagg_simpy
+traces fetch|list` downloads and lists the public traces (`traces.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write, exit 1; Ctrl-C, 130.
 """
@@ -16,11 +17,12 @@ from ..errors import InputError
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line
 from .describe import describe
 from .run import OUTPUT_FILES, build_parser, run
+from .traces import traces
 
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe}
+COMMANDS = {"describe": describe, "traces": traces}
 
 
 def command_help() -> dict[str, str]:

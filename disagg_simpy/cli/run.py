@@ -138,6 +138,7 @@ def load(args: argparse.Namespace):
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     """Every output path is usable, and none overwrites the scenario or its trace."""
     from ..scenario.schema import TraceWorkload
+    from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     outputs = [("--out", out / name) for name in OUTPUT_FILES]
@@ -156,9 +157,8 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
     inputs = {"scenario file": args.scenario}
     w = scenario.workload
-    if isinstance(w, TraceWorkload):
-        trace = Path(w.trace)
-        inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
+    if isinstance(w, TraceWorkload):  # a public trace's id that is not fetched stops the run here
+        inputs["trace file"] = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
     return Outputs(out, plots_dir, args.save_trace, args.html, tuple(inputs.values()))
 
