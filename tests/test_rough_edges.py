@@ -164,8 +164,12 @@ def test_the_table_fits_120_columns_and_wide_prints_every_column():
 
 
 def test_help_lists_the_commands_and_a_misspelt_command_gets_a_suggestion(capsys):
+    from disagg_simpy.cli import COMMANDS
+
     assert main(["--help"]) == 0
-    assert "describe" in capsys.readouterr().out
+    listed = capsys.readouterr().out.split("other commands")[1]
+    for name in COMMANDS:  # each with its summary line
+        assert any(line.split()[:1] == [name] and len(line.split()) > 2 for line in listed.split("\n")), name
     assert main(["descibe", "trace.csv"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "did you mean 'describe'?" in err
