@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from ..workload.catalog import CATALOG, ENV_FOLDER, ENV_URL, FETCH_COMMAND, FetchError, cache_folder, fetch, sha256_of
-from .common import EXIT_INTERNAL, Parser
+from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 
 
 def build_traces_parser() -> argparse.ArgumentParser:
@@ -41,6 +41,9 @@ def traces(argv: Sequence[str]) -> int:
     except FetchError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INTERNAL
+    except KeyboardInterrupt:  # pooch removes the temporary file of the download under way
+        print("interrupted: files fetched before are complete; no partial file was left", file=sys.stderr)
+        return EXIT_INTERRUPTED
     for trace_id, path in zip(ids, paths):
         t = CATALOG[trace_id]
         print(f"{trace_id}: {path} ({t.size:,} bytes, SHA-256 checked), licence {t.licence}")

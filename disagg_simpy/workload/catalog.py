@@ -163,6 +163,7 @@ def fetch(ids, base_url: str | None = None, progress: bool | None = None) -> lis
     $DISAGG_SIMPY_TRACES_URL) replaces the public URLs with `<base_url>/<file name>`."""
     import pooch  # only here: a run never downloads
     import requests
+    from tqdm import tqdm
 
     pooch.get_logger().setLevel("WARNING")
     folder = cache_folder()
@@ -172,9 +173,10 @@ def fetch(ids, base_url: str | None = None, progress: bool | None = None) -> lis
         trace = CATALOG[trace_id]
         failures = []
         for url in _urls(trace, base_url):
+            bar = tqdm(desc=trace_id, total=trace.size, unit="B", unit_scale=True, leave=True, file=sys.stderr) if show else None
             try:
                 paths.append(Path(pooch.retrieve(url, f"sha256:{trace.sha256}", fname=trace.file, path=folder,
-                                                 progressbar=show)))
+                                                 progressbar=bar if bar is not None else False)))
                 break
             except requests.RequestException as err:
                 failures.append(f"{url}: {_reason(err)}")
@@ -184,6 +186,9 @@ def fetch(ids, base_url: str | None = None, progress: bool | None = None) -> lis
                 failures.append(f"{url}: the file's SHA-256 is not {trace.sha256[:12]}... (refused)")
             except OSError as err:
                 raise FetchError(f"cannot write into {folder}: {err.strerror or err}") from None
+            finally:
+                if bar is not None:
+                    bar.close()
         else:
             raise FetchError(f"could not fetch {trace_id}; nothing was saved: " + "; ".join(failures))
     return paths
