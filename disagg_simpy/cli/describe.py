@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def build_describe_parser() -> argparse.ArgumentParser:
 
 
 def describe(argv: Sequence[str]) -> int:
+    """Print a trace's statistics (requests, rate, burstiness, lengths); --plot draws them."""
     from ..plots.trace import plot_description
     from ..workload.catalog import CATALOG, resolve_trace
     from ..workload.trace_stats import describe_trace, format_description
@@ -34,6 +36,9 @@ def describe(argv: Sequence[str]) -> int:
     fmt = args.format or (CATALOG[args.trace].format if args.trace in CATALOG else "csv")
     table = read_trace(resolve_trace(args.trace, fmt, Path("."), "describe"), fmt)
     print(format_description(describe_trace(table)))
+    if table.attrs.get("ignored_columns"):
+        print(f"note: {args.trace}: ignored column(s) {', '.join(map(repr, table.attrs['ignored_columns']))}, "
+              f"which the {args.format} format does not use", file=sys.stderr)
     if args.plot is not None:
         make_folder(args.plot.parent if str(args.plot.parent) else Path("."), "--plot")
         plot_description(table, args.plot)

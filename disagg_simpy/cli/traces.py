@@ -26,6 +26,7 @@ def build_traces_parser() -> argparse.ArgumentParser:
 
 
 def traces(argv: Sequence[str]) -> int:
+    """Fetch or list the public traces a scenario can name by id (traces fetch|list)."""
     args = build_traces_parser().parse_args(argv)
     if args.command == "list":
         return _list()

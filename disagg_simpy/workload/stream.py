@@ -21,7 +21,7 @@ from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkl
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
-from .traces import read_trace
+from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
@@ -134,7 +134,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
         )
     table = read_trace(path, w.format)
-    info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table)}
+    info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
+            "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
     if w.trace in CATALOG:
         info["public_trace"] = w.trace
     if w.format == "lengths":
