@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import DEFAULT, ROOT
-from helpers import write_scenario
+from helpers import DEFAULT, ROOT, write_scenario
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main

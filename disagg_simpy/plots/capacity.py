@@ -26,7 +26,7 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     with st.style():
-        fig = st.new_figure(5.2 * cols + 1.0, 3.8 * rows + 1.2)
+        fig = st.new_figure(max(5.2 * cols + 1.0, 9.0), 3.8 * rows + 1.6)
         axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)).ravel()
         for ax, (values, block) in zip(axes, panels):
             values = values if isinstance(values, tuple) else (values,)

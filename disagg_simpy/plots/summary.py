@@ -150,11 +150,12 @@ def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None) -> Pat
         draw_first_word_cdf(first, result.requests, styles, slo)
         draw_gap_cdf(gaps, result, styles, slo)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
-        seeds = f"seed {result.seed}"
+        what = f"the same {n:,} measured requests served {len(names)} ways (seed {result.seed})"
         if by_seed is not None and by_seed["seed"].nunique() > 1:
-            seeds = f"on time: {by_seed['seed'].nunique()} seeds; distributions: seed {result.seed}"
+            what = (f"each seed's requests served the same {len(names)} ways (on time: {by_seed['seed'].nunique()} "
+                    f"seeds; distributions: seed {result.seed}, {n:,} measured requests)")
         fig.suptitle(
-            f"{result.scenario.name}: the same {n:,} measured requests served {len(names)} ways ({seeds})\n"
+            f"{result.scenario.name}: {what}\n"
             f"on time = first word within {slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, "
             f"no gap over {slo.freeze_ms:g} ms",
             fontsize=12, fontweight="bold",
