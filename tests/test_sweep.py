@@ -248,3 +248,41 @@ def test_a_dask_cluster_gives_the_local_table_exactly(tmp_path, capsys, monkeypa
     remote = capsys.readouterr()
     assert "4 runs, stored in" in remote.err
     assert remote.out == local
+
+
+def test_ctrl_c_keeps_the_finished_runs_and_the_next_command_resumes(tmp_path):
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    path = tiny_default(tmp_path, seeds=4)
+    out = tmp_path / "o"
+    argv = [sys.executable, "-m", "disagg_simpy", "sweep", str(path), "--rate", "10:20:2", "--out", str(out),
+            "--no-plots", "--workers", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:  # until some runs are stored
+            if (out / "store.sqlite").exists():
+                try:
+                    if sqlite3.connect(out / "store.sqlite").execute("SELECT count(*) FROM runs").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and stderr == "interrupted: earlier results were left as they were\n"
+    assert not (out / "sweep.csv").exists()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0
+    skipped = int(done.stderr.split(" of 24 runs were already in")[0].rsplit("\n", 1)[-1])
+    assert 1 <= skipped < 24

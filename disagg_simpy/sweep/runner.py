@@ -73,6 +73,18 @@ def run_task(task: Task) -> list[dict]:
     return rows
 
 
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the command, which stops them (and loses only their runs)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _indexed(job: tuple[Callable, int, Any]) -> tuple[int, Any]:
+    fn, i, task = job
+    return i, fn(task)
+
+
 class LocalPool:
     """Tasks in this process (1 worker) or a process pool of `workers`."""
 
@@ -85,22 +97,29 @@ class LocalPool:
             for i, t in enumerate(tasks):
                 yield i, fn(t)
             return
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        import multiprocessing
 
         if self.pool is None:
-            self.pool = ProcessPoolExecutor(max_workers=self.workers)
-        futures = {self.pool.submit(fn, t): i for i, t in enumerate(tasks)}
+            self.pool = multiprocessing.get_context().Pool(self.workers, initializer=_ignore_sigint)
         try:
-            for f in as_completed(futures):
-                yield futures[f], f.result()
+            results = self.pool.imap_unordered(_indexed, [(fn, i, t) for i, t in enumerate(tasks)])
+            while True:
+                try:  # short waits: a signal reaches the main thread only between them
+                    yield results.next(timeout=0.2)
+                except multiprocessing.TimeoutError:
+                    continue
+                except StopIteration:
+                    return
         except BaseException:
-            for f in futures:
-                f.cancel()
+            self.pool.terminate()  # Ctrl-C or a failure: the runs in flight are lost, the stored ones kept
+            self.pool.join()
+            self.pool = None
             raise
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.close()
+            self.pool.join()
             self.pool = None
 
 
