@@ -152,6 +152,10 @@ SUMMARY_COLUMNS = (
     "reading_busy_pct",
     "writing_busy_pct",
     "words_per_s",
+    "kv_peak_reading_pct",
+    "kv_peak_writing_pct",
+    "handoff_waited_pct",
+    "link_waited_pct",
 )
 
 
@@ -193,4 +197,36 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
         "reading_busy_pct": busy_pct("reads"),
         "writing_busy_pct": busy_pct("writes"),
         "words_per_s": n_words / (span_ns / NS_PER_S) if span_ns > 0 else float("nan"),
+        **option_figures(rec, gaps),
     }
+
+
+def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
+    """E4, E5 figures (NaN when the option is off): the most KV cache any GPU of a side held, as a
+    share of its capacity; the shares of measured requests that waited for a writing GPU's memory
+    (E4e) and for the link (E5): a wait above 0, or still waiting when the run stopped."""
+    nan = float("nan")
+    out = dict.fromkeys(("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct"), nan)
+    roles = np.asarray(rec.gpu_roles)
+    if rec.kv_capacity_tokens is not None:
+        for side, role in (("reading", "reads"), ("writing", "writes")):
+            gpus = (roles == role) | (roles == "both")
+            out[f"kv_peak_{side}_pct"] = 100.0 * float(rec.kv_peak_tokens[gpus].max()) / rec.kv_capacity_tokens
+    r = {k: rec.requests[k][gaps.rows] for k in ("first_word_at_ns", "handoff_at_ns", "ship_started_at_ns",
+                                                "n_reply_words", "reading_gpu")}
+    n = len(gaps.rows)
+    stop = rec.stopped_at_ns
+
+    def waited(since: np.ndarray, until: np.ndarray) -> float:
+        if not n:
+            return nan
+        pending = (since >= 0) & (until < 0) & (since < stop)
+        return 100.0 * float(((until > since) & (since >= 0) | pending).sum()) / n
+
+    read_on = roles[np.maximum(r["reading_gpu"], 0)] if len(roles) else np.zeros(0, str)
+    shipped = (r["n_reply_words"] > 1) & (read_on == "reads")  # not one-word replies nor local prompts (E6)
+    if rec.kv_capacity_tokens is not None and rec.kv_link is not None:
+        out["handoff_waited_pct"] = waited(np.where(shipped, r["first_word_at_ns"], -1), r["handoff_at_ns"])
+    if rec.kv_link not in (None, "independent"):
+        out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
+    return out

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from .options import largest_draw, sizes_text
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
@@ -215,6 +216,23 @@ class Cost(_Strict):
     per_reply_ms: CostMs = 0.4
     per_prompt_token_ms: CostMs = 0.05
     kv_ship_ms_per_token: CostMs = 0.01
+    per_reread_token_ms: CostMs = 0.0  # E2
+    per_context_token_ms: CostMs = 0.0  # E3
+
+
+class SideCost(_Strict):
+    """E1: an arrangement's own cost figures for its GPUs (or one side's); unset ones are the
+    scenario's `cost`."""
+
+    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] | None = None
+    per_reply_ms: CostMs | None = None
+    per_prompt_token_ms: CostMs | None = None
+    per_reread_token_ms: CostMs | None = None
+    per_context_token_ms: CostMs | None = None
+
+    def over(self, base: Cost) -> Cost:
+        """`base` with this mapping's figures in place of its own."""
+        return base.model_copy(update=self.model_dump(exclude_none=True))
 
 
 class Slo(_Strict):
@@ -232,12 +250,25 @@ class Colocated(_Strict):
     kind: Literal["colocated"]
     gpus: Gpus
     chunk_tokens: Count | None = None
+    cost: SideCost | None = None  # E1
+    kv_capacity_tokens: Count | None = None  # E4
 
     _name = field_validator("name")(_not_only_dots)
 
     @property
     def n_reading(self) -> int:
         return self.gpus
+
+    def shortest_iteration_ms(self, base: Cost) -> float:
+        return min(c.iteration_ms for c in self.side_costs(base))
+
+    def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
+        """(reading, writing) GPUs' cost figures (E1): one GPU does both here."""
+        c = self.cost.over(base) if self.cost else base
+        return c, c
+
+    def kv_ship_ms(self, base: Cost) -> float:
+        return base.kv_ship_ms_per_token
 
     @property
     def n_gpus(self) -> int:
@@ -252,6 +283,12 @@ class Disaggregated(_Strict):
     reading_gpus: Gpus
     writing_gpus: Gpus
     chunk_tokens: Count | None = None
+    reading_cost: SideCost | None = None  # E1
+    writing_cost: SideCost | None = None  # E1
+    kv_ship_ms_per_token: CostMs | None = None  # E1
+    kv_capacity_tokens: Count | None = None  # E4
+    kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
+    local_prompt_max_tokens: Count | None = None  # E6
 
     _name = field_validator("name")(_not_only_dots)
 
@@ -263,6 +300,18 @@ class Disaggregated(_Strict):
                 f"expected at most {MAX_GPUS} GPUs in all"
             )
         return self
+
+    def shortest_iteration_ms(self, base: Cost) -> float:
+        return min(c.iteration_ms for c in self.side_costs(base))
+
+    def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
+        """(reading, writing) GPUs' cost figures (E1)."""
+        return (self.reading_cost.over(base) if self.reading_cost else base,
+                self.writing_cost.over(base) if self.writing_cost else base)
+
+    def kv_ship_ms(self, base: Cost) -> float:
+        """The KV ship cost per token (E1: the arrangement's own, else the scenario's)."""
+        return base.kv_ship_ms_per_token if self.kv_ship_ms_per_token is None else self.kv_ship_ms_per_token
 
     @property
     def n_reading(self) -> int:
@@ -327,14 +376,44 @@ class Scenario(_Strict):
                     f"{problem}; expected a lower rate_per_s or max_sim_s"
                 )
         if isinstance(w, SyntheticWorkload):
-            problem = ship_problem(self.cost.kv_ship_ms_per_token, max(c.tokens[1] for c in w.prompt_mix))
-            if problem and any(not isinstance(a, Colocated) for a in self.arrangements):
-                raise ValueError(f"@cost.kv_ship_ms_per_token: {problem}")
+            for key, ms in self.ship_costs():
+                problem = ship_problem(ms, max(c.tokens[1] for c in w.prompt_mix))
+                if problem:
+                    raise ValueError(f"@{key}: {problem}")
+        self._check_options()
         if self.cap_known:
-            problem = iterations_problem(self.arrangements, cap, self.cost.iteration_ms)
+            problem = iterations_problem(self.arrangements, cap, self.cost)
             if problem:
                 raise ValueError(f"@cost.iteration_ms: {problem}")
         return self
+
+    def ship_costs(self) -> list[tuple[str, float]]:
+        """(key, ms per token) of each split's KV ship cost, by the key that sets it (E1)."""
+        out = []
+        for i, a in enumerate(self.arrangements):
+            if isinstance(a, Disaggregated):
+                own = a.kv_ship_ms_per_token is not None
+                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if own else "cost.kv_ship_ms_per_token",
+                            a.kv_ship_ms(self.cost)))
+        return out
+
+    def _check_options(self) -> None:
+        """E5 (reading 13): free shipping only with independent ships; E4f on synthetic traffic."""
+        w = self.workload
+        for i, a in enumerate(self.arrangements):
+            if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
+                raise ValueError(
+                    f"@arrangements[{i}].kv_link: got {a.kv_link!r} with a KV ship cost of 0 ms per token, "
+                    "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
+                )
+            if a.kv_capacity_tokens is not None and isinstance(w, SyntheticWorkload):
+                prompt, reply, need = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
+                if need > a.kv_capacity_tokens:
+                    raise ValueError(
+                        f"@arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but the workload can "
+                        f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
+                        f"and reply); expected at least {need:,}"
+                    )
 
     @property
     def cap_known(self) -> bool:
