@@ -55,7 +55,8 @@ class ArrangementRecords:
     kind: str
     gpu_roles: tuple[str, ...]  # "reads", "writes" or "both", by GPU number
     requests: dict[str, np.ndarray]  # REQUEST_FIELDS + "measured", every request that arrived
-    iterations: dict[str, np.ndarray]  # gpu, iteration, started_at_ns, ended_at_ns, n_replies_written, n_prompt_tokens_read (+ kv_used_tokens under E4)
+    # gpu, iteration, started_at_ns, ended_at_ns, n_replies_written, n_prompt_tokens_read (+ kv_used_tokens, E4)
+    iterations: dict[str, np.ndarray]
     gpu_offsets: np.ndarray  # GPU g's iterations are rows gpu_offsets[g]:gpu_offsets[g+1]
     reads: dict[str, np.ndarray]  # gpu, iteration, request_id, n_tokens
     stopped_at_ns: int

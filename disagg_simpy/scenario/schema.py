@@ -25,7 +25,6 @@ from pydantic import (
     model_validator,
 )
 
-from .options import largest_draw, sizes_text
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
@@ -39,6 +38,7 @@ from .limits import (
     requests_problem,
     ship_problem,
 )
+from .options import largest_draw, sizes_text
 
 #: Default slack of the safety cap after the last measured arrival (D6).
 DEFAULT_CAP_SLACK_S = 600.0
