@@ -136,6 +136,9 @@ def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> flo
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
+#: Summary figures of extensions.md's options (E4, E5): empty when the option is off.
+OPTION_COLUMNS = ("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct")
+
 SUMMARY_COLUMNS = (
     "arrangement",
     "n_requests",
@@ -152,10 +155,7 @@ SUMMARY_COLUMNS = (
     "reading_busy_pct",
     "writing_busy_pct",
     "words_per_s",
-    "kv_peak_reading_pct",
-    "kv_peak_writing_pct",
-    "handoff_waited_pct",
-    "link_waited_pct",
+    *OPTION_COLUMNS,
 )
 
 
@@ -206,7 +206,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     share of its capacity; the shares of measured requests that waited for a writing GPU's memory
     (E4e) and for the link (E5): a wait above 0, or still waiting when the run stopped."""
     nan = float("nan")
-    out = dict.fromkeys(("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct"), nan)
+    out = dict.fromkeys(OPTION_COLUMNS, nan)
     roles = np.asarray(rec.gpu_roles)
     if rec.kv_capacity_tokens is not None:
         for side, role in (("reading", "reads"), ("writing", "writes")):

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .metrics import OPTION_COLUMNS
+
 # Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (
     12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
@@ -56,7 +58,8 @@ def _cell(value: float, decimals: int) -> str:
 
 def format_table(summary: pd.DataFrame) -> str:
     """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed")]
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed")
+               and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]

@@ -9,115 +9,46 @@ Reading files and turning validation errors into one-line messages is `loading.p
 
 from __future__ import annotations
 
-import datetime
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    field_validator,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
+from .base import (
+    _NAME,
+    Count,
+    Name,
+    NonNegSeconds,
+    Seconds,
+    _as_tuple,
+    _not_only_dots,
+    _ordered_range,
+    _show,
+    _Strict,
+)
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
-    MAX_COST_MS,
-    MAX_COUNT,
-    MAX_GPUS,
     MAX_MEAN_GAP_MS,
     MAX_TIME_S,
-    MIN_ITERATION_MS,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
 from .options import largest_draw, sizes_text
 
+__all__ = [  # the models, and what loading.py shows in messages
+    "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
+    "SyntheticWorkload", "TraceWorkload", "_show",
+]
+
 #: Default slack of the safety cap after the last measured arrival (D6).
 DEFAULT_CAP_SLACK_S = 600.0
 
 DROP = object()  # with_overrides: remove a key
-
-Seconds = Annotated[float, Field(gt=0, le=MAX_TIME_S)]
-NonNegSeconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
-Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
-Gpus = Annotated[int, Field(ge=1, le=MAX_GPUS)]
-CostMs = Annotated[float, Field(ge=0, le=MAX_COST_MS)]
-Name = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")]
-
-_NAME = "a name of letters, digits, '.', '_' and '-' (not only dots)"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-def _joined(texts, budget: int) -> str:
-    """Comma-joined texts, ending in '...' once about `budget` characters are used."""
-    parts, used = [], 2
-    for text in texts:
-        if used + len(text) > budget and parts:
-            parts.append("...")
-            break
-        parts.append(text)
-        used += len(text) + 2
-    return ", ".join(parts)
-
-
-def _show(value: Any, budget: int = 60) -> str:
-    """A value as a user would have written it in YAML, cut to about `budget` characters."""
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        text = repr(value)
-        return f"{value:.6g}" if len(text) > 10 else text
-    if isinstance(value, int):
-        text = str(value) if abs(value) < 10**30 else f"{value:.3g}"
-        return text
-    if isinstance(value, str):
-        return repr(value if len(value) <= budget else value[:budget] + "...")
-    if isinstance(value, (bytes, bytearray)):
-        return f"binary data ({len(value)} bytes)"
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return f"the date {value.isoformat()}"
-    inner = max(8, budget // 3)
-    if isinstance(value, (list, tuple, set)):
-        return "[" + _joined((_show(item, inner) for item in value), budget) + "]"
-    if isinstance(value, dict):
-        items = (f"{k if isinstance(k, str) else _show(k, 16)}: {_show(v, inner)}" for k, v in value.items())
-        return "{" + _joined(items, budget) + "}"
-    if isinstance(value, BaseModel):
-        return _show(value.model_dump(mode="python"), budget)
-    return repr(value)[:budget]
-
-
-def _as_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _ordered_range(value: tuple[int, int]) -> tuple[int, int]:
-    if value[0] > value[1]:
-        raise ValueError(f"got {_show(list(value))}, expected a range [low, high] with low <= high")
-    return value
-
-
-def _not_only_dots(value: str) -> str:
-    if set(value) == {"."}:
-        raise ValueError(f"got {value!r}, expected {_NAME}")
-    return value
 
 
 class PromptClass(_Strict):
@@ -209,31 +140,6 @@ class TraceWorkload(_Strict):
         return self
 
 
-class Cost(_Strict):
-    """Iteration cost (M1) and KV ship time (M4), in milliseconds."""
-
-    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] = 12.0
-    per_reply_ms: CostMs = 0.4
-    per_prompt_token_ms: CostMs = 0.05
-    kv_ship_ms_per_token: CostMs = 0.01
-    per_reread_token_ms: CostMs = 0.0  # E2
-    per_context_token_ms: CostMs = 0.0  # E3
-
-
-class SideCost(_Strict):
-    """E1: an arrangement's own cost figures for its GPUs (or one side's); unset ones are the
-    scenario's `cost`."""
-
-    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] | None = None
-    per_reply_ms: CostMs | None = None
-    per_prompt_token_ms: CostMs | None = None
-    per_reread_token_ms: CostMs | None = None
-    per_context_token_ms: CostMs | None = None
-
-    def over(self, base: Cost) -> Cost:
-        """`base` with this mapping's figures in place of its own."""
-        return base.model_copy(update=self.model_dump(exclude_none=True))
-
 
 class Slo(_Strict):
     """On-time limits (M7)."""
@@ -243,86 +149,6 @@ class Slo(_Strict):
     freeze_ms: Annotated[float, Field(gt=0, le=MAX_TIME_S * 1e3)] = 250.0
 
 
-class Colocated(_Strict):
-    """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
-
-    name: Name
-    kind: Literal["colocated"]
-    gpus: Gpus
-    chunk_tokens: Count | None = None
-    cost: SideCost | None = None  # E1
-    kv_capacity_tokens: Count | None = None  # E4
-
-    _name = field_validator("name")(_not_only_dots)
-
-    @property
-    def n_reading(self) -> int:
-        return self.gpus
-
-    def shortest_iteration_ms(self, base: Cost) -> float:
-        return min(c.iteration_ms for c in self.side_costs(base))
-
-    def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
-        """(reading, writing) GPUs' cost figures (E1): one GPU does both here."""
-        c = self.cost.over(base) if self.cost else base
-        return c, c
-
-    def kv_ship_ms(self, base: Cost) -> float:
-        return base.kv_ship_ms_per_token
-
-    @property
-    def n_gpus(self) -> int:
-        return self.gpus
-
-
-class Disaggregated(_Strict):
-    """Reading GPUs only read prompts, writing GPUs only write replies; KV caches ship between."""
-
-    name: Name
-    kind: Literal["disaggregated"]
-    reading_gpus: Gpus
-    writing_gpus: Gpus
-    chunk_tokens: Count | None = None
-    reading_cost: SideCost | None = None  # E1
-    writing_cost: SideCost | None = None  # E1
-    kv_ship_ms_per_token: CostMs | None = None  # E1
-    kv_capacity_tokens: Count | None = None  # E4
-    kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
-    local_prompt_max_tokens: Count | None = None  # E6
-
-    _name = field_validator("name")(_not_only_dots)
-
-    @model_validator(mode="after")
-    def _check(self) -> Disaggregated:
-        if self.n_gpus > MAX_GPUS:
-            raise ValueError(
-                f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
-                f"expected at most {MAX_GPUS} GPUs in all"
-            )
-        return self
-
-    def shortest_iteration_ms(self, base: Cost) -> float:
-        return min(c.iteration_ms for c in self.side_costs(base))
-
-    def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
-        """(reading, writing) GPUs' cost figures (E1)."""
-        return (self.reading_cost.over(base) if self.reading_cost else base,
-                self.writing_cost.over(base) if self.writing_cost else base)
-
-    def kv_ship_ms(self, base: Cost) -> float:
-        """The KV ship cost per token (E1: the arrangement's own, else the scenario's)."""
-        return base.kv_ship_ms_per_token if self.kv_ship_ms_per_token is None else self.kv_ship_ms_per_token
-
-    @property
-    def n_reading(self) -> int:
-        return self.reading_gpus
-
-    @property
-    def n_gpus(self) -> int:
-        return self.reading_gpus + self.writing_gpus
-
-
-Arrangement = Annotated[Colocated | Disaggregated, Field(discriminator="kind")]
 
 
 def _workload_tag(value: Any) -> str:
