@@ -70,8 +70,8 @@ def iterations_frame(rec: ArrangementRecords) -> pd.DataFrame:
             "ended_at_s": it["ended_at_ns"] / NS_PER_S,
             "n_replies_written": it["n_replies_written"],
             "n_prompt_tokens_read": it["n_prompt_tokens_read"],
-            "kv_used_tokens": _count_or_empty(it["kv_used_tokens"]) if "kv_used_tokens" in it
-            else pd.array([pd.NA] * len(it["gpu"]), dtype="Int64"),
+            "kv_used_tokens": _count_or_empty(it["kv_used_tokens"] if "kv_used_tokens" in it
+                                              else np.full(len(it["gpu"]), -1)),  # empty without E4
         }
     )
 
