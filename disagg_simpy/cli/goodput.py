@@ -57,6 +57,7 @@ def format_goodput(table) -> str:
 
 
 def goodput_command(argv: Sequence[str]) -> int:
+    """Find each arrangement's goodput: the highest rate it carries with the target share on time."""
     import json
 
     from ..results.csv_text import csv_text

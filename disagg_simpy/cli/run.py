@@ -331,7 +331,9 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         if many:
             from ..results.paired import verdict_line
 
-            print(verdict_line(summary))
+            line = verdict_line(summary)
+            if line:
+                print(line)
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")

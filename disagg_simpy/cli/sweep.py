@@ -36,6 +36,7 @@ def build_sweep_parser():
 
 
 def sweep_command(argv: Sequence[str]) -> int:
+    """Run every point of a grid (rates x --set values), every seed, every arrangement."""
     import json
 
     from ..results.csv_text import csv_text

@@ -18,10 +18,11 @@ from .report import mean_half_width
 VS_BEST = "on_time_vs_best_pct"
 
 
-def best_arrangement(summary: pd.DataFrame) -> str:
-    """The arrangement with the highest mean on-time share over seeds (first listed on a tie)."""
+def best_arrangement(summary: pd.DataFrame) -> str | None:
+    """The arrangement with the highest mean on-time share over seeds (first listed on a tie);
+    None when no seed measured any request."""
     means = summary.groupby("arrangement", sort=False, observed=True)["on_time_pct"].mean()
-    return str(means.idxmax())
+    return None if means.isna().all() else str(means.idxmax())
 
 
 def with_paired_difference(summary: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +33,7 @@ def with_paired_difference(summary: pd.DataFrame) -> pd.DataFrame:
     best = best_arrangement(summary)
     by_seed = summary.loc[summary["arrangement"] == best].set_index("seed")["on_time_pct"]
     out = summary.copy()
-    diff = out["on_time_pct"].to_numpy(dtype=float) - out["seed"].map(by_seed).to_numpy(dtype=float)
+    diff = out["on_time_pct"].to_numpy(dtype=float) - out["seed"].map(by_seed).to_numpy(dtype=float)  # NaN if no best
     out.insert(list(out.columns).index("on_time_pct") + 1, VS_BEST, diff)
     return out
 
@@ -50,9 +51,9 @@ def verdict_line(summary: pd.DataFrame) -> str:
     """One sentence on the best arrangement against the runner-up, paired by seed:
     'split-2-2 beats chunked-512 by 6.1 ± 2.3 points on time (paired over 20 seeds)', or
     that the two are too close to call when the interval includes 0."""
-    means = summary.groupby("arrangement", sort=False, observed=True)["on_time_pct"].mean()
+    means = summary.groupby("arrangement", sort=False, observed=True)["on_time_pct"].mean().dropna()
     if len(means) < 2:
-        return ""
+        return "" if len(means) else "no measured request in any seed: nothing to compare"
     order = means.sort_values(ascending=False, kind="stable").index
     best, second = str(order[0]), str(order[1])
     mean, half, n = paired_difference(summary, best, second)
