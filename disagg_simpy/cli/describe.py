@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..files import make_folder
-from .common import Parser
+from ..files import check_output_file, check_outputs_apart, make_folder
+from .common import NotWritten, Parser, path_flag
 
 
 def build_describe_parser() -> argparse.ArgumentParser:
@@ -20,20 +20,28 @@ def build_describe_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("trace", type=Path, help="trace file")
     p.add_argument("--format", choices=FORMATS, default="csv", help="trace format (default csv)")
-    p.add_argument("--plot", type=Path, metavar="FILE", help="also write a PNG of arrivals per second and lengths")
+    p.add_argument("--plot", type=path_flag("--plot", "a file name"), metavar="FILE",
+                   help="also write a PNG of arrivals over time and lengths")
     return p
 
 
 def describe(argv: Sequence[str]) -> int:
-    from ..plots.trace import plot_description
     from ..workload.trace_stats import describe_trace, format_description
     from ..workload.traces import read_trace
 
     args = build_describe_parser().parse_args(argv)
+    if args.plot is not None:  # before reading: a bad path costs nothing, and never the trace
+        check_output_file(args.plot, "--plot")
+        check_outputs_apart({f"--plot {args.plot}": args.plot}, {"trace file": args.trace})
     table = read_trace(args.trace, args.format)
     print(format_description(describe_trace(table)))
     if args.plot is not None:
-        make_folder(args.plot.parent if str(args.plot.parent) else Path("."), "--plot")
-        plot_description(table, args.plot)
+        from ..plots.trace import plot_description
+
+        make_folder(args.plot.parent, "--plot")
+        try:
+            plot_description(table, args.plot)
+        except OSError as err:
+            raise NotWritten(f"cannot write --plot {args.plot}: {err.strerror or err}; nothing was replaced") from None
         print(f"plot in {args.plot}")
     return 0

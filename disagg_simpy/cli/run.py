@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import check_folder, make_folder
+from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
@@ -39,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
                    help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
-    p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
+                   help="also write the request stream used as a CSV trace")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
@@ -60,21 +60,6 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
     return changes, flags
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.realpath(a) == os.path.realpath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
-
-
-def _check_outputs_spare_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
-    """No output may overwrite the scenario file or the trace it reads."""
-    for flag, out in outputs.items():
-        for what, path in inputs.items():
-            if _same_file(out, path):
-                raise InputError(f"{flag}: writing {out} would overwrite the {what} {path}, expected another place")
 
 
 @dataclass
@@ -109,25 +94,27 @@ def load(args: argparse.Namespace):
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
-    """Every output path is usable, and none overwrites the scenario or its trace."""
+    """Every output path is usable (`files.check_output_file`), and none overwrites the
+    scenario, its trace or another output."""
     from ..scenario.schema import TraceWorkload
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
-    outputs = [("--out", out / name) for name in OUTPUT_FILES]
-    if args.save_trace is not None:
-        check_folder(args.save_trace.parent, "--save-trace")
-        if args.save_trace.is_dir():
-            raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
-        outputs.append(("--save-trace", args.save_trace))
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in OUTPUT_FILES}
     plots_dir = None
     if not args.no_plots:
+        from ..plots import plot_file_names
+
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow):
+            outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
+    if args.save_trace is not None:
+        outputs[f"--save-trace {args.save_trace}"] = check_output_file(args.save_trace, "--save-trace")
     inputs = {"scenario file": args.scenario}
     w = scenario.workload
     if isinstance(w, TraceWorkload):
         trace = Path(w.trace)
         inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
-    _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
+    check_outputs_apart(outputs, inputs)
     return Outputs(out, plots_dir, args.save_trace)
 
 
@@ -193,7 +180,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
 
 def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
     """Every output, all or nothing; picture options are checked against the run first."""
-    from ..files import all_or_nothing, atomic_write_text
+    from ..files import PartlyWritten, all_or_nothing, atomic_write_text
     from ..results.csv_text import csv_text
     from ..workload.stream import write_trace
 
@@ -205,6 +192,8 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         except PlotOptionError as err:
             raise plot_flag_error(err) from None
     make_folder(outputs.out, "--out")
+    if outputs.save_trace is not None:
+        make_folder(outputs.save_trace.parent, "--save-trace")
     try:
         with all_or_nothing():  # every output is new, or none is
             for name, frame in files.items():
@@ -214,6 +203,12 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                 write_trace(results[0].stream, outputs.save_trace)
             if outputs.plots is not None:
                 write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies, follow=args.follow)
+    except PartlyWritten as err:  # a folder changed under the run after every check
+        raise NotWritten(
+            f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
+            f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
+            f"the others were left as they were"
+        ) from None
     except OSError as err:  # a full disk, a folder removed meanwhile...
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(

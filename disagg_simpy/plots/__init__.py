@@ -52,6 +52,7 @@ __all__ = [
     "draw_on_time_bars",
     "draw_reply_lanes",
     "journey",
+    "plot_file_names",
     "sample_replies",
     "save_follow",
     "save_summary",
@@ -64,6 +65,12 @@ __all__ = [
 def timeline_name(arrangement: str) -> str:
     """`timeline-<arrangement>.png`, with characters unsafe in file names replaced by '_'."""
     return "timeline-" + re.sub(r"[^A-Za-z0-9._-]", "_", arrangement) + ".png"
+
+
+def plot_file_names(arrangements, follow: int | None = None) -> list[str]:
+    """The names `write_plots` writes for these arrangement names (and a followed request)."""
+    names = ["summary.png", *(timeline_name(a) for a in arrangements)]
+    return names + ([f"follow-{follow}.png"] if follow is not None else [])
 
 
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
