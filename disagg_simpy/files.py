@@ -194,15 +194,27 @@ def _check_renames(batch: list[tuple[Path, Path]]) -> None:
             raise PermissionError(13, "Permission denied", str(target.parent))
 
 
+class Commit:
+    """What `all_or_nothing` does when its block succeeds, besides the renames: `remove` lists
+    old files to delete after them (a previous run's outputs this one no longer writes);
+    `not_removed` gets those that could not be."""
+
+    def __init__(self) -> None:
+        self.remove: list[Path] = []
+        self.not_removed: list[Path] = []
+
+
 @contextmanager
-def all_or_nothing() -> Iterator[None]:
+def all_or_nothing() -> Iterator[Commit]:
     """Files written with `atomic_path` inside the block are renamed into place only when the
     whole block succeeds; otherwise every one is removed and the old files stay. If a rename
-    fails even so (a folder changed under the run), `PartlyWritten` says which were replaced."""
+    fails even so (a folder changed under the run), `PartlyWritten` says which were replaced.
+    After the renames, the files in the yielded `Commit.remove` are deleted (signals held)."""
     batch: list[tuple[Path, Path]] = []
+    commit = Commit()
     _pending.append(batch)
     try:
-        yield
+        yield commit
         _check_renames(batch)
         with _signals_held() as caught:
             done: list[Path] = []
@@ -216,6 +228,11 @@ def all_or_nothing() -> Iterator[None]:
                 raise PartlyWritten(err, done, [p for _, p in batch[len(done):]]) from None
             finally:
                 del batch[: len(done)]
+            for path in commit.remove:
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:
+                    commit.not_removed.append(path)
         if caught:
             raise InterruptedAfterWriting(caught[0])
     finally:

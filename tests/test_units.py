@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DEFAULT
+from helpers import DEFAULT
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.model.engine import CostNs
@@ -19,6 +19,7 @@ class FakeGpu:
         self.queued_tokens = queued
         self.n_replies = replies
         self.n_shipping = shipping
+        self.n_local = 0
         self.last_assignment = -1
 
 

@@ -1,5 +1,6 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
-`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`).
+`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`); `python -m disagg_simpy
+traces fetch|list` downloads and lists the public traces (`traces.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write (or of the environment:
 memory, a full disk, a closed output), one line and exit 1; Ctrl-C, 130; SIGTERM and SIGHUP,
@@ -8,21 +9,37 @@ memory, a full disk, a closed output), one line and exit 1; Ctrl-C, 130; SIGTERM
 
 from __future__ import annotations
 
+import difflib
 import os
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..errors import InputError
 from ..files import signals_as_interrupts
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line, say, tolerant_output
 from .describe import describe
 from .run import OUTPUT_FILES, build_parser, run
+from .traces import traces
 
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe}
+COMMANDS = {"describe": describe, "traces": traces}
+
+
+def command_help() -> dict[str, str]:
+    """Each subcommand's one-line summary (its entry function's first docstring line), for --help."""
+    return {name: (entry.__doc__ or "").strip().split("\n")[0] for name, entry in COMMANDS.items()}
+
+
+def _check_not_a_misspelt_command(word: str) -> None:
+    """A first word that is no file but close to a command name is a misspelt command."""
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if near and not word.startswith("-") and not Path(word).exists():
+        raise InputError(f"got {word!r}, which is neither a command nor a scenario file; did you mean {near[0]!r}? "
+                         f"(commands: {', '.join(COMMANDS)}; see --help)")
 
 _OUT_OF_MEMORY = "error: out of memory; see README 'Errors and limits' for the sizes a run may take"
 
@@ -43,7 +60,9 @@ def _main(args: list[str], argv) -> int:
         command = COMMANDS.get(args[0]) if args else None
         if command is not None:
             return command(args[1:])
-        return run(argv)
+        if args:
+            _check_not_a_misspelt_command(args[0])
+        return run(argv, commands=command_help())
     except InputError as err:
         say(f"error: {one_line(str(err))}")
         return EXIT_BAD_INPUT

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,23 +19,30 @@ def build_describe_parser() -> argparse.ArgumentParser:
         description="Print a trace's statistics: requests, duration, rate, burstiness, busiest "
         "second and minute, prompt and reply percentiles.",
     )
-    p.add_argument("trace", type=Path, help="trace file")
-    p.add_argument("--format", choices=FORMATS, default="csv", help="trace format (default csv)")
+    p.add_argument("trace", help="trace file, or a public trace's id (see `traces list`)")
+    p.add_argument("--format", choices=FORMATS, help="trace format (default csv; a public trace's own)")
     p.add_argument("--plot", type=path_flag("--plot", "a file name"), metavar="FILE",
                    help="also write a PNG of arrivals over time and lengths")
     return p
 
 
 def describe(argv: Sequence[str]) -> int:
+    """Print a trace's statistics (requests, rate, burstiness, lengths); --plot draws them."""
+    from ..workload.catalog import CATALOG, resolve_trace
     from ..workload.trace_stats import describe_trace, format_description
     from ..workload.traces import read_trace
 
     args = build_describe_parser().parse_args(argv)
+    fmt = args.format or (CATALOG[args.trace].format if args.trace in CATALOG else "csv")
+    path = resolve_trace(args.trace, fmt, Path("."), "describe")
     if args.plot is not None:  # before reading: a bad path costs nothing, and never the trace
         check_output_file(args.plot, "--plot")
-        check_outputs_apart({f"--plot {args.plot}": args.plot}, {"trace file": args.trace})
-    table = read_trace(args.trace, args.format)
+        check_outputs_apart({f"--plot {args.plot}": args.plot}, {"trace file": Path(path)})
+    table = read_trace(path, fmt)
     print(format_description(describe_trace(table)))
+    if table.attrs.get("ignored_columns"):
+        print(f"note: {args.trace}: ignored column(s) {', '.join(map(repr, table.attrs['ignored_columns']))}, "
+              f"which the {args.format} format does not use", file=sys.stderr)
     if args.plot is not None:
         from ..plots.trace import plot_description
 

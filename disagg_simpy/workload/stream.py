@@ -7,7 +7,6 @@ the cap or block size: a longer run sees the same prefix.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +17,12 @@ import pandas as pd
 from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
-from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkload
+from ..scenario.options import capacity_problem, reservation, sizes_text
+from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
+from .catalog import CATALOG, resolve_trace, sha256_of
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
-from .traces import read_trace
+from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
@@ -78,11 +79,11 @@ def check_stream(scenario: Scenario, stream: Requests) -> None:
             "expected a shorter window or a lower max_sim_s"
         )
     cost = scenario.cost
-    if len(stream) and any(not isinstance(a, Colocated) for a in scenario.arrangements):
-        problem = ship_problem(cost.kv_ship_ms_per_token, int(stream.n_prompt_tokens.max()))
+    for key, ms in scenario.ship_costs() if len(stream) else ():
+        problem = ship_problem(ms, int(stream.n_prompt_tokens.max()))
         if problem:
-            raise InputError(f"{scenario.source}: cost.kv_ship_ms_per_token: {problem}")
-    problem = iterations_problem(scenario.arrangements, stream.cap_ns / NS_PER_S, cost.iteration_ms)
+            raise InputError(f"{scenario.source}: {key}: {problem}")
+    problem = iterations_problem(scenario.arrangements, stream.cap_ns / NS_PER_S, cost)
     if problem:
         raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
@@ -127,21 +128,25 @@ def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) ->
 
 
 def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
-    path = Path(w.trace)
-    if not path.is_absolute():
-        path = scenario.folder / path
+    path = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     problem = "no such file" if not path.exists() else "a directory" if path.is_dir() else None
     if problem:
         raise InputError(
             f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
         )
     table = read_trace(path, w.format)
-    info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table)}
+    info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
+            "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
+    if w.trace in CATALOG:
+        info["public_trace"] = w.trace
     if w.format == "lengths":
         cap_s = scenario.cap_s(None)
         n = _expected_arrivals(w.rate_per_s, cap_s)
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
+        # E4f: any row of the table may be drawn
+        check_capacity(scenario, path, np.arange(1, len(table) + 1),
+                       clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)[0])
         prompt, reply = sample_lengths(table, n, rng["prompt_tokens"])
         table = pd.DataFrame({"n_prompt_tokens": prompt, "n_reply_words": reply})
         info.update(seed=seed, rate_per_s=w.rate_per_s, burstiness_cv=w.burstiness_cv)
@@ -158,6 +163,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         table = table[keep].reset_index(drop=True)
         info.update(shaping)
         cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+    rows = np.flatnonzero(keep) + 1 if w.format != "lengths" else None  # data rows kept, from 1
     table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
     info.update(clips)
     measured = _window(arrived_ns, w.warmup_s, w.measure_s)
@@ -168,6 +174,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         )
     cap_ns = int(seconds_to_ns(cap_s))
     keep = arrived_ns <= cap_ns
+    if rows is not None:
+        check_capacity(scenario, path, rows[keep], table[keep])
     return Requests(
         arrived_at_ns=arrived_ns[keep],
         n_prompt_tokens=table["n_prompt_tokens"].to_numpy(np.int64)[keep],
@@ -178,18 +186,29 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     )
 
 
+def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd.DataFrame) -> None:
+    """E4f: refuse a trace with a request whose KV reservation could never fit a GPU, naming the
+    first such row (its number among the trace's data rows) and its sizes."""
+    if all(a.kv_capacity_tokens is None for a in scenario.arrangements):
+        return
+    prompt = lengths["n_prompt_tokens"].to_numpy(np.int64)
+    reply = lengths["n_reply_words"].to_numpy(np.int64)
+    for i, a in enumerate(scenario.arrangements):
+        first = capacity_problem(a, prompt, reply)
+        if first is not None:
+            p, r = int(prompt[first]), int(reply[first])
+            need = int(reservation(a, p, r))
+            raise InputError(
+                f"{scenario.source}: arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but row "
+                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one GPU; expected at "
+                f"least {need:,} (or a shorter request)"
+            )
+
+
 def _expected_arrivals(rate_per_s: float, cap_s: float) -> int:
     """Enough arrivals to pass the cap: the mean plus ten standard deviations (and some)."""
     mean = rate_per_s * cap_s
     return int(mean + 10 * math.sqrt(mean) + 100)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_trace(requests: Requests, path: Path) -> None:
