@@ -314,7 +314,7 @@ def check_output_file(path: Path, flag: str) -> Path:
     a socket), a name too long for the file system, or a folder that cannot be created. A
     symlink to a regular file is fine (it is written through). Creates nothing."""
     text = str(path)
-    if not text.strip() or text == ".":
+    if not text.strip():
         raise InputError(f"{flag}: got an empty path, expected a file name")
     if "\0" in text:
         raise InputError(f"{flag}: got a path with a NUL character, expected a file name")

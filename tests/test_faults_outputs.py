@@ -92,7 +92,7 @@ def test_describe_plot_writes_through_a_symlink_and_creates_its_folder(tmp_path,
     (["--save-trace", "{t}/micro.yaml"], "scenario file"),
     (["--save-trace", "{t}/fifo"], "special file"),
     (["--save-trace", "{t}/to-fifo"], "special file"),
-    (["--save-trace", "/dev/null"], "special file"),
+    (["--save-trace", "{t}/to-null"], "special file"),  # never a real /dev path: a bug would replace it
     (["--save-trace", "{t}/folder"], "folder"),
     (["--save-trace", "{t}/" + "n" * 256], "file name of 256 bytes"),
     (["--save-trace", "{t}/micro.yaml/x.csv"], "is a file"),
@@ -104,6 +104,7 @@ def test_an_output_that_would_replace_another_an_input_or_a_special_file_is_refu
     (tmp_path / "folder").mkdir()
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "to-fifo").symlink_to("fifo")
+    (tmp_path / "to-null").symlink_to(os.devnull)
     write_scenario(tmp_path, ROWS)
     before = tree(tmp_path)
     code, err = run_cli(tmp_path, "--out", str(o), *(f.format(o=o, t=tmp_path) for f in flags), capsys=capsys)
