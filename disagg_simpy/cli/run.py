@@ -243,7 +243,8 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             if outputs.html is not None:
                 from ..page import write_page
 
-                write_page(results[0], outputs.html, reference=getattr(results[0].scenario, "reference", None))
+                reference = results[0].scenario.reference
+                write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
                 written.append(outputs.html)
             run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
             atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
