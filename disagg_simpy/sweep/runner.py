@@ -74,10 +74,30 @@ def run_task(task: Task) -> list[dict]:
 
 
 def _ignore_sigint() -> None:
-    """Pool workers leave Ctrl-C to the command, which stops them (and loses only their runs)."""
+    """Pool workers leave Ctrl-C to the command, which stops them (losing only their runs),
+    and end quietly when it terminates them (not with the command's own SIGTERM handler)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _pool_ignoring_sigint(workers: int):
+    """A process pool whose workers ignore Ctrl-C and die quietly on SIGTERM from birth: they
+    start while this process handles the signals so (a child inherits that), then this
+    process's own handlers come back."""
+    import multiprocessing
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return multiprocessing.get_context().Pool(workers, initializer=_ignore_sigint)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        return multiprocessing.get_context().Pool(workers, initializer=_ignore_sigint)
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
 
 
 def _indexed(job: tuple[Callable, int, Any]) -> tuple[int, Any]:
@@ -100,7 +120,7 @@ class LocalPool:
         import multiprocessing
 
         if self.pool is None:
-            self.pool = multiprocessing.get_context().Pool(self.workers, initializer=_ignore_sigint)
+            self.pool = _pool_ignoring_sigint(self.workers)
         try:
             results = self.pool.imap_unordered(_indexed, [(fn, i, t) for i, t in enumerate(tasks)])
             while True:
