@@ -267,3 +267,34 @@ def test_e4f_a_trace_row_too_large_for_the_memory_is_named(tmp_path):
         assert code == 2 and err.count("\n") == 1 and expected in err, err
     code, _ = _cli(tmp_path, scenario_text("bad", arrangements=[split("a", kv_capacity_tokens=2002)]))
     assert code == 0
+
+
+# -- the timeline with E4 and E5 on ---------------------------------------------------------------
+def test_timeline_shows_kv_use_under_each_gpu_and_link_waits_on_the_ship_lane(tmp_path):
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from disagg_simpy.plots import draw_gpu_lanes
+    from disagg_simpy.plots.data import frames_of
+    from disagg_simpy.plots.style import tokens_norm
+
+    rows = [(0.0, 1000, 2), (0.0, 1000, 2), (0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)]
+    res = run_rows(tmp_path, rows, [split("kv", 2, 1, kv_capacity_tokens=1300, kv_link="shared"), split("page", 2, 1)],
+                   cost=COST)
+    window = (0.0, 0.2)
+
+    def gids(name, capacity):
+        requests, iterations, _ = frames_of(res, name)
+        ax = Figure().subplots()
+        draw_gpu_lanes(ax, iterations, requests, res.gpu_roles(name), window, tokens_norm(1000), capacity)
+        return {c.get_gid(): c for c in ax.collections}, requests, iterations
+
+    drawn, requests, iterations = gids("kv", 1300)
+    shown = iterations[(iterations.started_at_s < window[1]) & (iterations.ended_at_s > window[0])]
+    band = drawn["kv-use"]
+    assert len(band.get_paths()) == len(shown)
+    assert np.allclose(band.get_array(), shown["kv_used_tokens"].to_numpy(dtype=float) / 1300)
+    waited = requests["link_wait_s"] > 0
+    assert waited.sum() > 0 and len(drawn["link-waits"].get_segments()) == int(waited.sum())
+    drawn, _, _ = gids("page", None)
+    assert "kv-use" not in drawn and len(drawn["link-waits"].get_segments()) == 0
