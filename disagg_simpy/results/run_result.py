@@ -7,7 +7,6 @@ its per-reply verdicts (`gaps`), its records (word times, GPU roles), never the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -22,34 +21,44 @@ from .metrics import SUMMARY_COLUMNS, ReplyGaps, summary_row
 
 @dataclass
 class RunResult:
-    """One seed's run of every arrangement. Frames have one block of rows per arrangement."""
+    """One seed's run of every arrangement: `summary`, `requests`, `iterations` and `reads` are
+    the CSVs' tables (built on first use, then kept), `words(arrangement)` every word's time.
+    Frames have one block of rows per arrangement."""
 
     scenario: Scenario
     seed: int
     stream: Requests  # the request stream every arrangement saw
     records: dict[str, ArrangementRecords]
     gaps: dict[str, ReplyGaps] = field(repr=False)
+    _frames: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    @cached_property
+    def _frame(self, name: str, build) -> pd.DataFrame:
+        if name not in self._frames:
+            self._frames[name] = build()
+        return self._frames[name]
+
+    @property
     def summary(self) -> pd.DataFrame:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
-        rows = [summary_row(self.records[n], self.gaps[n]) for n in self.records]
-        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+        return self._frame("summary", lambda: pd.DataFrame(
+            [summary_row(self.records[n], self.gaps[n]) for n in self.records], columns=list(SUMMARY_COLUMNS)))
 
-    @cached_property
+    @property
     def requests(self) -> pd.DataFrame:
         """One row per measured request per arrangement: the `requests.csv` columns."""
-        return _concat([requests_frame(self.records[n], self.gaps[n]) for n in self.records], list(self.records))
+        return self._frame("requests", lambda: _concat(
+            [requests_frame(self.records[n], self.gaps[n]) for n in self.records], list(self.records)))
 
-    @cached_property
+    @property
     def iterations(self) -> pd.DataFrame:
         """Every iteration of every GPU, by arrangement, GPU, then iteration: `iterations.csv`."""
-        return _concat([iterations_frame(r) for r in self.records.values()], list(self.records))
+        return self._frame("iterations", lambda: _concat(
+            [iterations_frame(r) for r in self.records.values()], list(self.records)))
 
-    @cached_property
+    @property
     def reads(self) -> pd.DataFrame:
         """Which iteration read how many tokens of which prompt: `reads.csv`."""
-        return _concat([reads_frame(r) for r in self.records.values()], list(self.records))
+        return self._frame("reads", lambda: _concat([reads_frame(r) for r in self.records.values()], list(self.records)))
 
     @property
     def capped(self) -> list[str]:
