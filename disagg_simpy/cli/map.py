@@ -23,7 +23,7 @@ def build_map_parser():
                    help="x: offered rates, START:STOP:STEP or R1,R2,... (default: 20 rates up to 1.5 x the scenario's)")
     p.add_argument("--y", metavar="KEY=VALUES",
                    help="y: a traffic knob and its values, KEY=V1,V2,... or KEY=START:STOP:STEP "
-                   "(default long_prompt_share=0:1:0.05; e.g. workload.reply_words=[50,100],[100,400])")
+                   "(default long_prompt_share=0:0.95:0.05, 20 values; e.g. workload.reply_words=[50,100],[100,400])")
     p.add_argument("--chunks", type=chunks_flag, default=(512,), metavar="C1,C2",
                    help="chunk sizes of the same-GPU arrangements compared (default 512; splits read whole)")
     return p

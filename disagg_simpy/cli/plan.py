@@ -75,6 +75,7 @@ def plan_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
+    from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
     args = build_plan_parser().parse_args(argv)
@@ -94,7 +95,7 @@ def plan_command(argv: Sequence[str]) -> int:
         if n_gpus is not None:
             planned = with_candidates(scenario, candidates(n_gpus, args.chunks), "--gpus")
             if args.rate is not None:
-                planned = planned.with_overrides(**{"workload.rate_per_s": args.rate})
+                planned = resolve(planned, {RATE: args.rate})
             table = plan(planned, runner, seeds, args.target, args.tolerance)
     finally:
         runner.close()

@@ -20,6 +20,7 @@ from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
 from .goodput import Prober, drive, goodput_row, probe_rate, search
+from .grid import RATE, resolve
 from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
@@ -141,8 +142,7 @@ def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], targ
     """The fewest GPUs (1..max_gpus) with an arrangement whose mean on-time share at `rate`
     meets the target, and those arrangements; (None, []) if none up to max_gpus does."""
     for n in range(1, max_gpus + 1):
-        s = with_candidates(scenario, candidates(n, chunks), "--rate")
-        s = s.with_overrides(flags={"workload.rate_per_s": f"--rate {rate:g}"}, **{"workload.rate_per_s": rate})
+        s = resolve(with_candidates(scenario, candidates(n, chunks), "--rate"), {RATE: rate})
         prober = Prober(s, runner, target)
         probes = {a.name: probe_rate(a.name, rate, seeds, target, "mean") for a in s.arrangements}
         found = drive(probes, prober.run_batch)

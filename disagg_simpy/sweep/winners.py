@@ -28,7 +28,7 @@ MAP_COLUMNS = ("rate_per_s", "y_key", "y_value", "winner", "winner_on_time_pct",
 def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
     """`--y KEY=V1,V2,...` or `--y KEY=START:STOP:STEP`; default: the long-prompt share 0-1."""
     if text is None:
-        text = f"{LONG_SHARE}=0:1:0.05"
+        text = f"{LONG_SHARE}=0:0.95:0.05"  # 20 values
     key, _, values = text.partition("=")
     key = key.strip()
     if key == LONG_SHARE:
