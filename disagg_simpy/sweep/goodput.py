@@ -63,16 +63,12 @@ class Probe:
         return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
 
 
-def decide(probe: Probe, target: float, criterion: str = "mean") -> bool | None:
-    """Whether the probe passes: the mean over seeds (criterion 'mean'), its lower 95% bound
-    ('low': surely passes) or its upper bound ('high': may pass) is at least the target. None
-    when an early-stopped seed leaves it open."""
+def decide(probe: Probe, target: float) -> bool | None:
+    """Whether the probe passes: the mean on-time share over seeds is at least the target.
+    None when an early-stopped seed leaves it open."""
     if probe.complete:
-        mean, half = mean_half_width(probe.on_time())
-        half = 0.0 if math.isnan(half) else half
-        value = {"mean": mean, "low": mean - half, "high": mean + half}[criterion]
-        return bool(value >= target - 1e-9)
-    if criterion != "high" and float(probe.at_most().mean()) < target - 1e-9:
+        return bool(float(probe.on_time().mean()) >= target - 1e-9)
+    if float(probe.at_most().mean()) < target - 1e-9:
         return False  # even the upper bounds' mean misses: known without running on
     return None
 
@@ -84,15 +80,15 @@ Request = tuple[str, float, tuple[int, ...], str]
 MODES = {"probe": (True, True), "verdicts": (False, True), "full": (False, False)}  # (give up, verdicts only)
 
 
-def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, criterion: str
-           ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
+def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float
+               ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
     rows = yield (name, rate, seeds, "probe")
     probe = Probe(rate, rows)
-    verdict = decide(probe, target, criterion)
+    verdict = decide(probe, target)
     if verdict is None:
         probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
-        verdict = decide(probe, target, criterion)
+        verdict = decide(probe, target)
     return probe, bool(verdict)
 
 
@@ -108,12 +104,13 @@ def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
 
 
 def search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
-           criterion: str = "mean") -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
+           report: bool = True) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """Bisect one arrangement's goodput: yields run requests, receives their rows; returns
     the passing and failing probes that bracket it (None if never found) and the probe count.
-    `fits(rate)` says whether the scenario may run at that rate (the documented limits)."""
+    `fits(rate)` says whether the scenario may run at that rate (the documented limits);
+    `report` runs the failing rate's seeds to their end for its every figure."""
     n = 1
-    first, ok = yield from probe_rate(name, start, seeds, target, criterion)
+    first, ok = yield from probe_rate(name, start, seeds, target)
     lo, hi = (first, None) if ok else (None, first)
     rate, factor = start, STEP
     for _ in range(MAX_STEPS):
@@ -123,20 +120,20 @@ def search(name: str, start: float, seeds: tuple[int, ...], target: float, toler
         factor *= factor
         if not fits(rate):
             break
-        probe, ok = yield from probe_rate(name, rate, seeds, target, criterion)
+        probe, ok = yield from probe_rate(name, rate, seeds, target)
         n += 1
         if ok:
             lo = probe
         else:
             hi = probe
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
-        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target, criterion)
+        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target)
         n += 1
         if ok:
             lo = probe
         else:
             hi = probe
-    if hi is not None:  # the failing rate's every figure, from runs to their end
+    if hi is not None and report:  # the failing rate's every figure, from runs to their end
         hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
     return lo, hi, n
 
