@@ -17,7 +17,14 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import check_folder, check_output_file, check_outputs_apart, make_folder, same_file
+from ..files import (
+    check_folder,
+    check_output_file,
+    check_outputs_apart,
+    folders_undone_on_failure,
+    make_folder,
+    same_file,
+)
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
@@ -224,45 +231,48 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         if note:
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
-    make_folder(outputs.out, "--out")
-    for flag, path in (("--save-trace", outputs.save_trace), ("--html", outputs.html)):
-        if path is not None:
-            make_folder(path.parent, flag)
-    previous = owned_files(outputs.out)
-    try:
-        with all_or_nothing() as commit:  # every output is new, or none is
-            written = [outputs.out / name for name in files]
-            for name, frame in files.items():
-                atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
-            if outputs.save_trace is not None:
-                write_trace(results[0].stream, outputs.save_trace)
-                written.append(outputs.save_trace)
-            if outputs.plots is not None:
-                written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                       follow=args.follow)
-            if outputs.html is not None:
-                from ..page import write_page
+    extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
+    with folders_undone_on_failure(outputs.out, outputs.plots, *extra):  # a failed write leaves no new folder
+        make_folder(outputs.out, "--out")
+        for flag, path in (("--save-trace", outputs.save_trace), ("--html", outputs.html)):
+            if path is not None:
+                make_folder(path.parent, flag)
+        previous = owned_files(outputs.out)
+        try:
+            with all_or_nothing() as commit:  # every output is new, or none is
+                written = [outputs.out / name for name in files]
+                for name, frame in files.items():
+                    atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
+                if outputs.save_trace is not None:
+                    write_trace(results[0].stream, outputs.save_trace)
+                    written.append(outputs.save_trace)
+                if outputs.plots is not None:
+                    written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
+                                           follow=args.follow)
+                if outputs.html is not None:
+                    from ..page import write_page
 
-                reference = results[0].scenario.reference
-                write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
-                written.append(outputs.html)
-            run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
-            atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
-            commit.remove = stale_files(outputs.out, previous, run_info["files"], outputs.inputs)
-        for path in commit.not_removed:
-            print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed", file=sys.stderr)
-        remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
-    except PartlyWritten as err:  # a folder changed under the run after every check
-        raise NotWritten(
-            f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
-            f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
-            f"the others were left as they were"
-        ) from None
-    except OSError as err:  # a full disk, a folder removed meanwhile...
-        where = f" ({err.filename})" if err.filename else ""
-        raise NotWritten(
-            f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
-        ) from None
+                    reference = results[0].scenario.reference
+                    write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
+                    written.append(outputs.html)
+                run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
+                atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
+                commit.remove = stale_files(outputs.out, previous, run_info["files"], outputs.inputs)
+            for path in commit.not_removed:
+                print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed",
+                      file=sys.stderr)
+            remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+        except PartlyWritten as err:  # a folder changed under the run after every check
+            raise NotWritten(
+                f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
+                f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
+                f"the others were left as they were"
+            ) from None
+        except OSError as err:  # a full disk, a folder removed meanwhile...
+            where = f" ({err.filename})" if err.filename else ""
+            raise NotWritten(
+                f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
+            ) from None
 
 
 def _inside(folder: Path, paths: list[Path]) -> list[str]:
@@ -313,6 +323,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
     """The table (or JSON) on stdout; on stderr, the trace columns ignored and a warning for each
     run the safety cap ended."""
     from ..results.report import format_table, summary_json
+    from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
@@ -334,7 +345,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             print(f"page in {outputs.html}")
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
-        print(f"note: {workload['path']}: ignored column(s) {', '.join(map(repr, workload['ignored_columns']))}, "
+        print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
               f"which the {workload['format']} format does not use", file=sys.stderr)
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from ..files import make_folder
+from .backend import matplotlib  # noqa: F401  (first: matplotlib imports whatever MPLBACKEND says)
 from .data import (
     PlotOptionError,
     Window,
