@@ -42,7 +42,7 @@ def test_out_of_memory_in_a_real_process_is_one_line_exit_1(tmp_path):
     """A run needing far more than 96 MB past its imports (about 1.7 million requests are drawn
     up front) under an address-space limit, like `ulimit -v`."""
     proc = subprocess.run([sys.executable, "-c", _UNDER_A_MEMORY_LIMIT, str(ROOT / "scenarios" / "default.yaml"),
-                           "--out", "o", "--rate", "4000", "--measure-s", "420", "--no-plots"],
+                           "--out", "o", "--rate", "4000", "--measure-s", "420", "--seeds", "1", "--no-plots"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=ENV)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith("error: out of memory;") and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
