@@ -1,5 +1,6 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
-`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`).
+`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`);
+`python -m disagg_simpy explain SCENARIO --request ID` tells one request's story (`explain.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write, exit 1; Ctrl-C, 130.
 """
@@ -13,12 +14,13 @@ from collections.abc import Sequence
 from ..errors import InputError
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line
 from .describe import describe
+from .explain import explain
 from .run import OUTPUT_FILES, build_parser, run
 
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe}
+COMMANDS = {"describe": describe, "explain": explain}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

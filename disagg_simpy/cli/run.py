@@ -22,7 +22,7 @@ from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
-OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
+OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +95,7 @@ def run(argv: Sequence[str] | None) -> int:
     results = simulate(scenario, seeds)
     files, run_info = tabulate(args, argv, scenario, results)
     write(args, outputs, results, files, run_info)
-    report(args, scenario, outputs, files["summary.csv"], run_info)
+    report(args, scenario, outputs, files["summary.csv"], run_info, results)
     return 0
 
 
@@ -173,6 +173,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "requests.csv": stack(lambda r: r.requests),
         "iterations.csv": stack(lambda r: r.iterations),
         "reads.csv": stack(lambda r: r.reads),
+        "freezes.csv": pd.concat([r.freezes for r in results], ignore_index=True),  # always has `seed`
     }
     capped = {
         str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
@@ -221,9 +222,12 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         ) from None
 
 
-def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict) -> None:
-    """The table (or JSON) on stdout; a warning on stderr for each run the safety cap ended."""
+def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
+    """The table (or JSON) and the why-late block on stdout; a warning on stderr for each run the
+    safety cap ended."""
     from ..results.report import format_table, summary_json
+    from ..results.run_result import WHY_LATE_COLUMNS
+    from ..results.why_late import why_late_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
@@ -237,7 +241,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
         print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
-        print(format_table(summary))
+        print(format_table(summary.drop(columns=list(WHY_LATE_COLUMNS))))  # they go in the block below
+        print(why_late_text(results))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")

@@ -16,8 +16,13 @@ from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from ..workload.stream import Requests
+from .blame import FREEZE_SUMMARY_COLUMNS, FreezeBlame, freeze_blame, freeze_summary, freezes_frame, long_prompt_tokens
+from .breakdown import LATE_COLUMNS, late_breakdown, time_columns
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import SUMMARY_COLUMNS, ReplyGaps, summary_row
+from .metrics import SUMMARY_COLUMNS, LimitsNs, ReplyGaps, summary_row
+
+#: what `summary.csv` adds to the model's figures: which limit late requests broke, and freezes
+WHY_LATE_COLUMNS = (*LATE_COLUMNS, *FREEZE_SUMMARY_COLUMNS)
 
 
 @dataclass
@@ -33,13 +38,42 @@ class RunResult:
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
-        rows = [summary_row(self.records[n], self.gaps[n]) for n in self.records]
-        return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+        n_long = self.long_prompt_tokens
+        rows = [
+            summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n]) | freeze_summary(self.blame[n], n_long)
+            for n in self.records
+        ]
+        return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
 
     @cached_property
     def requests(self) -> pd.DataFrame:
         """One row per measured request per arrangement: the `requests.csv` columns."""
-        return _concat([requests_frame(self.records[n], self.gaps[n]) for n in self.records], list(self.records))
+        return _concat([self._requests_frame(n) for n in self.records], list(self.records))
+
+    def _requests_frame(self, name: str) -> pd.DataFrame:
+        rec, gaps = self.records[name], self.gaps[name]
+        return requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+
+    @cached_property
+    def freezes(self) -> pd.DataFrame:
+        """One row per freeze of a measured reply, with what caused it: `freezes.csv`."""
+        frames = [freezes_frame(n, self.seed, self.blame[n]) for n in self.records]
+        return _concat(frames, list(self.records))
+
+    @cached_property
+    def blame(self) -> dict[str, FreezeBlame]:
+        """Each arrangement's freezes and their causes, as arrays (`freezes` is the frame)."""
+        return {n: freeze_blame(self.records[n], self.gaps[n], self.limits) for n in self.records}
+
+    @property
+    def limits(self) -> LimitsNs:
+        return LimitsNs.from_slo(self.scenario.slo)
+
+    @cached_property
+    def long_prompt_tokens(self) -> int | None:
+        """N of "freezes caused by prompts over N tokens": a prompt over N tokens, read whole,
+        freezes every reply on its GPU by itself (None without a cost per prompt token)."""
+        return long_prompt_tokens(self.scenario, self.limits)
 
     @cached_property
     def iterations(self) -> pd.DataFrame:
