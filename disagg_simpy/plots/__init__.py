@@ -1,6 +1,6 @@
 """PNG pictures of a run, for design docs: what the seed's page shows, as files.
 
-    write_plots(result, folder)  ->  summary.png, timeline-<arrangement>.png, [follow-<id>.png]
+    write_plots(result, folder)  ->  summary.png, late.png, timeline-<arrangement>.png, [follow-<id>.png]
 
 The model never imports this package (nor matplotlib); pictures read the run result only
 (`RunResult`: its frames, word times, gaps and GPU roles). A picture option that does not fit
@@ -25,6 +25,7 @@ from .data import (
     sample_replies,
 )
 from .follow import draw_journey, journey, save_follow
+from .late import draw_late_limits, draw_time_parts, save_late
 from .style import arrangement_styles, tokens_norm
 from .summary import (
     SEED_ON_TIME_PCT,
@@ -49,11 +50,14 @@ __all__ = [
     "draw_gap_cdf",
     "draw_gpu_lanes",
     "draw_journey",
+    "draw_late_limits",
     "draw_on_time_bars",
     "draw_reply_lanes",
+    "draw_time_parts",
     "journey",
     "sample_replies",
     "save_follow",
+    "save_late",
     "save_summary",
     "save_timeline",
     "timeline_name",
@@ -86,7 +90,7 @@ def write_plots(
     n_replies: int = DEFAULT_N_REPLIES,
     follow: int | None = None,
 ) -> list[Path]:
-    """Write `summary.png`, a `timeline-<arrangement>.png` per arrangement over `window`
+    """Write `summary.png`, `late.png`, a `timeline-<arrangement>.png` per arrangement over `window`
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
     replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
     against the run (PlotOptionError) before writing anything; returns the paths written."""
@@ -96,7 +100,7 @@ def write_plots(
     folder = make_folder(Path(folder), "plots folder")
     # one shade scale for every timeline: up to the longest prompt
     norm = tokens_norm(result.requests["n_prompt_tokens"].max() if len(result.requests) else 1)
-    paths = [save_summary(result, folder / "summary.png")]
+    paths = [save_summary(result, folder / "summary.png"), save_late(result, folder / "late.png")]
     for arrangement in result.scenario.arrangements:
         name = arrangement.name
         paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies, norm))
