@@ -103,8 +103,9 @@ class FreezeBlame:
     gap_ns: np.ndarray
     writing_gpu: np.ndarray
     cause: np.ndarray  # index into CAUSES
-    blamed_ids: np.ndarray  # object: "881;902", or None
-    blamed_tokens: np.ndarray  # object: "7400;6900" (tokens read in the gap; a ship: the prompt), or None
+    blamed: np.ndarray  # index into the two lists below; -1 if nothing is blamed
+    blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
+    blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
     top_id: np.ndarray  # the first blamed request, -1 if none
     longest_prompt: np.ndarray  # the longest blamed prompt's tokens (its whole prompt), 0 if none
 
@@ -143,43 +144,43 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     cause = np.where(read_here, PROMPT_READ, MANY_REPLIES)
     cause = np.where(split, np.where(ship >= gap - ship, KV_SHIP, JOIN_WAIT), cause)
 
+    # blamed prompts: each distinct freezing iteration's reads, and each shipped prompt, once
     n = len(reply)
-    ids, tokens = np.full(n, None, object), np.full(n, None, object)
+    code = np.full(n, -1, np.int64)  # index into the blamed lists below, -1: nothing blamed
     top_id, longest = np.full(n, -1, np.int64), np.zeros(n, np.int64)
     prompts = rec.requests["n_prompt_tokens"]
-    reads = _reads_by_iteration(rec, np.unique(row[cause == PROMPT_READ]))
-    for i in np.flatnonzero(cause == PROMPT_READ):
-        ids[i], tokens[i], top_id[i], longest[i] = reads[int(row[i])]
+    read = np.flatnonzero(cause == PROMPT_READ)
+    rows, code[read] = np.unique(row[read], return_inverse=True)
+    ids, tokens, firsts, longests = _reads_by_iteration(rec, rows)
+    top_id[read], longest[read] = np.asarray(firsts, np.int64)[code[read]], np.asarray(longests, np.int64)[code[read]]
     own = np.flatnonzero(cause == KV_SHIP)
     own_id = s.rows[reply[own]]
-    ids[own] = [str(x) for x in own_id.tolist()]
-    tokens[own] = [str(x) for x in prompts[own_id].tolist()]
+    code[own] = len(ids) + np.arange(len(own))
+    ids += [str(x) for x in own_id.tolist()]
+    tokens += [str(x) for x in prompts[own_id].tolist()]
     top_id[own], longest[own] = own_id, prompts[own_id]
 
     request_id = rec.requests["request_id"][s.rows[reply]]
     writing_gpu = rec.requests["writing_gpu"][s.rows[reply]]
-    return FreezeBlame(request_id, start, gap, writing_gpu, cause, ids, tokens, top_id, longest)
+    return FreezeBlame(request_id, start, gap, writing_gpu, cause, code, ids, tokens, top_id, longest)
 
 
-def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> dict[int, tuple]:
-    """For each global iteration row in `rows`: the prompts it read as ("id;id", "tokens;tokens",
-    first id, longest whole prompt), the most tokens first, ties by request id."""
+def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list, list]:
+    """For each global iteration row in `rows`, the prompts it read: "id;id", "tokens;tokens"
+    (the most tokens first, ties by request id), the first id, and the longest whole prompt."""
     reads = rec.reads
     read_row = rec.gpu_offsets[reads["gpu"]] + reads["iteration"]
     order = np.lexsort((reads["request_id"], -reads["n_tokens"], read_row))
-    read_row, rid, n = read_row[order], reads["request_id"][order], reads["n_tokens"][order]
+    read_row, rid, n = read_row[order], reads["request_id"][order].tolist(), reads["n_tokens"][order].tolist()
     lo, hi = np.searchsorted(read_row, rows), np.searchsorted(read_row, rows, side="right")
     prompts = rec.requests["n_prompt_tokens"]
-    out = {}
-    for row, a, b in zip(rows.tolist(), lo.tolist(), hi.tolist()):
-        these = rid[a:b]
-        out[row] = (
-            LIST_SEPARATOR.join(map(str, these.tolist())),
-            LIST_SEPARATOR.join(map(str, n[a:b].tolist())),
-            int(these[0]),
-            int(prompts[these].max()),
-        )
-    return out
+    ids, tokens, firsts, longests = [], [], [], []
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        ids.append(LIST_SEPARATOR.join(map(str, rid[a:b])))
+        tokens.append(LIST_SEPARATOR.join(map(str, n[a:b])))
+        firsts.append(rid[a])
+        longests.append(int(prompts[rid[a:b]].max()))
+    return ids, tokens, firsts, longests
 
 
 def long_prompt_tokens(scenario: Scenario, limits: LimitsNs) -> int | None:
@@ -233,8 +234,15 @@ def freezes_frame(name: str, seed: int, blame: FreezeBlame) -> pd.DataFrame:
             "gap_s": blame.gap_ns / NS_PER_S,
             "writing_gpu": blame.writing_gpu,
             "cause": pd.Categorical.from_codes(blame.cause, categories=list(CAUSES)),
-            "blamed_request_ids": pd.Categorical(blame.blamed_ids),
-            "blamed_prompt_tokens": pd.Categorical(blame.blamed_tokens),
+            "blamed_request_ids": _labels(blame.blamed, blame.blamed_ids),
+            "blamed_prompt_tokens": _labels(blame.blamed, blame.blamed_tokens),
         },
         columns=list(FREEZE_COLUMNS),
     )
+
+
+def _labels(codes: np.ndarray, texts: list[str]) -> pd.Categorical:
+    """`texts[code]` for each code (empty for -1), as a categorical: each text is made once."""
+    categories, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True) if texts else ([], [])
+    remap = np.append(np.asarray(inverse, np.int64), -1)  # code -1 stays -1
+    return pd.Categorical.from_codes(remap[codes], categories=list(categories))
