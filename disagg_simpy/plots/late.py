@@ -47,7 +47,7 @@ def draw_late_limits(ax: Axes, summary: pd.DataFrame) -> Axes:
         left += np.nan_to_num(share)
     late = 100.0 - summary["on_time_pct"].to_numpy(dtype=float)
     for yi, v in zip(y, late):
-        ax.text(min(v, 100) + 1, yi, f"{v:.0f}% late", va="center", fontsize=9)
+        ax.text(min(v, 100) + 1, yi, f"{v:.1f}% late", va="center", fontsize=9)
     ax.set_yticks(y, names)
     ax.set_xlim(0, 118)
     ax.set_xticks(range(0, 101, 20))
@@ -79,7 +79,9 @@ def draw_time_parts(ax: Axes, requests: pd.DataFrame, names: list[str]) -> Axes:
         for bar in bars:
             bar.set_gid(f"part:{column}")
         left += width
-    labels = [f"{n}: {'on time' if ok else 'late'}" for n, ok in means.index]
+    done = requests[requests["finished_at_s"].notna()]
+    counts = done.groupby(["arrangement", "on_time"], observed=True).size()
+    labels = [f"{n}: {'on time' if ok else 'late'} ({counts.get((n, ok), 0):,})" for n, ok in means.index]
     ax.set_yticks(y, labels, fontsize=8.5)
     ax.set_xlabel("mean time from arrival to last word (s)")
     ax.set_title("Where the time went (finished requests)")
