@@ -22,8 +22,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from disagg_simpy import load_scenario, run
 
 try:
@@ -33,39 +31,10 @@ except ImportError:
         return frame.to_csv(index=False)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-TRACE_YAML = """\
-name: golden-trace
-seed: 1
-workload: {trace: trace.csv, warmup_s: 0.5, measure_s: 8}
-max_sim_s: 60
-cost: {iteration_ms: 12, per_reply_ms: 1, per_prompt_token_ms: 0.1, kv_ship_ms_per_token: 0.1}
-arrangements:
-  - {name: same-gpu, kind: colocated, gpus: 4}
-  - {name: chunked-200, kind: colocated, gpus: 4, chunk_tokens: 200}
-  - {name: chunked-1, kind: colocated, gpus: 2, chunk_tokens: 1}
-  - {name: split-2-2, kind: disaggregated, reading_gpus: 2, writing_gpus: 2}
-  - {name: split-2-2-chunked, kind: disaggregated, reading_gpus: 2, writing_gpus: 2, chunk_tokens: 300}
-  - {name: split-1-3, kind: disaggregated, reading_gpus: 1, writing_gpus: 3}
-  - {name: split-3-1, kind: disaggregated, reading_gpus: 3, writing_gpus: 1}
-"""
-
-
-def trace_csv() -> str:
-    """A fixed trace: 600 requests in about 10 s, bursts of same-instant arrivals, 1-word replies."""
-    rng = np.random.default_rng(20240601)
-    n = 600
-    ms = np.cumsum(rng.integers(0, 34, n))  # arrival times on a 1 ms grid; 0 = same instant
-    burst = rng.random(n) < 0.15
-    ms[1:][burst[1:]] = ms[:-1][burst[1:]]  # some arrive with the one before
-    ms = np.maximum.accumulate(ms)
-    prompts = 10 * rng.integers(1, 120, n)  # multiples of 10 tokens: 0.1 ms each -> whole ms
-    prompts[rng.random(n) < 0.1] = 200  # exactly one chunk
-    words = rng.integers(1, 40, n)
-    words[rng.random(n) < 0.15] = 1
-    lines = ["arrived_at_s,n_prompt_tokens,n_reply_words"]
-    lines += [f"{m / 1000:.3f},{p},{w}" for m, p, w in zip(ms, prompts, words)]
-    return "\n".join(lines) + "\n"
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import golden_trace_csv as trace_csv  # noqa: E402  (one copy of the case, shared with the test)
+from helpers import scenario_text  # noqa: E402
+from test_golden import TRACE_SCENARIO  # noqa: E402
 
 
 def digest(text: str) -> str:
@@ -104,7 +73,7 @@ def main() -> int:
         lines += report(f"default/seed{seed}", run(default, seed=seed), words=seed == 1)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "trace.csv").write_text(trace_csv())
-        (Path(tmp) / "golden.yaml").write_text(TRACE_YAML)
+        (Path(tmp) / "golden.yaml").write_text(scenario_text("golden-trace", **TRACE_SCENARIO))
         lines += report("trace", run(load_scenario(Path(tmp) / "golden.yaml")), words=True)
     for line in lines:
         if args.no_events and " events " in line:

@@ -36,13 +36,13 @@ def part(frame, caller: str | None) -> str:
         return "routing"
     if path.endswith("records.py"):
         return "recording"
-    if path.endswith(("gpu.py", "engine.py", "kv_link.py")):
+    if path.endswith(("gpu.py", "engine.py", "kv_link.py", "phases.py", "request.py")):
         return "model processes"
-    if path.endswith("workload.py"):
+    if "/workload/" in path:
         return "request stream"
     if path.endswith("metrics.py"):
         return "gap metrics"
-    if path.endswith(("frames.py", "api.py")) or "/pandas/" in path:
+    if path.endswith(("frames.py", "api.py", "run_result.py")) or "/pandas/" in path:
         return "frame building"
     if "/numpy/" in path and caller:
         return caller

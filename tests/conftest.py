@@ -1,29 +1,13 @@
-"""Shared helpers: tiny hand-written scenarios, and the default scenario over 30 seeds."""
+"""Fixtures only: tiny hand-written runs, and the default scenario over 30 seeds. Plain helpers
+(paths, scenario text, traces) live in helpers.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
-import yaml
+from helpers import CLAIM_SEEDS, DEFAULT, write_scenario
 
 from disagg_simpy import load_scenario, run
-
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "scenarios" / "default.yaml"
-CLAIM_SEEDS = range(1, 31)  # 30 seeds: fewer swing too much to test a claim honestly
-
-
-def write_scenario(folder: Path, rows, arrangements, name="micro", **extra) -> Path:
-    """A scenario replaying `rows` (arrived_at_s, n_prompt_tokens, n_reply_words) as a CSV trace."""
-    trace = folder / f"{name}.csv"
-    lines = ["arrived_at_s,n_prompt_tokens,n_reply_words"] + [f"{t!r},{p},{w}" for t, p, w in rows]
-    trace.write_text("\n".join(lines) + "\n")
-    spec = {"name": name, "workload": {"trace": trace.name}, "arrangements": arrangements, **extra}
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
 
 
 @pytest.fixture
@@ -34,10 +18,6 @@ def micro(tmp_path):
         return run(load_scenario(write_scenario(tmp_path, rows, arrangements, **extra)))
 
     return _run
-
-
-COLOCATED_1 = [{"name": "same", "kind": "colocated", "gpus": 1}]
-SPLIT_1_1 = [{"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}]
 
 
 @pytest.fixture(scope="session")

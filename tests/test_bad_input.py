@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 from disagg_simpy.cli import main
 

@@ -8,7 +8,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import DEFAULT, ROOT
+from helpers import DEFAULT, ROOT
 
 from disagg_simpy import __version__
 from disagg_simpy.cli import main

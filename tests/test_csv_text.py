@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disagg_simpy import csv_text as module
+from disagg_simpy.results import csv_text as module
 from disagg_simpy.results.csv_text import csv_text
 
 LABELS = st.text(alphabet=st.sampled_from(list('ab ,"\n\r-_.')), min_size=1, max_size=6)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import DEFAULT, ROOT, write_scenario
+from helpers import DEFAULT, ROOT, write_scenario
 
 from disagg_simpy.cli import main
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import CLAIM_SEEDS, DEFAULT, ROOT, write_scenario
+from helpers import CLAIM_SEEDS, DEFAULT, ROOT, write_scenario
 from invariants import check_run, check_words_frame, oracle_words
 
 from disagg_simpy import load_scenario, run

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from conftest import COLOCATED_1, SPLIT_1_1
+from helpers import COLOCATED_1, SPLIT_1_1
 
 MS = 1e-3
 

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import DEFAULT, ROOT
+from helpers import DEFAULT, ROOT
 
 from disagg_simpy.cli import OUTPUT_FILES, main
 

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DEFAULT, write_scenario
+from helpers import DEFAULT, write_scenario
 from invariants import check_run
 
 from disagg_simpy import load_scenario, run

@@ -13,10 +13,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-try:
-    from disagg_simpy.plots.timeline import draw_reply_lanes
-except ImportError:  # before issue 9's layout
-    from disagg_simpy.plot_timeline import draw_reply_lanes
+from disagg_simpy.plots.timeline import draw_reply_lanes
 
 SLO = SimpleNamespace(first_word_s=2.0, mean_gap_ms=50.0, freeze_ms=250.0)  # M7's defaults
 

@@ -13,33 +13,16 @@ break that bound several times over, for replies of 100 words and of 1,000 words
 from __future__ import annotations
 
 import pytest
+from helpers import PAGE_ARRANGEMENTS, PAGE_MIX, scenario_text
 
 from disagg_simpy import load_scenario, run
-
-SCENARIO = """\
-name: structure
-seed: 3
-workload:
-  rate_per_s: 30
-  measure_s: 10
-  prompt_mix:
-    - {{share: 0.3, tokens: [3000, 8000]}}
-    - {{share: 0.7, tokens: [200, 1200]}}
-  reply_words: [{words}, {words}]
-max_sim_s: 40
-arrangements:
-  - {{name: same-gpu, kind: colocated, gpus: 4}}
-  - {{name: chunked-512, kind: colocated, gpus: 4, chunk_tokens: 512}}
-  - {{name: split-2-2, kind: disaggregated, reading_gpus: 2, writing_gpus: 2}}
-  - {{name: split-1-3, kind: disaggregated, reading_gpus: 1, writing_gpus: 3}}
-  - {{name: split-3-1, kind: disaggregated, reading_gpus: 3, writing_gpus: 1}}
-"""
 
 
 @pytest.mark.parametrize("words", [100, 1000])
 def test_events_grow_with_iterations_and_requests_not_words(tmp_path, words):
     path = tmp_path / "structure.yaml"
-    path.write_text(SCENARIO.format(words=words))
+    workload = {"rate_per_s": 30, "measure_s": 10, **PAGE_MIX, "reply_words": [words, words]}
+    path.write_text(scenario_text("structure", workload, arrangements=PAGE_ARRANGEMENTS, seed=3, max_sim_s=40))
     result = run(load_scenario(path))
     total_bound = total_words = 0
     for name, rec in result.records.items():

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 from disagg_simpy import InputError, load_scenario, run
 from disagg_simpy.cli import main

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import DEFAULT
+from helpers import DEFAULT
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.model.engine import CostNs

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from disagg_simpy import load_scenario, records, run
+from disagg_simpy import load_scenario, run
+from disagg_simpy.model import records
 
 SCENARIO = """\
 name: words

@@ -55,7 +55,7 @@ def path_flag(flag: str):
 
     def parse(text: str) -> Path:
         if not text.strip():
-            raise InputError(f"{flag}: got an empty path, expected {'a folder' if flag != '--save-trace' else 'a file name'}")
+            raise InputError(f"{flag}: got an empty path, expected {'a file name' if flag in ('--save-trace', '--html') else 'a folder'}")
         if "\0" in text:
             raise InputError(f"{flag}: got a path with a NUL character, expected a path")
         return Path(text)

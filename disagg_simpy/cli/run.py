@@ -1,6 +1,6 @@
 """`python -m disagg_simpy SCENARIO`: run, print the table, write results into `--out`.
 
-A run writes only under `--out`, `--plots` and `--save-trace`, every file to a temporary file in
+A run writes only under `--out`, `--plots`, `--save-trace` and `--html`, every file to a temporary file in
 its folder and renamed, all or nothing, so a result is never half written. The steps of `run`
 are named below, in order: parse, load, check outputs, simulate, tabulate, write, print.
 """
@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
+    p.add_argument("--html", type=path_flag("--html"), metavar="FILE",
+                   help="also write one self-contained HTML page: the table, a player per arrangement, the charts")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
@@ -84,6 +86,7 @@ class Outputs:
     out: Path
     plots: Path | None
     save_trace: Path | None
+    html: Path | None = None
 
 
 def run(argv: Sequence[str] | None) -> int:
@@ -119,6 +122,11 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         if args.save_trace.is_dir():
             raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
         outputs.append(("--save-trace", args.save_trace))
+    if args.html is not None:
+        check_folder(args.html.parent, "--html")
+        if args.html.is_dir():
+            raise InputError(f"--html: got {args.html}, which is a folder, expected a file name")
+        outputs.append(("--html", args.html))
     plots_dir = None
     if not args.no_plots:
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
@@ -128,7 +136,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         trace = Path(w.trace)
         inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
     _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
-    return Outputs(out, plots_dir, args.save_trace)
+    return Outputs(out, plots_dir, args.save_trace, args.html)
 
 
 def simulate(scenario, seeds: list[int]) -> list:
@@ -206,6 +214,8 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         except PlotOptionError as err:
             raise plot_flag_error(err) from None
     make_folder(outputs.out, "--out")
+    if outputs.html is not None:
+        make_folder(outputs.html.parent, "--html")
     try:
         with all_or_nothing():  # every output is new, or none is
             for name, frame in files.items():
@@ -215,6 +225,10 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                 write_trace(results[0].stream, outputs.save_trace)
             if outputs.plots is not None:
                 write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies, follow=args.follow)
+            if outputs.html is not None:
+                from ..page import write_page
+
+                write_page(results[0], outputs.html, reference=getattr(results[0].scenario, "reference", None))
     except OSError as err:  # a full disk, a folder removed meanwhile...
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(
@@ -246,6 +260,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")
+        if outputs.html is not None:
+            print(f"page in {outputs.html}")
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():
             print(

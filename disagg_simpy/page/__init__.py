@@ -1,0 +1,59 @@
+"""One self-contained HTML page of a run: the comparison table, a player per arrangement and
+the summary charts, with every script, style and datum inline (no network).
+
+`write_page(result, path)` writes it; `page_html` returns the text; `page_data` (data.py) is the
+JSON the page embeds. The page reads the result frames only, never the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape as html_escape
+from importlib import resources
+from pathlib import Path
+
+from ..files import atomic_write_text
+from .data import FORMAT_VERSION, page_data
+
+__all__ = ["FORMAT_VERSION", "embedded_data", "page_data", "page_html", "write_page"]
+
+_SCRIPTS = ("page.js", "charts.js", "player.js")  # in this order, then boot()
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _script_safe(text: str) -> str:
+    """Text that cannot end the <script> or <style> element it sits in."""
+    return text.replace("</", "<\\/")
+
+
+def page_html(result, reference=None, span_s=None) -> str:
+    """The page as one HTML string. `reference`: {arrangement: on-time %} to show beside ours
+    (e.g. the seed page's figures); `span_s`: (start, end) of the iterations to embed."""
+    data = json.dumps(page_data(result, reference, span_s), separators=(",", ":"), allow_nan=False)
+    title = f"disagg_simpy: {result.scenario.name}, seed {result.seed}"
+    script = "(function () {\n\"use strict\";\n" + "\n".join(_asset(n) for n in _SCRIPTS) + "\nboot();\n})();"
+    parts = {
+        "title": html_escape(title),
+        "style": _script_safe(_asset("style.css")),
+        "data": _script_safe(data),
+        "script": _script_safe(script),
+    }
+    return re.sub(r"\{\{(title|style|data|script)\}\}", lambda m: parts[m[1]], _asset("template.html"))
+
+
+def write_page(result, path: str | Path, reference=None, span_s=None) -> Path:
+    """Write the page to `path` atomically (a temporary file, then a rename)."""
+    atomic_write_text(path, page_html(result, reference, span_s))
+    return Path(path)
+
+
+def embedded_data(html: str) -> dict:
+    """The JSON a written page embeds (for tests and tools)."""
+    start = html.index('<script type="application/json" id="page-data">') + len(
+        '<script type="application/json" id="page-data">')
+    end = html.index("</script>", start)
+    return json.loads(html[start:end].replace("<\\/", "</"))

@@ -1,0 +1,149 @@
+// Boot: decode the embedded data, draw the table and the charts, start the player.
+// Everything is inline; nothing is fetched. Times are whole nanoseconds (see data.py).
+
+const D = JSON.parse(document.getElementById("page-data").textContent);
+const NS = 1e9;
+const SLO = D.scenario.slo;
+const FREEZE_NS = Math.floor(SLO.freeze_ms * 1e6 + 0.5);
+const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8};
+// Okabe-Ito, in the order the PNG figures use (orange marks reading, vermillion freezes).
+const COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442"];
+const DASHES = ["", "6 3", "8 3 2 3", "2 3", "10 3 2 3 2 3"];
+const SVGNS = "http://www.w3.org/2000/svg";
+
+function cumsum(a) {
+  const out = new Float64Array(a.length);
+  let s = 0;
+  for (let i = 0; i < a.length; i++) { s += a[i]; out[i] = s; }
+  return out;
+}
+
+function el(tag, attrs, parent, text) {
+  const e = tag.startsWith("svg:") ? document.createElementNS(SVGNS, tag.slice(4)) : document.createElement(tag);
+  for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+  if (text !== undefined) e.textContent = text;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function fmt(x, digits) {
+  return x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits);
+}
+
+function pct(x) { return x === null ? "–" : x < 9.95 ? x.toFixed(1) : x.toFixed(0); }
+
+const REQ = {
+  id: cumsum(D.requests.id), arrived: cumsum(D.requests.arrived),
+  prompt: D.requests.prompt, words: D.requests.words,
+};
+const ROW_OF = new Map();
+REQ.id.forEach((id, i) => ROW_OF.set(id, i));
+
+function decodeArrangement(a, index) {
+  const r = a.requests, n = REQ.id.length;
+  const abs = (base, off) => { const out = new Float64Array(n); for (let i = 0; i < n; i++) out[i] = off[i] < 0 || base[i] < 0 ? -1 : base[i] + off[i]; return out; };
+  const read = abs(REQ.arrived, r.read), first = abs(REQ.arrived, r.first);
+  const gpus = a.iterations.map((g) => {
+    const start = new Float64Array(g.dur.length), end = new Float64Array(g.dur.length);
+    let t = D.span_ns[0];
+    for (let i = 0; i < g.dur.length; i++) { start[i] = t + g.wait[i]; end[i] = start[i] + g.dur[i]; t = end[i]; }
+    return {first: g.first, start, end, tok: g.tok, rep: g.rep};
+  });
+  return {
+    name: a.name, kind: a.kind, roles: a.roles, summary: a.summary, gaps: a.gaps, index,
+    colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
+    req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
+          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},
+  };
+}
+const ARR = D.arrangements.map(decodeArrangement);
+
+// Shade scale of tokens read, shared by every arrangement: the longest prompt is darkest (an
+// iteration reading several whole prompts can read more; it is as dark).
+const MAX_TOKENS = REQ.prompt.reduce((m, p) => Math.max(m, p), 1);
+
+// ---- the comparison table ----
+const COLUMNS = [
+  ["arrangement", "arrangement", null],
+  ["on_time_pct", "on time %", pct],
+  ["reference", "page's figure %", (x) => (x === null ? "–" : String(x))],
+  ["late_first_word_pct", "first word late %", pct],
+  ["late_mean_gap_pct", "words too slow %", pct],
+  ["froze_pct", "froze %", pct],
+  ["first_word_p50_s", "first word p50 s", (x) => fmt(x, 2)],
+  ["first_word_p90_s", "first word p90 s", (x) => fmt(x, 2)],
+  ["median_mean_gap_ms", "median mean gap ms", (x) => fmt(x, 1)],
+  ["longest_gap_ms", "longest gap ms", (x) => fmt(x, 0)],
+  ["p99_gap_ms", "p99 gap ms", (x) => fmt(x, 0)],
+  ["reading_busy_pct", "reading busy %", (x) => fmt(x, 0)],
+  ["writing_busy_pct", "writing busy %", (x) => fmt(x, 0)],
+  ["words_per_s", "words/s", (x) => fmt(x, 0)],
+  ["n_requests", "requests", (x) => String(x)],
+  ["n_unfinished", "unfinished", (x) => String(x)],
+].filter((c) => c[0] !== "reference" || D.reference);
+
+function cell(a, key) {
+  if (key === "arrangement") return a.name;
+  if (key === "reference") return D.reference[a.name] ?? null;
+  return a.summary[key];
+}
+
+function drawTable() {
+  const table = document.getElementById("arrangements");
+  const head = el("tr", {}, table.tHead);
+  let sortKey = null, sortDir = 1;
+  COLUMNS.forEach(([key, label]) => {
+    const th = el("th", {scope: "col", "aria-sort": "none"}, head);
+    const b = el("button", {type: "button", "data-key": key}, th, label);
+    b.addEventListener("click", () => {
+      sortDir = sortKey === key ? -sortDir : (key === "arrangement" ? 1 : -1);
+      sortKey = key;
+      head.querySelectorAll("th").forEach((h) => h.setAttribute("aria-sort", "none"));
+      th.setAttribute("aria-sort", sortDir > 0 ? "ascending" : "descending");
+      const rows = Array.from(table.tBodies[0].rows);
+      rows.sort((r1, r2) => {
+        const x = cell(ARR[r1.dataset.index], key), y = cell(ARR[r2.dataset.index], key);
+        if (x === y) return r1.dataset.index - r2.dataset.index;
+        if (x === null) return 1;
+        if (y === null) return -1;
+        return (x < y ? -1 : 1) * sortDir;
+      });
+      rows.forEach((r) => table.tBodies[0].appendChild(r));
+    });
+  });
+  ARR.forEach((a, i) => {
+    const tr = el("tr", {"data-testid": "arrangement-row", "data-arrangement": a.name, "data-index": i,
+                         tabindex: "0", "aria-selected": "false"}, table.tBodies[0]);
+    COLUMNS.forEach(([key, , f]) => {
+      const td = el(key === "arrangement" ? "th" : "td", key === "arrangement" ? {scope: "row"} : {}, tr);
+      if (key === "arrangement") {
+        const sw = el("svg:svg", {width: 22, height: 10, "aria-hidden": "true"}, td);
+        el("svg:line", {x1: 1, y1: 5, x2: 21, y2: 5, stroke: a.colour, "stroke-width": 3, "stroke-dasharray": a.dash}, sw);
+        td.append(" " + a.name);
+      } else {
+        td.textContent = f(cell(a, key));
+      }
+    });
+    const choose = () => { Player.show(i); document.getElementById("player").scrollIntoView({block: "nearest"}); };
+    tr.addEventListener("click", choose);
+    tr.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); choose(); } });
+  });
+  const s = D.scenario;
+  const note = [`${REQ.id.length.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s), seed ${s.seed}` +
+    (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: first word within " +
+    `${SLO.first_word_s} s, mean gap within ${SLO.mean_gap_ms} ms, no gap over ${SLO.freeze_ms} ms (a freeze).`];
+  if (D.reference) note.push("“page's figure”: the on-time share the scenario gives as reference (its own run, its own traffic).");
+  document.getElementById("table-note").textContent = note.join(" ");
+}
+
+function boot() {
+  document.getElementById("lede").textContent =
+    `${ARR.length} arrangements of the same requests. The player animates one arrangement's GPUs and a sample of its replies; ` +
+    `iterations are embedded from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s.`;
+  drawTable();
+  performance.mark("table-shown");
+  Charts.draw(document.getElementById("charts"));
+  Player.init();
+  if (ARR.length) Player.show(0);
+  document.getElementById("footer").textContent = "Written by disagg_simpy. One file: no network, all data inline.";
+}

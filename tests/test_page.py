@@ -1,0 +1,212 @@
+"""The HTML page's embedded data against the run's frames (no browser needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import DEFAULT
+
+from disagg_simpy import load_scenario, run
+from disagg_simpy.errors import InputError
+from disagg_simpy.page import embedded_data, page_html, write_page
+from disagg_simpy.page.data import (
+    FROZE,
+    GAP_GRID_MS,
+    LATE_FIRST_WORD,
+    LATE_MEAN_GAP,
+    UNFINISHED,
+)
+
+NS = 1_000_000_000
+SEED_PAGE = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
+
+
+@pytest.fixture(scope="module")
+def res():
+    return run(load_scenario(DEFAULT).with_overrides(**{"workload.measure_s": 6}))
+
+
+@pytest.fixture(scope="module")
+def data(res):
+    return embedded_data(page_html(res, reference=SEED_PAGE))
+
+
+def ns(seconds) -> np.ndarray:
+    s = np.asarray(seconds, dtype=float)
+    return np.where(np.isnan(s), -1, np.round(np.nan_to_num(s) * NS)).astype(np.int64)
+
+
+def decode_requests(data, a) -> dict[str, np.ndarray]:
+    """Absolute times (ns, -1 for never), as the page's script decodes them."""
+    shared, r = data["requests"], {k: np.array(v) for k, v in a["requests"].items()}
+    arrived = np.cumsum(shared["arrived"])
+    plus = lambda base, off: np.where((base >= 0) & (off >= 0), base + off, -1)
+    first = plus(arrived, r["first"])
+    return {"id": np.cumsum(shared["id"]), "arrived": arrived, "read": plus(arrived, r["read"]), "first": first,
+            "joined": plus(first, r["join"]), "fin": plus(arrived, r["fin"]), "n": np.array(shared["words"]),
+            "prompt": np.array(shared["prompt"]), **{k: r[k] for k in ("rg", "wg", "maxgap", "nfz", "late", "jit")}}
+
+
+def decode_iterations(data, a) -> list[dict[str, np.ndarray]]:
+    out = []
+    for g in a["iterations"]:
+        start, end, t = [], [], data["span_ns"][0]
+        for wait, dur in zip(g["wait"], g["dur"]):
+            start.append(t + wait)
+            end.append(t + wait + dur)
+            t = end[-1]
+        out.append({"number": g["first"] + np.arange(len(start)), "start": np.array(start, dtype=np.int64),
+                    "end": np.array(end, dtype=np.int64), "tok": np.array(g["tok"]), "rep": np.array(g["rep"])})
+    return out
+
+
+def test_iterations_are_exactly_those_of_the_frames_in_the_span(res, data):
+    lo, hi = data["span_ns"]
+    assert (lo, hi) == (0, 6 * NS)  # default span: the measured window
+    for a in data["arrangements"]:
+        frame = res.iterations[res.iterations["arrangement"] == a["name"]]
+        assert a["roles"] == list(res.records[a["name"]].gpu_roles)
+        for g, got in enumerate(decode_iterations(data, a)):
+            rows = frame[frame["gpu"] == g]
+            rows = rows[(ns(rows["started_at_s"]) < hi) & (ns(rows["ended_at_s"]) > lo)]
+            assert len(rows) > 0
+            assert got["number"].tolist() == rows["iteration"].tolist()
+            assert got["start"].tolist() == ns(rows["started_at_s"]).tolist()
+            assert got["end"].tolist() == ns(rows["ended_at_s"]).tolist()
+            assert got["tok"].tolist() == rows["n_prompt_tokens_read"].tolist()
+            assert got["rep"].tolist() == rows["n_replies_written"].tolist()
+
+
+def test_every_reply_number_equals_its_requests_row(res, data):
+    for a in data["arrangements"]:
+        req = res.requests[res.requests["arrangement"] == a["name"]]
+        r = decode_requests(data, a)
+        assert r["id"].tolist() == req["request_id"].tolist()
+        assert r["prompt"].tolist() == req["n_prompt_tokens"].tolist()
+        assert r["n"].tolist() == req["n_reply_words"].tolist()
+        for key, col in [("arrived", "arrived_at_s"), ("read", "read_started_at_s"), ("first", "first_word_at_s"),
+                         ("joined", "joined_at_s"), ("fin", "finished_at_s")]:
+            assert r[key].tolist() == ns(req[col]).tolist(), key
+        assert (r["first"] - r["arrived"]).tolist() == ns(req["first_word_s"]).tolist()
+        for key, col in [("rg", "reading_gpu"), ("wg", "writing_gpu"), ("nfz", "n_freezes")]:
+            assert r[key].tolist() == req[col].fillna(-1).astype(int).tolist(), key
+        assert (r["maxgap"] / 1e6).tolist() == req["max_gap_ms"].fillna(-1e-6).tolist()
+        # the page computes the mean gap as the frames do: (last word - first word) / (n - 1)
+        multi = (r["fin"] >= 0) & (r["n"] > 1)
+        mean = (r["fin"][multi] - r["first"][multi]) / (r["n"][multi] - 1) / 1e6
+        assert mean.tolist() == req["mean_gap_ms"].to_numpy()[multi].tolist()
+        assert ((r["late"] == 0) == req["on_time"].to_numpy()).all()
+
+
+def test_late_reasons_add_up_to_the_summary(res, data):
+    for a in data["arrangements"]:
+        late, s = np.array(a["requests"]["late"]), a["summary"]
+
+        def share(bits: int, late=late) -> float:
+            return round(100 * float(np.mean((late & bits) > 0)), 6)
+
+        assert share(LATE_FIRST_WORD) == pytest.approx(s["late_first_word_pct"])
+        assert share(LATE_MEAN_GAP | UNFINISHED) == pytest.approx(s["late_mean_gap_pct"])
+        assert share(FROZE | UNFINISHED) == pytest.approx(s["froze_pct"])
+        assert s["on_time_pct"] == pytest.approx(100 * float(np.mean(late == 0)))
+    assert {a["name"] for a in data["arrangements"]} == set(SEED_PAGE)
+    assert any(np.array(a["requests"]["late"]).any() for a in data["arrangements"])
+
+
+def test_word_times_follow_from_the_embedded_iterations(res, data):
+    """The page draws word k >= 2 at the end of iteration jit + k - 2 of the writing GPU."""
+    lo, hi = data["span_ns"]
+    for a in data["arrangements"]:
+        its, r = decode_iterations(data, a), decode_requests(data, a)
+        got = []
+        for i in range(len(r["id"])):
+            if r["first"][i] >= 0:
+                got.append((r["id"][i], 1, r["first"][i]))
+            if r["jit"][i] < 0:
+                continue
+            it = its[r["wg"][i]]
+            for k in range(2, r["n"][i] + 1):
+                local = r["jit"][i] + k - 2 - it["number"][0]
+                if 0 <= local < len(it["end"]):
+                    got.append((r["id"][i], k, it["end"][local]))
+        words = res.words(a["name"])
+        at = ns(words["at_s"])
+        # every word whose iteration lies in the span (word 1 always)
+        want = words[(words["word"] == 1) | ((at <= hi) & (at > lo))]
+        got = [w for w in got if w[1] == 1 or lo < w[2] <= hi]
+        assert sorted(got) == sorted(zip(want["request_id"], want["word"], ns(want["at_s"])))
+
+
+def test_gap_shares_are_the_runs_pooled_gaps(res, data):
+    for a in data["arrangements"]:
+        gaps = res.gaps[a["name"]]
+        total = gaps.gap_counts.sum()
+        want = [100 * gaps.gap_counts[gaps.gap_values_ns <= round(ms * 1e6) + 1].sum() / total for ms in GAP_GRID_MS]
+        assert a["gaps"] == pytest.approx(want, abs=1e-3)
+        assert a["gaps"][-1] == 100
+
+
+def test_reference_only_when_given(res, data):
+    assert data["reference"] == SEED_PAGE
+    assert embedded_data(page_html(res))["reference"] is None
+
+
+def test_page_is_self_contained_and_cannot_be_broken_out_of(res, tmp_path):
+    nasty = {"</script><script>alert(1)</script>": 5.0}
+    path = write_page(res, tmp_path / "page.html", reference=nasty)
+    html = path.read_text(encoding="utf-8")
+    assert embedded_data(html)["reference"] == nasty
+    assert html.count("</script>") == 2  # the data's and the code's, nothing else ends a script
+    assert "<link" not in html and " src=" not in html and "url(" not in html
+    assert "default-src 'none'" in html  # the page may not fetch anything
+    assert [u for u in _urls(html) if u != "http://www.w3.org/2000/svg"] == []
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _urls(html: str) -> list[str]:
+    import re
+
+    return re.findall(r"https?://[^\s\"'<>)]+", html)
+
+
+def test_span_choice_and_bad_span(res):
+    data = embedded_data(page_html(res, span_s=(2.0, 3.0)))
+    assert data["span_ns"] == [2 * NS, 3 * NS]
+    for a in data["arrangements"]:
+        for g in decode_iterations(data, a):
+            assert (g["end"] > 2 * NS).all() and (g["start"] < 3 * NS).all()
+    with pytest.raises(InputError, match="expected an end after the start"):
+        page_html(res, span_s=(3.0, 3.0))
+
+
+def test_default_page_is_small(tmp_path):
+    path = write_page(run(load_scenario(DEFAULT)), tmp_path / "default.html", reference=SEED_PAGE)
+    assert path.stat().st_size < 5_000_000
+
+
+def test_cli_html_flag_writes_the_page_with_the_results(tmp_path, capsys):
+    from disagg_simpy.cli import main
+
+    page = tmp_path / "pages" / "report.html"
+    argv = [str(DEFAULT), "--measure-s", "2", "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]
+    assert main(argv) == 0
+    assert f"page in {page}" in capsys.readouterr().out
+    data = embedded_data(page.read_text(encoding="utf-8"))
+    assert data["scenario"]["measured_s"] == [0.0, 2.0]
+    assert data["reference"] is None  # the default scenario declares no reference figures (yet)
+    assert len(data["requests"]["id"]) == (tmp_path / "out" / "requests.csv").read_text().count("\nsame-gpu,")
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("", "--html: got an empty path, expected a file name"),
+    (".", "--html: got ., which is a folder, expected a file name"),
+    (str(DEFAULT), "would overwrite the scenario file"),
+])
+def test_cli_html_flag_refuses_bad_paths_before_running(tmp_path, capsys, bad, message):
+    from disagg_simpy.cli import main
+
+    argv = [str(DEFAULT), "--out", str(tmp_path / "out"), "--no-plots", "--html", bad]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
