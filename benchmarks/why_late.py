@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python benchmarks/why_late.py [SCENARIO] [--repeats N]
 
-Times, in one process, medians of N repeats (default 5) after one warm-up:
+CPU times of this one process (so a busy machine inflates them less than wall time), medians of
+N repeats (default 5) after one warm-up:
 - run: `api.run` (request stream, every arrangement's simulation, verdicts);
 - frames: the four tables as they were before issue 13 (requests, iterations, reads, summary);
 - why late: freeze blame and the `freezes` table, the time parts of `requests`, the limit shares
@@ -53,9 +54,10 @@ def why_late(result) -> int:
 
 
 def timed(fn, *args):
-    t = time.perf_counter()
+    """CPU seconds of this process (other work on a shared machine does not count), and the result."""
+    t = time.process_time()
     out = fn(*args)
-    return time.perf_counter() - t, out
+    return time.process_time() - t, out
 
 
 def main() -> int:

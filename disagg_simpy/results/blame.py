@@ -96,73 +96,95 @@ def iteration_gaps(rec: ArrangementRecords) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FreezeBlame:
-    """One arrangement's freezes, by request then time; times in int64 ns."""
+    """One arrangement's freezes, by request then time; times in int64 ns. What is blamed is
+    kept once per distinct list (a freezing iteration freezes every reply on its GPU)."""
 
     request_id: np.ndarray
     started_at_ns: np.ndarray  # the word before the gap
     gap_ns: np.ndarray
     writing_gpu: np.ndarray
     cause: np.ndarray  # index into CAUSES
-    blamed: np.ndarray  # index into the two lists below; -1 if nothing is blamed
+    blamed: np.ndarray  # index into the blamed lists below; -1 if nothing is blamed
     blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
     blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
-    top_id: np.ndarray  # the first blamed request, -1 if none
-    longest_prompt: np.ndarray  # the longest blamed prompt's tokens (its whole prompt), 0 if none
+    blamed_first: np.ndarray  # the first id of each list
+    blamed_longest: np.ndarray  # the longest whole prompt of each list, in tokens
 
     def __len__(self) -> int:
         return len(self.request_id)
 
 
 def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> FreezeBlame:
-    """Every freeze of the finished measured replies (their `n_freezes`, summed) and its cause."""
+    """Every freeze of the finished measured replies (their `n_freezes`, summed) and its cause.
+
+    Freezes are counted in the millions when a writing GPU is overloaded, so each is a few
+    array elements: the iteration gaps that freeze are found once (`frozen`), and each
+    freeze row is an index into them, or a reply's first gap."""
     s = reply_spans(rec, gaps)
     diffs = iteration_gaps(rec)
     ended = rec.iterations["ended_at_ns"]
+    read_tokens = rec.iterations["n_prompt_tokens_read"]
     limit = limits.freeze + SLACK_NS
 
-    # gaps 2..n-1 of reply m are diffs[first_row : first_row + n - 2]; the freezing ones
+    # gaps 2..n-1 of reply m are diffs[first_row : first_row + n - 2]: its later freezes are
+    # frozen[lo[m]:hi[m]]; its first gap runs from word 1 to the end of iteration first_row
     frozen = np.flatnonzero(diffs > limit)
     lo = np.searchsorted(frozen, s.first_row)
     hi = np.searchsorted(frozen, s.first_row + s.n_words - 2)
-    per_reply = hi - lo
-    reply = np.repeat(np.arange(len(s.rows)), per_reply)
-    k = frozen[np.repeat(lo - (np.cumsum(per_reply) - per_reply), per_reply) + np.arange(len(reply))]
-    later = dict(reply=reply, start=ended[k], gap=diffs[k], row=k + 1, split=np.zeros(len(k), bool))
-
-    # first gaps: word 1 to the end of iteration J
     first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
-    m = np.flatnonzero(first_gap > limit)
-    first = dict(reply=m, start=s.first_at[m], gap=first_gap[m], row=s.first_row[m], split=s.split[m])
+    has_first = first_gap > limit
+    # rows by reply, then time: a reply's first-gap freeze, then its later ones (frozen[j])
+    count = hi - lo + has_first
+    offset = np.cumsum(count) - count
+    reply = np.repeat(np.arange(len(s.rows), dtype=np.int32), count)
+    j = np.arange(len(reply)) - np.repeat(offset - lo + has_first, count)
+    first = offset[has_first]  # rows of first-gap freezes (their j is meaningless)
+    m = np.flatnonzero(has_first)  # ... and their replies
 
-    parts = [later, first]
-    reply, start, gap, row, split = (np.concatenate([p[f] for p in parts]) for f in ("reply", "start", "gap", "row", "split"))
-    order = np.lexsort((start, reply))
-    reply, start, gap, row, split = reply[order], start[order], gap[order], row[order], split[order]
+    # what each distinct freezing iteration read: blamed lists by iteration row
+    reads_f = read_tokens[frozen + 1] > 0 if len(frozen) else np.zeros(0, bool)
+    reads_m = ~s.split[m] & (read_tokens[s.first_row[m]] > 0)
+    read_rows = np.unique(np.concatenate([frozen[reads_f] + 1, s.first_row[m][reads_m]]))
+    ids, tokens, firsts, longests = _reads_by_iteration(rec, read_rows)
 
-    read_here = rec.iterations["n_prompt_tokens_read"][row] > 0
-    ship = s.joined_at[reply] - s.first_at[reply]
-    cause = np.where(read_here, PROMPT_READ, MANY_REPLIES)
-    cause = np.where(split, np.where(ship >= gap - ship, KV_SHIP, JOIN_WAIT), cause)
+    by_frozen = np.full(len(frozen) + 1, -1, np.int32)  # [-1]: a placeholder for first gaps
+    by_frozen[:-1][reads_f] = np.searchsorted(read_rows, frozen[reads_f] + 1)
+    cause_f = np.append(np.where(reads_f, PROMPT_READ, MANY_REPLIES), MANY_REPLIES).astype(np.int8)
+    pick = j
+    pick[first] = len(frozen)
+    start = np.append(ended[frozen], 0)[pick]
+    gap = np.append(diffs[frozen], 0)[pick]
+    cause = cause_f[pick]
+    blamed = by_frozen[pick]
 
-    # blamed prompts: each distinct freezing iteration's reads, and each shipped prompt, once
-    n = len(reply)
-    code = np.full(n, -1, np.int64)  # index into the blamed lists below, -1: nothing blamed
-    top_id, longest = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    # first gaps: colocated, like any other iteration; split, the ship or the wait to join
+    start[first], gap[first] = s.first_at[m], first_gap[m]
+    code_m = np.full(len(m), -1, np.int32)
+    code_m[reads_m] = np.searchsorted(read_rows, s.first_row[m][reads_m])
+    cause_m = np.where(reads_m, PROMPT_READ, MANY_REPLIES)
+    ship = s.joined_at[m] - s.first_at[m]
+    own = s.split[m] & (ship >= first_gap[m] - ship)
+    cause_m[s.split[m]] = JOIN_WAIT
+    cause_m[own] = KV_SHIP
+    code_m[own] = len(ids) + np.arange(int(own.sum()))
+    own_id = s.rows[m[own]]
     prompts = rec.requests["n_prompt_tokens"]
-    read = np.flatnonzero(cause == PROMPT_READ)
-    rows, code[read] = np.unique(row[read], return_inverse=True)
-    ids, tokens, firsts, longests = _reads_by_iteration(rec, rows)
-    top_id[read], longest[read] = np.asarray(firsts, np.int64)[code[read]], np.asarray(longests, np.int64)[code[read]]
-    own = np.flatnonzero(cause == KV_SHIP)
-    own_id = s.rows[reply[own]]
-    code[own] = len(ids) + np.arange(len(own))
     ids += [str(x) for x in own_id.tolist()]
     tokens += [str(x) for x in prompts[own_id].tolist()]
-    top_id[own], longest[own] = own_id, prompts[own_id]
+    cause[first], blamed[first] = cause_m, code_m
 
-    request_id = rec.requests["request_id"][s.rows[reply]]
-    writing_gpu = rec.requests["writing_gpu"][s.rows[reply]]
-    return FreezeBlame(request_id, start, gap, writing_gpu, cause, code, ids, tokens, top_id, longest)
+    return FreezeBlame(
+        request_id=rec.requests["request_id"][s.rows][reply],
+        started_at_ns=start,
+        gap_ns=gap,
+        writing_gpu=rec.requests["writing_gpu"][s.rows][reply],
+        cause=cause,
+        blamed=blamed,
+        blamed_ids=ids,
+        blamed_tokens=tokens,
+        blamed_first=np.concatenate([np.asarray(firsts, np.int64), own_id]),
+        blamed_longest=np.concatenate([np.asarray(longests, np.int64), prompts[own_id]]),
+    )
 
 
 def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list, list]:
@@ -208,31 +230,33 @@ def freeze_summary(blame: FreezeBlame, n_long: int | None) -> dict:
     n = len(blame)
     long_share = float("nan")
     if n and n_long is not None:
-        long_share = 100.0 * float((blame.longest_prompt > n_long).sum()) / n
+        per_list = np.bincount(blame.blamed[blame.blamed >= 0], minlength=len(blame.blamed_ids))
+        long_share = 100.0 * float(per_list[blame.blamed_longest > n_long].sum()) / n
     return {"n_freezes": n, "freezes_by_long_prompt_pct": long_share}
 
 
 def top_prompts(blame: FreezeBlame, prompts: np.ndarray, k: int = 3) -> list[tuple[int, int, int]]:
     """The `k` prompts blamed first in the most freezes: (request id, prompt tokens, freezes),
     the most freezes first, ties by request id. `prompts` is `records.requests["n_prompt_tokens"]`."""
-    ids = blame.top_id[blame.top_id >= 0]
-    if not len(ids):
+    per_list = np.bincount(blame.blamed[blame.blamed >= 0], minlength=len(blame.blamed_ids))
+    if not per_list.sum():
         return []
-    values, counts = np.unique(ids, return_counts=True)
-    order = np.lexsort((values, -counts))[:k]
-    return [(int(values[i]), int(prompts[values[i]]), int(counts[i])) for i in order]
+    ids = np.unique(blame.blamed_first)
+    counts = np.bincount(np.searchsorted(ids, blame.blamed_first), weights=per_list, minlength=len(ids)).astype(np.int64)
+    order = np.lexsort((ids, -counts))[:k]
+    return [(int(ids[i]), int(prompts[ids[i]]), int(counts[i])) for i in order if counts[i]]
 
 
 def freezes_frame(name: str, seed: int, blame: FreezeBlame) -> pd.DataFrame:
     """One row per freeze (the `freezes.csv` columns); empty blame cells when nothing is blamed."""
     return pd.DataFrame(
         {
-            "arrangement": name,
+            "arrangement": pd.Categorical.from_codes(np.zeros(len(blame), np.int8), categories=[name]),
             "seed": np.full(len(blame), seed, dtype=np.int64),
             "request_id": blame.request_id,
             "gap_started_at_s": blame.started_at_ns / NS_PER_S,
             "gap_s": blame.gap_ns / NS_PER_S,
-            "writing_gpu": blame.writing_gpu,
+            "writing_gpu": blame.writing_gpu.astype(np.int32),  # (not int64: pandas would copy it into one block with the others)
             "cause": pd.Categorical.from_codes(blame.cause, categories=list(CAUSES)),
             "blamed_request_ids": _labels(blame.blamed, blame.blamed_ids),
             "blamed_prompt_tokens": _labels(blame.blamed, blame.blamed_tokens),
