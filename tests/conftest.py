@@ -1,11 +1,12 @@
-"""Fixtures only: tiny hand-written runs, and the default scenario over 30 seeds. Plain helpers
+"""Fixtures only: tiny hand-written runs, and the default scenario over 30 seeds; and the hooks that
+skip the tests of the public traces when they are not at hand. Plain helpers
 (paths, scenario text, traces) live in helpers.py."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from helpers import CLAIM_SEEDS, DEFAULT, write_scenario
+from helpers import CLAIM_SEEDS, DEFAULT, real_traces_missing, write_scenario
 
 from disagg_simpy import load_scenario, run
 
@@ -32,3 +33,24 @@ def default_summary(default_runs) -> pd.DataFrame:
     """Mean of each summary figure over the 30 seeds, indexed by arrangement."""
     frames = [r.summary for r in default_runs]
     return pd.concat(frames).groupby("arrangement", sort=False).mean(numeric_only=True)
+
+
+# -- tests marked real_traces need the public traces: they run when $DISAGG_SIMPY_TRACES holds them
+_REAL_SKIPPED = pytest.StashKey[tuple]()
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = real_traces_missing()
+    marked = [item for item in items if item.get_closest_marker("real_traces")]
+    if reason and marked:
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=f"needs the public traces: {reason}"))
+        config.stash[_REAL_SKIPPED] = (len(marked), reason)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n, reason = config.stash.get(_REAL_SKIPPED, (0, ""))
+    if n:
+        terminalreporter.write_line(
+            f"{n} tests of the public traces skipped: {reason} (python -m disagg_simpy traces fetch, then set it "
+            "to the folder `traces list` names)")

@@ -9,12 +9,14 @@ one through the public API. `golden_trace_csv` is the fixed trace of benchmarks/
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from disagg_simpy import load_scenario, run
+from disagg_simpy.workload.catalog import CATALOG, ENV_FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "scenarios" / "default.yaml"
@@ -102,3 +104,12 @@ def golden_trace_csv() -> str:
     lines = [TRACE_HEADER]
     lines += [f"{m / 1000:.3f},{p},{w}" for m, p, w in zip(ms, prompts, words)]
     return "\n".join(lines) + "\n"
+
+
+def real_traces_missing() -> str | None:
+    """Why the public traces are not at hand (None if they are)."""
+    folder = os.environ.get(ENV_FOLDER)
+    if not folder:
+        return f"{ENV_FOLDER} is not set"
+    missing = [t.file for t in CATALOG.values() if not (Path(folder) / t.file).is_file()]
+    return f"{ENV_FOLDER}={folder} lacks {', '.join(missing)}" if missing else None

@@ -89,8 +89,8 @@ def test_first_words_of_one_iteration_go_out_in_arrival_order_to_the_least_recen
 
 # Decimal times whose float product with 1e9 (or quotient by 1e-9) lands just below the whole
 # ns: truncating would put them 1 ns early. 0.3 s is the example (0.3 * 1e9 happens to
-# be exact in float64, 0.3 / 1e-9 is not); 1.001 * 1e9 = 1000999999.9999999; with the first
-# row at 0.1 s, (1.101 - 0.1) * 1e9 and (0.35 - 0.1) * 1e9 fall short too.
+# be exact in float64, 0.3 / 1e-9 is not); 1.001 * 1e9 = 1000999999.9999999; 1.101 and 0.35
+# (first row at 0.1 s: a csv trace's times are taken as written) fall short too.
 ROUNDING_TRACES = {
     "from-zero": ["0.0", "0.3", "1.001", "1.057"],
     "from-0.1": ["0.1", "0.35", "1.101", "1.103"],
@@ -99,10 +99,10 @@ ROUNDING_TRACES = {
 
 @pytest.mark.parametrize("times", ROUNDING_TRACES.values(), ids=ROUNDING_TRACES)
 def test_decimal_trace_arrivals_round_to_the_nearest_ns(tmp_path, times):
-    # times count from the first row; each request finds the GPU idle (rows >= 17 ms apart
-    # except 1.101/1.103, where the second waits for the first's read)
+    # times as written; each request finds the GPU idle (rows >= 17 ms apart except
+    # 1.101/1.103, where the second waits for the first's read)
     res = run_rows(tmp_path, [(t, 100, 1) for t in times])
-    exact = [int((Decimal(t) - Decimal(times[0])) * 10**9) for t in times]
+    exact = [int(Decimal(t) * 10**9) for t in times]
     assert res.requests.arrived_at_s.tolist() == [seconds(ns) for ns in exact]
     read = iteration_ns(0, 100)  # 17 ms: the read writes the only word
     done, want = 0, []

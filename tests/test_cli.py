@@ -22,9 +22,10 @@ REQUEST_COLUMNS = (
 ).split(",")
 SUMMARY_COLUMNS = (
     "arrangement,n_requests,n_unfinished,on_time_pct,late_first_word_pct,late_mean_gap_pct,froze_pct,"
-    "first_word_p50_s,first_word_p90_s,median_mean_gap_ms,longest_gap_ms,p99_gap_ms,reading_busy_pct,"
-    "writing_busy_pct,words_per_s,late_first_word_only_pct,late_mean_gap_only_pct,late_froze_only_pct,"
-    "late_several_pct,n_freezes,freezes_by_long_prompt_pct"
+    "first_word_p50_s,first_word_p90_s,median_mean_gap_ms,longest_gap_ms,p99_gap_ms,reading_iterating_pct,"
+    "writing_iterating_pct,replies_per_writing_iteration,prompt_tokens_per_reading_iteration,words_per_s,"
+    "late_first_word_only_pct,late_mean_gap_only_pct,late_froze_only_pct,late_several_pct,n_freezes,"
+    "freezes_by_long_prompt_pct"
 ).split(",")
 
 

@@ -35,15 +35,18 @@ TRACE_SCENARIO = {
     ],
 }
 
-# from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037; requests and
-# summary re-taken for issue 13, which added columns (every earlier column kept its values,
-# compared with pandas) and the freezes table
+# from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037; then (issue 15) the
+# summaries for busy_pct renamed to iterating_pct plus two new columns (old columns' values checked
+# equal), and the trace case for csv times taken as written: its first row is at 5 ms, and the old
+# outputs equal the new ones of the same trace shifted to start at 0.
+# issue 13: requests and summary gain columns (every earlier column keeps its values, compared
+# with pandas against main) and the freezes table is hashed too
 EXPECTED = {
     "default/seed1": {
         "requests": "30e2e3ca9adf799b",
         "iterations": "6a0c2b80130eb668",
         "reads": "3e3258d239931cc5",
-        "summary": "d9accf26d65b6744",
+        "summary": "c534f4755f23ecf7",
         "freezes": "a3d35a6bdc55a1e9",
         "words[same-gpu]": "96ed5df5df89e14a",
         "words[chunked-512]": "500ef93a98a56de2",
@@ -55,29 +58,29 @@ EXPECTED = {
         "requests": "b7ce7e7fd05f66e3",
         "iterations": "2872e0ec7521944f",
         "reads": "a9e5ab1a9ee8a175",
-        "summary": "ae91a897cef1eb5d",
+        "summary": "0788cc544cbc3758",
         "freezes": "12f0ab6204eb11cc",
     },
     "default/seed3": {
         "requests": "fc9ee874a07c62fe",
         "iterations": "8de2269de57d673a",
         "reads": "28750f2dbfbfa946",
-        "summary": "0b2fa2637f621b6c",
+        "summary": "f152c0a57524c16b",
         "freezes": "e5fb0edc5b3cc04d",
     },
     "trace": {
-        "requests": "789310cc43529ee3",
-        "iterations": "db02d355c5a8d650",
-        "reads": "e1e0083211ff69f7",
-        "summary": "2fb63ce8914a51ba",
-        "freezes": "93eb15eb7c6de694",
-        "words[same-gpu]": "ec9651c0f13f8631",
-        "words[chunked-200]": "fb5488d43cc1521b",
+        "requests": "5226798f3da19803",
+        "iterations": "49c25d2f11e6ef65",
+        "reads": "243491ff3ca172a0",
+        "summary": "c8247e8978afc1e3",
+        "freezes": "73e56f37afbfaee8",
+        "words[same-gpu]": "0481fc87ef079d70",
+        "words[chunked-200]": "f90e9dd1730997cb",
         "words[chunked-1]": "f425e54a8657a2f0",
-        "words[split-2-2]": "eb9627db32826166",
-        "words[split-2-2-chunked]": "c23c4c374beae3be",
-        "words[split-1-3]": "9fab0601e8db320d",
-        "words[split-3-1]": "8fcb57a8f9162b7d",
+        "words[split-2-2]": "3a420c3caa66d746",
+        "words[split-2-2-chunked]": "f8f9b921c0b984e3",
+        "words[split-1-3]": "d063206c638fda7f",
+        "words[split-3-1]": "b1821b5e402a27fc",
     },
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import CLAIM_SEEDS, DEFAULT, ROOT, write_scenario
+from helpers import CLAIM_SEEDS, DEFAULT, ROOT, real_traces_missing, write_scenario
 from invariants import check_run, check_words_frame, oracle_words
 
 from disagg_simpy import load_scenario, run
@@ -44,7 +44,8 @@ def _scenarios(tmp_path_factory):
     yield "capped-mid-ship", run(load_scenario(write_scenario(
         folder, [(0.0, 100_000, 5), (0.0, 10, 3)], [{"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}],
         name="midship", max_sim_s=5.5, workload={"trace": "midship.csv", "measure_s": 1})))
-    yield "azure-code-trace", run(load_scenario(ROOT / "scenarios" / "azure-code.yaml").with_overrides(**{"workload.measure_s": 20}))
+    if real_traces_missing() is None:
+        yield "azure-code-trace", run(load_scenario(ROOT / "scenarios" / "azure-code.yaml").with_overrides(**{"workload.measure_s": 20}))
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,8 @@ def scenario_runs(tmp_path_factory):
 
 
 NAMES = ["default-seed-3", "default-chunks-on-a-split", "one-word-replies", "crowd-at-one-instant",
-         "capped-split-1-3-at-2x", "capped-one-gpu-at-10x", "capped-mid-ship", "azure-code-trace"]
+         "capped-split-1-3-at-2x", "capped-one-gpu-at-10x", "capped-mid-ship",
+         pytest.param("azure-code-trace", marks=pytest.mark.real_traces)]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -46,7 +46,7 @@ def test_per_request_figures_match_a_per_word_computation(result, arrangement):
     assert summary.first_word_p90_s == pytest.approx(np.percentile(req.first_word_s, 90), rel=1e-12)
 
 
-def test_busy_shares_and_words_per_second(result):
+def test_iterating_shares_fullness_and_words_per_second(result):
     it = result.iterations
     for name, rec in result.records.items():
         req = result.requests[result.requests.arrangement == name]
@@ -55,10 +55,15 @@ def test_busy_shares_and_words_per_second(result):
         busy = (block.ended_at_s.clip(upper=span) - block.started_at_s.clip(upper=span)).clip(lower=0)
         roles = np.asarray(rec.gpu_roles)
         summary = result.summary.set_index("arrangement").loc[name]
-        for role, column in (("reads", "reading_busy_pct"), ("writes", "writing_busy_pct")):
+        for role, column in (("reads", "reading_iterating_pct"), ("writes", "writing_iterating_pct")):
             gpus = np.flatnonzero((roles == role) | (roles == "both"))
             expected = 100 * busy[block.gpu.isin(gpus)].sum() / (len(gpus) * span)
             assert summary[column] == pytest.approx(expected, rel=1e-9)
+        ended = block[(block.ended_at_s <= span)]
+        writes = ended[ended.gpu.isin(np.flatnonzero(roles != "reads"))]
+        reads = ended[ended.gpu.isin(np.flatnonzero(roles != "writes"))]
+        assert summary.replies_per_writing_iteration == pytest.approx(writes.n_replies_written.mean(), rel=1e-12)
+        assert summary.prompt_tokens_per_reading_iteration == pytest.approx(reads.n_prompt_tokens_read.mean(), rel=1e-12)
         first_words = (rec.requests["first_word_at_ns"] >= 0) & (rec.requests["first_word_at_ns"] <= round(span * 1e9))
         n_words = block[block.ended_at_s <= span].n_replies_written.sum() + first_words.sum()
         assert summary.words_per_s == pytest.approx(n_words / span, rel=1e-9)

@@ -1,7 +1,7 @@
 """Hand-timed micro-scenarios: word times computed by hand from M1-M7 and D1-D10.
 
 Costs (defaults): an iteration is 12 ms + 0.4 ms per reply written + 0.05 ms per prompt token
-read; a ship is 0.01 ms per prompt token. Times count from the first trace row.
+read; a ship is 0.01 ms per prompt token. A trace's times are taken as written.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def req(result, arrangement, request_id):
 
 def test_one_request_alone_on_each_kind(micro):
     res = micro(
-        [(0.5, 1000, 4)],
+        [(0.0, 1000, 4)],
         [
             {"name": "same", "kind": "colocated", "gpus": 1},
             {"name": "chunked", "kind": "colocated", "gpus": 1, "chunk_tokens": 400},

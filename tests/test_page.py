@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import DEFAULT
+from helpers import DEFAULT, SPLIT_1_1
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.errors import InputError
 from disagg_simpy.page import embedded_data, page_html, write_page
 from disagg_simpy.page.data import (
+    FIRST_WORD_GRID_S,
     FROZE,
     GAP_GRID_MS,
     LATE_FIRST_WORD,
@@ -78,8 +79,14 @@ def test_iterations_are_exactly_those_of_the_frames_in_the_span(res, data):
 
 
 def test_every_reply_number_equals_its_requests_row(res, data):
+    assert len(data["requests"]["id"]) == res.summary["n_requests"].iloc[0]  # all arrive in the span
+    check_requests(res, data)
+
+
+def check_requests(res, data):
     for a in data["arrangements"]:
         req = res.requests[res.requests["arrangement"] == a["name"]]
+        req = req[req["request_id"].isin(np.cumsum(data["requests"]["id"]))]
         r = decode_requests(data, a)
         assert r["id"].tolist() == req["request_id"].tolist()
         assert r["prompt"].tolist() == req["n_prompt_tokens"].tolist()
@@ -137,6 +144,14 @@ def test_word_times_follow_from_the_embedded_iterations(res, data):
         assert sorted(got) == sorted(zip(want["request_id"], want["word"], ns(want["at_s"])))
 
 
+def test_first_word_shares_are_the_frames(res, data):
+    for a in data["arrangements"]:
+        waits = res.requests.loc[res.requests["arrangement"] == a["name"], "first_word_s"].to_numpy()
+        want = [100 * np.mean(waits <= s + 1e-9) for s in FIRST_WORD_GRID_S]
+        assert a["first_words"] == pytest.approx(want, abs=1e-3)
+        assert a["first_words"][-1] == pytest.approx(100 * np.mean(~np.isnan(waits)), abs=1e-3)
+
+
 def test_gap_shares_are_the_runs_pooled_gaps(res, data):
     for a in data["arrangements"]:
         gaps = res.gaps[a["name"]]
@@ -175,6 +190,16 @@ def test_span_choice_and_bad_span(res):
     for a in data["arrangements"]:
         for g in decode_iterations(data, a):
             assert (g["end"] > 2 * NS).all() and (g["start"] < 3 * NS).all()
+    # the requests in progress in the span, in any arrangement, and only those
+    req = res.requests
+    live = req[(req["arrived_at_s"] < 3) & ~(req["finished_at_s"] < 2)]
+    ids = np.cumsum(data["requests"]["id"])
+    assert ids.tolist() == sorted(set(live["request_id"]))
+    assert 0 < len(ids) < res.summary["n_requests"].iloc[0]
+    check_requests(res, data)
+    full = embedded_data(page_html(res))
+    for a, b in zip(data["arrangements"], full["arrangements"]):  # the charts still cover everyone
+        assert (a["gaps"], a["first_words"], a["summary"]) == (b["gaps"], b["first_words"], b["summary"])
     with pytest.raises(InputError, match="expected an end after the start"):
         page_html(res, span_s=(3.0, 3.0))
 
@@ -210,3 +235,16 @@ def test_cli_html_flag_refuses_bad_paths_before_running(tmp_path, capsys, bad, m
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_one_word_and_unfinished_replies(micro):
+    """A one-word reply has no gaps and no writing GPU; a reply the cap cuts off is unfinished."""
+    res = micro([(0.0, 100, 1), (0.0, 100, 5), (0.001, 200, 1000)], SPLIT_1_1, max_sim_s=1)
+    data = embedded_data(page_html(res))
+    (a,) = data["arrangements"]
+    r = decode_requests(data, a)
+    assert r["wg"].tolist()[0] == -1 and r["jit"].tolist()[0] == -1 and r["maxgap"].tolist()[0] == -1
+    assert r["late"].tolist()[:2] == [0, 0] and r["late"][2] & UNFINISHED
+    assert r["fin"][2] == -1 and r["nfz"][2] == -1
+    assert a["summary"]["n_unfinished"] == 1
+    check_requests(res, data)

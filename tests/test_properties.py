@@ -66,9 +66,9 @@ def write(folder: Path, trace_rows, spec: dict) -> Path:
 @given(trace_rows=rows, arrangement_list=arrangements, cost=costs, cap=caps, chunked_slo=st.booleans())
 def test_random_valid_scenarios_run_and_keep_every_invariant(trace_rows, arrangement_list, cost, cap, chunked_slo):
     spec = {"name": "prop", "workload": {"trace": "t.csv"}, "cost": cost, "arrangements": arrangement_list}
-    if cap is not None:
-        spec["max_sim_s"] = cap
-        spec["workload"]["measure_s"] = cap  # rows after the cap are never seen
+    if cap is not None:  # from the first row (a csv trace's times are as written)
+        spec["max_sim_s"] = trace_rows[0][0] + cap
+        spec["workload"]["measure_s"] = trace_rows[0][0] + cap  # rows after the cap are never seen
     if chunked_slo:
         spec["slo"] = {"first_word_s": 0.5, "mean_gap_ms": 20, "freeze_ms": 40}
     with tempfile.TemporaryDirectory() as tmp:

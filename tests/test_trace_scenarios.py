@@ -1,4 +1,5 @@
-"""Traces in scenarios: windows, spread ties, scaling, clips, run.json, and the bundled scenarios."""
+"""Traces in scenarios: windows, spread ties, scaling, clips, run.json (the bundled scenarios of the
+public traces: test_public_traces.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import hashlib
 import json
 import re
 
-import numpy as np
 import pytest
 import yaml
 from helpers import ROOT
@@ -100,24 +100,6 @@ def test_rate_flag_on_a_trace_replaces_its_time_scale(tmp_path, capsys):
     # 5 rows in the 6 s window at 0.5 requests/s: a replay speed of 0.6, not the file's 2.0
     assert info["workload"]["rate_per_s"] == 0.5 and info["workload"]["time_scale"] == pytest.approx(0.6)
     assert "time_scale" not in info["scenario"]["workload"] or info["scenario"]["workload"]["time_scale"] is None
-
-
-def _bundled_sha256() -> dict[str, str]:
-    text = (ROOT / "data" / "traces" / "README.md").read_text()
-    return {name: digest for digest, name in re.findall(r"\b([0-9a-f]{64})\s+(\S+)", text)}
-
-
-@pytest.mark.parametrize("name", ["azure-conv", "azure-code", "mooncake", "sharegpt"])
-def test_bundled_trace_scenarios_run_end_to_end(name):
-    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
-    short = scenario.with_overrides(**{"workload.measure_s": 8})
-    res = run(short)
-    assert list(res.summary.arrangement) == [a.name for a in scenario.arrangements]
-    assert (res.summary.n_requests > 0).all()
-    assert res.summary.n_unfinished.sum() == 0
-    info = res.stream.info
-    assert info["sha256"] == _bundled_sha256()[info["path"].rsplit("/", 1)[-1]]
-    assert np.all(np.diff(res.stream.arrived_at_ns) >= 0)
 
 
 def test_describe_prints_statistics_and_plots(tmp_path, capsys):

@@ -1,26 +1,43 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
-`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`);
-`python -m disagg_simpy explain SCENARIO --request ID` tells one request's story (`explain.py`).
+`python -m disagg_simpy describe TRACE` describes a trace (`describe.py`); `python -m disagg_simpy
+traces fetch|list` downloads and lists the public traces (`traces.py`); `python -m disagg_simpy
+explain SCENARIO --request ID` tells one request's story (`explain.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write, exit 1; Ctrl-C, 130.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..errors import InputError
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line
 from .describe import describe
 from .explain import explain
 from .run import OUTPUT_FILES, build_parser, run
+from .traces import traces
 
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe, "explain": explain}
+COMMANDS = {"describe": describe, "traces": traces, "explain": explain}
+
+
+def command_help() -> dict[str, str]:
+    """Each subcommand's one-line summary (its entry function's first docstring line), for --help."""
+    return {name: (entry.__doc__ or "").strip().split("\n")[0] for name, entry in COMMANDS.items()}
+
+
+def _check_not_a_misspelt_command(word: str) -> None:
+    """A first word that is no file but close to a command name is a misspelt command."""
+    near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if near and not word.startswith("-") and not Path(word).exists():
+        raise InputError(f"got {word!r}, which is neither a command nor a scenario file; did you mean {near[0]!r}? "
+                         f"(commands: {', '.join(COMMANDS)}; see --help)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = COMMANDS.get(args[0]) if args else None
         if command is not None:
             return command(args[1:])
-        return run(argv)
+        if args:
+            _check_not_a_misspelt_command(args[0])
+        return run(argv, commands=command_help())
     except InputError as err:
         print(f"error: {one_line(str(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -34,6 +34,7 @@ def build_explain_parser() -> argparse.ArgumentParser:
 
 
 def explain(argv: Sequence[str]) -> int:
+    """Tell one request's story: where its time went, what froze it, which limit it broke."""
     from ..api import run as run_scenario
     from ..results.story import story_facts, story_text
     from ..workload.stream import make_requests

@@ -25,11 +25,19 @@ from .plot_flags import add_plot_arguments, plot_flag_error
 OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentParser:
+    """The run command's flags; `commands` (name: summary) lists the other commands in --help."""
+    epilog = None
+    if commands:
+        width = max(map(len, commands)) + 2
+        epilog = "other commands (python -m disagg_simpy COMMAND --help):\n" + "\n".join(
+            f"  {name.ljust(width)}{summary}" for name, summary in commands.items())
     p = Parser(
         prog="python -m disagg_simpy",
         description="Compare ways of serving a chat model on a few GPUs: same GPU, chunked "
         "prompts, or split reading and writing GPUs. Prints one row per arrangement.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR", help="results folder (default: runs/<scenario name>/)")
@@ -39,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
                    help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
     p.add_argument("--html", type=path_flag("--html"), metavar="FILE",
                    help="also write one self-contained HTML page: the table, a player per arrangement, the charts")
@@ -87,19 +96,34 @@ class Outputs:
     plots: Path | None
     save_trace: Path | None
     html: Path | None = None
+    inputs: tuple[Path, ...] = ()  # the scenario and its trace: never removed as stale
 
 
-def run(argv: Sequence[str] | None) -> int:
-    """The run command, step by step."""
-    args = build_parser().parse_args(argv)  # before the heavy imports: --help stays fast
+def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> int:
+    """The run command, step by step (`commands`: the others, for --help)."""
+    args = build_parser(commands).parse_args(argv)  # before the heavy imports: --help stays fast
     scenario = load(args)
     outputs = check_outputs(args, scenario)
-    seeds = list(range(scenario.seed, scenario.seed + args.seeds))
+    seeds = list(range(scenario.seed, scenario.seed + (args.seeds if draws_requests(scenario, args.seeds) else 1)))
     results = simulate(scenario, seeds)
     files, run_info = tabulate(args, argv, scenario, results)
     write(args, outputs, results, files, run_info)
     report(args, scenario, outputs, files["summary.csv"], run_info, results)
     return 0
+
+
+def draws_requests(scenario, n_seeds: int) -> bool:
+    """Whether the seed changes the requests (synthetic traffic, a `lengths` trace); if not and
+    several seeds were asked for, say so on stderr: every seed would rerun the same input."""
+    from ..scenario.schema import SyntheticWorkload
+
+    w = scenario.workload
+    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
+        return True
+    if n_seeds > 1:
+        print(f"warning: --seeds {n_seeds}: the {w.format} trace {w.trace} fixes every request and the model draws "
+              f"nothing, so every seed would give the same figures; ran seed {scenario.seed} once", file=sys.stderr)
+    return False
 
 
 def load(args: argparse.Namespace):
@@ -114,6 +138,7 @@ def load(args: argparse.Namespace):
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     """Every output path is usable, and none overwrites the scenario or its trace."""
     from ..scenario.schema import TraceWorkload
+    from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     outputs = [("--out", out / name) for name in OUTPUT_FILES]
@@ -132,11 +157,10 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
     inputs = {"scenario file": args.scenario}
     w = scenario.workload
-    if isinstance(w, TraceWorkload):
-        trace = Path(w.trace)
-        inputs["trace file"] = trace if trace.is_absolute() else scenario.folder / trace
+    if isinstance(w, TraceWorkload):  # a public trace's id that is not fetched stops the run here
+        inputs["trace file"] = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
-    return Outputs(out, plots_dir, args.save_trace, args.html)
+    return Outputs(out, plots_dir, args.save_trace, args.html, tuple(inputs.values()))
 
 
 def simulate(scenario, seeds: list[int]) -> list:
@@ -207,28 +231,39 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
     from ..workload.stream import write_trace
 
     if outputs.plots is not None:
-        from ..plots import PlotOptionError, check_plot_options, write_plots
+        from ..plots import PlotOptionError, check_plot_options, empty_window_note, write_plots
 
         try:
-            check_plot_options(results[0], args.window, args.follow)  # before anything is written
+            window = check_plot_options(results[0], args.window, args.follow)  # before anything is written
         except PlotOptionError as err:
             raise plot_flag_error(err) from None
+        note = empty_window_note(results[0], window)
+        if note:
+            flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
+            print(f"warning: {flag}: {note}", file=sys.stderr)
     make_folder(outputs.out, "--out")
     if outputs.html is not None:
         make_folder(outputs.html.parent, "--html")
+    previous = owned_files(outputs.out)
     try:
         with all_or_nothing():  # every output is new, or none is
+            written = [outputs.out / name for name in files]
             for name, frame in files.items():
                 atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
-            atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
             if outputs.save_trace is not None:
                 write_trace(results[0].stream, outputs.save_trace)
+                written.append(outputs.save_trace)
             if outputs.plots is not None:
-                write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies, follow=args.follow)
+                written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
+                                       follow=args.follow)
             if outputs.html is not None:
                 from ..page import write_page
 
                 write_page(results[0], outputs.html, reference=getattr(results[0].scenario, "reference", None))
+                written.append(outputs.html)
+            run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
+            atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
+        remove_stale(outputs.out, previous, run_info["files"], outputs.inputs)
     except OSError as err:  # a full disk, a folder removed meanwhile...
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(
@@ -236,11 +271,44 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         ) from None
 
 
+def _inside(folder: Path, paths: list[Path]) -> list[str]:
+    """The paths under `folder`, relative to it, sorted (what run.json says the run owns)."""
+    root = os.path.realpath(folder)
+    rel = [os.path.relpath(os.path.realpath(p), root) for p in paths]
+    return sorted({r for r in rel if not r.startswith(os.pardir)})
+
+
+def owned_files(out: Path) -> list[str]:
+    """What the previous run into `out` wrote there, as its run.json lists it ([] if none or
+    unreadable): only plain relative paths of our kinds of file, never outside `out`."""
+    try:
+        listed = json.loads((out / "run.json").read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(listed, list):
+        return []
+    return [f for f in listed if isinstance(f, str) and not Path(f).is_absolute() and os.pardir not in Path(f).parts
+            and Path(f).suffix in (".csv", ".json", ".png")]
+
+
+def remove_stale(out: Path, previous: list[str], current: list[str], inputs=()) -> None:
+    """Remove what a previous run of ours wrote into `out` and this one did not (and a folder
+    of ours left empty by that); files we did not write, and this run's inputs, stay."""
+    folders = set()
+    for name in sorted(set(previous) - set(current)):
+        path = out / name
+        if path.is_file() and not path.is_symlink() and not any(_same_file(path, p) for p in inputs):
+            path.unlink()
+            folders.add(path.parent)
+    for folder in folders:
+        if folder != out and not any(folder.iterdir()):
+            folder.rmdir()
+
+
 def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
-    """The table (or JSON) and the why-late block on stdout; a warning on stderr for each run the
-    safety cap ended."""
+    """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
+    and a warning for each run the safety cap ended."""
     from ..results.report import format_table, summary_json
-    from ..results.run_result import WHY_LATE_COLUMNS
     from ..results.why_late import why_late_text
 
     seeds = run_info["seeds"]
@@ -255,13 +323,17 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
         print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
-        print(format_table(summary.drop(columns=list(WHY_LATE_COLUMNS))))  # they go in the block below
+        print(format_table(summary, wide=args.wide))
         print(why_late_text(results))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")
         if outputs.html is not None:
             print(f"page in {outputs.html}")
+    workload = run_info["workload"]
+    if workload.get("ignored_columns"):
+        print(f"note: {workload['path']}: ignored column(s) {', '.join(map(repr, workload['ignored_columns']))}, "
+              f"which the {workload['format']} format does not use", file=sys.stderr)
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():
             print(

@@ -8,8 +8,9 @@ function chart(parent, title, w, h) {
 }
 
 function logAxis(svg, x, lo, hi, y0, y1, unit) {
+  const marks = Math.log10(hi / lo) > 3.5 ? [1] : [1, 2, 5];  // fewer labels over many decades
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
-    for (const m of [1, 2, 5]) {
+    for (const m of marks) {
       const v = m * 10 ** e;
       if (v < lo || v > hi) continue;
       el("svg:line", {x1: x(v), x2: x(v), y1: y0, y2: y1, class: "grid"}, svg);
@@ -75,25 +76,22 @@ const Charts = {
   },
 
   firstWord(box) {
-    const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7;
+    const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.first_word_grid_s;
     const svg = chart(box, "Wait for the first word", w, h);
-    let lo = Infinity, hi = 0;
-    const waits = ARR.map((a) => {
-      const v = [];
-      for (let i = 0; i < REQ.id.length; i++) if (a.req.first[i] >= 0) v.push((a.req.first[i] - REQ.arrived[i]) / NS);
-      v.sort((p, q) => p - q);
-      if (v.length) { lo = Math.min(lo, v[0]); hi = Math.max(hi, v[v.length - 1]); }
-      return v;
-    });
-    lo = Math.max(1e-3, Math.min(lo, SLO.first_word_s / 10)); hi = Math.max(hi, SLO.first_word_s * 2);
-    const x = (v) => x0 + ((Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);
+    // from the shortest wait any arrangement has to where the last curve stops rising
+    let first = grid.length - 1, last = 0;
+    ARR.forEach((a) => a.first_words.forEach((v, k) => {
+      if (v > 0) first = Math.min(first, k);
+      if (k > 0 && v > a.first_words[k - 1]) last = Math.max(last, k);
+    }));
+    const lo = Math.min(grid[Math.max(first - 1, 0)], SLO.first_word_s / 10), hi = Math.max(grid[last], SLO.first_word_s * 2);
+    const x = (v) => x0 + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);
     shareAxis(svg, y, x0, x1, "replies (%)");
     logAxis(svg, x, lo, hi, y(100), y(0), "seconds from arrival to the first word (log)");
     limitLine(svg, x, SLO.first_word_s, y(100), y(0), `${SLO.first_word_s} s limit`, 0);
-    ARR.forEach((a, k) => {
-      const n = REQ.id.length, pts = [[x(lo), y(0)]];
-      waits[k].forEach((v, j) => { pts.push([x(v), y((100 * j) / n)]); pts.push([x(v), y((100 * (j + 1)) / n)]); });
-      if (waits[k].length) pts.push([x(hi), y((100 * waits[k].length) / n)]);
+    ARR.forEach((a) => {
+      const pts = [];
+      grid.forEach((v, k) => { if (v >= lo && v <= hi && a.first_words.length) pts.push([x(v), y(a.first_words[k])]); });
       curve(svg, a, pts);
     });
   },
@@ -101,7 +99,9 @@ const Charts = {
   gaps(box) {
     const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.gap_grid_ms;
     const svg = chart(box, "Gaps between words", w, h);
-    const lo = 5, hi = Math.max(1000, SLO.freeze_ms * 4);
+    let last = 0;  // the gaps drawn reach to where the last curve stops rising (at least 1 s)
+    ARR.forEach((a) => a.gaps.forEach((v, k) => { if (k > 0 && v > a.gaps[k - 1]) last = Math.max(last, k); }));
+    const lo = 5, hi = Math.max(1000, SLO.freeze_ms * 4, grid[last] || 0);
     const x = (v) => x0 + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);
     shareAxis(svg, y, x0, x1, "gaps (%)");
     logAxis(svg, x, lo, hi, y(100), y(0), "gap between consecutive words (ms, log)");

@@ -7,8 +7,11 @@ an iteration's start from the previous iteration's end on its GPU. "Never" is -1
 Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of
 iterations `jit .. jit + n - 2` of its writing GPU (`jit`: the first iteration that starts at or
 after the reply joins it), so the page derives them from the iterations it holds. Iterations are
-kept only inside `span` (by default the measured window, at most MAX_SPAN_S long); the
-per-request figures (table, charts, reply details) cover every measured request.
+kept only inside `span` (by default the measured window, at most MAX_SPAN_S long), and so are
+the requests: those that arrive before its end and are still in progress at its start in some
+arrangement (for the default scenario, every measured request). The table and the charts cover
+every measured request: the summary rows, and the shares of first-word waits and of gaps at
+fixed grids.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ MAX_SPAN_S = 60.0
 LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED = 1, 2, 4, 8
 #: Gap distribution: shares at these gaps (ms), log-spaced from 1 ms to 100 s.
 GAP_GRID_MS = np.round(np.logspace(0, 5, 126), 4)
+#: First-word waits: shares at these waits (s), log-spaced from 1 ms to 1000 s.
+FIRST_WORD_GRID_S = np.round(np.logspace(-3, 3, 151), 7)
 
 
 def _ns(seconds) -> np.ndarray:
@@ -67,68 +72,51 @@ def measured_span_s(result) -> tuple[float, float]:
 
 
 def default_span_s(result) -> tuple[float, float]:
+    """The measured window, at most MAX_SPAN_S long; for a trace measured whole (no measure_s),
+    until the last iteration of any arrangement (also at most MAX_SPAN_S)."""
     lo, hi = measured_span_s(result)
-    return lo, min(hi, lo + MAX_SPAN_S)
+    if result.scenario.workload.measure_s is None:
+        ended = result.iterations["ended_at_s"]
+        hi = max(hi, float(ended.max()) if len(ended) else hi)
+    return lo, min(max(hi, lo + 1e-9), lo + MAX_SPAN_S)
 
 
-def join_iterations(requests: pd.DataFrame, iterations: pd.DataFrame) -> np.ndarray:
-    """Per request (one arrangement): the number, on its writing GPU, of the iteration that
-    writes its word 2 (the first that starts at or after it joined); -1 if it never joined."""
-    jit = np.full(len(requests), -1, dtype=np.int64)
-    gpu = requests["writing_gpu"].to_numpy(dtype=float, na_value=np.nan)
-    joined = requests["joined_at_s"].to_numpy(dtype=float)
-    for g, rows in iterations.groupby("gpu", sort=True):
-        mine = (gpu == g) & ~np.isnan(joined) & (requests["n_reply_words"].to_numpy() > 1)
-        starts = rows["started_at_s"].to_numpy()
-        jit[mine] = rows["iteration"].to_numpy()[0] + np.searchsorted(starts, joined[mine], side="left")
-    return jit
-
-
-def gap_shares(requests: pd.DataFrame, iterations: pd.DataFrame, jit: np.ndarray) -> list[float]:
+def gap_shares(values_ns: np.ndarray, counts: np.ndarray) -> list[float]:
     """Share (%) of the gaps between consecutive words of the finished replies of one
-    arrangement at most each GAP_GRID_MS value (a reply's first gap includes its KV cache ship;
+    arrangement at most each GAP_GRID_MS value, from the run's pooled gaps (distinct values in
+    ns, ascending, and how often each occurs; a reply's first gap includes its KV cache ship;
     a gap equal to a limit + 1 ns still counts as within it, D8)."""
-    done = (requests["finished_at_s"].notna() & (requests["n_reply_words"] >= 2)).to_numpy()
-    gpus = iterations["gpu"].to_numpy()
-    ended = _ns(iterations["ended_at_s"])
-    offsets = np.searchsorted(gpus, np.arange(int(gpus.max()) + 1 if len(gpus) else 0), side="left")
-    wg = requests["writing_gpu"].to_numpy(dtype=float, na_value=-1).astype(np.int64)[done]
-    first = offsets[wg] + jit[done]  # row of word 2 (iterations are numbered from 0 per GPU)
-    last = first + requests["n_reply_words"].to_numpy()[done] - 2  # row of the last word
-    diffs = np.diff(ended, append=ended[-1:])
-    if len(diffs):
-        diffs[np.r_[gpus[1:] != gpus[:-1], True]] = 0  # never a gap across GPUs
-    first_gap = ended[first] - _ns(requests["first_word_at_s"])[done]
-    weight = np.zeros(len(diffs) + 1, dtype=np.int64)  # diff k is a gap of every reply first <= k < last
-    np.add.at(weight, first, 1)
-    np.add.at(weight, last, -1)
-    weight = np.cumsum(weight[:-1])
-    values = np.concatenate([diffs[weight > 0], first_gap])
-    counts = np.concatenate([weight[weight > 0], np.ones(len(first_gap), dtype=np.int64)])
     if not counts.sum():
         return []
-    order = np.argsort(values, kind="stable")
-    cum = np.concatenate([[0], np.cumsum(counts[order])])
-    at = np.searchsorted(values[order], np.round(GAP_GRID_MS * 1e6) + 1, side="right")
+    cum = np.concatenate([[0], np.cumsum(counts)])
+    at = np.searchsorted(values_ns, np.round(GAP_GRID_MS * 1e6) + 1, side="right")
     return np.round(cum[at] / cum[-1] * 100, 3).tolist()
 
 
-def _limit_ns(x: float) -> int:
-    """A limit in whole ns, rounded half up as the verdicts round it."""
-    return math.floor(x + 0.5)
+def first_word_shares(requests: pd.DataFrame) -> list[float]:
+    """Share (%) of the measured requests of one arrangement whose first word came at most each
+    FIRST_WORD_GRID_S value after arrival (D8: with 1 ns of slack); none ever: never counted."""
+    waits = _ns(requests["first_word_s"])
+    waits = np.sort(waits[waits >= 0])
+    if not len(requests):
+        return []
+    at = np.searchsorted(waits, np.round(FIRST_WORD_GRID_S * NS) + 1, side="right")
+    return np.round(at / len(requests) * 100, 3).tolist()
 
 
-def late_bits(requests: pd.DataFrame, slo) -> np.ndarray:
-    """Which limits each reply broke (LATE_* bits; 0 for on time), as the verdicts count them."""
-    first = _ns(requests["first_word_s"])
-    finished = requests["finished_at_s"].notna().to_numpy()
-    n = requests["n_reply_words"].to_numpy()
-    total = _ns(requests["finished_at_s"]) - _ns(requests["first_word_at_s"])
-    mean_limit, first_limit = _limit_ns(slo.mean_gap_ms * 1e6), _limit_ns(slo.first_word_s * 1e9)
-    bits = np.where((first < 0) | (first > first_limit + 1), LATE_FIRST_WORD, 0)
-    bits |= np.where(finished & (n > 1) & (total > (n - 1) * (mean_limit + 1)), LATE_MEAN_GAP, 0)
-    freezes = requests["n_freezes"].to_numpy(dtype=float, na_value=0)
-    bits |= np.where(freezes > 0, FROZE, 0)
+def in_span(requests: pd.DataFrame, lo_ns: int, hi_ns: int) -> np.ndarray:
+    """Rows of one arrangement's requests that arrive before `hi_ns` and are unfinished at `lo_ns`."""
+    fin = _ns(requests["finished_at_s"])
+    return (_ns(requests["arrived_at_s"]) < hi_ns) & ((fin < 0) | (fin >= lo_ns))
+
+
+def late_bits(gaps) -> np.ndarray:
+    """Which limits each measured reply broke (LATE_* bits; 0 for on time), from the run's own
+    verdicts (`RunResult.gaps`): an unfinished reply is UNFINISHED, not also slow or frozen."""
+    finished = gaps.finished
+    bits = np.where(gaps.late_first_word, LATE_FIRST_WORD, 0)
+    bits |= np.where(gaps.late_mean_gap & finished, LATE_MEAN_GAP, 0)
+    bits |= np.where(gaps.froze & finished, FROZE, 0)
     bits |= np.where(~finished, UNFINISHED, 0)
     return bits
 
@@ -162,18 +150,24 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         raise InputError(f"page span: got {lo_s:g} to {hi_s:g} s, expected an end after the start")
     lo_ns, hi_ns = round(lo_s * NS), round(hi_s * NS)
     all_requests = result.requests
-    first = all_requests[all_requests["arrangement"] == names[0]] if names else all_requests.iloc[:0]
+    frames = {n: all_requests[all_requests["arrangement"] == n].reset_index(drop=True) for n in names}
+    keep = np.zeros(len(frames[names[0]]) if names else 0, dtype=bool)
+    for name, req in frames.items():
+        if not np.array_equal(req["request_id"].to_numpy(), frames[names[0]]["request_id"].to_numpy()):
+            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
+        keep |= in_span(req, lo_ns, hi_ns)
+    first = frames[names[0]][keep] if names else all_requests.iloc[:0]
     ids = first["request_id"].to_numpy()
     arrived = _ns(first["arrived_at_s"])
     slo = result.scenario.slo
     arrangements = []
     for name in names:
-        req = all_requests[all_requests["arrangement"] == name].reset_index(drop=True)
-        if not np.array_equal(req["request_id"].to_numpy(), ids):
-            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
+        everyone = frames[name]
+        req = everyone[keep].reset_index(drop=True)
         it = result.iterations[result.iterations["arrangement"] == name].reset_index(drop=True)
         roles = list(result.records[name].gpu_roles)
-        jit = join_iterations(req, it)
+        gaps = result.gaps[name]
+        jit = result.records[name].requests["join_iteration"][gaps.rows][keep]
         first_at = _ns(req["first_word_at_s"])
         summary = result.summary[result.summary["arrangement"] == name].iloc[0]
         arrangements.append({
@@ -190,11 +184,12 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
                 "fin": _since(_ns(req["finished_at_s"]), arrived),
                 "maxgap": _nullable(np.round(req["max_gap_ms"] * 1e6)),
                 "nfz": _nullable(req["n_freezes"]),
-                "late": late_bits(req, slo).tolist(),
+                "late": late_bits(gaps)[keep].tolist(),
                 "jit": jit.tolist(),
             },
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
-            "gaps": gap_shares(req, it, jit),
+            "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),
+            "first_words": first_word_shares(everyone),
         })
     w = result.scenario.workload
     return {
@@ -209,6 +204,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         "span_ns": [lo_ns, hi_ns],
         "reference": {str(k): float(v) for k, v in reference.items()} if reference else None,
         "gap_grid_ms": GAP_GRID_MS.tolist(),
+        "first_word_grid_s": FIRST_WORD_GRID_S.tolist(),
         "requests": {
             "id": np.diff(ids, prepend=0).tolist(),
             "arrived": np.diff(arrived, prepend=0).tolist(),

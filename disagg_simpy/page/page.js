@@ -50,7 +50,7 @@ function decodeArrangement(a, index) {
     return {first: g.first, start, end, tok: g.tok, rep: g.rep};
   });
   return {
-    name: a.name, kind: a.kind, roles: a.roles, summary: a.summary, gaps: a.gaps, index,
+    name: a.name, kind: a.kind, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
           maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},
@@ -129,7 +129,8 @@ function drawTable() {
     tr.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); choose(); } });
   });
   const s = D.scenario;
-  const note = [`${REQ.id.length.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s), seed ${s.seed}` +
+  const n = ARR.length ? ARR[0].summary.n_requests : 0;
+  const note = [`${n.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s), seed ${s.seed}` +
     (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: first word within " +
     `${SLO.first_word_s} s, mean gap within ${SLO.mean_gap_ms} ms, no gap over ${SLO.freeze_ms} ms (a freeze).`];
   if (D.reference) note.push("“page's figure”: the on-time share the scenario gives as reference (its own run, its own traffic).");
@@ -139,7 +140,8 @@ function drawTable() {
 function boot() {
   document.getElementById("lede").textContent =
     `${ARR.length} arrangements of the same requests. The player animates one arrangement's GPUs and a sample of its replies; ` +
-    `iterations are embedded from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s.`;
+    `it holds the iterations from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s ` +
+    `and the ${REQ.id.length.toLocaleString("en")} requests in progress then.`;
   drawTable();
   performance.mark("table-shown");
   Charts.draw(document.getElementById("charts"));

@@ -56,10 +56,11 @@ const Player = {
 
   init() {
     const lo = D.span_ns[0], hi = D.span_ns[1], m = D.scenario.measured_s;
-    const start = Math.max(lo, Math.min(hi - NS, Math.round((m[0] + (m[1] - m[0]) / 3) * NS)));
-    this.a = start; this.t = start;
+    this.len = Math.min(this.len, hi - lo);
+    this.a = Math.max(lo, Math.min(hi - this.len, Math.round((m[0] + (m[1] - m[0]) / 3) * NS)));
+    this.t = this.a;
     const ws = document.getElementById("win-start");
-    ws.min = (lo / NS).toFixed(1); ws.max = (hi / NS).toFixed(1); ws.value = (start / NS).toFixed(1);
+    ws.min = (lo / NS).toFixed(1); ws.max = (hi / NS).toFixed(1); ws.value = (this.a / NS).toFixed(1);
     ws.addEventListener("change", () => this.setWindow(Number(ws.value) * NS, this.len));
     const wl = document.getElementById("win-len");
     wl.addEventListener("change", () => this.setWindow(this.a, Number(wl.value) * NS));
@@ -93,7 +94,7 @@ const Player = {
       ? `${this.arr.roles.filter((r) => r === "reads").length} GPUs read prompts, ${this.arr.roles.filter((r) => r === "writes").length} write replies; KV caches ship between them`
       : `${this.arr.roles.length} GPUs, each reads prompts and writes replies`;
     document.getElementById("player-h").textContent =
-      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests} replies on time. ${kind}`;
+      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${kind}`;
     this.render();
     if (this.pinned !== null) this.detail(this.pinned);
   },

@@ -21,6 +21,7 @@ from .data import (
     check_follow,
     check_window,
     default_window,
+    empty_window_note,
     run_end_s,
     sample_replies,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "check_plot_options",
     "default_window",
     "draw_first_word_cdf",
+    "empty_window_note",
     "draw_gap_cdf",
     "draw_gpu_lanes",
     "draw_journey",

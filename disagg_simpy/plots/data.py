@@ -86,6 +86,19 @@ def sample_replies(requests: pd.DataFrame, window: Window, n: int) -> pd.DataFra
     return active.iloc[rows].reset_index(drop=True)
 
 
+def empty_window_note(result, window: Window) -> str | None:
+    """Why the timelines of `window` would show no reply (None if some arrangement has one in
+    progress there), naming the span in which measured replies were written."""
+    r = result.requests
+    finished = r["finished_at_s"]
+    active = (r["arrived_at_s"] < window[1]) & (finished.isna() | (finished >= window[0]))
+    if active.any() or not len(r):
+        return None
+    first, last = r["first_word_at_s"].min(), finished.max()
+    return (f"no measured reply is in progress from {window[0]:g} to {window[1]:g} s, so the timelines show none; "
+            f"measured replies were written from {first:.2f} to {last:.2f} s")
+
+
 @dataclass(frozen=True)
 class Gaps:
     """Gaps between consecutive words: word k at `from_s` to word k+1 at `to_s`."""

@@ -149,8 +149,10 @@ SUMMARY_COLUMNS = (
     "median_mean_gap_ms",
     "longest_gap_ms",
     "p99_gap_ms",
-    "reading_busy_pct",
-    "writing_busy_pct",
+    "reading_iterating_pct",
+    "writing_iterating_pct",
+    "replies_per_writing_iteration",
+    "prompt_tokens_per_reading_iteration",
     "words_per_s",
 )
 
@@ -169,13 +171,26 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     roles = np.asarray(rec.gpu_roles)
     busy = np.clip(it["ended_at_ns"], 0, span_ns) - np.clip(it["started_at_ns"], 0, span_ns)
 
-    def busy_pct(role: str) -> float:
-        gpus = np.flatnonzero((roles == role) | (roles == "both"))
-        if not len(gpus) or span_ns <= 0:
-            return float("nan")
-        return 100.0 * float(busy[np.isin(it["gpu"], gpus)].sum()) / (len(gpus) * span_ns)
+    def of_role(role: str) -> np.ndarray:
+        return np.isin(it["gpu"], np.flatnonzero((roles == role) | (roles == "both")))
 
-    n_words = int(it["n_replies_written"][it["ended_at_ns"] <= span_ns].sum())
+    def iterating_pct(role: str) -> float:
+        """Share of the span the role's GPUs spend in iterations: a GPU iterates whenever one
+        reply is in progress, so this is not headroom."""
+        n_gpus = int(np.count_nonzero((roles == role) | (roles == "both")))
+        if not n_gpus or span_ns <= 0:
+            return float("nan")
+        return 100.0 * float(busy[of_role(role)].sum()) / (n_gpus * span_ns)
+
+    ended = it["ended_at_ns"] <= span_ns
+
+    def per_iteration(role: str, column: str) -> float:
+        """The mean of `column` over the role's iterations that ended in the span: how full
+        its iterations are, which is what shows headroom."""
+        values = it[column][of_role(role) & ended]
+        return float(values.mean()) if len(values) else float("nan")
+
+    n_words = int(it["n_replies_written"][ended].sum())
     n_words += int(((r["first_word_at_ns"] >= 0) & (r["first_word_at_ns"] <= span_ns)).sum())
     return {
         "arrangement": rec.name,
@@ -190,7 +205,9 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
         "median_mean_gap_ms": float(np.median(means)) if len(means) else float("nan"),
         "longest_gap_ms": float(gaps.gap_values_ns.max()) / 1e6 if len(gaps.gap_values_ns) else float("nan"),
         "p99_gap_ms": weighted_percentile(gaps.gap_values_ns, gaps.gap_counts, 99) / 1e6,
-        "reading_busy_pct": busy_pct("reads"),
-        "writing_busy_pct": busy_pct("writes"),
+        "reading_iterating_pct": iterating_pct("reads"),
+        "writing_iterating_pct": iterating_pct("writes"),
+        "replies_per_writing_iteration": per_iteration("writes", "n_replies_written"),
+        "prompt_tokens_per_reading_iteration": per_iteration("reads", "n_prompt_tokens_read"),
         "words_per_s": n_words / (span_ns / NS_PER_S) if span_ns > 0 else float("nan"),
     }

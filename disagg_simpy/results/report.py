@@ -38,7 +38,7 @@ def mean_half_width(values: pd.Series) -> tuple[float, float]:
     return float(v.mean()), t975(len(v) - 1) * float(v.std(ddof=1)) / math.sqrt(len(v))
 
 
-_DECIMALS = {"_pct": 1, "_ms": 1, "_s": 2}
+_DECIMALS = {"_pct": 1, "_ms": 1, "_s": 2, "_iteration": 1}
 
 
 def _decimals(column: str) -> int:
@@ -54,9 +54,37 @@ def _cell(value: float, decimals: int) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
 
 
-def format_table(summary: pd.DataFrame) -> str:
-    """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed")]
+#: The table's columns unless `wide`: what a reader needs to compare arrangements (the CSV keeps all).
+TABLE_COLUMNS = (
+    "on_time_pct",
+    "late_first_word_pct",
+    "late_mean_gap_pct",
+    "froze_pct",
+    "first_word_p50_s",
+    "first_word_p90_s",
+    "median_mean_gap_ms",
+    "longest_gap_ms",
+)
+
+
+def _two_lines(column: str) -> tuple[str, str]:
+    """A column name broken at an underscore: the latest that keeps the longer line within one
+    character of the best balance (`first_word_` over `p50_s`)."""
+    cuts = [i for i, ch in enumerate(column) if ch == "_"]
+    if not cuts:
+        return "", column
+    longer = {k: max(k + 1, len(column) - k - 1) for k in cuts}
+    best = min(longer.values())
+    i = max(k for k in cuts if longer[k] <= best + 1)
+    return column[: i + 1], column[i + 1 :]
+
+
+def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
+    """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width.
+
+    By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
+    fits 120 characters; `wide` prints every column, one header line."""
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)]
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]
@@ -68,10 +96,14 @@ def format_table(summary: pd.DataFrame) -> str:
             else:
                 cells.append(_cell(float(block[col].iloc[0]), d))
         rows.append(cells)
-    header = ["arrangement", *columns]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    if wide:
+        headers = [["arrangement", *columns]]
+    else:
+        split = [_two_lines(c) for c in columns]
+        headers = [["", *(a for a, _ in split)], ["arrangement", *(b for _, b in split)]]
+    widths = [max(len(r[i]) for r in [*headers, *rows]) for i in range(len(headers[0]))]
     lines = []
-    for r in [header, *rows]:
+    for r in [*headers, *rows]:
         left = r[0].ljust(widths[0])
         rest = [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]
         lines.append("  ".join([left, *rest]).rstrip())

@@ -40,7 +40,9 @@ def why_late_text(results: list) -> str:
         lines.append(line)
         top = top_prompts(first.blame[name], first.records[name].requests["n_prompt_tokens"])
         if top and not many:
-            lines.append("  most: " + ", ".join(f"request {i} ({t:,} tokens) {k} freezes" for i, t, k in top))
+            (i, t, k), rest = top[0], top[1:]
+            lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
+                         + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
     if n_long is not None and len(lines) > len(rows) + 1:
         lines.append(f"  (a prompt over {n_long:,} tokens, read whole, takes over the freeze limit by itself; freezes.csv has each one)")
     return "\n".join(lines)

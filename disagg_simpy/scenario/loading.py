@@ -57,7 +57,7 @@ _EXPECT = {
     "reply_words": _RANGE,
     "tokens": _RANGE,
     "share": "a number > 0 and <= 1",
-    "trace": "a trace file path",
+    "trace": "a trace file path or a public trace's id",
     "format": "one of csv, azure, mooncake, lengths",
     "start_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g}",
     "duration_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",

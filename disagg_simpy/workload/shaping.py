@@ -36,7 +36,8 @@ def shape_arrivals(arrived_at_ns, *, start_s=None, duration_s=None, spread_ties=
                    rate_per_s=None, source="<file>") -> tuple[np.ndarray, np.ndarray, dict]:
     """Cut a window out of a trace's arrivals and reshape them, in this order:
 
-    0. times and start_s are on arrived_at_ns's clock (read_trace: counted from the first row);
+    0. times and start_s are on arrived_at_ns's clock (read_trace: a csv trace's own seconds,
+       the other formats' counted from their first row);
     1. window: keep rows with start_s <= t < start_s + duration_s; times then count from start_s;
     2. spread_ties: spread each group of equal times evenly up to the next distinct time (the
        last group stays), to smooth traces whose clock ticks coarsely (Mooncake: ~3 s);

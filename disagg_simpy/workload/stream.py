@@ -7,7 +7,6 @@ the cap or block size: a longer run sees the same prefix.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,9 @@ from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
+from .catalog import CATALOG, resolve_trace, sha256_of
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
-from .traces import read_trace
+from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
 STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
@@ -127,16 +127,17 @@ def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) ->
 
 
 def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
-    path = Path(w.trace)
-    if not path.is_absolute():
-        path = scenario.folder / path
+    path = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     problem = "no such file" if not path.exists() else "a directory" if path.is_dir() else None
     if problem:
         raise InputError(
             f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
         )
     table = read_trace(path, w.format)
-    info = {"kind": "trace", "path": str(path), "sha256": _sha256(path), "format": w.format, "n_rows": len(table)}
+    info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
+            "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
+    if w.trace in CATALOG:
+        info["public_trace"] = w.trace
     if w.format == "lengths":
         cap_s = scenario.cap_s(None)
         n = _expected_arrivals(w.rate_per_s, cap_s)
@@ -182,14 +183,6 @@ def _expected_arrivals(rate_per_s: float, cap_s: float) -> int:
     """Enough arrivals to pass the cap: the mean plus ten standard deviations (and some)."""
     mean = rate_per_s * cap_s
     return int(mean + 10 * math.sqrt(mean) + 100)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_trace(requests: Requests, path: Path) -> None:

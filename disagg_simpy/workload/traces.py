@@ -4,6 +4,11 @@ Every function is pure (no SimPy, no plotting). Bad user input raises `InputErro
 `<file>:<line>: <column>: got <bad value>, expected <what>`, so a user can go straight to the row.
 Parsing is vectorised: cells are read as text, converted with numpy/pandas, and the FIRST bad row
 is reported by its 1-based physical line number.
+
+Arrival times: a `csv` trace states seconds since the start of traffic, taken as written (so a
+trace saved with `--save-trace` replays its run exactly); `azure` and `mooncake` hold absolute
+timestamps, so their times count from the first row. Columns (or JSON keys) a format does not use
+are ignored and listed in the frame's `attrs["ignored_columns"]`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ..scenario.limits import MAX_TIME_S, MAX_TRACE_BYTES, MAX_TRACE_ROWS
 from ..units import NS_PER_S as _NS_PER_S
 from ..units import nearest_ns as _nearest_ns
 
-__all__ = ["FORMATS", "read_trace"]
+__all__ = ["FORMATS", "TIME_RULES", "read_trace"]
 
 FORMATS = ("azure", "csv", "lengths", "mooncake")
 _MAX_COUNT = 2**53
@@ -87,17 +92,18 @@ class _Problems:
             raise _error(self.path, int(self.line_nos[i]), key, got, expected)
 
 
-def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray], _Problems]:
-    """Split a plain comma-separated file (no quoting) into text columns, up to any ragged row."""
+def _csv_columns(path, lines, required) -> tuple[dict[str, np.ndarray], _Problems, list[str]]:
+    """Split a plain comma-separated file (no quoting) into text columns, up to any ragged row;
+    also the names of the header's other columns (ignored)."""
     header = [h.strip() for h in lines[0].split(",")]
     missing = [c for c in required if c not in header]
-    unknown = [] if extra_ok else [c for c in header if c not in required]
     duplicated = sorted({c for c in header if header.count(c) > 1})
-    if missing or unknown or duplicated:
-        named = (("missing", missing), ("unknown", unknown), ("duplicated", duplicated))
+    if missing or duplicated:
+        named = (("missing", missing), ("duplicated", duplicated))
         what = "; ".join(f"{label} {', '.join(cols)}" for label, cols in named if cols)
-        need = ",".join(required) + (" (other columns ignored)" if extra_ok else " and nothing else")
+        need = ",".join(required) + " (other columns ignored)"
         raise _error(path, 1, "header", f"{_shown(lines[0])} ({what})", f"columns {need}")
+    ignored = [c for c in header if c not in required]
     numbered = [(i, line) for i, line in enumerate(lines[1:], start=2) if line.strip()]
     if not numbered:
         raise _error(path, 2, "rows", "no data rows after the header", "at least one data row")
@@ -115,7 +121,7 @@ def _csv_columns(path, lines, required, extra_ok) -> tuple[dict[str, np.ndarray]
             problems.raise_first()
         rows = rows[:i]
     table = np.array(rows, dtype=str)
-    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, problems
+    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, problems, ignored
 
 
 def _numbers(text: np.ndarray) -> np.ndarray:
@@ -154,6 +160,12 @@ def _check_span(problems: _Problems, seconds: np.ndarray, text, key: str) -> Non
                        f"arrivals within {MAX_TIME_S:g} s of the first row")
 
 
+def _check_clock(problems: _Problems, seconds: np.ndarray, text, key: str) -> None:
+    """Times taken as written must fit the model's clock."""
+    with np.errstate(invalid="ignore"):
+        problems.check(seconds > MAX_TIME_S, key, lambda i: str(text[i]), f"a time of at most {MAX_TIME_S:g} s")
+
+
 def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     values = _numbers(text)
     bad = ~np.isfinite(values)
@@ -161,9 +173,9 @@ def _seconds_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         problems.check(values < 0, key, lambda i: str(text[i]), "a time >= 0 s")
     _check_order(problems, values, text, key)
-    _check_span(problems, values, text, key)
+    _check_clock(problems, values, text, key)
     problems.raise_first()
-    return _nearest_ns((values - values[0]) * _NS_PER_S)
+    return _nearest_ns(values * _NS_PER_S)  # as written: seconds since the start of traffic
 
 
 def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
@@ -192,14 +204,16 @@ def _azure_ns(problems: _Problems, text: np.ndarray, key: str) -> np.ndarray:
     return ns - ns[0]
 
 
-def _jsonl_record(line: str, keys) -> tuple | None:
-    """The numbers under `keys` in one JSON Lines line, or None if it is not that simple."""
+def _jsonl_record(line: str, keys, seen: set) -> tuple | None:
+    """The numbers under `keys` in one JSON Lines line (adding its keys to `seen`), or None if
+    it is not that simple."""
     try:
         record = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
         return None
     if not isinstance(record, dict) or not all(type(record.get(k)) in (int, float) for k in keys):
         return None
+    seen.update(record)
     return tuple(record[k] for k in keys)
 
 
@@ -220,13 +234,14 @@ def _jsonl_problem(line: str, keys) -> tuple[str, str, str]:
     return k, json.dumps(record[k])[:60], "a number"
 
 
-def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems]:
-    """Pick the numbers under `keys` out of every non-blank JSON Lines line, up to any bad line."""
-    records, line_nos, stopped = [], [], None
+def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems, list[str]]:
+    """Pick the numbers under `keys` out of every non-blank JSON Lines line, up to any bad line;
+    also the other keys seen (ignored)."""
+    records, line_nos, stopped, seen = [], [], None, set()
     for line_no, line in enumerate(lines, start=1):
         if line.strip():
             line_nos.append(line_no)
-            record = _jsonl_record(line, keys)
+            record = _jsonl_record(line, keys, seen)
             if record is None:
                 stopped = _jsonl_problem(line, keys)
                 break
@@ -237,12 +252,12 @@ def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems]:
         if not records:
             problems.raise_first()
     table = np.array(records, dtype=np.float64).reshape(-1, len(keys))
-    return {k: table[:, j] for j, k in enumerate(keys)}, problems
+    return {k: table[:, j] for j, k in enumerate(keys)}, problems, sorted(seen - set(keys))
 
 
 def _read_mooncake(path, lines) -> pd.DataFrame:
     keys = ("timestamp", "input_length", "output_length")
-    cols, problems = _jsonl_fields(path, lines, keys)
+    cols, problems, ignored = _jsonl_fields(path, lines, keys)
     ms = cols["timestamp"]
     with np.errstate(invalid="ignore"):
         problems.check(~np.isfinite(ms) | (ms < 0), "timestamp", lambda i: f"{ms[i]:g}", "a time >= 0 ms")
@@ -252,27 +267,39 @@ def _read_mooncake(path, lines) -> pd.DataFrame:
     reply = _counts(problems, cols["output_length"], "output_length")
     problems.raise_first()
     arrived_at_ns = _nearest_ns((ms - ms[0]) * 1_000_000)
-    return _frame(arrived_at_ns, prompt, reply)
+    return _frame(arrived_at_ns, prompt, reply, ignored)
 
 
-def _frame(arrived_at_ns, prompt, reply) -> pd.DataFrame:
+def _frame(arrived_at_ns, prompt, reply, ignored) -> pd.DataFrame:
     data = {} if arrived_at_ns is None else {"arrived_at_ns": arrived_at_ns}
     data.update(n_prompt_tokens=prompt, n_reply_words=reply)
-    return pd.DataFrame({k: np.asarray(v, dtype=np.int64) for k, v in data.items()})
+    frame = pd.DataFrame({k: np.asarray(v, dtype=np.int64) for k, v in data.items()})
+    frame.attrs["ignored_columns"] = list(ignored)
+    return frame
 
 
-_CSV_LAYOUTS = {  # fmt: (arrival column, prompt column, reply column, extra columns allowed)
-    "csv": ("arrived_at_s", "n_prompt_tokens", "n_reply_words", False),
-    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens", True),
-    "lengths": (None, "num_prefill_tokens", "num_decode_tokens", True),
+_CSV_LAYOUTS = {  # fmt: (arrival column, prompt column, reply column)
+    "csv": ("arrived_at_s", "n_prompt_tokens", "n_reply_words"),
+    "azure": ("TIMESTAMP", "ContextTokens", "GeneratedTokens"),
+    "lengths": (None, "num_prefill_tokens", "num_decode_tokens"),
+}
+
+#: How each format's arrival times are read (README, "Trace formats").
+TIME_RULES = {
+    "csv": "seconds since the start of traffic, as written",
+    "azure": "wall-clock timestamps, counted from the first row",
+    "mooncake": "milliseconds, counted from the first row",
+    "lengths": "none (arrivals are drawn)",
 }
 
 
 def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     """Read a request trace into columns `arrived_at_ns` (absent for "lengths"), `n_prompt_tokens`,
-    `n_reply_words`, all int64; arrivals count from the first row, in ns.
+    `n_reply_words`, all int64, in ns: a csv trace's times as written, the others' counted from
+    the first row (`TIME_RULES`). Other columns are ignored and named in
+    `attrs["ignored_columns"]`.
 
-    fmt: "csv" (`arrived_at_s,n_prompt_tokens,n_reply_words`, nothing else), "azure" (Azure LLM
+    fmt: "csv" (`arrived_at_s,n_prompt_tokens,n_reply_words`), "azure" (Azure LLM
     inference 2023: `TIMESTAMP,ContextTokens,GeneratedTokens`), "mooncake" (JSON Lines with
     `timestamp` in ms, `input_length`, `output_length`) or "lengths" (ShareGPT/arXiv length tables:
     `num_prefill_tokens,num_decode_tokens`, no arrivals).
@@ -282,9 +309,9 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     lines = _lines(path)
     if fmt == "mooncake":
         return _read_mooncake(path, lines)
-    arrival_col, prompt_col, reply_col, extra_ok = _CSV_LAYOUTS[fmt]
+    arrival_col, prompt_col, reply_col = _CSV_LAYOUTS[fmt]
     required = tuple(c for c in (arrival_col, prompt_col, reply_col) if c)
-    cols, problems = _csv_columns(path, lines, required, extra_ok)
+    cols, problems, ignored = _csv_columns(path, lines, required)
     prompt = _counts(problems, cols[prompt_col], prompt_col)
     reply = _counts(problems, cols[reply_col], reply_col)
     if fmt == "csv":
@@ -294,4 +321,4 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     else:
         arrived_at_ns = None
         problems.raise_first()
-    return _frame(arrived_at_ns, prompt, reply)
+    return _frame(arrived_at_ns, prompt, reply, ignored)
