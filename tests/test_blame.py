@@ -182,3 +182,38 @@ def test_the_limit_shares_add_up_to_the_late_share(runs):
             flags = g.late_first_word.astype(int) + g.late_mean_gap.astype(int) + g.froze.astype(int)
             assert round(counts[0]) == int(((flags == 1) & g.late_first_word).sum())
             assert round(counts[3]) == int((flags > 1).sum())
+
+
+def test_long_prompt_share_and_top_prompts_follow_from_freezes_csv(runs):
+    from disagg_simpy.results.blame import top_prompts
+
+    for res in runs[:3]:
+        prompts = res.stream.n_prompt_tokens
+        n_long = res.long_prompt_tokens
+        s = res.summary.set_index("arrangement")
+        for name, rec in res.records.items():
+            f = freezes_of(res, name)
+            ids = f.blamed_request_ids.astype(object)
+            lists = [[int(x) for x in v.split(";")] if isinstance(v, str) else [] for v in ids]
+            n_over = sum(1 for ids_ in lists if ids_ and max(prompts[ids_]) > n_long)
+            share = s.loc[name, "freezes_by_long_prompt_pct"]
+            assert (100.0 * n_over / len(f) == share) if len(f) else np.isnan(share)
+            firsts = pd.Series([x[0] for x in lists if x], dtype=np.int64).value_counts()
+            expect = sorted(firsts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+            got = top_prompts(res.blame[name], rec.requests["n_prompt_tokens"])
+            assert [(i, k) for i, _, k in got] == [(int(i), int(k)) for i, k in expect]
+            assert all(t == prompts[i] for i, t, _ in got)
+
+
+def test_the_why_late_block_for_one_seed_and_for_several(runs):
+    from disagg_simpy.results.why_late import why_late_text
+
+    one = why_late_text(runs[:1])
+    assert "freezes in same-gpu:" in one and "blamed most: request" in one and "mean of seeds" not in one
+    lines = one.splitlines()
+    row = next(line for line in lines if line.startswith("same-gpu "))
+    s = runs[0].summary.set_index("arrangement").loc["same-gpu"]
+    assert row.split()[1:] == [f"{v:.1f}" for v in (100 - s.on_time_pct, *(s[c] for c in LATE_COLUMNS))]
+    assert max(map(len, lines)) <= 120
+    two = why_late_text(runs[:2])
+    assert "(mean of seeds)" in two and "per seed" in two and "blamed most" not in two
