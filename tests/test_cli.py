@@ -18,12 +18,13 @@ SHORT = ["--measure-s", "6", "--no-plots"]
 REQUEST_COLUMNS = (
     "arrangement,request_id,arrived_at_s,n_prompt_tokens,n_reply_words,reading_gpu,read_started_at_s,"
     "first_word_at_s,writing_gpu,joined_at_s,finished_at_s,first_word_s,mean_gap_ms,max_gap_ms,n_freezes,on_time,"
-    "queued_s,reading_s,shipping_s,joining_s,writing_s,frozen_s"
+    "handoff_wait_s,link_wait_s,queued_s,reading_s,shipping_s,joining_s,writing_s,frozen_s"
 ).split(",")
 SUMMARY_COLUMNS = (
     "arrangement,n_requests,n_unfinished,on_time_pct,late_first_word_pct,late_mean_gap_pct,froze_pct,"
     "first_word_p50_s,first_word_p90_s,median_mean_gap_ms,longest_gap_ms,p99_gap_ms,reading_iterating_pct,"
     "writing_iterating_pct,replies_per_writing_iteration,prompt_tokens_per_reading_iteration,words_per_s,"
+    "kv_peak_reading_pct,kv_peak_writing_pct,handoff_waited_pct,link_waited_pct,"
     "late_first_word_only_pct,late_mean_gap_only_pct,late_froze_only_pct,late_several_pct,n_freezes,"
     "freezes_by_long_prompt_pct"
 ).split(",")
@@ -42,7 +43,8 @@ def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
     assert len(requests) == 5 * summary.n_requests.iloc[0]
     iterations = pd.read_csv(tmp_path / "iterations.csv")
     assert list(iterations.columns) == [
-        "arrangement", "gpu", "iteration", "started_at_s", "ended_at_s", "n_replies_written", "n_prompt_tokens_read"
+        "arrangement", "gpu", "iteration", "started_at_s", "ended_at_s", "n_replies_written", "n_prompt_tokens_read",
+        "kv_used_tokens",
     ]
     reads = pd.read_csv(tmp_path / "reads.csv")
     assert list(reads.columns) == ["arrangement", "gpu", "iteration", "request_id", "n_tokens"]

@@ -38,15 +38,19 @@ TRACE_SCENARIO = {
 # from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037; then (issue 15) the
 # summaries for busy_pct renamed to iterating_pct plus two new columns (old columns' values checked
 # equal), and the trace case for csv times taken as written: its first row is at 5 ms, and the old
-# outputs equal the new ones of the same trace shifted to start at 0.
-# issue 13: requests and summary gain columns (every earlier column keeps its values, compared
-# with pandas against main) and the freezes table is hashed too
+# outputs equal the new ones of the same trace shifted to start at 0. Then (issue 14) requests,
+# iterations and summary gain columns that stay empty with its options off (handoff_wait_s,
+# link_wait_s, kv_used_tokens, kv_peak_*_pct, handoff/link_waited_pct): every older column was
+# compared value for value with pandas against main's outputs and is unchanged.
+# Then (issue 13) requests and summary gain columns (queued_s .. frozen_s; the late-by-one-limit
+# shares, n_freezes, freezes_by_long_prompt_pct), compared the same way and unchanged, and the
+# freezes table is hashed too.
 EXPECTED = {
     "default/seed1": {
-        "requests": "30e2e3ca9adf799b",
-        "iterations": "6a0c2b80130eb668",
+        "requests": "daef55324c7e829f",
+        "iterations": "9b3c9af72fb34e5c",
         "reads": "3e3258d239931cc5",
-        "summary": "c534f4755f23ecf7",
+        "summary": "1d81f77714f3a59b",
         "freezes": "a3d35a6bdc55a1e9",
         "words[same-gpu]": "96ed5df5df89e14a",
         "words[chunked-512]": "500ef93a98a56de2",
@@ -55,24 +59,24 @@ EXPECTED = {
         "words[split-3-1]": "2a5a100c4a2d3284",
     },
     "default/seed2": {
-        "requests": "b7ce7e7fd05f66e3",
-        "iterations": "2872e0ec7521944f",
+        "requests": "01d308a3c6b30870",
+        "iterations": "6336f1a2dd1d5a63",
         "reads": "a9e5ab1a9ee8a175",
-        "summary": "0788cc544cbc3758",
+        "summary": "ae1dfb95635695d6",
         "freezes": "12f0ab6204eb11cc",
     },
     "default/seed3": {
-        "requests": "fc9ee874a07c62fe",
-        "iterations": "8de2269de57d673a",
+        "requests": "361b3954bbeb3d4c",
+        "iterations": "32aec4d43eaa62cc",
         "reads": "28750f2dbfbfa946",
-        "summary": "f152c0a57524c16b",
+        "summary": "c238bf137988bcb3",
         "freezes": "e5fb0edc5b3cc04d",
     },
     "trace": {
-        "requests": "5226798f3da19803",
-        "iterations": "49c25d2f11e6ef65",
+        "requests": "14d5c858e0b07ac6",
+        "iterations": "3e15c6d5456601a7",
         "reads": "243491ff3ca172a0",
-        "summary": "c8247e8978afc1e3",
+        "summary": "5162ebd88b9f2414",
         "freezes": "73e56f37afbfaee8",
         "words[same-gpu]": "0481fc87ef079d70",
         "words[chunked-200]": "f90e9dd1730997cb",

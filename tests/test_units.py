@@ -19,6 +19,7 @@ class FakeGpu:
         self.queued_tokens = queued
         self.n_replies = replies
         self.n_shipping = shipping
+        self.n_local = 0
         self.last_assignment = -1
 
 

@@ -3,19 +3,21 @@
 Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per request at its
 arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
+
+The options of extensions.md live here as state the page's model leaves empty: per-side costs
+(E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
+the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from decimal import Decimal
-from fractions import Fraction
+from collections import deque
 
 import simpy
 
 from ..scenario.schema import Colocated, Scenario
 from ..workload.stream import Requests
+from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
 from .phases import PHASE_ARRIVE, PHASE_STOP, Slot, events_scheduled
@@ -23,64 +25,45 @@ from .records import ArrangementRecords
 from .request import Request
 from .router import Side
 
-
-def exact_ns(ms: float) -> Fraction:
-    """A cost in ms, taken as the decimal the scenario wrote (its shortest repr), in exact ns."""
-    return Fraction(Decimal(repr(float(ms)))) * 1_000_000
-
-
-@dataclass(frozen=True)
-class CostNs:
-    """M1 and M4 in exact nanoseconds: whole numbers over one common denominator, so each
-    iteration's cost and each ship time rounds to the nearest ns, halves up, with no float error
-    (D10). With the usual costs (whole ns) the denominator is 1."""
-
-    iteration: int
-    per_reply: int
-    per_prompt_token: int
-    kv_ship_per_token: int
-    denominator: int = 1
-
-    @classmethod
-    def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
-                kv_ship_ms_per_token: float) -> CostNs:
-        parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token)]
-        den = math.lcm(*(p.denominator for p in parts))
-        return cls(*(int(p * den) for p in parts), denominator=den)
-
-    @classmethod
-    def from_scenario(cls, scenario: Scenario) -> CostNs:
-        c = scenario.cost
-        return cls.from_ms(c.iteration_ms, c.per_reply_ms, c.per_prompt_token_ms, c.kv_ship_ms_per_token)
-
-    def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
-        total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
-        return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
-
-    def ship_ns(self, n_tokens: int) -> int:
-        return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
+__all__ = ["CostNs", "Engine", "exact_ns"]
 
 
 class Engine:
     """Builds the GPUs of one arrangement and runs the request stream through them."""
 
     def __init__(self, scenario: Scenario, arrangement, requests: Requests):
-        self.cost = CostNs.from_scenario(scenario)
+        reading_cost, writing_cost = arrangement.side_costs(scenario.cost)
+        ship_ms = arrangement.kv_ship_ms(scenario.cost)
+        self.cost = CostNs.from_cost(reading_cost, ship_ms)
+        writing = CostNs.from_cost(writing_cost, ship_ms)
         self.arrangement = arrangement
         self.requests = requests
         self.env = simpy.Environment()
         self.split = not isinstance(arrangement, Colocated)
         n_reading = arrangement.n_reading
         chunk = arrangement.chunk_tokens
+        capacity = arrangement.kv_capacity_tokens
         if self.split:
-            self.gpus = [Gpu(i, True, False, chunk) for i in range(n_reading)] + [
-                Gpu(n_reading + i, False, True, None) for i in range(arrangement.writing_gpus)
+            self.local_max = arrangement.local_prompt_max_tokens  # E6
+            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False)
+                         for i in range(n_reading)] + [
+                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity)
+                for i in range(arrangement.writing_gpus)
             ]
         else:
-            self.gpus = [Gpu(i, True, True, chunk) for i in range(arrangement.gpus)]
+            self.local_max = None
+            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
         self.reading = Side([g for g in self.gpus if g.reads])
         self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
-        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus)
+        link = arrangement.kv_link if self.split else "independent"
+        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
+        # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
+        self.handoff: deque[Request] | None = deque() if self.split and capacity is not None else None
+        for g in self.gpus:
+            g.serves_handoff = self.handoff is not None
+            # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
+            # at this instant: only D5 step 3 sees the instant settled
+            g.always_defer = capacity is not None
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -115,7 +98,11 @@ class Engine:
         env = self.env
         request.read = env.event()
         request.done = env.event()
-        reader = self.reading.least_queued()
+        if self.local_max is not None and request.n_prompt_tokens <= self.local_max:
+            reader = self.writing.fewest_replies()  # E6: read where it will be written
+            reader.n_local += 1
+        else:
+            reader = self.reading.least_queued()
         request.reading_gpu = reader.number
         reader.add_prompt(request)
         yield request.read
@@ -129,18 +116,41 @@ class Engine:
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
         """Word 1 for prompts whose last token was just read; their replies go to a writer."""
+        ships = self.split and gpu.reads
         for r in requests:
             r.first_word_at_ns = now
+            if not gpu.reads:
+                gpu.n_local -= 1  # E6: read on its writing GPU
             if r.n_reply_words == 1:
                 self._finished(r, now)
-            elif self.split:
-                writer = self.writing.fewest_replies()
-                r.writing_gpu = writer.number
-                self.kv_link.start_ship(r, writer, now)
+            elif ships:
+                if self.handoff is None:
+                    self._hand_over(r, self.writing.fewest_replies(), now)
+                else:
+                    self.handoff.append(r)  # served right after this iteration end (E4e)
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
             r.read.succeed()
+
+    def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
+        """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
+        r.writing_gpu = writer.number
+        r.handoff_at_ns = now
+        self.kv_link.start_ship(r, writer, now)
+
+    def iteration_ended(self, now: int) -> None:
+        """E4e: serve the handoff queue from its head; a head with no room stops it."""
+        queue = self.handoff
+        while queue:
+            r = queue[0]
+            need = r.n_prompt_tokens + r.n_reply_words
+            writer = self.writing.fewest_replies(need)
+            if writer is None:
+                return
+            queue.popleft()
+            writer.reserve(need)
+            self._hand_over(r, writer, now)
 
     def replies_finished(self, requests: list[Request], now: int) -> None:
         for r in requests:
@@ -177,4 +187,6 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
+            kv_capacity_tokens=self.arrangement.kv_capacity_tokens,
+            kv_link=self.arrangement.kv_link if self.split else None,
         )

@@ -1,12 +1,21 @@
-"""KV-cache shipping from a reading GPU to a writing GPU (M4, D9).
+"""KV-cache shipping from a reading GPU to a writing GPU (M4, D9, E5).
 
-A ship takes `kv_ship_ms_per_token` per prompt token, occupies no GPU and never waits for
-another ship. Its writing GPU is chosen when the prompt's last token is read (D3), so the reply
-counts against that GPU while it ships; it joins the GPU's next iteration when the ship ends.
+A ship takes `kv_ship_ms_per_token` per prompt token and occupies no GPU. Its writing GPU is
+chosen (and, under E4, its memory reserved) when the ship is requested (D3, E4e), so the reply
+counts against that GPU while it waits and ships; it joins the GPU's next iteration when the
+ship ends (D5 step 2), which also frees its reading GPU's reservation (E4b).
+
+E5: with `kv_link: independent` (the page's model) ships never wait. Otherwise each link (one
+per reading GPU, one per writing GPU, or one in all) carries one ship at a time; a ship that
+cannot start waits in its link's FIFO queue and starts at the instant the ship before it ends.
+A link is a busy flag and a deque, not a SimPy `Resource`: a Resource grants the next request
+through events at SimPy's own priorities, outside D5's order of an instant, and would add two
+events per ship; here the next ship starts inside the ending ship's own step-2 event.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import simpy
@@ -16,19 +25,46 @@ from .phases import PHASE_ARRIVE, Slot
 from .request import Request
 
 
+class Link:
+    """One link of E5: whether a ship is on it, and the ships waiting, in request order."""
+
+    __slots__ = ("busy", "queue")
+
+    def __init__(self):
+        self.busy = False
+        self.queue: deque[Request] = deque()
+
+
 class KvLink:
     """Ships in flight, by the time they end (so a GPU can tell if one lands this instant)."""
 
-    def __init__(self, env: simpy.Environment, ship_ns: Callable[[int], int], gpus: Sequence[Gpu]):
+    def __init__(self, env: simpy.Environment, ship_ns: Callable[[int], int], gpus: Sequence[Gpu],
+                 mode: str = "independent", kv: bool = False):
         self.env = env
         self.ship_ns = ship_ns  # prompt tokens -> ship time (M4, D10)
         self.gpus = gpus
         self.n_ending_at: dict[int, int] = {}
+        self.kv = kv  # E4: a ship end frees the reading GPU's reservation
+        self.key = {"independent": None, "shared": lambda r: 0,
+                    "per_reading_gpu": lambda r: r.reading_gpu, "per_writing_gpu": lambda r: r.writing_gpu}[mode]
+        self.links: dict[int, Link] = {}
 
     def start_ship(self, request: Request, writer: Gpu, now: int) -> None:
-        """Reserve `writer` for `request`, note when its ship will end, start the ship."""
-        end = now + self.ship_ns(request.n_prompt_tokens)
+        """Count `request` against `writer` and start its ship, or queue it for its link (E5)."""
         writer.n_shipping += 1
+        if self.key is not None:
+            link = self.links.get(k := self.key(request))
+            if link is None:
+                link = self.links[k] = Link()
+            if link.busy:
+                link.queue.append(request)
+                return
+            link.busy = True
+        self._start(request, now)
+
+    def _start(self, request: Request, now: int) -> None:
+        request.ship_started_at_ns = now
+        end = now + self.ship_ns(request.n_prompt_tokens)
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
         request.ship = self.env.process(self.ship(request, end))
 
@@ -36,11 +72,20 @@ class KvLink:
         """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""
         env = self.env
         yield Slot(env, end - env.now, PHASE_ARRIVE + request.request_id)
+        now = env.now
         left = self.n_ending_at[end] - 1
         if left:
             self.n_ending_at[end] = left
         else:
             del self.n_ending_at[end]
+        if self.key is not None:
+            link = self.links[self.key(request)]
+            if link.queue:
+                self._start(link.queue.popleft(), now)
+            else:
+                link.busy = False
+        if self.kv:
+            self.gpus[request.reading_gpu].free(request.n_prompt_tokens)  # E4b
         writer = self.gpus[request.writing_gpu]
         writer.n_shipping -= 1
-        writer.add_reply(request, env.now)
+        writer.add_reply(request, now)

@@ -28,6 +28,8 @@ REQUEST_FIELDS = (
     "joined_at_ns",
     "join_iteration",
     "finished_at_ns",
+    "handoff_at_ns",  # writing GPU chosen, ship requested (E4e; the read's end without E4)
+    "ship_started_at_ns",  # the ship left (E5; the request above without E5)
 )
 
 
@@ -40,6 +42,9 @@ class GpuLog(Protocol):
     n_replies_written: Any
     n_prompt_tokens_read: Any
     reads_log: Any  # iteration, request id, tokens; iteration, ...
+    kv_used_tokens: Any  # E4: tokens held once each iteration's own reservations are made
+    kv_used: int  # E4: tokens held now
+    kv_peak: int  # E4: the most held at any moment
 
 
 @dataclass
@@ -50,12 +55,17 @@ class ArrangementRecords:
     kind: str
     gpu_roles: tuple[str, ...]  # "reads", "writes" or "both", by GPU number
     requests: dict[str, np.ndarray]  # REQUEST_FIELDS + "measured", every request that arrived
-    iterations: dict[str, np.ndarray]  # gpu, iteration, started_at_ns, ended_at_ns, n_replies_written, n_prompt_tokens_read
+    # gpu, iteration, started_at_ns, ended_at_ns, n_replies_written, n_prompt_tokens_read (+ kv_used_tokens, E4)
+    iterations: dict[str, np.ndarray]
     gpu_offsets: np.ndarray  # GPU g's iterations are rows gpu_offsets[g]:gpu_offsets[g+1]
     reads: dict[str, np.ndarray]  # gpu, iteration, request_id, n_tokens
     stopped_at_ns: int
     cap_ns: int
     n_events: int  # SimPy events the run scheduled (a structural cost measure)
+    kv_capacity_tokens: int | None = None  # E4, per GPU; None: no limit (no KV figures)
+    kv_link: str | None = None  # E5 on a split ("independent" = the page's model); None: colocated
+    kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
+    kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
 
     @property
     def n_unfinished(self) -> int:
@@ -69,7 +79,8 @@ class ArrangementRecords:
 
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
-                stopped_at_ns: int, cap_ns: int, n_events: int) -> ArrangementRecords:
+                stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: int | None = None,
+                kv_link: str | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
@@ -80,7 +91,9 @@ class ArrangementRecords:
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), counts),
             "iteration": np.concatenate([np.arange(c, dtype=np.int64) for c in counts]),
         }
-        for f in ("started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"):
+        fields = ["started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"]
+        kv = kv_capacity_tokens is not None
+        for f in fields + ["kv_used_tokens"] * kv:
             iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64) for g in gpus])
         logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
         reads_table = np.concatenate(logs)
@@ -101,6 +114,10 @@ class ArrangementRecords:
             stopped_at_ns=stopped_at_ns,
             cap_ns=cap_ns,
             n_events=n_events,
+            kv_capacity_tokens=kv_capacity_tokens,
+            kv_link=kv_link,
+            kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
+            kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
         )
 
     def word_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -26,6 +26,8 @@ class Request:
         self.joined_at_ns = -1
         self.join_iteration = -1
         self.finished_at_ns = -1
+        self.handoff_at_ns = -1
+        self.ship_started_at_ns = -1
         self.read: simpy.Event | None = None  # succeeds with word 1
         self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
         self.done: simpy.Event | None = None  # succeeds with the reply's last word

@@ -22,6 +22,9 @@ class Routable(Protocol):
     queued_tokens: int  # D1: prompt tokens not yet read, less those being read now
     n_replies: int  # replies in progress on it
     n_shipping: int  # replies whose KV cache is shipping to it
+    n_local: int  # E6: local prompts routed to it whose reading has not finished
+    kv_capacity: int | None  # E4: tokens of KV cache it can hold (None: no limit)
+    kv_used: int
     last_assignment: int  # -1 if never assigned
 
 
@@ -43,6 +46,13 @@ class Side:
         """The reading GPU with the least work queued (M3, D1, D2)."""
         return self._assign(min(self.gpus, key=_READING_KEY))
 
-    def fewest_replies(self) -> Routable:
-        """The writing GPU with the fewest replies, counting those shipping to it (M3, D3, D2)."""
-        return self._assign(min(self.gpus, key=lambda g: (g.n_replies + g.n_shipping, g.last_assignment)))
+    def fewest_replies(self, need: int | None = None) -> Routable | None:
+        """The writing GPU with the fewest replies, counting those shipping to it and, under E6,
+        local prompts not yet read (M3, D3, D2). With `need` (E4e): only among the GPUs whose
+        free KV memory holds that many tokens; None if none does."""
+        gpus = self.gpus
+        if need is not None:
+            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need]
+            if not gpus:
+                return None
+        return self._assign(min(gpus, key=lambda g: (g.n_replies + g.n_shipping + g.n_local, g.last_assignment)))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..model.engine import CostNs
+from ..model.costs import CostNs
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S

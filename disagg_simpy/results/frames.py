@@ -44,8 +44,19 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
             "max_gap_ms": np.where(gaps.max_gap_ns >= 0, gaps.max_gap_ns / 1e6, np.nan),
             "n_freezes": _count_or_empty(gaps.n_freezes),
             "on_time": gaps.on_time,
+            "handoff_wait_s": _wait(r["first_word_at_ns"], r["handoff_at_ns"], rec.kv_capacity_tokens is not None
+                                    and rec.kv_link is not None),
+            "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.kv_link not in (None, "independent")),
         }
     )
+
+
+def _wait(since: np.ndarray, until: np.ndarray, option_on: bool) -> np.ndarray:
+    """Seconds from `since` to `until` where both happened; empty throughout if the option
+    behind it is off (E4e handoff, E5 link)."""
+    if not option_on:
+        return np.full(len(since), np.nan)
+    return np.where((since >= 0) & (until >= 0), (until - since) / NS_PER_S, np.nan)
 
 
 def iterations_frame(rec: ArrangementRecords) -> pd.DataFrame:
@@ -59,6 +70,8 @@ def iterations_frame(rec: ArrangementRecords) -> pd.DataFrame:
             "ended_at_s": it["ended_at_ns"] / NS_PER_S,
             "n_replies_written": it["n_replies_written"],
             "n_prompt_tokens_read": it["n_prompt_tokens_read"],
+            "kv_used_tokens": _count_or_empty(it["kv_used_tokens"] if "kv_used_tokens" in it
+                                              else np.full(len(it["gpu"]), -1)),  # empty without E4
         }
     )
 

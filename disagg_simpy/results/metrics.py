@@ -136,6 +136,9 @@ def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> flo
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
+#: Summary figures of extensions.md's options (E4, E5): empty when the option is off.
+OPTION_COLUMNS = ("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct")
+
 SUMMARY_COLUMNS = (
     "arrangement",
     "n_requests",
@@ -154,6 +157,7 @@ SUMMARY_COLUMNS = (
     "replies_per_writing_iteration",
     "prompt_tokens_per_reading_iteration",
     "words_per_s",
+    *OPTION_COLUMNS,
 )
 
 
@@ -210,4 +214,36 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
         "replies_per_writing_iteration": per_iteration("writes", "n_replies_written"),
         "prompt_tokens_per_reading_iteration": per_iteration("reads", "n_prompt_tokens_read"),
         "words_per_s": n_words / (span_ns / NS_PER_S) if span_ns > 0 else float("nan"),
+        **option_figures(rec, gaps),
     }
+
+
+def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
+    """E4, E5 figures (NaN when the option is off): the most KV cache any GPU of a side held, as a
+    share of its capacity; the shares of measured requests that waited for a writing GPU's memory
+    (E4e) and for the link (E5): a wait above 0, or still waiting when the run stopped."""
+    nan = float("nan")
+    out = dict.fromkeys(OPTION_COLUMNS, nan)
+    roles = np.asarray(rec.gpu_roles)
+    if rec.kv_capacity_tokens is not None:
+        for side, role in (("reading", "reads"), ("writing", "writes")):
+            gpus = (roles == role) | (roles == "both")
+            out[f"kv_peak_{side}_pct"] = 100.0 * float(rec.kv_peak_tokens[gpus].max()) / rec.kv_capacity_tokens
+    r = {k: rec.requests[k][gaps.rows] for k in ("first_word_at_ns", "handoff_at_ns", "ship_started_at_ns",
+                                                "n_reply_words", "reading_gpu")}
+    n = len(gaps.rows)
+    stop = rec.stopped_at_ns
+
+    def waited(since: np.ndarray, until: np.ndarray) -> float:
+        if not n:
+            return nan
+        pending = (since >= 0) & (until < 0) & (since < stop)
+        return 100.0 * float(((until > since) & (since >= 0) | pending).sum()) / n
+
+    read_on = roles[np.maximum(r["reading_gpu"], 0)] if len(roles) else np.zeros(0, str)
+    shipped = (r["n_reply_words"] > 1) & (read_on == "reads")  # not one-word replies nor local prompts (E6)
+    if rec.kv_capacity_tokens is not None and rec.kv_link is not None:
+        out["handoff_waited_pct"] = waited(np.where(shipped, r["first_word_at_ns"], -1), r["handoff_at_ns"])
+    if rec.kv_link not in (None, "independent"):
+        out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
+    return out

@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .metrics import OPTION_COLUMNS
+
 # Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (
     12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
@@ -84,7 +86,8 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
 
     By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)]
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)
+               and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]

@@ -51,9 +51,11 @@ def iteration_bound(n_gpus: int, cap_s: float, iteration_ms: float) -> float:
     return n_gpus * (cap_s * 1e3 / iteration_ms + 1)
 
 
-def iterations_problem(arrangements, cap_s: float, iteration_ms: float) -> str | None:
-    """`None`, or why an arrangement (or all of them) could run too many iterations before the cap."""
+def iterations_problem(arrangements, cap_s: float, cost) -> str | None:
+    """`None`, or why an arrangement (or all of them) could run too many iterations before the cap
+    (`cost`: the scenario's cost figures; an arrangement's own, E1, may be shorter)."""
     for a in arrangements:
+        iteration_ms = a.shortest_iteration_ms(cost)
         bound = iteration_bound(a.n_gpus, cap_s, iteration_ms)
         if bound > MAX_ITERATIONS:
             return (
@@ -62,7 +64,8 @@ def iterations_problem(arrangements, cap_s: float, iteration_ms: float) -> str |
                 f"{count_text(MAX_ITERATIONS)}; expected a longer iteration_ms, a lower max_sim_s "
                 f"or fewer GPUs"
             )
-    total = sum(iteration_bound(a.n_gpus, cap_s, iteration_ms) for a in arrangements)
+    total = sum(iteration_bound(a.n_gpus, cap_s, a.shortest_iteration_ms(cost)) for a in arrangements)
+    iteration_ms = min(a.shortest_iteration_ms(cost) for a in arrangements)
     if total > MAX_KEPT_ROWS:
         return (
             f"got {iteration_ms:g} ms, with which the {len(arrangements)} arrangements could run "

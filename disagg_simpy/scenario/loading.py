@@ -33,6 +33,7 @@ from .schema import (
     Disaggregated,
     PromptClass,
     Scenario,
+    SideCost,
     Slo,
     SyntheticWorkload,
     TraceWorkload,
@@ -42,12 +43,13 @@ from .schema import (
 # -- one-line errors ---------------------------------------------------------------------------
 
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
+_SIDE_COST = "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms"
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
-    "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token",
+    "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, per_context_token_ms",
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms",
     "arrangements": f"a list of 1 to {MAX_ARRANGEMENTS} arrangements like {{name: same-gpu, kind: colocated, gpus: 4}}",
     "rate_per_s": "a number of requests per second > 0",
@@ -78,6 +80,13 @@ _EXPECT = {
     "reading_gpus": f"a whole number from 1 to {MAX_GPUS}",
     "writing_gpus": f"a whole number from 1 to {MAX_GPUS}",
     "chunk_tokens": "a whole number of tokens from 1 to 2**53",
+    "per_reread_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
+    "per_context_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
+    "reading_cost": _SIDE_COST,
+    "writing_cost": _SIDE_COST,
+    "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
+    "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
+    "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",
@@ -130,6 +139,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             model = PromptClass if parent == "prompt_mix" else None
         elif model is Scenario:
             model = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}.get(p)
+        elif model in (Colocated, Disaggregated) and p in ("cost", "reading_cost", "writing_cost"):
+            model = SideCost
         else:
             model = None
     return tuple(clean), models
@@ -166,6 +177,9 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     other = siblings.get(model)
     what = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
             Colocated: "a colocated arrangement", Disaggregated: "a disaggregated arrangement"}
+    if model is SideCost and bad == "kv_ship_ms_per_token":
+        return (f"unknown key in a cost mapping (a split sets kv_ship_ms_per_token on the arrangement itself); "
+                f"expected one of {', '.join(allowed)}")
     if other is not None and bad in other.model_fields:
         return f"unknown key for {what[model]} (it belongs to {what[other]}); expected one of {', '.join(allowed)}"
     close = difflib.get_close_matches(bad, allowed, n=1, cutoff=0.6)
@@ -231,6 +245,8 @@ def _expected(loc: tuple) -> str:
     last = loc[-1]
     if isinstance(last, int):
         return _ITEM_EXPECT.get(str(loc[-2]) if len(loc) >= 2 else "", "a valid item")
+    if last == "cost" and "arrangements" in loc:
+        return _SIDE_COST
     if last == "name" and len(loc) == 1:
         return "a scenario " + _NAME.removeprefix("a ")
     return _EXPECT.get(str(last), "a valid value")

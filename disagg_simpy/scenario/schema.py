@@ -9,114 +9,46 @@ Reading files and turning validation errors into one-line messages is `loading.p
 
 from __future__ import annotations
 
-import datetime
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    field_validator,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
+from .base import (
+    _NAME,
+    Count,
+    Name,
+    NonNegSeconds,
+    Seconds,
+    _as_tuple,
+    _not_only_dots,
+    _ordered_range,
+    _show,
+    _Strict,
+)
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
-    MAX_COST_MS,
-    MAX_COUNT,
-    MAX_GPUS,
     MAX_MEAN_GAP_MS,
     MAX_TIME_S,
-    MIN_ITERATION_MS,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
+from .options import largest_draw, sizes_text
+
+__all__ = [  # the models, and what loading.py shows in messages
+    "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
+    "SyntheticWorkload", "TraceWorkload", "_show",
+]
 
 #: Default slack of the safety cap after the last measured arrival (D6).
 DEFAULT_CAP_SLACK_S = 600.0
 
 DROP = object()  # with_overrides: remove a key
-
-Seconds = Annotated[float, Field(gt=0, le=MAX_TIME_S)]
-NonNegSeconds = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
-Count = Annotated[int, Field(ge=1, le=MAX_COUNT)]
-Gpus = Annotated[int, Field(ge=1, le=MAX_GPUS)]
-CostMs = Annotated[float, Field(ge=0, le=MAX_COST_MS)]
-Name = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")]
-
-_NAME = "a name of letters, digits, '.', '_' and '-' (not only dots)"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-def _joined(texts, budget: int) -> str:
-    """Comma-joined texts, ending in '...' once about `budget` characters are used."""
-    parts, used = [], 2
-    for text in texts:
-        if used + len(text) > budget and parts:
-            parts.append("...")
-            break
-        parts.append(text)
-        used += len(text) + 2
-    return ", ".join(parts)
-
-
-def _show(value: Any, budget: int = 60) -> str:
-    """A value as a user would have written it in YAML, cut to about `budget` characters."""
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        text = repr(value)
-        return f"{value:.6g}" if len(text) > 10 else text
-    if isinstance(value, int):
-        text = str(value) if abs(value) < 10**30 else f"{value:.3g}"
-        return text
-    if isinstance(value, str):
-        return repr(value if len(value) <= budget else value[:budget] + "...")
-    if isinstance(value, (bytes, bytearray)):
-        return f"binary data ({len(value)} bytes)"
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return f"the date {value.isoformat()}"
-    inner = max(8, budget // 3)
-    if isinstance(value, (list, tuple, set)):
-        return "[" + _joined((_show(item, inner) for item in value), budget) + "]"
-    if isinstance(value, dict):
-        items = (f"{k if isinstance(k, str) else _show(k, 16)}: {_show(v, inner)}" for k, v in value.items())
-        return "{" + _joined(items, budget) + "}"
-    if isinstance(value, BaseModel):
-        return _show(value.model_dump(mode="python"), budget)
-    return repr(value)[:budget]
-
-
-def _as_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _ordered_range(value: tuple[int, int]) -> tuple[int, int]:
-    if value[0] > value[1]:
-        raise ValueError(f"got {_show(list(value))}, expected a range [low, high] with low <= high")
-    return value
-
-
-def _not_only_dots(value: str) -> str:
-    if set(value) == {"."}:
-        raise ValueError(f"got {value!r}, expected {_NAME}")
-    return value
 
 
 class PromptClass(_Strict):
@@ -208,14 +140,6 @@ class TraceWorkload(_Strict):
         return self
 
 
-class Cost(_Strict):
-    """Iteration cost (M1) and KV ship time (M4), in milliseconds."""
-
-    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] = 12.0
-    per_reply_ms: CostMs = 0.4
-    per_prompt_token_ms: CostMs = 0.05
-    kv_ship_ms_per_token: CostMs = 0.01
-
 
 class Slo(_Strict):
     """On-time limits (M7)."""
@@ -225,55 +149,6 @@ class Slo(_Strict):
     freeze_ms: Annotated[float, Field(gt=0, le=MAX_TIME_S * 1e3)] = 250.0
 
 
-class Colocated(_Strict):
-    """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
-
-    name: Name
-    kind: Literal["colocated"]
-    gpus: Gpus
-    chunk_tokens: Count | None = None
-
-    _name = field_validator("name")(_not_only_dots)
-
-    @property
-    def n_reading(self) -> int:
-        return self.gpus
-
-    @property
-    def n_gpus(self) -> int:
-        return self.gpus
-
-
-class Disaggregated(_Strict):
-    """Reading GPUs only read prompts, writing GPUs only write replies; KV caches ship between."""
-
-    name: Name
-    kind: Literal["disaggregated"]
-    reading_gpus: Gpus
-    writing_gpus: Gpus
-    chunk_tokens: Count | None = None
-
-    _name = field_validator("name")(_not_only_dots)
-
-    @model_validator(mode="after")
-    def _check(self) -> Disaggregated:
-        if self.n_gpus > MAX_GPUS:
-            raise ValueError(
-                f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
-                f"expected at most {MAX_GPUS} GPUs in all"
-            )
-        return self
-
-    @property
-    def n_reading(self) -> int:
-        return self.reading_gpus
-
-    @property
-    def n_gpus(self) -> int:
-        return self.reading_gpus + self.writing_gpus
-
-
-Arrangement = Annotated[Colocated | Disaggregated, Field(discriminator="kind")]
 
 
 def _workload_tag(value: Any) -> str:
@@ -327,14 +202,44 @@ class Scenario(_Strict):
                     f"{problem}; expected a lower rate_per_s or max_sim_s"
                 )
         if isinstance(w, SyntheticWorkload):
-            problem = ship_problem(self.cost.kv_ship_ms_per_token, max(c.tokens[1] for c in w.prompt_mix))
-            if problem and any(not isinstance(a, Colocated) for a in self.arrangements):
-                raise ValueError(f"@cost.kv_ship_ms_per_token: {problem}")
+            for key, ms in self.ship_costs():
+                problem = ship_problem(ms, max(c.tokens[1] for c in w.prompt_mix))
+                if problem:
+                    raise ValueError(f"@{key}: {problem}")
+        self._check_options()
         if self.cap_known:
-            problem = iterations_problem(self.arrangements, cap, self.cost.iteration_ms)
+            problem = iterations_problem(self.arrangements, cap, self.cost)
             if problem:
                 raise ValueError(f"@cost.iteration_ms: {problem}")
         return self
+
+    def ship_costs(self) -> list[tuple[str, float]]:
+        """(key, ms per token) of each split's KV ship cost, by the key that sets it (E1)."""
+        out = []
+        for i, a in enumerate(self.arrangements):
+            if isinstance(a, Disaggregated):
+                own = a.kv_ship_ms_per_token is not None
+                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if own else "cost.kv_ship_ms_per_token",
+                            a.kv_ship_ms(self.cost)))
+        return out
+
+    def _check_options(self) -> None:
+        """E5 (reading 13): free shipping only with independent ships; E4f on synthetic traffic."""
+        w = self.workload
+        for i, a in enumerate(self.arrangements):
+            if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
+                raise ValueError(
+                    f"@arrangements[{i}].kv_link: got {a.kv_link!r} with a KV ship cost of 0 ms per token, "
+                    "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
+                )
+            if a.kv_capacity_tokens is not None and isinstance(w, SyntheticWorkload):
+                prompt, reply, need = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
+                if need > a.kv_capacity_tokens:
+                    raise ValueError(
+                        f"@arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but the workload can "
+                        f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
+                        f"and reply); expected at least {need:,}"
+                    )
 
     @property
     def cap_known(self) -> bool:

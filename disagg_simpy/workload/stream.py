@@ -17,7 +17,8 @@ import pandas as pd
 from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
-from ..scenario.schema import Colocated, Scenario, SyntheticWorkload, TraceWorkload
+from ..scenario.options import capacity_problem, reservation, sizes_text
+from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
@@ -78,11 +79,11 @@ def check_stream(scenario: Scenario, stream: Requests) -> None:
             "expected a shorter window or a lower max_sim_s"
         )
     cost = scenario.cost
-    if len(stream) and any(not isinstance(a, Colocated) for a in scenario.arrangements):
-        problem = ship_problem(cost.kv_ship_ms_per_token, int(stream.n_prompt_tokens.max()))
+    for key, ms in scenario.ship_costs() if len(stream) else ():
+        problem = ship_problem(ms, int(stream.n_prompt_tokens.max()))
         if problem:
-            raise InputError(f"{scenario.source}: cost.kv_ship_ms_per_token: {problem}")
-    problem = iterations_problem(scenario.arrangements, stream.cap_ns / NS_PER_S, cost.iteration_ms)
+            raise InputError(f"{scenario.source}: {key}: {problem}")
+    problem = iterations_problem(scenario.arrangements, stream.cap_ns / NS_PER_S, cost)
     if problem:
         raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
@@ -143,6 +144,9 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         n = _expected_arrivals(w.rate_per_s, cap_s)
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
+        # E4f: any row of the table may be drawn
+        check_capacity(scenario, path, np.arange(1, len(table) + 1),
+                       clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)[0])
         prompt, reply = sample_lengths(table, n, rng["prompt_tokens"])
         table = pd.DataFrame({"n_prompt_tokens": prompt, "n_reply_words": reply})
         info.update(seed=seed, rate_per_s=w.rate_per_s, burstiness_cv=w.burstiness_cv)
@@ -159,6 +163,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         table = table[keep].reset_index(drop=True)
         info.update(shaping)
         cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+    rows = np.flatnonzero(keep) + 1 if w.format != "lengths" else None  # data rows kept, from 1
     table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
     info.update(clips)
     measured = _window(arrived_ns, w.warmup_s, w.measure_s)
@@ -169,6 +174,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         )
     cap_ns = int(seconds_to_ns(cap_s))
     keep = arrived_ns <= cap_ns
+    if rows is not None:
+        check_capacity(scenario, path, rows[keep], table[keep])
     return Requests(
         arrived_at_ns=arrived_ns[keep],
         n_prompt_tokens=table["n_prompt_tokens"].to_numpy(np.int64)[keep],
@@ -177,6 +184,25 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         cap_ns=cap_ns,
         info=info,
     )
+
+
+def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd.DataFrame) -> None:
+    """E4f: refuse a trace with a request whose KV reservation could never fit a GPU, naming the
+    first such row (its number among the trace's data rows) and its sizes."""
+    if all(a.kv_capacity_tokens is None for a in scenario.arrangements):
+        return
+    prompt = lengths["n_prompt_tokens"].to_numpy(np.int64)
+    reply = lengths["n_reply_words"].to_numpy(np.int64)
+    for i, a in enumerate(scenario.arrangements):
+        first = capacity_problem(a, prompt, reply)
+        if first is not None:
+            p, r = int(prompt[first]), int(reply[first])
+            need = int(reservation(a, p, r))
+            raise InputError(
+                f"{scenario.source}: arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but row "
+                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one GPU; expected at "
+                f"least {need:,} (or a shorter request)"
+            )
 
 
 def _expected_arrivals(rate_per_s: float, cap_s: float) -> int:

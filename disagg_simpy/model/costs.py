@@ -1,0 +1,70 @@
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3).
+
+Each figure is the decimal the scenario wrote, in exact ns, scaled to whole numbers over one
+common denominator, so all terms of one iteration are added before its single rounding to the
+nearest ns, halves up, with no float error. With the usual costs (whole ns) the denominator is 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+
+def exact_ns(ms: float) -> Fraction:
+    """A cost in ms, taken as the decimal the scenario wrote (its shortest repr), in exact ns."""
+    return Fraction(Decimal(repr(float(ms)))) * 1_000_000
+
+
+@dataclass(frozen=True)
+class CostNs:
+    """One GPU's iteration cost (M1, E2, E3) and the KV ship time (M4) over `denominator`."""
+
+    iteration: int
+    per_reply: int
+    per_prompt_token: int
+    kv_ship_per_token: int
+    denominator: int = 1
+    per_reread_token: int = 0  # E2
+    per_context_token: int = 0  # E3
+
+    @classmethod
+    def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
+                kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
+                per_context_token_ms: float = 0.0) -> CostNs:
+        parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
+                                       per_reread_token_ms, per_context_token_ms)]
+        den = math.lcm(*(p.denominator for p in parts))
+        it, reply, token, ship, reread, context = (int(p * den) for p in parts)
+        return cls(it, reply, token, ship, den, reread, context)
+
+    @classmethod
+    def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
+        """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
+        return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
+                           cost.per_reread_token_ms, cost.per_context_token_ms)
+
+    @classmethod
+    def from_scenario(cls, scenario) -> CostNs:
+        c = scenario.cost
+        return cls.from_cost(c, c.kv_ship_ms_per_token)
+
+    @property
+    def extra_terms(self) -> bool:
+        """Whether re-reading (E2) or context (E3) costs anything."""
+        return bool(self.per_reread_token or self.per_context_token)
+
+    def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
+        total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+        return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
+
+    def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int) -> int:
+        """M1 plus `n_reread` re-read tokens (E2) and `n_context` context tokens (E3), one rounding."""
+        total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+                 + self.per_reread_token * n_reread + self.per_context_token * n_context)
+        return (2 * total + self.denominator) // (2 * self.denominator)
+
+    def ship_ns(self, n_tokens: int) -> int:
+        return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
