@@ -40,7 +40,6 @@ def base_frames(result) -> None:
 
 def why_late(result) -> int:
     limits = LimitsNs.from_slo(result.scenario.slo)
-    n_long = long_prompt_tokens(result.scenario, limits)
     n = 0
     for name, rec in result.records.items():
         gaps = result.gaps[name]
@@ -48,7 +47,8 @@ def why_late(result) -> int:
         freezes_frame(name, result.seed, blame)
         time_columns(rec, gaps, limits)
         late_breakdown(gaps)
-        freeze_summary(blame, n_long)
+        arrangement = next(a for a in result.scenario.arrangements if a.name == name)
+        freeze_summary(blame, long_prompt_tokens(result.scenario, arrangement, limits))
         n += len(blame)
     return n
 

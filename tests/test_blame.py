@@ -7,6 +7,8 @@ a ship 0.01 ms per prompt token. First rows arrive at 0, so trace times are the 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -43,7 +45,7 @@ def test_one_long_prompt_freezes_each_of_three_replies_once_and_is_blamed(tmp_pa
     assert r.n_freezes.tolist() == [1, 1, 1, 0]
     s = res.summary.iloc[0]
     assert s.n_freezes == 3 and s.freezes_by_long_prompt_pct == 100.0  # 6,000 > 4,760 tokens
-    assert res.long_prompt_tokens == 4760  # 12 + 0.05 x 4,760 = 250 ms: not over; 4,761 is
+    assert res.long_prompt_tokens == {"same": 4760}  # 12 + 0.05 x 4,760 = 250 ms: not over; 4,761 is
 
 
 def test_prompts_read_in_a_freezing_iteration_are_blamed_most_tokens_first(tmp_path):
@@ -98,10 +100,25 @@ def test_an_iteration_long_from_its_replies_alone_blames_nobody(tmp_path):
     assert (f.gap_s == 0.312).all()
 
 
+#: the default traffic through arrangements with the options of extensions.md on (E1-E6), with a
+#: tighter freeze limit so that every cause occurs
+EXTENSIONS = {
+    "cost": {"per_reread_token_ms": 0.0005, "per_context_token_ms": 0.00005},
+    "slo": {"freeze_ms": 45},
+    "arrangements": [
+        {"name": "chunked-kv", "kind": "colocated", "gpus": 4, "chunk_tokens": 512, "kv_capacity_tokens": 200_000},
+        {"name": "split-link", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2, "kv_link": "shared",
+         "kv_capacity_tokens": 150_000, "writing_cost": {"iteration_ms": 10}},
+        {"name": "split-local", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
+         "local_prompt_max_tokens": 600},
+    ],
+}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Short default runs (two seeds), the golden trace (chunked splits, one-word replies, same
-    instants) and an overloaded run the safety cap cuts short."""
+    instants), an overloaded run the safety cap cuts short, and the extensions' options on."""
     short = load_scenario(ROOT / "scenarios" / "default.yaml").with_overrides(**{"workload.measure_s": 6})
     folder = tmp_path_factory.mktemp("golden")
     (folder / "trace.csv").write_text(golden_trace_csv())
@@ -109,7 +126,13 @@ def runs(tmp_path_factory):
 
     (folder / "golden.yaml").write_text(scenario_text("golden-trace", **TRACE_SCENARIO))
     capped = short.with_overrides(**{"max_sim_s": 8.0, "workload.rate_per_s": 30})
-    return [run(short, seed=1), run(short, seed=2), run(load_scenario(folder / "golden.yaml")), run(capped)]
+    spec = short.model_dump(mode="json", exclude_none=True)
+    spec.pop("max_sim_s", None)
+    for key, value in EXTENSIONS.items():
+        spec[key] = {**spec[key], **value} if isinstance(value, dict) else value
+    (folder / "extensions.json").write_text(json.dumps(spec))
+    extensions = run(load_scenario(folder / "extensions.json"))
+    return [run(short, seed=1), run(short, seed=2), run(load_scenario(folder / "golden.yaml")), extensions, run(capped)]
 
 
 def test_the_time_parts_add_up_to_arrival_to_last_word_exactly(runs):
@@ -137,12 +160,14 @@ def test_the_time_parts_add_up_to_arrival_to_last_word_exactly(runs):
                 np.testing.assert_array_equal(frame[f"{p}_s"].to_numpy(), expect)
     assert n_checked > 3000
     assert any(res.capped for res in runs)
+    causes = set(runs[3].freezes.cause.astype(str))
+    assert causes == {"prompt_read", "kv_ship", "join_wait", "many_replies"}, causes
 
 
 def test_freezes_and_frozen_time_match_the_word_times(runs):
     """Every gap over the limit in the words (built independently) is one freezes row, and
     frozen_s is the time in those gaps from the first writing iteration's start on."""
-    for res in runs[:3]:
+    for res in runs[:4]:
         limit = res.scenario.slo.freeze_ms / 1000
         for name in res.records:
             w = res.words(name)
@@ -187,11 +212,11 @@ def test_the_limit_shares_add_up_to_the_late_share(runs):
 def test_long_prompt_share_and_top_prompts_follow_from_freezes_csv(runs):
     from disagg_simpy.results.blame import top_prompts
 
-    for res in runs[:3]:
+    for res in runs[:4]:
         prompts = res.stream.n_prompt_tokens
-        n_long = res.long_prompt_tokens
         s = res.summary.set_index("arrangement")
         for name, rec in res.records.items():
+            n_long = res.long_prompt_tokens[name]
             f = freezes_of(res, name)
             ids = f.blamed_request_ids.astype(object)
             lists = [[int(x) for x in v.split(";")] if isinstance(v, str) else [] for v in ids]

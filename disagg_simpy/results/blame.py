@@ -205,11 +205,13 @@ def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list
     return ids, tokens, firsts, longests
 
 
-def long_prompt_tokens(scenario: Scenario, limits: LimitsNs) -> int | None:
+def long_prompt_tokens(scenario: Scenario, arrangement, limits: LimitsNs) -> int | None:
     """N: the most tokens a prompt may have and still be read, whole, in an iteration writing no
-    reply, without a freeze (4,760 at the default costs). A prompt over N tokens read whole
-    freezes every reply on its GPU by itself. None if no prompt could (no cost per token)."""
-    cost = CostNs.from_scenario(scenario)
+    reply on `arrangement`'s reading GPUs, without a freeze (4,760 at the default costs). A
+    prompt over N tokens read whole freezes every reply on its GPU by itself. None if no prompt
+    could (no cost per token)."""
+    reading, _ = arrangement.side_costs(scenario.cost)
+    cost = CostNs.from_cost(reading, scenario.cost.kv_ship_ms_per_token)
     limit = limits.freeze + SLACK_NS
     if cost.per_prompt_token == 0:
         return None

@@ -40,7 +40,7 @@ class RunResult:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
         n_long = self.long_prompt_tokens
         rows = [
-            summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n]) | freeze_summary(self.blame[n], n_long)
+            summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n]) | freeze_summary(self.blame[n], n_long[n])
             for n in self.records
         ]
         return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
@@ -70,10 +70,10 @@ class RunResult:
         return LimitsNs.from_slo(self.scenario.slo)
 
     @cached_property
-    def long_prompt_tokens(self) -> int | None:
-        """N of "freezes caused by prompts over N tokens": a prompt over N tokens, read whole,
-        freezes every reply on its GPU by itself (None without a cost per prompt token)."""
-        return long_prompt_tokens(self.scenario, self.limits)
+    def long_prompt_tokens(self) -> dict[str, int | None]:
+        """N of "freezes caused by prompts over N tokens", by arrangement: a prompt over N tokens,
+        read whole, freezes every reply on its GPU by itself (None without a cost per token)."""
+        return {a.name: long_prompt_tokens(self.scenario, a, self.limits) for a in self.scenario.arrangements}
 
     @cached_property
     def iterations(self) -> pd.DataFrame:

@@ -26,9 +26,9 @@ def why_late_text(results: list) -> str:
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
     lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
 
-    n_long = first.long_prompt_tokens
-    over = f"prompts over {n_long:,} tokens" if n_long is not None else "long prompts"
     for name in first.records:
+        n_long = first.long_prompt_tokens[name]
+        over = f"prompts over {n_long:,} tokens" if n_long is not None else "long prompts"
         counts = np.sum([np.bincount(r.blame[name].cause, minlength=len(CAUSES)) for r in results], axis=0)
         total = int(counts.sum())
         if total == 0:
@@ -43,8 +43,8 @@ def why_late_text(results: list) -> str:
             (i, t, k), rest = top[0], top[1:]
             lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
                          + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
-    if n_long is not None and len(lines) > len(rows) + 1:
-        lines.append(f"  (a prompt over {n_long:,} tokens, read whole, takes over the freeze limit by itself; freezes.csv has each one)")
+    if len(lines) > len(rows) + 1:
+        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; freezes.csv has each one)")
     return "\n".join(lines)
 
 
