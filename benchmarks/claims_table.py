@@ -57,7 +57,7 @@ def main() -> None:
         figures = first_gap_figures(result)
         for i, claim in enumerate(CLAIMS):
             values[i].append(claim[3](summary, figures))
-    print(f"| id | figure | seed page | seed {scenario.seed} | mean of {args.seeds} seeds | test band |")
+    print(f"| id | figure | explainer | seed {scenario.seed} | mean of {args.seeds} seeds | test band |")
     print("|---|---|---:|---:|---:|---|")
     for i, (cid, what, page, _, band) in enumerate(CLAIMS):
         mean, hw = mean_half_width(pd.Series(values[i]))

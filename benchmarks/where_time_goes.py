@@ -1,6 +1,6 @@
 """Where a run's time goes: a sampling profile (pyinstrument) of run() + frames, by part.
 
-    pip install pyinstrument   # a profiling tool only, not a dependency
+    pip install -e ".[dev]"    # brings pyinstrument, a profiling tool only (not a dependency)
     PYTHONPATH=. python benchmarks/where_time_goes.py [default|hour] [arrangement ...]
 
 Parts, by the code each sample is executing (self time; builtins and numpy count toward the
@@ -17,7 +17,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from pyinstrument import Profiler
+try:
+    from pyinstrument import Profiler
+except ImportError:
+    sys.exit('where_time_goes.py needs pyinstrument: pip install -e ".[dev]" (or pip install pyinstrument)')
 
 from disagg_simpy import load_scenario, run
 

@@ -2,7 +2,13 @@
 
 >>> from disagg_simpy import load_scenario, run
 >>> result = run(load_scenario("scenarios/default.yaml"))
->>> result.summary            # one row per arrangement
+>>> result.summary            # one row per arrangement; also .requests, .iterations, .reads
+>>> result.words("split-2-2") # every word's time, built on demand
+
+Scenarios: `load_scenario(path)`, `Scenario.model_validate(mapping)` for one built in code (the
+same keys as a file), and `scenario.with_overrides(**{"cost.iteration_ms": 8})` for a changed copy
+(any key, dotted). Pictures: `disagg_simpy.plots.write_plots(result, folder)` writes summary.png
+and a timeline per arrangement; `disagg_simpy.page.write_page(result, path)` one HTML page.
 
 The public names are imported on first use, so `python -m disagg_simpy --help` does not pay
 for pandas, SimPy and pydantic.

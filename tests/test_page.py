@@ -218,7 +218,7 @@ def test_cli_html_flag_writes_the_page_with_the_results(tmp_path, capsys):
     assert f"page in {page}" in capsys.readouterr().out
     data = embedded_data(page.read_text(encoding="utf-8"))
     assert data["scenario"]["measured_s"] == [0.0, 2.0]
-    assert data["reference"] is None  # the default scenario declares no reference figures (yet)
+    assert data["reference"] == {"same-gpu": 1, "chunked-512": 89, "split-2-2": 100, "split-1-3": 10, "split-3-1": 10}
     assert len(data["requests"]["id"]) == (tmp_path / "out" / "requests.csv").read_text().count("\nsame-gpu,")
 
 

@@ -19,7 +19,6 @@ from disagg_simpy.cli import main
 from disagg_simpy.cli.plot_flags import parse_window
 from disagg_simpy.errors import InputError
 from disagg_simpy.plots import (
-    SEED_ON_TIME_PCT,
     default_window,
     draw_gap_cdf,
     draw_gpu_lanes,
@@ -206,14 +205,101 @@ def test_ships_drawn_for_splits_only(res):
 # -- summary and follow -------------------------------------------------------------------
 
 
-def test_seed_markers_only_for_names_the_seed_gives(res):
+def test_reference_markers_only_for_names_the_reference_gives(res):
     summary = pd.DataFrame({"arrangement": ["same-gpu", "mine", "split-2-2"], "on_time_pct": [3.0, 50.0, 90.0]})
     styles = {n: {"color": "C0", "linestyle": "-"} for n in summary["arrangement"]}
-    ax = draw_on_time_bars(Figure().add_subplot(), summary, styles)
+    reference = {"same-gpu": 1.0, "split-2-2": 100.0, "elsewhere": 5.0}
+    ax = draw_on_time_bars(Figure().add_subplot(), summary, styles, reference)
     heights = [p.get_height() for p in ax.patches if p.get_gid() == "on-time-bar"]
     assert heights == [3.0, 50.0, 90.0]
     marks = by_gid(ax, "seed-markers").get_offsets()
-    assert marks.tolist() == [[0, SEED_ON_TIME_PCT["same-gpu"]], [2, SEED_ON_TIME_PCT["split-2-2"]]]
+    assert marks.tolist() == [[0, 1.0], [2, 100.0]]
+
+
+def _summary_figure(result, monkeypatch) -> Figure:
+    """The figure `save_summary` draws, without writing it."""
+    import disagg_simpy.plots.style as style
+    from disagg_simpy.plots import save_summary
+
+    drawn = []
+    monkeypatch.setattr(style, "save_figure", lambda fig, path: drawn.append(fig) or Path(path))
+    save_summary(result, Path("unused.png"))
+    return drawn[0]
+
+
+def test_reference_diamonds_only_where_the_scenario_declares_them(res, monkeypatch):
+    """The default scenario declares the page's figures; the same arrangements in a scenario
+    without `reference:` (another model, another trace) get no diamond."""
+    fig = _summary_figure(res, monkeypatch)
+    bars = fig.axes[0]
+    marks = by_gid(bars, "seed-markers").get_offsets()[:, 1].tolist()
+    assert marks == [res.scenario.reference.on_time_pct[n] for n in names(res)] == [1, 89, 100, 10, 10]
+    assert any("explainer page" in t.get_text() for t in fig.legends[0].get_texts())
+    bare = run(res.scenario.model_copy(update={"reference": None}).with_overrides(**{"workload.measure_s": 2}))
+    fig = _summary_figure(bare, monkeypatch)
+    assert [c for c in fig.axes[0].collections if c.get_gid() == "seed-markers"] == []
+    assert not any("page" in t.get_text() for t in fig.legends[0].get_texts())
+
+
+class _WideGaps:
+    """A stand-in result whose gaps run from 12 ms to 6 s (a Mooncake-like run)."""
+
+    def gap_distribution(self, name):
+        return np.geomspace(0.012, 6.0, 50), np.ones(50, dtype=np.int64)
+
+
+def test_limit_labels_never_touch_the_panel_title(res):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=(16, 5.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = draw_gap_cdf(fig.subplots(1, 3)[2], _WideGaps(), {"x": {"color": "C0"}}, res.scenario.slo)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    labels = [t.get_window_extent(renderer) for t in ax.texts if t.get_gid() == "limit-label"]
+    assert len(labels) == 2 and labels[0].y1 < labels[1].y1  # crowded: two rows
+    assert not any(label.overlaps(title) for label in labels)
+    assert not labels[0].overlaps(labels[1])
+
+
+def test_trace_lengths_spanning_decades_get_a_log_axis():
+    from disagg_simpy.plots.trace import draw_lengths
+
+    spread = np.array([1, 2, 3, 5, 10, 40, 100, 400, 2000, 9000])
+    assert draw_lengths(Figure().add_subplot(), spread, "C0", "reply", "words").get_xscale() == "log"
+    narrow = np.array([100, 150, 200, 400])
+    assert draw_lengths(Figure().add_subplot(), narrow, "C0", "reply", "words").get_xscale() == "linear"
+
+
+def test_timeline_sample_keeps_the_runs_share_of_late_replies():
+    """100 replies in progress, 40 late: with a whole-run share of 45% on time, 25 sampled
+    replies hold 11 on time; where the window has too few late replies, on-time ones fill in."""
+    n = 100
+    requests = pd.DataFrame({
+        "request_id": np.arange(n), "arrived_at_s": np.linspace(0, 9, n), "finished_at_s": np.full(n, 20.0),
+        "on_time": np.arange(n) % 5 >= 2,  # 60 on time, 40 late, interleaved
+    })
+    sample = sample_replies(requests, (10.0, 14.0), 25, on_time_share=0.45)
+    assert len(sample) == 25 and sample["request_id"].is_monotonic_increasing
+    assert int(sample["on_time"].sum()) == 11
+    few_late = requests.assign(on_time=np.arange(n) >= 6)  # 6 late only
+    sample = sample_replies(few_late, (10.0, 14.0), 25, on_time_share=0.45)
+    assert len(sample) == 25 and int((~sample["on_time"]).sum()) == 6
+
+
+def test_a_timelines_colour_scale_runs_to_what_its_iterations_read(res, monkeypatch):
+    import disagg_simpy.plots.style as style
+    from disagg_simpy.plots import save_timeline
+
+    drawn = []
+    monkeypatch.setattr(style, "save_figure", lambda fig, path: drawn.append(fig) or Path(path))
+    for name in ("chunked-512", "same-gpu"):
+        save_timeline(res, name, Path("unused.png"), default_window(res), 5)
+        bars = [a for a in drawn[-1].axes if getattr(a, "_colorbar", None) is not None]
+        read = frames_of(res, name)[1]["n_prompt_tokens_read"].max()
+        assert len(bars) == 1 and bars[0]._colorbar.norm.vmax == read
+    assert read > 512  # same-gpu reads whole prompts
 
 
 def test_gap_cdf_has_a_curve_per_arrangement_and_the_slo_limits(res):

@@ -179,3 +179,53 @@ def test_help_lists_the_commands_and_a_misspelt_command_gets_a_suggestion(capsys
 def test_a_missing_scenario_is_not_taken_for_a_command(word, capsys):
     assert main([word]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_the_reference_figures_are_shares(tmp_path, capsys):
+    path = write_scenario(tmp_path, [(0.0, 100, 3)], reference={"source": "a paper", "on_time_pct": {"same": 300}})
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reference.on_time_pct.same: got 300" in err and "from 0 to 100" in err
+
+
+def test_help_shows_the_frames_and_the_pictures_and_building_a_scenario_in_code(tmp_path):
+    import pydoc
+
+    import yaml
+
+    import disagg_simpy
+    from disagg_simpy import RunResult, Scenario, run
+
+    text = pydoc.render_doc(RunResult, renderer=pydoc.plaintext)
+    properties = text.split("Readonly properties defined here:")[1]
+    for name, words in (("summary", "summary.csv"), ("requests", "requests.csv"), ("iterations", "iterations.csv"),
+                        ("reads", "reads.csv")):
+        assert f" |  {name}\n |      " in properties and words in properties
+    package = pydoc.render_doc(disagg_simpy, renderer=pydoc.plaintext)
+    assert "plots.write_plots(result, folder)" in package and "Scenario.model_validate" in package
+    raw = yaml.safe_load(scenario_text("inline", {**SYNTHETIC, "measure_s": 1}, arrangements=ARRANGEMENTS[:1]))
+    result = run(Scenario.model_validate(raw).with_overrides(**{"cost.iteration_ms": 8}))
+    assert result.scenario.cost.iteration_ms == 8 and len(result.summary) == 1
+
+
+def test_the_profile_script_without_pyinstrument_says_how_to_install_it():
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    script = ROOT / "benchmarks" / "where_time_goes.py"
+    code = f"import runpy, sys; sys.modules['pyinstrument'] = None; runpy.run_path({str(script)!r}, run_name='__main__')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and 'pip install -e ".[dev]"' in done.stderr
+
+
+def test_the_readme_examples_write_under_runs():
+    import re
+
+    from helpers import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    plots = re.findall(r"--plot (\S+)", readme)
+    assert plots and all(p.startswith(("runs/", "FILE")) for p in plots), plots
+    assert "/runs/" in (ROOT / ".gitignore").read_text().split()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import math
+import sys
 from pathlib import Path
 
 from ..errors import InputError
@@ -50,12 +52,12 @@ def int_at_least(flag: str, low: int, high: int = 2**63 - 1):
     return parse
 
 
-def path_flag(flag: str):
+def path_flag(flag: str, what: str = "a folder"):
     """A path flag's value; an empty one is refused (Path("") would quietly mean ".")."""
 
     def parse(text: str) -> Path:
         if not text.strip():
-            raise InputError(f"{flag}: got an empty path, expected {'a file name' if flag in ('--save-trace', '--html') else 'a folder'}")
+            raise InputError(f"{flag}: got an empty path, expected {what}")
         if "\0" in text:
             raise InputError(f"{flag}: got a path with a NUL character, expected a path")
         return Path(text)
@@ -63,5 +65,44 @@ def path_flag(flag: str):
     return parse
 
 
+MAX_MESSAGE_CHARS = 1000
+_PLAIN = {"±": "+/-", "×": "x", "µ": "u", "…": "...", "–": "-", "—": "-", "≤": "<=", "≥": ">=", "→": "->"}
+
+
 def one_line(text: str) -> str:
-    return " ".join(text.split("\n")).strip()
+    """A message as one printable line: newlines joined, control characters escaped, and cut to
+    MAX_MESSAGE_CHARS (the start and the end kept), whatever a bad input held."""
+    text = " ".join(text.split("\n")).strip()
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    if len(text) > MAX_MESSAGE_CHARS:
+        head = MAX_MESSAGE_CHARS * 2 // 3
+        text = f"{text[:head]} ... ({len(text) - MAX_MESSAGE_CHARS:,} characters left out) ... {text[head - MAX_MESSAGE_CHARS:]}"
+    return text
+
+
+def say(text: str) -> None:
+    """One line on stderr; if stderr itself cannot be written, there is no one left to tell."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def _plain(err: UnicodeEncodeError):
+    """Codec error handler: ± as +/- and the like, anything else as a backslash escape."""
+    bad = err.object[err.start:err.end]
+    return "".join(_PLAIN.get(c) or c.encode("unicode_escape").decode("ascii") for c in bad), err.end
+
+
+codecs.register_error("disagg_simpy_plain", _plain)
+
+
+def tolerant_output() -> None:
+    """Let stdout and stderr print what their encoding can (PYTHONIOENCODING=ascii, an old
+    terminal): `±` becomes `+/-`, other characters a backslash escape, never an error."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="disagg_simpy_plain")
+        except (AttributeError, ValueError, OSError):
+            pass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import check_folder, make_folder
+from ..files import check_folder, check_output_file, check_outputs_apart, make_folder, same_file
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
@@ -48,8 +48,9 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
                    help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
-    p.add_argument("--save-trace", type=path_flag("--save-trace"), metavar="FILE", help="also write the request stream used as a CSV trace")
-    p.add_argument("--html", type=path_flag("--html"), metavar="FILE",
+    p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
+                   help="also write the request stream used as a CSV trace")
+    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
                    help="also write one self-contained HTML page: the table, a player per arrangement, the charts")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
@@ -71,21 +72,6 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
     return changes, flags
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.realpath(a) == os.path.realpath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
-
-
-def _check_outputs_spare_inputs(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
-    """No output may overwrite the scenario file or the trace it reads."""
-    for flag, out in outputs.items():
-        for what, path in inputs.items():
-            if _same_file(out, path):
-                raise InputError(f"{flag}: writing {out} would overwrite the {what} {path}, expected another place")
 
 
 @dataclass
@@ -136,30 +122,28 @@ def load(args: argparse.Namespace):
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
-    """Every output path is usable, and none overwrites the scenario or its trace."""
+    """Every output path is usable (`files.check_output_file`: a symlink is written through, a
+    folder or special file refused), and none overwrites the scenario, its trace or another output."""
     from ..scenario.schema import TraceWorkload
     from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
-    outputs = [("--out", out / name) for name in OUTPUT_FILES]
-    if args.save_trace is not None:
-        check_folder(args.save_trace.parent, "--save-trace")
-        if args.save_trace.is_dir():
-            raise InputError(f"--save-trace: got {args.save_trace}, which is a folder, expected a file name")
-        outputs.append(("--save-trace", args.save_trace))
-    if args.html is not None:
-        check_folder(args.html.parent, "--html")
-        if args.html.is_dir():
-            raise InputError(f"--html: got {args.html}, which is a folder, expected a file name")
-        outputs.append(("--html", args.html))
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in OUTPUT_FILES}
     plots_dir = None
     if not args.no_plots:
+        from ..plots import plot_file_names
+
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow):
+            outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
+    for flag, path in (("--save-trace", args.save_trace), ("--html", args.html)):
+        if path is not None:
+            outputs[f"{flag} {path}"] = check_output_file(path, flag)
     inputs = {"scenario file": args.scenario}
     w = scenario.workload
     if isinstance(w, TraceWorkload):  # a public trace's id that is not fetched stops the run here
         inputs["trace file"] = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
-    _check_outputs_spare_inputs({f"{flag} {path}": path for flag, path in outputs}, inputs)
+    check_outputs_apart(outputs, inputs)
     return Outputs(out, plots_dir, args.save_trace, args.html, tuple(inputs.values()))
 
 
@@ -226,7 +210,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
 
 def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
     """Every output, all or nothing; picture options are checked against the run first."""
-    from ..files import all_or_nothing, atomic_write_text
+    from ..files import PartlyWritten, all_or_nothing, atomic_write_text
     from ..results.csv_text import csv_text
     from ..workload.stream import write_trace
 
@@ -242,11 +226,12 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
     make_folder(outputs.out, "--out")
-    if outputs.html is not None:
-        make_folder(outputs.html.parent, "--html")
+    for flag, path in (("--save-trace", outputs.save_trace), ("--html", outputs.html)):
+        if path is not None:
+            make_folder(path.parent, flag)
     previous = owned_files(outputs.out)
     try:
-        with all_or_nothing():  # every output is new, or none is
+        with all_or_nothing() as commit:  # every output is new, or none is
             written = [outputs.out / name for name in files]
             for name, frame in files.items():
                 atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
@@ -259,11 +244,21 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             if outputs.html is not None:
                 from ..page import write_page
 
-                write_page(results[0], outputs.html, reference=getattr(results[0].scenario, "reference", None))
+                reference = results[0].scenario.reference
+                write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
                 written.append(outputs.html)
             run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
             atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
-        remove_stale(outputs.out, previous, run_info["files"], outputs.inputs)
+            commit.remove = stale_files(outputs.out, previous, run_info["files"], outputs.inputs)
+        for path in commit.not_removed:
+            print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed", file=sys.stderr)
+        remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+    except PartlyWritten as err:  # a folder changed under the run after every check
+        raise NotWritten(
+            f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
+            f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
+            f"the others were left as they were"
+        ) from None
     except OSError as err:  # a full disk, a folder removed meanwhile...
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(
@@ -291,18 +286,28 @@ def owned_files(out: Path) -> list[str]:
             and Path(f).suffix in (".csv", ".json", ".png")]
 
 
-def remove_stale(out: Path, previous: list[str], current: list[str], inputs=()) -> None:
-    """Remove what a previous run of ours wrote into `out` and this one did not (and a folder
-    of ours left empty by that); files we did not write, and this run's inputs, stay."""
-    folders = set()
+def stale_files(out: Path, previous: list[str], current: list[str], inputs=()) -> list[Path]:
+    """What a previous run of ours wrote into `out` and this one did not: removed once this run's
+    files are in place. Files we did not write, symlinks, this run's inputs, and anything
+    whose real path is outside `out` stay."""
+    root = os.path.realpath(out)
+    stale = []
     for name in sorted(set(previous) - set(current)):
         path = out / name
-        if path.is_file() and not path.is_symlink() and not any(_same_file(path, p) for p in inputs):
-            path.unlink()
-            folders.add(path.parent)
-    for folder in folders:
-        if folder != out and not any(folder.iterdir()):
-            folder.rmdir()
+        inside = os.path.realpath(path).startswith(root + os.sep)
+        if inside and path.is_file() and not path.is_symlink() and not any(same_file(path, p) for p in inputs):
+            stale.append(path)
+    return stale
+
+
+def remove_empty_folders(out: Path, removed) -> None:
+    """Folders of ours under `out` that removing `removed` left empty."""
+    for folder in {p.parent for p in removed}:
+        try:
+            if folder != out and not any(folder.iterdir()):
+                folder.rmdir()
+        except OSError:
+            pass
 
 
 def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:

@@ -41,9 +41,10 @@ def traces(argv: Sequence[str]) -> int:
     except FetchError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INTERNAL
-    except KeyboardInterrupt:  # pooch removes the temporary file of the download under way
-        print("interrupted: files fetched before are complete; no partial file was left", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as err:  # pooch removes the temporary file of the download under way
+        what = "interrupted" if not hasattr(err, "signum") else "terminated"
+        print(f"{what}: files fetched before are complete; no partial file was left", file=sys.stderr)
+        return EXIT_INTERRUPTED if not hasattr(err, "signum") else 128 + err.signum
     for trace_id, path in zip(ids, paths):
         t = CATALOG[trace_id]
         print(f"{trace_id}: {path} ({t.size:,} bytes, SHA-256 checked), licence {t.licence}")

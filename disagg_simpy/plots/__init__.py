@@ -27,9 +27,8 @@ from .data import (
 )
 from .follow import draw_journey, journey, save_follow
 from .late import draw_late_limits, draw_time_parts, save_late
-from .style import arrangement_styles, tokens_norm
+from .style import arrangement_styles
 from .summary import (
-    SEED_ON_TIME_PCT,
     draw_first_word_cdf,
     draw_gap_cdf,
     draw_on_time_bars,
@@ -42,7 +41,6 @@ DEFAULT_N_REPLIES = 25
 __all__ = [
     "DEFAULT_N_REPLIES",
     "PlotOptionError",
-    "SEED_ON_TIME_PCT",
     "Window",
     "arrangement_styles",
     "check_plot_options",
@@ -57,6 +55,7 @@ __all__ = [
     "draw_reply_lanes",
     "draw_time_parts",
     "journey",
+    "plot_file_names",
     "sample_replies",
     "save_follow",
     "save_late",
@@ -70,6 +69,12 @@ __all__ = [
 def timeline_name(arrangement: str) -> str:
     """`timeline-<arrangement>.png`, with characters unsafe in file names replaced by '_'."""
     return "timeline-" + re.sub(r"[^A-Za-z0-9._-]", "_", arrangement) + ".png"
+
+
+def plot_file_names(arrangements, follow: int | None = None) -> list[str]:
+    """The names `write_plots` writes for these arrangement names (and a followed request)."""
+    names = ["summary.png", "late.png", *(timeline_name(a) for a in arrangements)]
+    return names + ([f"follow-{follow}.png"] if follow is not None else [])
 
 
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
@@ -100,12 +105,10 @@ def write_plots(
     if n_replies < 1:
         raise PlotOptionError("replies", f"got {n_replies}, expected a whole number from 1")
     folder = make_folder(Path(folder), "plots folder")
-    # one shade scale for every timeline: up to the longest prompt
-    norm = tokens_norm(result.requests["n_prompt_tokens"].max() if len(result.requests) else 1)
     paths = [save_summary(result, folder / "summary.png"), save_late(result, folder / "late.png")]
     for arrangement in result.scenario.arrangements:
         name = arrangement.name
-        paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies, norm))
+        paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies))
     if follow is not None:
         paths.append(save_follow(result, follow, folder / f"follow-{follow}.png"))
     return paths

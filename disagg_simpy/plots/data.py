@@ -75,15 +75,30 @@ def check_follow(result, request_id: int) -> None:
         raise PlotOptionError("follow", f"got {request_id}, expected the id of a measured request ({lo} to {hi})")
 
 
-def sample_replies(requests: pd.DataFrame, window: Window, n: int) -> pd.DataFrame:
-    """Up to `n` measured replies in progress during `window`, evenly spread in arrival order."""
+def _evenly(frame: pd.DataFrame, n: int) -> pd.DataFrame:
+    """`n` rows of `frame` spread evenly over it (all of them if it has no more)."""
+    if len(frame) <= n:
+        return frame
+    return frame.iloc[np.unique(np.round(np.linspace(0, len(frame) - 1, n)).astype(int))] if n else frame.iloc[:0]
+
+
+def sample_replies(requests: pd.DataFrame, window: Window, n: int, on_time_share: float | None = None) -> pd.DataFrame:
+    """Up to `n` measured replies in progress during `window`, in arrival order, evenly spread.
+
+    With `on_time_share` (the whole run's), on-time and late replies are picked in that
+    proportion, so the sample does not contradict the run's figure; where the window holds too
+    few of one kind, the other fills the sample."""
     start, end = window
     finished = requests["finished_at_s"]
     active = requests[(requests["arrived_at_s"] < end) & (finished.isna() | (finished >= start))]
     if len(active) <= n:
         return active.reset_index(drop=True)
-    rows = np.unique(np.round(np.linspace(0, len(active) - 1, n)).astype(int))
-    return active.iloc[rows].reset_index(drop=True)
+    if on_time_share is None or not np.isfinite(on_time_share):
+        return _evenly(active, n).reset_index(drop=True)
+    on_time = active["on_time"].to_numpy(dtype=bool)
+    n_on = min(max(round(n * on_time_share), n - int((~on_time).sum())), int(on_time.sum()))
+    picked = pd.concat([_evenly(active[on_time], n_on), _evenly(active[~on_time], n - n_on)])
+    return picked.sort_index().reset_index(drop=True)
 
 
 def empty_window_note(result, window: Window) -> str | None:

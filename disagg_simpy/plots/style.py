@@ -42,9 +42,15 @@ def read_cmap() -> ListedColormap:
 
 
 def tokens_norm(max_tokens: int) -> Normalize:
-    """Shade scale of tokens read, shared by every timeline of a run so shades compare; pass
-    the longest prompt (an iteration that reads several whole prompts can read far more)."""
+    """Shade scale of tokens read, from 0 to `max_tokens` (at least 1)."""
     return Normalize(0, max(int(max_tokens), 1), clip=True)
+
+
+def reading_norm(iterations) -> Normalize:
+    """The shade scale of one arrangement's timeline: up to the most tokens any of its iterations
+    read (512 for chunks of 512), so its blocks use the whole scale."""
+    tokens = iterations["n_prompt_tokens_read"]
+    return tokens_norm(tokens.max() if len(tokens) else 1)
 
 
 def arrangement_styles(names) -> dict[str, dict]:

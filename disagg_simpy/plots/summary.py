@@ -1,5 +1,6 @@
-"""The summary figure: on-time share per arrangement (with the seed's figure), and the
-distributions behind it: the wait for the first word and the gaps between words."""
+"""The summary figure: on-time share per arrangement (with the scenario's reference figures, if it
+declares any), and the distributions behind it: the wait for the first word and the gaps between
+words."""
 
 from __future__ import annotations
 
@@ -13,11 +14,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 
 from . import style as st
 
-#: On-time share the seed's page reports, by arrangement name (claims C2, C6, C7, C9, C10).
-SEED_ON_TIME_PCT = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
-
-
-#: How the seed's figures look (in the bars and in the figure's legend).
+#: How the reference figures look (in the bars and in the figure's legend).
 SEED_MARK = {"marker": "D", "s": 60, "facecolor": "white", "edgecolor": st.SEED_MARKER, "linewidth": 1.6}
 
 
@@ -26,16 +23,17 @@ def _plain(x, _pos=None) -> str:
     return f"{x:g}"
 
 
-def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict) -> Axes:
-    """A bar per arrangement (its on-time %), with a diamond at the seed's figure where the
-    seed gives one for that name."""
+def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: dict | None = None) -> Axes:
+    """A bar per arrangement (its on-time %), with a diamond at the reference figure where
+    `reference` ({arrangement: on-time %}, the scenario's `reference.on_time_pct`) gives one."""
+    reference = reference or {}
     names = [str(n) for n in summary["arrangement"]]
     pct = summary["on_time_pct"].to_numpy(dtype=float)
     x = np.arange(len(names))
     bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65)
     for bar in bars:
         bar.set_gid("on-time-bar")
-    seed = [(i, SEED_ON_TIME_PCT[n]) for i, n in enumerate(names) if n in SEED_ON_TIME_PCT]
+    seed = [(i, reference[n]) for i, n in enumerate(names) if n in reference]
     if seed:
         si, sv = zip(*seed)
         marks = ax.scatter(si, sv, zorder=3, **SEED_MARK)
@@ -53,9 +51,13 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict) -> Axes:
     return ax
 
 
-def _limits(ax: Axes, limits: list[tuple[float, str]]) -> None:
-    """Dotted vertical lines at the on-time limits, named above the axes (clear of the curves;
-    the title gets a larger pad to make room)."""
+#: Height of one row of limit labels above a panel (points): 9-pt text and a little air.
+LABEL_ROW_PT = 13
+
+
+def _limits(ax: Axes, limits: list[tuple[float, str]]) -> int:
+    """Dotted vertical lines at the on-time limits, named above the axes (clear of the curves);
+    returns the rows of labels used, so the title can clear them."""
     for x, _ in limits:
         line = ax.axvline(x, color="black", lw=1.2, ls=":")
         line.set_gid("limit")
@@ -63,9 +65,10 @@ def _limits(ax: Axes, limits: list[tuple[float, str]]) -> None:
     xs = np.log([x for x, _ in limits])
     crowded = len(xs) > 1 and np.min(np.diff(np.sort(xs))) < 0.35 * (hi - lo)
     for row, (x, text) in enumerate(limits):  # labels close together go on separate rows
-        label = ax.text(x, 1.01 + 0.065 * row * crowded, text, transform=ax.get_xaxis_transform(), ha="center",
-                        va="bottom", fontsize=9)
+        label = ax.annotate(text, (x, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(0, 3 + LABEL_ROW_PT * row * crowded),
+                            textcoords="offset points", ha="center", va="bottom", fontsize=9)
         label.set_gid("limit-label")
+    return len(limits) if crowded else 1
 
 
 def _cdf(ax: Axes, values: np.ndarray, counts: np.ndarray, total: int, style: dict, label: str) -> None:
@@ -85,10 +88,10 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
         got = waits[~np.isnan(waits)]
         _cdf(ax, got, np.ones(len(got), dtype=np.int64), len(waits), style, name)
     ax.set_xscale("log")
-    _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
+    rows = _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     return _cdf_axes(ax, "wait from arrival to the first word (s, log scale)",
-                     "replies (%) with at most this wait", "Wait for the first word")
+                     "replies (%) with at most this wait", "Wait for the first word", rows)
 
 
 def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
@@ -97,21 +100,22 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
         values, counts = result.gap_distribution(name)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
     ax.set_xscale("log")
-    _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
-                 (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
+    rows = _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
+                        (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     return _cdf_axes(ax, "gap between consecutive words of a reply (ms, log scale)",
-                     "gaps (%) at most this long", "Gaps between words")
+                     "gaps (%) at most this long", "Gaps between words", rows)
 
 
-def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> Axes:
-    """Labels, title and the plain look shared by both CDF panels."""
+def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str, label_rows: int = 1) -> Axes:
+    """Labels, title (above `label_rows` rows of limit labels) and the plain look shared by both
+    CDF panels."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 101)
-    ax.set_title(title, pad=32)
+    ax.set_title(title, pad=19 + LABEL_ROW_PT * label_rows)
     ax.grid(alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
@@ -126,7 +130,8 @@ def save_summary(result, path: Path) -> Path:
     with st.style():
         fig = st.new_figure(16, 5.4)
         bars, first, gaps = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
-        draw_on_time_bars(bars, result.summary, styles)
+        ref = result.scenario.reference
+        draw_on_time_bars(bars, result.summary, styles, ref.on_time_pct if ref else None)
         draw_first_word_cdf(first, result.requests, styles, slo)
         draw_gap_cdf(gaps, result, styles, slo)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
@@ -137,8 +142,8 @@ def save_summary(result, path: Path) -> Path:
             fontsize=12, fontweight="bold",
         )
         handles = [Line2D([], [], lw=2.2, label=n, **styles[n]) for n in names]
-        if any(n in SEED_ON_TIME_PCT for n in names):
+        if ref:
             handles.append(Line2D([], [], ls="none", marker="D", ms=7, mfc="white", mec=st.SEED_MARKER, mew=1.6,
-                                  label="on time on the seed's page (its own traffic)"))
+                                  label=f"on time in {ref.source}"))
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 8), frameon=False)
         return st.save_figure(fig, path)

@@ -171,6 +171,20 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     return ax
 
 
+def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n: int, on_time_share) -> str:
+    """How the replies shown were picked, and where the window could not follow that rule."""
+    n_late = int((~sample["on_time"].astype(bool)).sum())
+    text = f"{len(sample)} replies in progress in this window"
+    if len(sample) == n and pd.notna(on_time_share):
+        text += f", late and on time as in the whole run ({pct_text(100 * on_time_share)} on time)"
+        want_late = n - round(n * on_time_share)
+        if n_late < want_late:
+            text += f"; the window holds only {n_late} late"
+        elif n_late > want_late:
+            text += f"; the window holds only {len(sample) - n_late} on time"
+    return text + "\nrequest id, reading→writing GPU, verdict over the whole reply; evenly by arrival"
+
+
 def _gpus(r) -> str:
     """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3)."""
     read, write = r.reading_gpu, r.writing_gpu
@@ -215,14 +229,18 @@ def _legend_handles(split: bool, slo) -> list:
     return h
 
 
-def save_timeline(result, name: str, path: Path, window: Window, n_replies: int, norm: Normalize) -> Path:
-    """`timeline-<name>.png`: the GPUs and a sample of replies of one arrangement in `window`."""
+def save_timeline(result, name: str, path: Path, window: Window, n_replies: int, norm: Normalize | None = None) -> Path:
+    """`timeline-<name>.png`: the GPUs and a sample of replies of one arrangement in `window`.
+    Shades of reading run up to the most tokens this arrangement's iterations read, unless
+    `norm` is given; late and on-time replies are sampled as the whole run has them."""
     arrangement = next(a for a in result.scenario.arrangements if a.name == name)
     requests, iterations, _ = frames_of(result, name)
+    norm = norm or st.reading_norm(iterations)
     roles = result.gpu_roles(name)
-    sample = sample_replies(requests, window, n_replies)
-    words = result.words(name, sample["request_id"])
     summary = result.summary.set_index("arrangement").loc[name]
+    on_time_share = summary["on_time_pct"] / 100
+    sample = sample_replies(requests, window, n_replies, on_time_share)
+    words = result.words(name, sample["request_id"])
     split = arrangement.kind == "disaggregated"
     slo = result.scenario.slo
 
@@ -248,11 +266,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         )
         top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU",
                       loc="left")
-        bottom.set_title(
-            f"{len(sample)} replies in progress in this window, chosen evenly by arrival "
-            f"(request id, reading→writing GPU, verdict over the whole reply)",
-            loc="left",
-        )
+        bottom.set_title(_sample_text(sample, requests, window, n_replies, on_time_share), loc="left")
         bottom.set_xlabel(f"time since traffic started (s); window {_secs(window[0])} to {_secs(window[1])} s")
         top.tick_params(axis="x", labelbottom=True)
         fig.colorbar(

@@ -43,14 +43,29 @@ def plot_description(df: pd.DataFrame, path) -> None:
         ax_rate.set_axis_off()
     ax_rate.set_title(f"Arrivals over time ({len(df):,} requests)")
     for ax, color, (_, column, label, unit) in zip(ax_lengths, ("C0", "C1"), _LENGTHS):
-        values = df[column].to_numpy(dtype=np.int64)
-        ax.hist(values, bins=60, color=color, label=f"{label} lengths")
-        if values.size:
-            median = np.median(values)
-            ax.axvline(median, color="k", ls="--", lw=1, label=f"median {median:,.0f} {unit.split(',')[0]}")
-        ax.set_title(f"{label.capitalize()} length distribution")
-        ax.set_xlabel(f"{label} length ({unit})")
-        ax.set_ylabel("requests")
-        ax.legend(loc="upper right")
+        draw_lengths(ax, df[column].to_numpy(dtype=np.int64), color, label, unit)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=100)
+
+
+#: Lengths spanning at least this ratio (two decades) get a log axis: on a linear one nearly
+#: every request falls into the first bars.
+LOG_SPAN = 100
+
+
+def draw_lengths(ax, values: np.ndarray, color: str, label: str, unit: str):
+    """A histogram of lengths (60 bins, log-spaced on a log axis where they span decades) with
+    the median marked; returns the Axes."""
+    log = values.size > 0 and values.min() > 0 and values.max() >= LOG_SPAN * values.min()
+    bins = np.geomspace(values.min(), values.max(), 61) if log else 60
+    ax.hist(values, bins=bins, color=color, label=f"{label} lengths")
+    if log:
+        ax.set_xscale("log")
+    if values.size:
+        median = np.median(values)
+        ax.axvline(median, color="k", ls="--", lw=1, label=f"median {median:,.0f} {unit.split(',')[0]}")
+    ax.set_title(f"{label.capitalize()} length distribution")
+    ax.set_xlabel(f"{label} length ({unit}{', log scale' if log else ''})")
+    ax.set_ylabel("requests")
+    ax.legend(loc="upper right")
+    return ax

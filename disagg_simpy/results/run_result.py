@@ -7,7 +7,6 @@ its per-reply verdicts (`gaps`), its records (word times, GPU roles), never the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -27,63 +26,76 @@ WHY_LATE_COLUMNS = (*LATE_COLUMNS, *FREEZE_SUMMARY_COLUMNS)
 
 @dataclass
 class RunResult:
-    """One seed's run of every arrangement. Frames have one block of rows per arrangement."""
+    """One seed's run of every arrangement: `summary`, `requests`, `iterations` and `reads` are
+    the CSVs' tables (built on first use, then kept), `words(arrangement)` every word's time.
+    Frames have one block of rows per arrangement."""
 
     scenario: Scenario
     seed: int
     stream: Requests  # the request stream every arrangement saw
     records: dict[str, ArrangementRecords]
     gaps: dict[str, ReplyGaps] = field(repr=False)
+    _frames: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)  # built on first use
 
-    @cached_property
+    def _frame(self, name: str, build):
+        if name not in self._frames:
+            self._frames[name] = build()
+        return self._frames[name]
+
+    @property
     def summary(self) -> pd.DataFrame:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
-        n_long = self.long_prompt_tokens
-        rows = [
-            summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n]) | freeze_summary(self.blame[n], n_long[n])
-            for n in self.records
-        ]
-        return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
+        def build() -> pd.DataFrame:
+            n_long = self.long_prompt_tokens
+            rows = [summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n])
+                    | freeze_summary(self.blame[n], n_long[n]) for n in self.records]
+            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
 
-    @cached_property
+        return self._frame("summary", build)
+
+    @property
     def requests(self) -> pd.DataFrame:
         """One row per measured request per arrangement: the `requests.csv` columns."""
-        return _concat([self._requests_frame(n) for n in self.records], list(self.records))
+        return self._frame("requests", lambda: _concat([self._requests_frame(n) for n in self.records], list(self.records)))
 
     def _requests_frame(self, name: str) -> pd.DataFrame:
         rec, gaps = self.records[name], self.gaps[name]
         return requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
 
-    @cached_property
+    @property
     def freezes(self) -> pd.DataFrame:
         """One row per freeze of a measured reply, with what caused it: `freezes.csv`."""
-        frames = [freezes_frame(n, self.seed, self.blame[n]) for n in self.records]
-        return _concat(frames, list(self.records))
+        return self._frame("freezes", lambda: _concat(
+            [freezes_frame(n, self.seed, self.blame[n]) for n in self.records], list(self.records)))
 
-    @cached_property
+    @property
     def blame(self) -> dict[str, FreezeBlame]:
         """Each arrangement's freezes and their causes, as arrays (`freezes` is the frame)."""
-        return {n: freeze_blame(self.records[n], self.gaps[n], self.limits) for n in self.records}
+        return self._frame("blame", lambda: {n: freeze_blame(self.records[n], self.gaps[n], self.limits)
+                                             for n in self.records})
 
     @property
     def limits(self) -> LimitsNs:
+        """The scenario's on-time limits in whole ns."""
         return LimitsNs.from_slo(self.scenario.slo)
 
-    @cached_property
+    @property
     def long_prompt_tokens(self) -> dict[str, int | None]:
         """N of "freezes caused by prompts over N tokens", by arrangement: a prompt over N tokens,
         read whole, freezes every reply on its GPU by itself (None without a cost per token)."""
-        return {a.name: long_prompt_tokens(self.scenario, a, self.limits) for a in self.scenario.arrangements}
+        return self._frame("long_prompt_tokens", lambda: {
+            a.name: long_prompt_tokens(self.scenario, a, self.limits) for a in self.scenario.arrangements})
 
-    @cached_property
+    @property
     def iterations(self) -> pd.DataFrame:
         """Every iteration of every GPU, by arrangement, GPU, then iteration: `iterations.csv`."""
-        return _concat([iterations_frame(r) for r in self.records.values()], list(self.records))
+        return self._frame("iterations", lambda: _concat(
+            [iterations_frame(r) for r in self.records.values()], list(self.records)))
 
-    @cached_property
+    @property
     def reads(self) -> pd.DataFrame:
         """Which iteration read how many tokens of which prompt: `reads.csv`."""
-        return _concat([reads_frame(r) for r in self.records.values()], list(self.records))
+        return self._frame("reads", lambda: _concat([reads_frame(r) for r in self.records.values()], list(self.records)))
 
     @property
     def capped(self) -> list[str]:

@@ -52,6 +52,9 @@ _EXPECT = {
     "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, per_context_token_ms",
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms",
     "arrangements": f"a list of 1 to {MAX_ARRANGEMENTS} arrangements like {{name: same-gpu, kind: colocated, gpus: 4}}",
+    "reference": "a mapping {source: TEXT, on_time_pct: {ARRANGEMENT: PERCENT, ...}}",
+    "source": "a line of text saying where the reference figures come from",
+    "on_time_pct": "a mapping of arrangement names to on-time shares (%)",
     "rate_per_s": "a number of requests per second > 0",
     "warmup_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g}",
     "measure_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
@@ -245,6 +248,8 @@ def _expected(loc: tuple) -> str:
     last = loc[-1]
     if isinstance(last, int):
         return _ITEM_EXPECT.get(str(loc[-2]) if len(loc) >= 2 else "", "a valid item")
+    if len(loc) >= 2 and loc[-2] == "on_time_pct":
+        return "a share from 0 to 100 (%)"
     if last == "cost" and "arrangements" in loc:
         return _SIDE_COST
     if last == "name" and len(loc) == 1:

@@ -151,6 +151,16 @@ class Slo(_Strict):
 
 
 
+class Reference(_Strict):
+    """Figures published for this scenario elsewhere (e.g. the explainer page the default scenario
+    reproduces), drawn beside ours: `summary.png`'s diamonds, for the arrangements it names that
+    the scenario has. Only a scenario that declares them shows them; `source` says where they
+    come from."""
+
+    source: str = Field(min_length=1, max_length=200)
+    on_time_pct: dict[Name, float] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)  # 0-100: Scenario checks
+
+
 def _workload_tag(value: Any) -> str:
     if isinstance(value, TraceWorkload) or (isinstance(value, dict) and "trace" in value):
         return "<trace>"
@@ -173,6 +183,7 @@ class Scenario(_Strict):
     cost: Cost = Cost()
     slo: Slo = Slo()
     arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
+    reference: Reference | None = None
     source: str = Field(default="<scenario>", exclude=True)
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
@@ -188,6 +199,9 @@ class Scenario(_Strict):
                     "expected unique names"
                 )
             first[a.name] = i
+        for name, pct in (self.reference.on_time_pct if self.reference else {}).items():
+            if not 0 <= pct <= 100:
+                raise ValueError(f"@reference.on_time_pct.{name}: got {_show(pct)}, expected a share from 0 to 100 (%)")
         w = self.workload
         if self.max_sim_s is not None and w.measure_s is not None and self.max_sim_s < w.measure_s:
             raise ValueError(
