@@ -22,6 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+from invariants_options import check_options
 
 from disagg_simpy.scenario.schema import Colocated
 
@@ -58,6 +59,7 @@ def check_run(result) -> None:
     summary = result.summary.set_index("arrangement")
     for arrangement in result.scenario.arrangements:
         check_arrangement(result, arrangement, summary.loc[arrangement.name])
+        check_options(result, arrangement)
 
 
 def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (one list of rules)
@@ -88,7 +90,10 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     for field, column in (("arrived_at_ns", "arrived_at_ns"), ("n_prompt_tokens", "n_prompt_tokens"),
                           ("n_reply_words", "n_reply_words"), ("measured", "measured")):
         assert (q[field] == getattr(stream, column)[:n_seen]).all(), f"{name}: {field} differs from the stream"
-    assert (q["reading_gpu"] >= 0).all() and (q["reading_gpu"] < n_reading).all()
+    local_max = getattr(arrangement, "local_prompt_max_tokens", None)  # E6: short prompts read on writing GPUs
+    local = np.zeros(n_seen, bool) if local_max is None else q["n_prompt_tokens"] <= local_max
+    assert (q["reading_gpu"][~local] >= 0).all() and (q["reading_gpu"][~local] < n_reading).all()
+    assert (q["reading_gpu"][local] >= n_reading).all() and (q["reading_gpu"][local] < n_gpus).all()
 
     # -- iterations: no overlap, exact cost, nothing after the cap
     it = rec.iterations
@@ -102,26 +107,17 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
             assert (started[lo + 1:hi] >= ended[lo:hi - 1]).all(), f"{name}: GPU {g} runs two iterations at once"
     assert (ended > started).all() and (started >= 0).all()
     assert not len(ended) or ended.max() <= stop, f"{name}: an iteration ends after the run stopped"
-    c = scenario.cost
-    expected = rounded_ns(
-        _exact_ns_per(c.iteration_ms),
-        [(_exact_ns_per(c.per_reply_ms), it["n_replies_written"]), (_exact_ns_per(c.per_prompt_token_ms), it["n_prompt_tokens_read"])],
-    )
-    duration = ended - started
-    mismatch = np.flatnonzero(np.asarray(duration != expected, dtype=bool))
-    assert not mismatch.size, (
-        f"{name}: iteration row {mismatch[0]} lasts {duration[mismatch[0]]} ns, the cost formula gives "
-        f"{expected[mismatch[0]]} ns ({it['n_replies_written'][mismatch[0]]} replies, {it['n_prompt_tokens_read'][mismatch[0]]} tokens)")
     reader_rows = np.isin(it["gpu"], np.flatnonzero(roles == "reads"))
     writer_rows = np.isin(it["gpu"], np.flatnonzero(roles == "writes"))
     assert (it["n_replies_written"][reader_rows] == 0).all(), f"{name}: a reading GPU wrote words 2..n"
-    assert (it["n_prompt_tokens_read"][writer_rows] == 0).all(), f"{name}: a writing GPU read prompt tokens"
+    if local_max is None:
+        assert (it["n_prompt_tokens_read"][writer_rows] == 0).all(), f"{name}: a writing GPU read prompt tokens"
 
     # -- reads: each token once, on the prompt's GPU, within chunk_tokens, word 1 at the last one
     rd = rec.reads
     assert (rd["n_tokens"] > 0).all()
     assert (rd["gpu"] == q["reading_gpu"][rd["request_id"]]).all(), f"{name}: a prompt read on another GPU"
-    assert not (roles[rd["gpu"]] == "writes").any(), f"{name}: a writing GPU read a prompt"
+    assert (roles[rd["gpu"]] == "writes").sum() == local[rd["request_id"]].sum(), f"{name}: a writing GPU read a long prompt"
     read_rows = offsets[rd["gpu"]] + rd["iteration"]
     per_iteration = np.bincount(read_rows, weights=rd["n_tokens"], minlength=len(started)).astype(np.int64)
     assert (per_iteration == it["n_prompt_tokens_read"]).all(), f"{name}: iteration token counts disagree with reads"
@@ -158,12 +154,32 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     multi = ~one & has_first
     assert (w_gpu[~has_first] == -1).all() and (joined[~has_first] == -1).all()
     if split:
-        assert (w_gpu[multi] >= n_reading).all() and (w_gpu[multi] < n_gpus).all()
-        ship = rounded_ns(Fraction(0), [(_exact_ns_per(c.kv_ship_ms_per_token), q["n_prompt_tokens"][multi])])
-        lands = first[multi] + np.asarray(ship, dtype=np.int64)
+        # E4e: a reply may still wait in the handoff queue (no writing GPU yet) when the run stops
+        queued = multi & (q["handoff_at_ns"] < 0) & ~local
+        assert arrangement.kv_capacity_tokens is not None or not queued.any(), f"{name}: a reply never handed over"
+        assert (w_gpu[queued] == -1).all()
+        assert (w_gpu[multi & ~queued] >= n_reading).all() and (w_gpu[multi & ~queued] < n_gpus).all()
+        stays = multi & local  # E6: written where it was read, with no ship
+        assert (w_gpu[stays] == q["reading_gpu"][stays]).all() and (joined[stays] == first[stays]).all()
+        shipped = multi & ~local
+        handoff, ship_start = q["handoff_at_ns"], q["ship_started_at_ns"]
+        # the writing GPU is chosen at the read's end (D3), later only under E4e; the ship starts
+        # then, later only under E5
+        if arrangement.kv_capacity_tokens is None:
+            assert (handoff[shipped] == first[shipped]).all(), f"{name}: a handoff waited without a memory limit"
+        if arrangement.kv_link == "independent":
+            assert (ship_start[shipped] == handoff[shipped]).all(), f"{name}: a ship waited for an independent link"
+        granted = shipped & (handoff >= 0)
+        assert (handoff[granted] >= first[granted]).all() and (w_gpu[shipped & (handoff < 0)] == -1).all()
+        began = shipped & (ship_start >= 0)
+        assert (ship_start[began] >= handoff[began]).all() and (ship_start[shipped & ~granted] == -1).all()
+        ship_ms = arrangement.kv_ship_ms(scenario.cost)
+        ship = rounded_ns(Fraction(0), [(_exact_ns_per(ship_ms), q["n_prompt_tokens"][began])])
+        lands = ship_start[began] + np.asarray(ship, dtype=np.int64)
         landed = lands <= stop
-        assert (joined[multi][landed] == lands[landed]).all(), f"{name}: a ship took the wrong time"
-        assert (joined[multi][~landed] == -1).all(), f"{name}: a reply joined after the run stopped"
+        assert (joined[began][landed] == lands[landed]).all(), f"{name}: a ship took the wrong time"
+        assert (joined[began][~landed] == -1).all(), f"{name}: a reply joined after the run stopped"
+        assert (joined[shipped & ~began] == -1).all(), f"{name}: a reply joined before its ship started"
     else:
         assert (w_gpu[multi] == q["reading_gpu"][multi]).all(), f"{name}: a colocated reply moved GPU"
         assert (joined[multi] == first[multi]).all()
@@ -190,6 +206,13 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     np.add.at(cover, rows0[some], 1)
     np.add.at(cover, (rows0 + n_written)[some], -1)
     assert (np.cumsum(cover)[:-1] == it["n_replies_written"]).all(), f"{name}: an iteration wrote the wrong number of words"
+    # E3: a reply getting word w has context prompt + w - 1; at row k (word k - row0 + 2) that is
+    # prompt + 1 - row0 + k, summed over the replies the row writes
+    base = np.zeros(len(started) + 1, dtype=np.int64)
+    np.add.at(base, rows0[some], (q["n_prompt_tokens"][in_gpu] + 1 - rows0)[some])
+    np.add.at(base, (rows0 + n_written)[some], -(q["n_prompt_tokens"][in_gpu] + 1 - rows0)[some])
+    context = np.cumsum(base)[:-1] + np.arange(len(started)) * it["n_replies_written"]
+    check_costs(result, arrangement, roles, rec, context)
     # word times: word 2 after word 1, later words at increasing iteration ends
     w2 = n_written > 0
     assert (ended[rows0[w2]] > first[in_gpu][w2]).all(), f"{name}: word 2 not after word 1"
@@ -212,6 +235,37 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (q["finished_at_ns"][finished] <= stop).all()
     assert int(summary_row["n_requests"]) == int(measured.sum())
     assert int(summary_row["n_unfinished"]) == int(unfinished.sum())
+
+
+def check_costs(result, arrangement, roles, rec, context) -> None:
+    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, D10), rounded once."""
+    it, rd, offsets = rec.iterations, rec.reads, rec.gpu_offsets
+    started, ended = it["started_at_ns"], it["ended_at_ns"]
+    # E2: each read pays for the tokens of its prompt read by earlier iterations
+    read_rows = offsets[rd["gpu"]] + rd["iteration"]
+    order = np.lexsort((read_rows, rd["request_id"]))
+    rid, n = rd["request_id"][order], rd["n_tokens"][order]
+    total = np.cumsum(n)
+    start_of = np.flatnonzero(np.r_[True, rid[1:] != rid[:-1]]) if len(rid) else np.zeros(0, np.int64)
+    before_request = np.repeat(total[start_of] - n[start_of], np.diff(np.r_[start_of, len(rid)]))
+    earlier = total - n - before_request
+    reread = np.bincount(read_rows[order], weights=earlier, minlength=len(started)).astype(np.int64)
+    reading, writing = arrangement.side_costs(result.scenario.cost)
+    gpu_is_writer = roles[it["gpu"]] == "writes"
+    expected = np.zeros(len(started), dtype=np.int64)
+    for side, rows in ((reading, ~gpu_is_writer), (writing, gpu_is_writer)):
+        expected[rows] = np.asarray(rounded_ns(_exact_ns_per(side.iteration_ms), [
+            (_exact_ns_per(side.per_reply_ms), it["n_replies_written"][rows]),
+            (_exact_ns_per(side.per_prompt_token_ms), it["n_prompt_tokens_read"][rows]),
+            (_exact_ns_per(side.per_reread_token_ms), reread[rows]),
+            (_exact_ns_per(side.per_context_token_ms), context[rows]),
+        ]), dtype=np.int64)
+    duration = ended - started
+    bad = np.flatnonzero(duration != expected)
+    assert not bad.size, (
+        f"{arrangement.name}: iteration row {bad[0]} lasts {duration[bad[0]]} ns, the cost formula gives "
+        f"{expected[bad[0]]} ns ({it['n_replies_written'][bad[0]]} replies, {it['n_prompt_tokens_read'][bad[0]]} "
+        f"tokens, {reread[bad[0]]} re-read, context {context[bad[0]]})")
 
 
 def oracle_words(rec, request_id: int) -> list[int]:

@@ -200,3 +200,101 @@ def test_e6_a_short_prompt_read_on_a_writing_gpu_freezes_the_replies_there(tmp_p
     # the page's model reads L on GPU 0 (25 + 10 + 5 = 40 ms) and ships it (0.5 ms): A never freezes
     assert request(res, "page", 0).n_freezes == 0
     assert words_ns(res, "page", 1)[0] == 40 * MS
+
+
+# -- bad options: one line, exit 2, nothing written ---------------------------------------------
+SYNTHETIC = {"rate_per_s": 5, "measure_s": 1, "prompt_mix": [{"share": 1, "tokens": [100, 800]}],
+             "reply_words": [5, 40]}
+BAD_OPTIONS = [
+    (same("a", cost={"iteration_ms": -1}), "arrangements[0].cost.iteration_ms: got -1, expected"),
+    (same("a", cost={"per_reread_token_ms": -0.5}), "arrangements[0].cost.per_reread_token_ms: got -0.5"),
+    (split("a", writing_cost={"per_context_token_ms": -2}), "arrangements[0].writing_cost.per_context_token_ms: got -2"),
+    (split("a", kv_ship_ms_per_token=-1), "arrangements[0].kv_ship_ms_per_token: got -1"),
+    (same("a", cost={"speed": 2}), "arrangements[0].cost.speed: unknown key"),
+    (same("a", cost={"kv_ship_ms_per_token": 1}), "kv_ship_ms_per_token on the arrangement itself"),
+    (split("a", reading_cost={"iteration": 5}), "did you mean 'iteration_ms'?"),
+    (split("a", cost={"iteration_ms": 5}), "arrangements[0].cost: unknown key for a disaggregated arrangement"),
+    (same("a", reading_cost={"iteration_ms": 5}), "arrangements[0].reading_cost: unknown key for a colocated"),
+    (same("a", kv_link="shared"), "arrangements[0].kv_link: unknown key for a colocated arrangement"),
+    (same("a", local_prompt_max_tokens=100), "arrangements[0].local_prompt_max_tokens: unknown key for a colocated"),
+    (same("a", kv_ship_ms_per_token=0.1), "arrangements[0].kv_ship_ms_per_token: unknown key for a colocated"),
+    (split("a", kv_link="bus"), "arrangements[0].kv_link: got 'bus', expected one of independent, per_reading_gpu"),
+    (split("a", kv_link="shared", kv_ship_ms_per_token=0), "arrangements[0].kv_link: got 'shared' with a KV ship cost of 0"),
+    (split("a", kv_capacity_tokens=0), "arrangements[0].kv_capacity_tokens: got 0, expected a whole number"),
+    (split("a", local_prompt_max_tokens=-3), "arrangements[0].local_prompt_max_tokens: got -3"),
+    # E4f: the largest prompt and reply the traffic can draw (800 + 40) must fit one GPU
+    (same("a", kv_capacity_tokens=839), "kv_capacity_tokens: got 839, but the workload can draw a request "
+                                        "reserving prompt 800 + reply 40 = 840 tokens"),
+    (split("a", kv_capacity_tokens=839), "prompt 800 + reply 40 = 840 tokens"),
+]
+
+
+def _cli(folder, text: str):
+    import contextlib
+    import io
+
+    from disagg_simpy.cli import main
+
+    path = folder / "s.yaml"
+    path.write_text(text)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(path), "--out", str(folder / "out"), "--no-plots"])
+    return code, err.getvalue()
+
+
+def test_bad_options_get_one_line_and_exit_2(tmp_path):
+    from helpers import scenario_text
+
+    for arrangement, expected in BAD_OPTIONS:
+        code, err = _cli(tmp_path, scenario_text("bad", SYNTHETIC, arrangements=[arrangement]))
+        assert code == 2 and err.count("\n") == 1 and expected in err, (arrangement, err)
+        assert not (tmp_path / "out").exists()
+
+
+def test_e4f_a_trace_row_too_large_for_the_memory_is_named(tmp_path):
+    from helpers import scenario_text, write_trace
+
+    write_trace(tmp_path, [(0.0, 100, 5), (0.5, 300, 1), (1.0, 900, 200), (1.5, 2000, 2)], name="bad")
+    cases = [  # a one-word reply on a split reserves its prompt only (reading 9); E6 prompt + reply
+        (split("a", kv_capacity_tokens=1099), "row 3 of bad.csv reserves prompt 900 + reply 200 = 1,100 tokens"),
+        (same("a", kv_capacity_tokens=1100), "row 4 of bad.csv reserves prompt 2,000 + reply 2 = 2,002 tokens"),
+        (split("a", kv_capacity_tokens=300, local_prompt_max_tokens=300),
+         "row 2 of bad.csv reserves prompt 300 + reply 1 = 301 tokens"),
+    ]
+    for arrangement, expected in cases:
+        code, err = _cli(tmp_path, scenario_text("bad", arrangements=[arrangement]))
+        assert code == 2 and err.count("\n") == 1 and expected in err, err
+    code, _ = _cli(tmp_path, scenario_text("bad", arrangements=[split("a", kv_capacity_tokens=2002)]))
+    assert code == 0
+
+
+# -- the timeline with E4 and E5 on ---------------------------------------------------------------
+def test_timeline_shows_kv_use_under_each_gpu_and_link_waits_on_the_ship_lane(tmp_path):
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from disagg_simpy.plots import draw_gpu_lanes
+    from disagg_simpy.plots.data import frames_of
+    from disagg_simpy.plots.style import tokens_norm
+
+    rows = [(0.0, 1000, 2), (0.0, 1000, 2), (0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)]
+    res = run_rows(tmp_path, rows, [split("kv", 2, 1, kv_capacity_tokens=1300, kv_link="shared"), split("page", 2, 1)],
+                   cost=COST)
+    window = (0.0, 0.2)
+
+    def gids(name, capacity):
+        requests, iterations, _ = frames_of(res, name)
+        ax = Figure().subplots()
+        draw_gpu_lanes(ax, iterations, requests, res.gpu_roles(name), window, tokens_norm(1000), capacity)
+        return {c.get_gid(): c for c in ax.collections}, requests, iterations
+
+    drawn, requests, iterations = gids("kv", 1300)
+    shown = iterations[(iterations.started_at_s < window[1]) & (iterations.ended_at_s > window[0])]
+    band = drawn["kv-use"]
+    assert len(band.get_paths()) == len(shown)
+    assert np.allclose(band.get_array(), shown["kv_used_tokens"].to_numpy(dtype=float) / 1300)
+    waited = requests["link_wait_s"] > 0
+    assert waited.sum() > 0 and len(drawn["link-waits"].get_segments()) == int(waited.sum())
+    drawn, _, _ = gids("page", None)
+    assert "kv-use" not in drawn and len(drawn["link-waits"].get_segments()) == 0

@@ -29,6 +29,7 @@ from .data import (
 
 ROLE_TEXT = {"reads": "reads prompts", "writes": "writes replies", "both": "reads + writes"}
 LANE = 0.8  # height of a GPU lane's blocks
+KV_CMAP = "Purples"  # E4: share of a GPU's KV memory held, from 0 (white) to full
 
 
 def gpu_lane_y(gpu, roles: list[str]) -> np.ndarray:
@@ -44,11 +45,14 @@ def ship_lane_y(roles: list[str]) -> float:
 
 
 def draw_gpu_lanes(
-    ax: Axes, iterations: pd.DataFrame, requests: pd.DataFrame, roles: list[str], window: Window, norm: Normalize
+    ax: Axes, iterations: pd.DataFrame, requests: pd.DataFrame, roles: list[str], window: Window, norm: Normalize,
+    kv_capacity: int | None = None,
 ) -> Axes:
     """One lane per GPU; a block per iteration in `window` (clipped to it): orange shaded by
     prompt tokens read, grey if it only writes. A split gets a lane between its reading and
-    writing GPUs with a falling line per KV cache ship, from its start to its end."""
+    writing GPUs with a falling line per KV cache ship, from its start to its end, and a dotted
+    line while a ship waits for its link (E5). With a KV memory limit (E4) a thin band under each
+    lane shows how full the GPU's memory is at each iteration (darker = fuller)."""
     start, end = window
     n = len(roles)
     it = iterations[(iterations["started_at_s"] < end) & (iterations["ended_at_s"] > start)]
@@ -75,16 +79,11 @@ def draw_gpu_lanes(
                        color="white" if norm(t) > 0.45 else "black", clip_on=True)
         text.set_gid("block-label")
 
+    if kv_capacity is not None:
+        _draw_kv_band(ax, it, x0, x1, y, kv_capacity)
+
     if "reads" in roles:
-        ships = requests[requests["joined_at_s"].notna() & (requests["joined_at_s"] > requests["first_word_at_s"])]
-        ships = ships[(ships["first_word_at_s"] < end) & (ships["joined_at_s"] > start)]
-        y_ship = np.full(len(ships), ship_lane_y(roles))
-        lines = LineCollection(
-            st.segments(ships["first_word_at_s"], y_ship + LANE / 2, ships["joined_at_s"], y_ship - LANE / 2),
-            colors=st.SHIP_COLOUR, linewidths=1.5,
-        )
-        lines.set_gid("kv-ships")
-        ax.add_collection(lines)
+        _draw_ships(ax, requests, window, ship_lane_y(roles))
 
     labels = [f"GPU {g}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
     ticks = list(gpu_lane_y(np.arange(n), roles))
@@ -99,6 +98,42 @@ def draw_gpu_lanes(
     for s in ("top", "right", "left"):
         ax.spines[s].set_visible(False)
     return ax
+
+
+def _draw_ships(ax: Axes, requests: pd.DataFrame, window: Window, y: float) -> None:
+    """A falling line per ship from its start to its end; a dotted line on the lane while a ship
+    waits for its link (from its request to its start, E5)."""
+    start, end = window
+    nothing = pd.Series(0.0, index=requests.index)
+    requested = requests["first_word_at_s"] + requests.get("handoff_wait_s", nothing).fillna(0)
+    ship_start = requested + requests.get("link_wait_s", nothing).fillna(0)
+    ships = requests["joined_at_s"].notna() & (requests["joined_at_s"] > ship_start)
+    shown = ships & (ship_start < end) & (requests["joined_at_s"] > start)
+    y_ship = np.full(int(shown.sum()), y)
+    lines = LineCollection(
+        st.segments(ship_start[shown], y_ship + LANE / 2, requests["joined_at_s"][shown], y_ship - LANE / 2),
+        colors=st.SHIP_COLOUR, linewidths=1.5,
+    )
+    lines.set_gid("kv-ships")
+    ax.add_collection(lines)
+    waits = (ship_start > requested) & (requested < end) & (ship_start > start)
+    y_wait = np.full(int(waits.sum()), y + LANE / 2)
+    dotted = LineCollection(
+        st.segments(requested[waits].clip(lower=start), y_wait, ship_start[waits].clip(upper=end), y_wait),
+        colors=st.SHIP_COLOUR, linewidths=1.2, linestyles=(0, (1, 1.5)),
+    )
+    dotted.set_gid("link-waits")
+    ax.add_collection(dotted)
+
+
+def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity: int) -> None:
+    """E4: a thin band under each GPU lane, one block per iteration, shaded by the share of the
+    GPU's KV memory held when it started (reading 10)."""
+    share = it["kv_used_tokens"].to_numpy(dtype=float, na_value=np.nan) / capacity
+    band = PolyCollection(st.boxes(x0, x1, y - LANE / 2 - 0.07, 0.1), array=share, cmap=KV_CMAP,
+                          norm=Normalize(0, 1), edgecolors="none")
+    band.set_gid("kv-use")
+    ax.add_collection(band)
 
 
 def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window) -> Axes:
@@ -212,7 +247,7 @@ def pct_text(value: float) -> str:
     return f"{value:.1f}%" if value < 9.95 else f"{value:.0f}%"
 
 
-def _legend_handles(split: bool, slo) -> list:
+def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> list:
     h = [
         Patch(facecolor="#F08A2C", label="iteration that reads prompt tokens\n(darker = more tokens)"),
         Patch(facecolor=st.WRITE_COLOUR, label="iteration that only writes words"),
@@ -226,6 +261,10 @@ def _legend_handles(split: bool, slo) -> list:
     if split:
         ship = "KV cache ships to the\nwriting GPU (start to end)"
         h.insert(2, Line2D([], [], color=st.SHIP_COLOUR, lw=2.5, label=ship))
+    if link:
+        h.insert(3, Line2D([], [], color=st.SHIP_COLOUR, lw=1.2, ls=(0, (1, 1.5)), label="ship waits for its link"))
+    if kv:
+        h.insert(2, Patch(facecolor="#6A51A3", label="KV memory held (band under a\nGPU; darker = fuller)"))
     return h
 
 
@@ -250,7 +289,8 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         top, bottom = fig.subplots(
             2, 1, sharex=True, height_ratios=[0.55 * n_lanes + 0.5, 0.24 * max(len(sample), 3) + 0.4]
         )
-        draw_gpu_lanes(top, iterations, requests, roles, window, norm)
+        kv_capacity = arrangement.kv_capacity_tokens
+        draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity)
         draw_reply_lanes(bottom, sample, words, slo, window)
         if split:
             how = (f"{_gpus_do(arrangement.reading_gpus, 'read')} prompts, "
@@ -274,5 +314,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             label="prompt tokens read",
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
-        fig.legend(handles=_legend_handles(split, slo), loc="outside right lower", frameon=False)
+        link = split and arrangement.kv_link != "independent"
+        fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link), loc="outside right lower",
+                   frameon=False)
         return st.save_figure(fig, path)
