@@ -119,7 +119,7 @@ CATALOGUE = [
     ("synthetic-key-on-a-trace", trace_spec(prompt_mix=[]), {"t.csv": TRACE_HEADER + GOOD_ROWS}, [],
      ["workload.prompt_mix: unknown key for a trace workload (it belongs to synthetic traffic)"]),
     ("unknown-key-no-hint", BASE_TEXT + "zzz: 1\n", {}, [],
-     ["zzz: unknown key, expected one of name, seed, workload, max_sim_s, cost, slo, arrangements"]),
+     ["zzz: unknown key, expected one of name, seed, seeds, workload, max_sim_s, cost, slo, arrangements"]),
     ("source-key", BASE_TEXT + "source: x\n", {}, [], ["s.yaml:12: source: unknown key"]),
     ("missing-workload", spec(delitem("workload")), {}, [], ["workload: required key is missing, expected a mapping"]),
     ("missing-kind", text("kind: colocated, ", ""), {}, [],

@@ -13,7 +13,7 @@ from helpers import DEFAULT, ROOT
 from disagg_simpy import __version__
 from disagg_simpy.cli import main
 
-SHORT = ["--measure-s", "6", "--no-plots"]
+SHORT = ["--measure-s", "6", "--no-plots", "--seeds", "1"]  # one seed (the scenario declares 30)
 
 REQUEST_COLUMNS = (
     "arrangement,request_id,arrived_at_s,n_prompt_tokens,n_reply_words,reading_gpu,read_started_at_s,"

@@ -213,7 +213,7 @@ def test_cli_html_flag_writes_the_page_with_the_results(tmp_path, capsys):
     from disagg_simpy.cli import main
 
     page = tmp_path / "pages" / "report.html"
-    argv = [str(DEFAULT), "--measure-s", "2", "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]
+    argv = [str(DEFAULT), "--measure-s", "2", "--seeds", "1", "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]
     assert main(argv) == 0
     assert f"page in {page}" in capsys.readouterr().out
     data = embedded_data(page.read_text(encoding="utf-8"))

@@ -46,7 +46,7 @@ class Run:
 def res(tmp_path_factory) -> Run:
     """A short run of the default scenario through the command line: requests.csv and the page."""
     folder = tmp_path_factory.mktemp("run")
-    argv = [str(DEFAULT), "--measure-s", "4", "--out", str(folder), "--no-plots", "--html", str(folder / "page.html")]
+    argv = [str(DEFAULT), "--measure-s", "4", "--seeds", "1", "--out", str(folder), "--no-plots", "--html", str(folder / "page.html")]
     assert main(argv) == 0
     return Run(folder)
 

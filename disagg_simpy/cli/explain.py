@@ -41,6 +41,7 @@ def explain(argv: Sequence[str]) -> int:
     from .run import load
 
     args = build_explain_parser().parse_args(argv)
+    args.seeds = None  # one story is one seed's (--seed picks which)
     scenario = load(args)
     names = [a.name for a in scenario.arrangements]
     if args.arrangement is not None:

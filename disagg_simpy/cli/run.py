@@ -44,8 +44,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
     p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
-    p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N", default=1,
-                   help="run seeds SEED..SEED+N-1; print mean ± 95%% half-width")
+    p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
+                   help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
@@ -63,9 +63,10 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     trace, --rate replaces any time_scale."""
     from ..scenario.schema import DROP, TraceWorkload
 
-    changes = {"seed": args.seed, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
+    changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
     flags = {
         "seed": f"--seed {args.seed}",
+        "seeds": "--seeds",
         "workload.rate_per_s": f"--rate {args.rate:g}" if args.rate is not None else "--rate",
         "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
     }
@@ -90,7 +91,7 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
     args = build_parser(commands).parse_args(argv)  # before the heavy imports: --help stays fast
     scenario = load(args)
     outputs = check_outputs(args, scenario)
-    seeds = list(range(scenario.seed, scenario.seed + (args.seeds if draws_requests(scenario, args.seeds) else 1)))
+    seeds = list(range(scenario.seed, scenario.seed + (scenario.seeds if draws_requests(scenario, scenario.seeds) else 1)))
     results = simulate(scenario, seeds)
     files, run_info = tabulate(args, argv, scenario, results)
     write(args, outputs, results, files, run_info)
@@ -184,8 +185,13 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         frames = [frame_of(r).assign(seed=r.seed) if many else frame_of(r) for r in results]
         return pd.concat(frames, ignore_index=True) if many else frames[0]
 
+    summary = stack(lambda r: r.summary)
+    if many:
+        from ..results.paired import with_paired_difference
+
+        summary = with_paired_difference(summary)
     files = {
-        "summary.csv": stack(lambda r: r.summary),
+        "summary.csv": summary,
         "requests.csv": stack(lambda r: r.requests),
         "iterations.csv": stack(lambda r: r.iterations),
         "reads.csv": stack(lambda r: r.reads),
@@ -240,7 +246,7 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                 written.append(outputs.save_trace)
             if outputs.plots is not None:
                 written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                       follow=args.follow)
+                                       follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
             if outputs.html is not None:
                 from ..page import write_page
 
@@ -329,6 +335,12 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
         print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
         print(format_table(summary, wide=args.wide))
+        if many:
+            from ..results.paired import verdict_line
+
+            line = verdict_line(summary)
+            if line:
+                print(line)
         print(why_late_text(results))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:

@@ -12,6 +12,7 @@ the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arri
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 import simpy
 
@@ -28,10 +29,24 @@ from .router import Side
 __all__ = ["CostNs", "Engine", "exact_ns"]
 
 
-class Engine:
-    """Builds the GPUs of one arrangement and runs the request stream through them."""
+@dataclass(frozen=True)
+class GiveUp:
+    """Stop a run once `max_late` measured replies are certainly late, so a probe whose verdict
+    is already known ("below target") need not run to its end. A reply counts when its first
+    word comes later than `first_word_ns` after arrival, or (first word in time) when it
+    finishes with a mean gap over `mean_gap_ns`; both limits include the 1 ns slack (D8).
+    Freezes and replies still waiting are not counted, so the count never exceeds the truth."""
 
-    def __init__(self, scenario: Scenario, arrangement, requests: Requests):
+    first_word_ns: int
+    mean_gap_ns: int
+    max_late: int
+
+
+class Engine:
+    """Builds the GPUs of one arrangement and runs the request stream through them. With
+    `give_up`, the run stops early once enough measured replies are late (`gave_up`)."""
+
+    def __init__(self, scenario: Scenario, arrangement, requests: Requests, give_up: GiveUp | None = None):
         reading_cost, writing_cost = arrangement.side_costs(scenario.cost)
         ship_ms = arrangement.kv_ship_ms(scenario.cost)
         self.cost = CostNs.from_cost(reading_cost, ship_ms)
@@ -69,6 +84,10 @@ class Engine:
         self.n_measured_left = int(requests.measured.sum())
         self.stopped_at_ns: int | None = None
         self.n_events = 0
+        self.give_up = give_up
+        self.n_late_first_word = 0  # counted only with give_up
+        self.n_late_mean_gap = 0
+        self.gave_up = False
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -119,6 +138,9 @@ class Engine:
         ships = self.split and gpu.reads
         for r in requests:
             r.first_word_at_ns = now
+            if self.give_up is not None and r.measured and now - r.arrived_at_ns > self.give_up.first_word_ns:
+                self.n_late_first_word += 1
+                self._check_give_up()
             if not gpu.reads:
                 gpu.n_local -= 1  # E6: read on its writing GPU
             if r.n_reply_words == 1:
@@ -158,12 +180,22 @@ class Engine:
 
     def _finished(self, r: Request, now: int) -> None:
         r.finished_at_ns = now
+        g = self.give_up
+        if (g is not None and r.measured and r.first_word_at_ns - r.arrived_at_ns <= g.first_word_ns
+                and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
+            self.n_late_mean_gap += 1
+            self._check_give_up()
         r.done.succeed()
         r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
             if self.n_measured_left == 0:
                 Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
+
+    def _check_give_up(self) -> None:
+        if not self.gave_up and self.n_late_first_word + self.n_late_mean_gap >= self.give_up.max_late:
+            self.gave_up = True
+            Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def more_may_arrive_now(self, now: int) -> bool:
         """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
+from ..results.report import mean_half_width
 from . import style as st
 
 #: How the reference figures look (in the bars and in the figure's legend).
@@ -23,16 +24,35 @@ def _plain(x, _pos=None) -> str:
     return f"{x:g}"
 
 
-def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: dict | None = None) -> Axes:
+def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: dict | None = None,
+                      by_seed: pd.DataFrame | None = None) -> Axes:
     """A bar per arrangement (its on-time %), with a diamond at the reference figure where
-    `reference` ({arrangement: on-time %}, the scenario's `reference.on_time_pct`) gives one."""
+    `reference` ({arrangement: on-time %}, the scenario's `reference.on_time_pct`) gives one.
+    With `by_seed` (one row per arrangement x seed), the bar is the mean over seeds, each seed
+    is a dot and a black line spans the mean's 95% interval."""
     reference = reference or {}
     names = [str(n) for n in summary["arrangement"]]
     pct = summary["on_time_pct"].to_numpy(dtype=float)
     x = np.arange(len(names))
-    bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65)
+    many = by_seed is not None and by_seed["seed"].nunique() > 1
+    if many:
+        groups = {str(k): g["on_time_pct"] for k, g in by_seed.groupby("arrangement", sort=False, observed=True)}
+        stats = [mean_half_width(groups[n]) for n in names]
+        pct = np.array([m for m, _ in stats])
+    bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65, alpha=0.55 if many else 1.0)
     for bar in bars:
         bar.set_gid("on-time-bar")
+    if many:
+        jitter = np.random.default_rng(0).uniform(-0.22, 0.22, size=len(by_seed))  # fixed: same picture every run
+        for i, n in enumerate(names):
+            values = groups[n].to_numpy(dtype=float)
+            dots = ax.scatter(i + jitter[: len(values)], values, s=9, color=styles[n]["color"], edgecolor="black",
+                              linewidth=0.3, zorder=3)
+            dots.set_gid("seed-dots")
+        half = np.array([h for _, h in stats])
+        ci = ax.errorbar(x, pct, yerr=np.nan_to_num(half), fmt="_", color="black", ms=22, mew=2.2, elinewidth=2.2,
+                         capsize=6, zorder=4)
+        ci[0].set_gid("mean-interval")
     seed = [(i, reference[n]) for i, n in enumerate(names) if n in reference]
     if seed:
         si, sv = zip(*seed)
@@ -46,7 +66,8 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
     ax.set_ylim(0, 112)
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("replies on time (%)")
-    ax.set_title("Replies on time", pad=32)
+    ax.set_title("Replies on time" + (f" (mean of {by_seed['seed'].nunique()} seeds, 95% interval; dots: seeds)"
+                                      if many else ""), pad=32, fontsize=10 if many else None)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 
@@ -121,9 +142,10 @@ def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str, label_rows: int = 
     return ax
 
 
-def save_summary(result, path: Path) -> Path:
+def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None) -> Path:
     """`summary.png`: on-time bars, first-word wait CDF and word-gap CDF, one colour per
-    arrangement."""
+    arrangement. With `by_seed` (the summary of several seeds), the bars show every seed and
+    the mean with its interval; the distributions are `result`'s seed, as the title says."""
     names = [a.name for a in result.scenario.arrangements]
     styles = st.arrangement_styles(names)
     slo = result.scenario.slo
@@ -131,12 +153,16 @@ def save_summary(result, path: Path) -> Path:
         fig = st.new_figure(16, 5.4)
         bars, first, gaps = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
         ref = result.scenario.reference
-        draw_on_time_bars(bars, result.summary, styles, ref.on_time_pct if ref else None)
+        draw_on_time_bars(bars, result.summary, styles, ref.on_time_pct if ref else None, by_seed)
         draw_first_word_cdf(first, result.requests, styles, slo)
         draw_gap_cdf(gaps, result, styles, slo)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
+        what = f"the same {n:,} measured requests served {len(names)} ways (seed {result.seed})"
+        if by_seed is not None and by_seed["seed"].nunique() > 1:
+            what = (f"each seed's requests served the same {len(names)} ways (on time: {by_seed['seed'].nunique()} "
+                    f"seeds; distributions: seed {result.seed}, {n:,} measured requests)")
         fig.suptitle(
-            f"{result.scenario.name}: the same {n:,} measured requests served {len(names)} ways (seed {result.seed}); "
+            f"{result.scenario.name}: {what}\n"
             f"on time = first word within {slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, "
             f"no gap over {slo.freeze_ms:g} ms",
             fontsize=12, fontweight="bold",

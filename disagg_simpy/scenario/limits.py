@@ -20,6 +20,8 @@ MAX_KEPT_ROWS = 25_000_000
 MAX_GPUS = 1024
 #: Arrangements in one scenario.
 MAX_ARRANGEMENTS = 100
+#: seeds a scenario or --seeds may ask for (the run command keeps every seed's rows)
+MAX_SEEDS = 10_000
 #: Any time the model keeps, in seconds: max_sim_s, windows, arrivals, a KV ship, an SLO
 #: (about 31.7 years; int64 nanoseconds hold 292 years, so sums of two never overflow).
 MAX_TIME_S = 1e9

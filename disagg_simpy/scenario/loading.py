@@ -23,6 +23,7 @@ from .limits import (
     MAX_GPUS,
     MAX_MEAN_GAP_MS,
     MAX_SCENARIO_BYTES,
+    MAX_SEEDS,
     MAX_TIME_S,
     MIN_ITERATION_MS,
 )
@@ -47,6 +48,7 @@ _SIDE_COST = "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
+    "seeds": f"a whole number of seeds from 1 to {MAX_SEEDS}",
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, per_context_token_ms",

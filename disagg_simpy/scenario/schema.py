@@ -33,6 +33,7 @@ from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
     MAX_MEAN_GAP_MS,
+    MAX_SEEDS,
     MAX_TIME_S,
     iterations_problem,
     requests_problem,
@@ -178,6 +179,7 @@ class Scenario(_Strict):
 
     name: Name
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
+    seeds: Annotated[int, Field(ge=1, le=MAX_SEEDS)] = 1  # the CLI runs seeds seed..seed+seeds-1
     workload: Workload
     max_sim_s: Seconds | None = None
     cost: Cost = Cost()
@@ -199,6 +201,8 @@ class Scenario(_Strict):
                     "expected unique names"
                 )
             first[a.name] = i
+        if self.seed + self.seeds > 2**63:
+            raise ValueError(f"@seeds: got {self.seeds} from seed {self.seed}, expected seeds below 2**63")
         for name, pct in (self.reference.on_time_pct if self.reference else {}).items():
             if not 0 <= pct <= 100:
                 raise ValueError(f"@reference.on_time_pct.{name}: got {_show(pct)}, expected a share from 0 to 100 (%)")

@@ -1,0 +1,233 @@
+"""Goodput: the highest offered rate at which an arrangement keeps enough replies on time.
+
+Definition. For one arrangement, `passes(rate)` holds when the mean over the seeds of the
+on-time share (all three limits, per measured request, as in a run) is at least the target.
+Goodput is the highest rate found to pass, by bisection to the tolerance: start at the
+scenario's rate, step up (or down) by factors 1.25, 1.25**2, 1.25**4, ... until the answer
+changes, then halve the bracket until it is no wider than the tolerance. (Capacity is
+usually near the scenario's rate, so small first steps give a narrow bracket; growing steps
+still reach a far one in a few probes.) A seed
+gives the same requests at every rate, time-compressed (arrival gaps are unit exponentials
+divided by the rate), so the curve is smooth and the bisection stable.
+
+Probes above capacity stop early (`GiveUp`) once a seed's on-time share can no longer reach
+the target; such a seed counts as below target with an upper bound, never a made-up share.
+A probe whose verdict still depends on an early-stopped seed runs that seed to its end, and so
+does the failing rate finally reported, so both bracketing rates show true figures.
+
+All arrangements search at once: each round sends every arrangement's next probe, every seed,
+to the runner as one batch (parallel, resumable, local or Dask).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import InputError
+from ..results.report import mean_half_width
+from ..scenario.schema import Scenario
+from .grid import RATE, resolve
+from .runner import Runner, Task
+
+#: goodput.csv's columns (README, Outputs)
+GOODPUT_COLUMNS = (
+    "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",
+    "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct", "failing_on_time_pct", "binding_limit",
+    "passing_on_time_half_width_pct", "failing_on_time_half_width_pct", "n_probes",
+)
+#: binding_limit values, by the summary column of the share that broke each limit
+LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze"}
+STEP = 1.25  # the first step from the start rate; each next step squares the factor
+MAX_STEPS = 12
+
+
+@dataclass
+class Probe:
+    """One rate's rows, one per seed (a seed stopped early has `below_target`)."""
+
+    rate: float
+    rows: list[dict]
+
+    @property
+    def complete(self) -> bool:
+        return not any(r["below_target"] for r in self.rows)
+
+    def on_time(self) -> pd.Series:
+        return pd.Series([r.get("on_time_pct", math.nan) if not r["below_target"] else math.nan for r in self.rows])
+
+    def at_most(self) -> pd.Series:
+        return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
+
+
+def decide(probe: Probe, target: float, criterion: str = "mean") -> bool | None:
+    """Whether the probe passes: the mean over seeds (criterion 'mean'), its lower 95% bound
+    ('low': surely passes) or its upper bound ('high': may pass) is at least the target. None
+    when an early-stopped seed leaves it open."""
+    if probe.complete:
+        mean, half = mean_half_width(probe.on_time())
+        half = 0.0 if math.isnan(half) else half
+        value = {"mean": mean, "low": mean - half, "high": mean + half}[criterion]
+        return bool(value >= target - 1e-9)
+    if criterion != "high" and float(probe.at_most().mean()) < target - 1e-9:
+        return False  # even the upper bounds' mean misses: known without running on
+    return None
+
+
+Request = tuple[str, float, tuple[int, ...], bool]  # (arrangement, rate, seeds, give up early)
+
+
+def _probe(name: str, rate: float, seeds: tuple[int, ...], target: float, criterion: str
+           ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
+    rows = yield (name, rate, seeds, True)
+    probe = Probe(rate, rows)
+    verdict = decide(probe, target, criterion)
+    if verdict is None:
+        probe = yield from _complete(name, probe, seeds)
+        verdict = decide(probe, target, criterion)
+    return probe, bool(verdict)
+
+
+def _complete(name: str, probe: Probe, seeds: tuple[int, ...]) -> Generator[Request, list[dict], Probe]:
+    """The probe with every early-stopped seed run to its end."""
+    stopped = tuple(r["seed"] for r in probe.rows if r["below_target"])
+    if not stopped:
+        return probe
+    full = yield (name, probe.rate, stopped, False)
+    by_seed = {r["seed"]: r for r in probe.rows} | {r["seed"]: r for r in full}
+    return Probe(probe.rate, [by_seed[s] for s in seeds])
+
+
+def search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
+           criterion: str = "mean") -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
+    """Bisect one arrangement's goodput: yields run requests, receives their rows; returns
+    the passing and failing probes that bracket it (None if never found) and the probe count.
+    `fits(rate)` says whether the scenario may run at that rate (the documented limits)."""
+    n = 1
+    first, ok = yield from _probe(name, start, seeds, target, criterion)
+    lo, hi = (first, None) if ok else (None, first)
+    rate, factor = start, STEP
+    for _ in range(MAX_STEPS):
+        if (lo is not None and hi is not None) or (hi is not None and rate / factor < tolerance):
+            break
+        rate = rate * factor if hi is None else rate / factor
+        factor *= factor
+        if not fits(rate):
+            break
+        probe, ok = yield from _probe(name, rate, seeds, target, criterion)
+        n += 1
+        if ok:
+            lo = probe
+        else:
+            hi = probe
+    while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
+        probe, ok = yield from _probe(name, (lo.rate + hi.rate) / 2, seeds, target, criterion)
+        n += 1
+        if ok:
+            lo = probe
+        else:
+            hi = probe
+    if hi is not None:
+        hi = yield from _complete(name, hi, seeds)
+    return lo, hi, n
+
+
+def drive(searches: dict[str, Generator], run_batch) -> dict[str, tuple]:
+    """Advance every search together: each round runs all pending requests as one batch."""
+    results: dict[str, tuple] = {}
+    pending: dict[str, Request] = {}
+    for name, gen in searches.items():
+        pending[name] = next(gen)
+    while pending:
+        answers = run_batch(list(pending.values()))
+        for (name, _), rows in zip(list(pending.items()), answers):
+            try:
+                pending[name] = searches[name].send(rows)
+            except StopIteration as done:
+                results[name] = done.value
+                del pending[name]
+    return results
+
+
+class Prober:
+    """Runs `drive`'s requests as tasks (one arrangement, one rate, one seed each)."""
+
+    def __init__(self, scenario: Scenario, runner: Runner, target: float):
+        self.scenario, self.runner, self.target = scenario, runner, target
+        self.resolved: dict[float, Scenario | None] = {}
+
+    def at(self, rate: float) -> Scenario | None:
+        """The scenario at `rate`, or None where it breaks a documented limit."""
+        if rate not in self.resolved:
+            try:
+                self.resolved[rate] = resolve(self.scenario, {RATE: rate})
+            except InputError:
+                self.resolved[rate] = None
+        return self.resolved[rate]
+
+    def fits(self, rate: float) -> bool:
+        return self.at(rate) is not None
+
+    def run_batch(self, requests: list[Request]) -> list[list[dict]]:
+        tasks, owner = [], []
+        for i, (name, rate, seeds, give_up) in enumerate(requests):
+            s = self.at(rate)
+            if s is None:  # only the start can get here: `search` checks the rest
+                resolve(self.scenario, {RATE: rate})  # raises the one-line error
+            for seed in seeds:
+                tasks.append(Task(s, seed, only=name, give_up_below_pct=self.target if give_up else None))
+                owner.append(i)
+        rows = self.runner.run(tasks, "probes")
+        out: list[list[dict]] = [[] for _ in requests]
+        for i, r in zip(owner, rows):
+            out[i].extend(r)
+        return out
+
+
+def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: float,
+                lo: Probe | None, hi: Probe | None, n_probes: int) -> dict:
+    """One goodput.csv row."""
+    arrangement = next(a for a in scenario.arrangements if a.name == name)
+    good = lo.rate if lo is not None else 0.0
+    pass_mean, pass_half = mean_half_width(lo.on_time()) if lo is not None else (math.nan, math.nan)
+    fail_mean, fail_half = mean_half_width(hi.on_time()) if hi is not None else (math.nan, math.nan)
+    binding = ""
+    if hi is not None:
+        frame = pd.DataFrame(hi.rows)
+        shares = {LIMITS[c]: float(frame[c].mean()) for c in LIMITS if c in frame}
+        binding = max(shares, key=shares.get) if shares else ""
+    return {
+        "arrangement": name,
+        "n_gpus": arrangement.n_gpus,
+        "target_pct": target,
+        "seeds": len(seeds),
+        "measure_s": scenario.workload.measure_s if scenario.workload.measure_s is not None else math.nan,
+        "goodput_per_s": good,
+        "goodput_per_gpu_per_s": good / arrangement.n_gpus,
+        "passing_rate_per_s": lo.rate if lo is not None else math.nan,
+        "failing_rate_per_s": hi.rate if hi is not None else math.nan,
+        "passing_on_time_pct": pass_mean,
+        "failing_on_time_pct": fail_mean,
+        "binding_limit": binding,
+        "passing_on_time_half_width_pct": pass_half,
+        "failing_on_time_half_width_pct": fail_half,
+        "n_probes": n_probes,
+    }
+
+
+def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
+            names: list[str] | None = None) -> pd.DataFrame:
+    """goodput.csv: one row per arrangement, searched together."""
+    if scenario.workload.rate_per_s is None:
+        raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search "
+                         "from (goodput scales the traffic's rate)")
+    names = names or [a.name for a in scenario.arrangements]
+    start = float(scenario.workload.rate_per_s)
+    prober = Prober(scenario, runner, target)
+    searches = {n: search(n, start, seeds, target, tolerance, prober.fits) for n in names}
+    found = drive(searches, prober.run_batch)
+    rows = [goodput_row(scenario, n, seeds, target, *found[n]) for n in names]
+    return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))

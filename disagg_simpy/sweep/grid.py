@@ -1,0 +1,196 @@
+"""A grid of scenario points: rates x the values of each `--set KEY=V1,V2` key.
+
+Keys are the scenario file's keys, dotted (`cost.iteration_ms`, `workload.reply_words`); an
+arrangement's field is named by the arrangement (`arrangements.chunked-512.chunk_tokens`).
+Values are read as YAML, so `[50,100],[100,400]` is two ranges. Bad syntax or an unknown key is
+one line naming the flag.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from ..scenario.schema import DROP, Scenario, TraceWorkload
+
+RATE = "rate_per_s"  # the grid column of the offered rate
+MAX_POINTS = 1_000_000
+
+
+def _number(text: str, flag: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{flag}: got {text!r}, expected {what}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{flag}: got {text!r}, expected {what} > 0")
+    return value
+
+
+def parse_rates(text: str, flag: str = "--rate") -> list[float]:
+    """`START:STOP:STEP` (STOP included when the steps reach it), `R1,R2,...` or one rate."""
+    shape = "START:STOP:STEP (e.g. 4:24:1), R1,R2,... or one rate, in requests/s"
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise InputError(f"{flag}: got {text!r}, expected {shape}")
+        start, stop, step = (_number(p.strip(), flag, "numbers in START:STOP:STEP") for p in parts)
+        if stop < start:
+            raise InputError(f"{flag}: got {text!r}, expected START <= STOP")
+        n = math.floor((stop - start) / step + 1e-9) + 1
+        if n > MAX_POINTS:
+            raise InputError(f"{flag}: got {text!r} ({n:,} rates), expected at most {MAX_POINTS:,}")
+        return [float(f"{start + i * step:.12g}") for i in range(n)]
+    rates = [_number(p.strip(), flag, "a rate in requests/s") for p in text.split(",")]
+    return sorted(set(rates), key=rates.index)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside brackets and braces: `[50,100],[100,400]` -> 2 parts."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def parse_set(text: str) -> tuple[str, list[Any]]:
+    """`KEY=V1,V2,...` -> (key, values), each value read as YAML."""
+    key, eq, values = text.partition("=")
+    key = key.strip()
+    if not eq or not key or not values.strip():
+        raise InputError(f"--set: got {text!r}, expected KEY=V1,V2,... (e.g. cost.iteration_ms=10,12)")
+    out = []
+    for part in _split_top(values):
+        try:
+            value = yaml.safe_load(part)
+        except yaml.YAMLError:
+            raise InputError(f"--set {key}: got the value {part.strip()!r}, expected a YAML value (a number, "
+                             "a word or a list like [50,100])") from None
+        if value is None:
+            raise InputError(f"--set {key}: got an empty value in {values!r}, expected V1,V2,...")
+        out.append(value)
+    if len(set(map(repr, out))) != len(out):
+        raise InputError(f"--set {key}: got {values!r} with a value twice, expected distinct values")
+    return key, out
+
+
+def shown(value: Any) -> Any:
+    """A grid value as a table cell: numbers and words stay, lists become their YAML text."""
+    if isinstance(value, (int, float, str, bool)):
+        return value
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+
+
+def _known_keys(node: Any, prefix: str = "") -> list[str]:
+    if isinstance(node, dict):
+        out = []
+        for k, v in node.items():
+            out += [f"{prefix}{k}", *_known_keys(v, f"{prefix}{k}.")]
+        return out
+    return []
+
+
+def check_key(scenario: Scenario, key: str) -> None:
+    """An unknown key is one line with the closest known keys."""
+    if key in ("seed", "seeds", "name"):
+        raise InputError(f"--set {key}: got a key the grid does not vary, expected a scenario setting (seeds: --seeds)")
+    raw = scenario.model_dump(mode="python")  # every field, set or not
+    raw["arrangements"] = {a["name"]: a for a in raw["arrangements"]}
+    known = set(_known_keys(raw))
+    if key in known:
+        return
+    close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise InputError(f"--set: got the unknown key {key!r}{hint}, expected a scenario key like cost.iteration_ms "
+                     "or arrangements.NAME.chunk_tokens")
+
+
+def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
+    """`scenario` with a point's values: `rate_per_s` sets `workload.rate_per_s` (on a trace it
+    replaces any time_scale), other keys as dotted scenario keys."""
+    changes: dict[str, Any] = {}
+    flags: dict[str, str] = {}
+    arrangements = None
+    for key, value in point.items():
+        if key == RATE:
+            changes["workload.rate_per_s"] = value
+            flags["workload.rate_per_s"] = f"--rate {value:g}"
+            if isinstance(scenario.workload, TraceWorkload):
+                changes["workload.time_scale"] = DROP
+        elif key.startswith("arrangements."):
+            name, _, field = key[len("arrangements."):].rpartition(".")
+            if arrangements is None:
+                arrangements = [a.model_dump(mode="python", exclude_none=True) for a in scenario.arrangements]
+            for a in arrangements:
+                if a["name"] == name:
+                    a[field] = value
+            flags["arrangements"] = f"--set {key}={shown(value)}"
+        else:
+            changes[key] = value
+            flags[key] = f"--set {key}={shown(value)}"
+    if arrangements is not None:
+        changes["arrangements"] = arrangements
+    return scenario.with_overrides(flags=flags, **changes)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Rates x each key's values, in the order given (the first key varies slowest)."""
+
+    rates: tuple[float, ...]
+    sets: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    @property
+    def keys(self) -> list[str]:
+        return [RATE, *(k for k, _ in self.sets)]
+
+    def points(self) -> list[dict[str, Any]]:
+        values = [list(v) for _, v in self.sets]
+        out = []
+        for combo in itertools.product(*values):
+            for rate in self.rates:
+                out.append({RATE: rate, **dict(zip((k for k, _ in self.sets), combo))})
+        return out
+
+
+def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str]) -> Grid:
+    """The grid of `--rate` and `--set` flags, every point checked against the scenario (one
+    line naming the flag and value that does not fit)."""
+    if rate_text is None:
+        if scenario.workload.rate_per_s is None:
+            raise InputError("--rate: missing, expected rates (the scenario's trace has no rate_per_s)")
+        rates = [float(scenario.workload.rate_per_s)]
+    else:
+        rates = parse_rates(rate_text)
+    sets = []
+    for text in set_texts:
+        key, values = parse_set(text)
+        if key in (k for k, _ in sets):
+            raise InputError(f"--set {key}: got the key twice, expected each key once")
+        if key in (RATE, "workload.rate_per_s"):
+            raise InputError(f"--set {key}: got the rate, expected --rate for rates")
+        check_key(scenario, key)
+        sets.append((key, tuple(values)))
+    grid = Grid(tuple(rates), tuple(sets))
+    n = len(rates) * math.prod(len(v) for _, v in sets)
+    if n > MAX_POINTS:
+        raise InputError(f"--set: got a grid of {n:,} points, expected at most {MAX_POINTS:,}")
+    for key, values in sets:  # each value alone, at the first rate: errors name it
+        for v in values:
+            resolve(scenario, {RATE: rates[0], key: v})
+    return grid

@@ -1,0 +1,237 @@
+"""Running many points: each point x seed is one task that returns summary rows, never frames,
+so memory stays flat however many points there are.
+
+Tasks run in this process (`workers=1`), in a local process pool, or on a Dask distributed
+cluster (`dask_address`; Dask is imported only then). Finished tasks are stored at once
+(`store.Store`); a task already in the store is skipped. Results do not depend on where a
+task ran: each is a pure function of its resolved scenario and seed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..model.engine import Engine, GiveUp
+from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
+from ..scenario.schema import Scenario
+from ..workload.stream import make_requests
+from .store import Store
+
+
+@dataclass(frozen=True)
+class Task:
+    """One seed of one resolved scenario: every arrangement (`only` None) or one, optionally
+    stopped early once its on-time share is certainly below `give_up_below_pct`."""
+
+    scenario: Scenario
+    seed: int
+    only: str | None = None
+    give_up_below_pct: float | None = None
+    labels: dict[str, Any] = field(default_factory=dict)  # grid values the runner puts first in each row
+
+    def spec(self) -> dict[str, Any]:
+        """What the task asks of the run, for its store key."""
+        return {"only": self.only, "give_up_below_pct": self.give_up_below_pct}
+
+
+def run_task(task: Task) -> list[dict]:
+    """The task's summary rows (one per arrangement run), with `seed` and `below_target`.
+
+    A run stopped early has `below_target` true, `on_time_pct` empty and `on_time_at_most_pct`,
+    the most it could have reached; its other figures are empty: they were never measured."""
+    scenario = task.scenario
+    stream = make_requests(scenario, task.seed)
+    limits = LimitsNs.from_slo(scenario.slo)
+    n_measured = int(stream.measured.sum())
+    give_up = None
+    if task.give_up_below_pct is not None and n_measured:
+        max_late = math.floor(n_measured * (1 - task.give_up_below_pct / 100) + 1e-9) + 1
+        give_up = GiveUp(limits.first_word + SLACK_NS, limits.mean_gap + SLACK_NS, max_late)
+    rows = []
+    for arrangement in scenario.arrangements:
+        if task.only is not None and arrangement.name != task.only:
+            continue
+        engine = Engine(scenario, arrangement, stream, give_up)
+        rec = engine.run()
+        if engine.gave_up:
+            n_late = engine.n_late_first_word + engine.n_late_mean_gap
+            row = {"arrangement": arrangement.name, "n_requests": n_measured,
+                   "on_time_at_most_pct": 100.0 * (n_measured - n_late) / n_measured,
+                   "late_first_word_at_least_pct": 100.0 * engine.n_late_first_word / n_measured,
+                   "late_mean_gap_at_least_pct": 100.0 * engine.n_late_mean_gap / n_measured,
+                   "below_target": True}
+        else:
+            row = summary_row(rec, reply_gaps(rec, limits))
+            row["below_target"] = False
+        rows.append({"seed": task.seed, **row})
+    return rows
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave Ctrl-C to the command, which stops them (losing only their runs),
+    and end quietly when it terminates them (not with the command's own SIGTERM handler)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _pool_ignoring_sigint(workers: int):
+    """A process pool whose workers ignore Ctrl-C and die quietly on SIGTERM from birth: they
+    start while this process handles the signals so (a child inherits that), then this
+    process's own handlers come back."""
+    import multiprocessing
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return multiprocessing.get_context().Pool(workers, initializer=_ignore_sigint)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        return multiprocessing.get_context().Pool(workers, initializer=_ignore_sigint)
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
+def _indexed(job: tuple[Callable, int, Any]) -> tuple[int, Any]:
+    fn, i, task = job
+    return i, fn(task)
+
+
+class LocalPool:
+    """Tasks in this process (1 worker) or a process pool of `workers`."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self.pool = None
+
+    def run(self, fn: Callable, tasks: list) -> Iterator[tuple[int, Any]]:
+        if self.workers <= 1 or len(tasks) <= 1:
+            for i, t in enumerate(tasks):
+                yield i, fn(t)
+            return
+        import multiprocessing
+
+        if self.pool is None:
+            self.pool = _pool_ignoring_sigint(self.workers)
+        try:
+            results = self.pool.imap_unordered(_indexed, [(fn, i, t) for i, t in enumerate(tasks)])
+            while True:
+                try:  # short waits: a signal reaches the main thread only between them
+                    yield results.next(timeout=0.2)
+                except multiprocessing.TimeoutError:
+                    continue
+                except StopIteration:
+                    return
+        except BaseException:
+            self.pool.terminate()  # Ctrl-C or a failure: the runs in flight are lost, the stored ones kept
+            self.pool.join()
+            self.pool = None
+            raise
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+            self.pool = None
+
+
+class DaskPool:
+    """Tasks on a Dask distributed cluster at `address` (the scheduler's, e.g. tcp://host:8786)."""
+
+    def __init__(self, address: str | Any):
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise InputError("--dask: got an address, but dask.distributed is not installed; expected "
+                             "`pip install 'disagg_simpy[dask]'`") from None
+        try:
+            self.client = address if hasattr(address, "submit") else Client(address, timeout="10s")
+            self.owned = not hasattr(address, "submit")
+        except (OSError, TimeoutError, ValueError) as err:
+            raise InputError(f"--dask: got {address!r}, which did not answer ({err}), expected the address of "
+                             "a running Dask scheduler") from None
+
+    def run(self, fn: Callable, tasks: list) -> Iterator[tuple[int, Any]]:
+        from dask.distributed import as_completed
+
+        futures = self.client.map(fn, tasks, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for f in as_completed(futures):
+                yield index[f.key], f.result()
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+
+    def close(self) -> None:
+        if self.owned:
+            self.client.close()
+
+
+def make_pool(workers: int | None, dask_address: str | None):
+    if dask_address is not None:
+        return DaskPool(dask_address)
+    return LocalPool(workers if workers is not None else (os.cpu_count() or 1))
+
+
+class Runner:
+    """Runs tasks through a pool, skipping and filling the store, with a progress bar on a
+    terminal. `skipped` and `ran` count tasks over the runner's life."""
+
+    def __init__(self, store: Store, pool, progress: bool | None = None):
+        self.store = store
+        self.pool = pool
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.skipped = 0
+        self.ran = 0
+        self.bar = None
+
+    def run(self, tasks: Iterable[Task], what: str = "runs") -> list[list[dict]]:
+        """Each task's rows, in task order."""
+        tasks = list(tasks)
+        keys = [self.store.key(t.scenario, t.seed, t.spec()) for t in tasks]
+        found = self.store.get_many(keys)
+        out: list[list[dict] | None] = [None] * len(tasks)
+        todo = []
+        for i, (t, k) in enumerate(zip(tasks, keys)):
+            if k in found:
+                out[i] = [{**t.labels, **row} for row in found[k]]
+            else:
+                todo.append(i)
+        self.skipped += len(tasks) - len(todo)
+        bar = self._bar(len(todo), what)
+        for j, rows in self.pool.run(run_task, [tasks[i] for i in todo]):
+            i = todo[j]
+            self.store.put(keys[i], rows)
+            out[i] = [{**tasks[i].labels, **row} for row in rows]
+            self.ran += 1
+            if bar is not None:
+                bar.update(1)
+        return out  # type: ignore[return-value]
+
+    def _bar(self, n: int, what: str):
+        """One bar for the runner's life (a search adds runs as it goes): runs done, rate, time left."""
+        if not self.progress or not n:
+            return self.bar
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, desc=what, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
+        self.bar.total += n
+        self.bar.refresh()
+        return self.bar
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        self.pool.close()
+        self.store.close()

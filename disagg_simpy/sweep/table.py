@@ -1,0 +1,62 @@
+"""The sweep's tables: one tidy row per point x seed x arrangement, and the on-time band
+(mean and 95% half-width over seeds) per point x arrangement."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..results.metrics import SUMMARY_COLUMNS
+from ..results.report import mean_half_width
+from ..scenario.schema import Scenario
+from .grid import Grid, resolve, shown
+from .runner import Runner, Task
+
+
+def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[Task]:
+    """One task per point x seed (all arrangements on the same requests), labelled with the
+    point's values as the table shows them."""
+    tasks = []
+    for point in grid.points():
+        resolved = resolve(scenario, point)
+        labels = {k: shown(v) for k, v in point.items()}
+        tasks += [Task(resolved, seed, labels=labels) for seed in seeds]
+    return tasks
+
+
+def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner) -> pd.DataFrame:
+    """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
+    summary column."""
+    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
+    columns = [*grid.keys, "seed", *SUMMARY_COLUMNS]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
+def on_time_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per point x arrangement: `on_time_pct` mean, `half_width_pct` (95%, over seeds), `seeds`."""
+    columns = [*keys, "arrangement"]
+    groups = table.groupby(columns, sort=False)
+    out = []
+    for group in table[columns].drop_duplicates().itertuples(index=False, name=None):  # in grid order
+        block = groups.get_group(group)
+        mean, half = mean_half_width(block["on_time_pct"])
+        out.append({**dict(zip(columns, group)), "on_time_pct": mean, "half_width_pct": half, "seeds": len(block)})
+    return pd.DataFrame(out, columns=[*columns, "on_time_pct", "half_width_pct", "seeds"])
+
+
+def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
+    """Text table: a row per point (in grid order), a column per arrangement, cells
+    'mean±half-width'."""
+    names = list(dict.fromkeys(bands["arrangement"]))
+    cell = lambda m, h: f"{m:.1f}" + ("" if math.isnan(h) else f"±{h:.1f}")  # noqa: E731
+    value = lambda v: f"{v:g}" if isinstance(v, float) else str(v)  # noqa: E731
+    points: dict[tuple, dict[str, str]] = {}
+    at = [bands.columns.get_loc(k) for k in keys]
+    for row in bands.itertuples(index=False, name=None):
+        cells = points.setdefault(tuple(value(row[i]) for i in at), {})
+        cells[row[len(keys)]] = cell(row[len(keys) + 1], row[len(keys) + 2])
+    header = [*keys, *names]
+    lines = [[*p, *(cells.get(n, "") for n in names)] for p, cells in points.items()]
+    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *lines])

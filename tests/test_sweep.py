@@ -1,0 +1,288 @@
+"""Capacity (issue 10): seeds, paired differences, sweeps, goodput, the store, Dask.
+
+Scenarios here are tiny (a few seconds of traffic, two or three seeds) so the file runs in a few
+seconds; the one Dask test starts a two-process LocalCluster."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from helpers import DEFAULT, ROOT, write_scenario
+
+from disagg_simpy import load_scenario, run
+from disagg_simpy.cli import main
+from disagg_simpy.results.paired import paired_difference, verdict_line, with_paired_difference
+from disagg_simpy.sweep.goodput import goodput
+from disagg_simpy.sweep.grid import make_grid, resolve
+from disagg_simpy.sweep.runner import LocalPool, Runner, Task, run_task
+from disagg_simpy.sweep.store import Store
+from disagg_simpy.sweep.table import sweep
+from disagg_simpy.workload.stream import make_requests
+
+TINY = {"workload.measure_s": 3, "max_sim_s": 40}  # the default traffic, 3 s measured
+
+
+def tiny_default(tmp_path, seeds=2, **more):
+    """The default scenario cut to 3 s of measured traffic, as a file (for the CLI)."""
+    raw = yaml.safe_load(DEFAULT.read_text())
+    raw["workload"]["measure_s"] = 3
+    raw["max_sim_s"] = 40
+    raw["seeds"] = seeds
+    raw.update(more)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def runner(tmp_path, workers=1):
+    return Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(workers), progress=False)
+
+
+# -- seeds and paired differences --------------------------------------------------------------
+
+
+def test_the_scenario_declares_its_seeds_and_the_flag_overrides_them(tmp_path, capsys):
+    path = tiny_default(tmp_path, seeds=3)
+    assert main([str(path), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    summary = pd.read_csv(tmp_path / "a" / "summary.csv")
+    assert sorted(summary.seed.unique()) == [1, 2, 3] and "seeds 1..3" in out
+    assert "on_time_vs_best_pct" in summary.columns and "points on time (paired over 3 seeds)" in out
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["seeds"] == [1, 2, 3]
+    assert main([str(path), "--out", str(tmp_path / "b"), "--no-plots", "--seeds", "1"]) == 0
+    assert "seed" not in pd.read_csv(tmp_path / "b" / "summary.csv").columns
+
+
+def test_default_scenario_declares_30_seeds():
+    assert load_scenario(DEFAULT).seeds == 30
+
+
+def test_paired_differences_equal_a_hand_computation():
+    table = pd.DataFrame({
+        "arrangement": ["a", "b", "c"] * 3,
+        "seed": [1, 1, 1, 2, 2, 2, 3, 3, 3],
+        "on_time_pct": [90.0, 80.0, 10.0, 100.0, 91.0, 20.0, 95.0, 84.0, 30.0],
+    })
+    out = with_paired_difference(table)
+    assert list(out.columns) == ["arrangement", "seed", "on_time_pct", "on_time_vs_best_pct"]
+    # best = a (mean 95); b - a per seed: -10, -9, -11 -> mean -10, sd 1, t(2) = 4.3027
+    assert out.loc[out.arrangement == "b", "on_time_vs_best_pct"].tolist() == [-10.0, -9.0, -11.0]
+    assert out.loc[out.arrangement == "a", "on_time_vs_best_pct"].tolist() == [0.0, 0.0, 0.0]
+    mean, half, n = paired_difference(table, "a", "b")
+    assert (mean, n) == (10.0, 3) and half == pytest.approx(4.3027 / math.sqrt(3), rel=1e-6)
+    # unpaired, b's own interval (84.0 +/- 13.7) would overlap a's (95.0 +/- 12.4)
+    assert verdict_line(table) == "a beats b by 10.0 ± 2.5 points on time (paired over 3 seeds)"
+    close = table.assign(on_time_pct=[90.0, 80.0, 10.0, 80.0, 95.0, 20.0, 95.0, 80.0, 30.0])
+    assert "too close to call" in verdict_line(close)
+
+
+# -- grids and sweeps ----------------------------------------------------------------------------
+
+
+def test_at_every_rate_a_seed_gives_the_same_requests_time_compressed():
+    scenario = load_scenario(DEFAULT).with_overrides(**TINY)
+    slow = make_requests(scenario.with_overrides(**{"workload.rate_per_s": 7.25}), 3)
+    fast = make_requests(scenario.with_overrides(**{"workload.rate_per_s": 14.5}), 3)
+    n = min(len(slow), len(fast))
+    assert n > 40
+    assert np.array_equal(slow.n_prompt_tokens[:n], fast.n_prompt_tokens[:n])
+    assert np.array_equal(slow.n_reply_words[:n], fast.n_reply_words[:n])
+    assert np.abs(slow.arrived_at_ns[:n] - 2 * fast.arrived_at_ns[:n]).max() <= 2  # ns rounding only
+
+
+def test_a_sweeps_rows_equal_single_runs_at_the_same_points_and_seeds(tmp_path):
+    scenario = load_scenario(DEFAULT).with_overrides(**TINY)
+    grid = make_grid(scenario, "16", ["arrangements.chunked-512.chunk_tokens=256,1024"])
+    r = runner(tmp_path)
+    table = sweep(scenario, grid, (1, 2), r)
+    r.close()
+    assert len(table) == 2 * 2 * 5
+    assert list(table.columns[:4]) == ["rate_per_s", "arrangements.chunked-512.chunk_tokens", "seed", "arrangement"]
+    for (rate, chunk, seed), rows in table.groupby(["rate_per_s", "arrangements.chunked-512.chunk_tokens", "seed"]):
+        single = run(resolve(scenario, {"rate_per_s": rate, "arrangements.chunked-512.chunk_tokens": chunk}), seed)
+        expected = single.summary.reset_index(drop=True)
+        got = rows[expected.columns].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False, check_categorical=False)
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--rate", "4:24"], "--rate: got '4:24', expected START:STOP:STEP"),
+    (["--rate", "4:2:1"], "--rate: got '4:2:1', expected START <= STOP"),
+    (["--rate", "fast"], "--rate: got 'fast', expected a rate in requests/s"),
+    (["--set", "cost.iteration_ms"], "--set: got 'cost.iteration_ms', expected KEY=V1,V2,..."),
+    (["--set", "cost.iteraton_ms=10,12"], "--set: got the unknown key 'cost.iteraton_ms' (did you mean cost.iteration_ms"),
+    (["--set", "arrangements.nope.gpus=2"], "--set: got the unknown key 'arrangements.nope.gpus'"),
+    (["--set", "cost.iteration_ms=10,-1"], "--set cost.iteration_ms=-1: got -1, expected a number of ms"),
+    (["--set", "workload.reply_words=[1,2"], "--set workload.reply_words: got the value '[1,2', expected a YAML value"),
+    (["--target", "0"], "--target: got '0', expected an on-time share in percent, above 0 and at most 100"),
+    (["--target", "100.5"], "--target: got '100.5', expected an on-time share"),
+])
+def test_bad_grids_and_targets_are_one_line_errors(tmp_path, capsys, args, fragment):
+    path = tiny_default(tmp_path)
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("target", ["0", "-5", "101", "nan"])
+def test_goodput_refuses_a_target_outside_0_100(tmp_path, capsys, target):
+    assert main(["goodput", str(tiny_default(tmp_path)), "--target", target]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--target: got" in err and "above 0 and at most 100" in err
+
+
+def test_the_sweep_command_writes_its_table_and_resumes_from_the_store(tmp_path, capsys):
+    path = tiny_default(tmp_path)
+    out = tmp_path / "o"
+    argv = ["sweep", str(path), "--rate", "8,14", "--out", str(out), "--workers", "1"]
+    assert main([*argv, "--no-plots"]) == 0
+    first = capsys.readouterr()
+    assert "4 runs, stored in" in first.err
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert table.equals(pd.read_csv(out / "sweep.csv"))
+    assert list(table.columns[:3]) == ["rate_per_s", "seed", "arrangement"] and len(table) == 2 * 2 * 5
+    info = json.loads((out / "run.json").read_text())
+    assert info["seeds"] == [1, 2] and info["grid"] == {"rate_per_s": [8.0, 14.0]}
+    # the same command again runs nothing; the picture is drawn this time
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert "4 of 4 runs were already in" in again.err and "0 ran now" in again.err
+    assert (out / "sweep.png").stat().st_size > 0
+    assert pd.read_parquet(out / "sweep.parquet").equals(table)
+    # a changed scenario (another iteration cost) reuses nothing
+    path.write_text(path.read_text().replace("iteration_ms: 12", "iteration_ms: 11"))
+    assert main([*argv, "--no-plots"]) == 0
+    assert "4 runs, stored in" in capsys.readouterr().err
+    assert not pd.read_parquet(out / "sweep.parquet").equals(table)
+
+
+def test_json_prints_the_sweep_rows(tmp_path, capsys):
+    assert main(["sweep", str(tiny_default(tmp_path, seeds=1)), "--rate", "9", "--out", str(tmp_path / "o"),
+                 "--no-plots", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 5 and list(rows[0])[:4] == ["rate_per_s", "seed", "arrangement", "n_requests"]
+
+
+# -- goodput -------------------------------------------------------------------------------------
+
+
+def evenly_spaced(tmp_path, n=20):
+    """Requests one second apart (scaled by rate_per_s to 1/rate apart), each a 1,760-token prompt
+    (12 + 0.05 x 1,760 = 100 ms of reading) with a one-word reply; the first word must come
+    within 100 ms. One GPU keeps up exactly while requests come at least 100 ms apart: goodput
+    10/s; two GPUs take turns: 20/s. Above it every request but the first waits, so it is late."""
+    return load_scenario(write_scenario(
+        tmp_path, [(float(t), 1760, 1) for t in range(n)],
+        arrangements=[{"name": "one", "kind": "colocated", "gpus": 1}, {"name": "two", "kind": "colocated", "gpus": 2}],
+        workload={"duration_s": float(n), "rate_per_s": 7.0},
+        slo={"first_word_s": 0.1},
+    ))
+
+
+def test_bisection_finds_a_threshold_placed_by_construction(tmp_path):
+    scenario = evenly_spaced(tmp_path)
+    r = runner(tmp_path)
+    table = goodput(scenario, r, (1,), target=90.0, tolerance=0.05).set_index("arrangement")
+    r.close()
+    for name, capacity, gpus in (("one", 10.0, 1), ("two", 20.0, 2)):
+        row = table.loc[name]
+        assert row.passing_rate_per_s <= capacity < row.failing_rate_per_s
+        assert row.failing_rate_per_s - row.passing_rate_per_s <= 0.05
+        assert row.goodput_per_s == row.passing_rate_per_s
+        assert row.passing_on_time_pct == 100.0
+        assert row.failing_on_time_pct == 100.0 * gpus / 20  # the first request on each GPU, from a full run
+        assert row.binding_limit == "first_word"
+    assert table.loc["two", "goodput_per_gpu_per_s"] == table.loc["two", "goodput_per_s"] / 2
+
+
+def test_a_probe_stopped_early_is_below_target_and_a_full_run_agrees():
+    scenario = load_scenario(DEFAULT).with_overrides(**{**TINY, "workload.rate_per_s": 30})
+    stopped = run_task(Task(scenario, 1, only="split-1-3", give_up_below_pct=90.0))[0]
+    full = run_task(Task(scenario, 1, only="split-1-3"))[0]
+    assert stopped["below_target"] and math.isnan(stopped.get("on_time_pct", math.nan))
+    assert full["on_time_pct"] <= stopped["on_time_at_most_pct"] < 90.0
+    assert not full["below_target"]
+    # a probe that meets the target runs to its end, with the figures of a plain run
+    easy = scenario.with_overrides(**{"workload.rate_per_s": 4})
+    kept = run_task(Task(easy, 1, only="split-2-2", give_up_below_pct=90.0))[0]
+    plain = run(easy, 1).summary.set_index("arrangement").loc["split-2-2"]
+    assert not kept["below_target"] and kept["on_time_pct"] == plain["on_time_pct"] >= 90.0
+
+
+def test_the_goodput_command_writes_its_table(tmp_path, capsys):
+    scenario = evenly_spaced(tmp_path)
+    out = tmp_path / "o"
+    assert main(["goodput", scenario.source, "--out", str(out), "--tolerance", "0.5", "--workers", "1"]) == 0
+    printed = capsys.readouterr()
+    assert "note: the trace fixes every arrival" not in printed.err  # one seed declared: nothing to say
+    table = pd.read_csv(out / "goodput.csv")
+    assert list(table.columns[:12]) == [
+        "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",
+        "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct", "failing_on_time_pct", "binding_limit"]
+    assert (out / "goodput.png").stat().st_size > 0
+    assert f"{table.goodput_per_s[0]:.2f}" in printed.out
+
+
+# -- Dask ------------------------------------------------------------------------------------------
+
+
+def test_a_dask_cluster_gives_the_local_table_exactly(tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] is not installed (extra 'dask')")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the workers import this checkout
+    path = tiny_default(tmp_path)
+    argv = ["sweep", str(path), "--rate", "9,15", "--no-plots", "--json"]
+    assert main([*argv, "--out", str(tmp_path / "local"), "--workers", "1"]) == 0
+    local = capsys.readouterr().out
+    import dask
+
+    # forked workers start in half a second (spawned ones re-import pandas and this package: 5 s and more)
+    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main([*argv, "--out", str(tmp_path / "dask"), "--dask", cluster.scheduler_address]) == 0
+    remote = capsys.readouterr()
+    assert "4 runs, stored in" in remote.err
+    assert remote.out == local
+
+
+def test_ctrl_c_keeps_the_finished_runs_and_the_next_command_resumes(tmp_path):
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    path = tiny_default(tmp_path, seeds=4)
+    out = tmp_path / "o"
+    argv = [sys.executable, "-m", "disagg_simpy", "sweep", str(path), "--rate", "10:20:2", "--out", str(out),
+            "--no-plots", "--workers", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:  # until some runs are stored
+            if (out / "store.sqlite").exists():
+                try:
+                    if sqlite3.connect(out / "store.sqlite").execute("SELECT count(*) FROM runs").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and stderr == "interrupted: earlier results were left as they were\n"
+    assert not (out / "sweep.csv").exists()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0
+    skipped = int(done.stderr.split(" of 24 runs were already in")[0].rsplit("\n", 1)[-1])
+    assert 1 <= skipped < 24
