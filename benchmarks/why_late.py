@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from disagg_simpy import load_scenario, run
-from disagg_simpy.results.blame import freeze_blame, freeze_summary, freezes_frame, long_prompt_tokens
-from disagg_simpy.results.breakdown import late_breakdown, time_columns
+from disagg_simpy.results.blame import freeze_blame, freezes_frame
+from disagg_simpy.results.breakdown import time_columns, why_late_row
 from disagg_simpy.results.frames import iterations_frame, reads_frame, requests_frame
 from disagg_simpy.results.metrics import LimitsNs, summary_row
 
@@ -46,9 +46,8 @@ def why_late(result) -> int:
         blame = freeze_blame(rec, gaps, limits)
         freezes_frame(name, result.seed, blame)
         time_columns(rec, gaps, limits)
-        late_breakdown(gaps)
         arrangement = next(a for a in result.scenario.arrangements if a.name == name)
-        freeze_summary(blame, long_prompt_tokens(result.scenario, arrangement, limits))
+        why_late_row(result.scenario, arrangement, rec, gaps, limits)
         n += len(blame)
     return n
 

@@ -108,7 +108,6 @@ class FreezeBlame:
     blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
     blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
     blamed_first: np.ndarray  # the first id of each list
-    blamed_longest: np.ndarray  # the longest whole prompt of each list, in tokens
 
     def __len__(self) -> int:
         return len(self.request_id)
@@ -145,7 +144,7 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     reads_f = read_tokens[frozen + 1] > 0 if len(frozen) else np.zeros(0, bool)
     reads_m = ~s.split[m] & (read_tokens[s.first_row[m]] > 0)
     read_rows = np.unique(np.concatenate([frozen[reads_f] + 1, s.first_row[m][reads_m]]))
-    ids, tokens, firsts, longests = _reads_by_iteration(rec, read_rows)
+    ids, tokens, firsts = _reads_by_iteration(rec, read_rows)
 
     by_frozen = np.full(len(frozen) + 1, -1, np.int32)  # [-1]: a placeholder for first gaps
     by_frozen[:-1][reads_f] = np.searchsorted(read_rows, frozen[reads_f] + 1)
@@ -183,26 +182,23 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
         blamed_ids=ids,
         blamed_tokens=tokens,
         blamed_first=np.concatenate([np.asarray(firsts, np.int64), own_id]),
-        blamed_longest=np.concatenate([np.asarray(longests, np.int64), prompts[own_id]]),
     )
 
 
-def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list, list]:
+def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list]:
     """For each global iteration row in `rows`, the prompts it read: "id;id", "tokens;tokens"
-    (the most tokens first, ties by request id), the first id, and the longest whole prompt."""
+    (the most tokens first, ties by request id), and the first id."""
     reads = rec.reads
     read_row = rec.gpu_offsets[reads["gpu"]] + reads["iteration"]
     order = np.lexsort((reads["request_id"], -reads["n_tokens"], read_row))
     read_row, rid, n = read_row[order], reads["request_id"][order].tolist(), reads["n_tokens"][order].tolist()
     lo, hi = np.searchsorted(read_row, rows), np.searchsorted(read_row, rows, side="right")
-    prompts = rec.requests["n_prompt_tokens"]
-    ids, tokens, firsts, longests = [], [], [], []
+    ids, tokens, firsts = [], [], []
     for a, b in zip(lo.tolist(), hi.tolist()):
         ids.append(LIST_SEPARATOR.join(map(str, rid[a:b])))
         tokens.append(LIST_SEPARATOR.join(map(str, n[a:b])))
         firsts.append(rid[a])
-        longests.append(int(prompts[rid[a:b]].max()))
-    return ids, tokens, firsts, longests
+    return ids, tokens, firsts
 
 
 def long_prompt_tokens(scenario: Scenario, arrangement, limits: LimitsNs) -> int | None:
@@ -226,15 +222,34 @@ def long_prompt_tokens(scenario: Scenario, arrangement, limits: LimitsNs) -> int
     return lo
 
 
-def freeze_summary(blame: FreezeBlame, n_long: int | None) -> dict:
+def freeze_summary(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs, n_long: int | None) -> dict:
     """`n_freezes`, and `freezes_by_long_prompt_pct`: the share of freezes blamed on a prompt
-    over `n_long` tokens (a long prompt read, or a long prompt's own ship)."""
-    n = len(blame)
-    long_share = float("nan")
-    if n and n_long is not None:
-        per_list = np.bincount(blame.blamed[blame.blamed >= 0], minlength=len(blame.blamed_ids))
-        long_share = 100.0 * float(per_list[blame.blamed_longest > n_long].sum()) / n
-    return {"n_freezes": n, "freezes_by_long_prompt_pct": long_share}
+    over `n_long` tokens (a long prompt read, or a long prompt's own ship). Counted per freezing
+    iteration, weighted by the replies it froze, without a row per freeze (sweeps run many)."""
+    s = reply_spans(rec, gaps)
+    diffs = iteration_gaps(rec)
+    ended = rec.iterations["ended_at_ns"]
+    limit = limits.freeze + SLACK_NS
+    frozen = np.flatnonzero(diffs > limit)
+    # replies in progress across gap k: first_row <= k < first_row + n - 2
+    starts, stops = np.sort(s.first_row), np.sort(s.first_row + s.n_words - 2)
+    weight = np.searchsorted(starts, frozen, side="right") - np.searchsorted(stops, frozen, side="right")
+    first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
+    m = np.flatnonzero(first_gap > limit)
+    n = int(weight.sum()) + len(m)
+    if not n or n_long is None:
+        return {"n_freezes": n, "freezes_by_long_prompt_pct": float("nan")}
+    # the longest whole prompt each iteration read, and each first-gap freeze's blamed prompt
+    prompts = rec.requests["n_prompt_tokens"]
+    longest = np.zeros(len(ended), np.int64)
+    r = rec.reads
+    np.maximum.at(longest, rec.gpu_offsets[r["gpu"]] + r["iteration"], prompts[r["request_id"]])
+    n_over = int(weight[longest[frozen + 1] > n_long].sum()) if len(frozen) else 0
+    ship = s.joined_at[m] - s.first_at[m]
+    own = s.split[m] & (ship >= first_gap[m] - ship)
+    blamed_longest = np.where(s.split[m], np.where(own, prompts[s.rows[m]], 0), longest[s.first_row[m]])
+    n_over += int((blamed_longest > n_long).sum())
+    return {"n_freezes": n, "freezes_by_long_prompt_pct": 100.0 * n_over / n}
 
 
 def top_prompts(blame: FreezeBlame, prompts: np.ndarray, k: int = 3) -> list[tuple[int, int, int]]:

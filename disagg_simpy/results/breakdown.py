@@ -17,13 +17,21 @@ import numpy as np
 
 from ..model.records import ArrangementRecords
 from ..units import NS_PER_S
-from .blame import iteration_gaps, reply_spans
+from .blame import FREEZE_SUMMARY_COLUMNS, freeze_summary, iteration_gaps, long_prompt_tokens, reply_spans
 from .metrics import SLACK_NS, LimitsNs, ReplyGaps
 
 TIME_PARTS = ("queued", "reading", "shipping", "joining", "writing")
 
 #: breakdown columns of `summary.csv`
 LATE_COLUMNS = ("late_first_word_only_pct", "late_mean_gap_only_pct", "late_froze_only_pct", "late_several_pct")
+#: what `summary.csv` adds to the model's figures: which limit late requests broke, and freezes
+WHY_LATE_COLUMNS = (*LATE_COLUMNS, *FREEZE_SUMMARY_COLUMNS)
+
+
+def why_late_row(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict:
+    """The `WHY_LATE_COLUMNS` of one arrangement's summary row (a run's, or a sweep point's)."""
+    n_long = long_prompt_tokens(scenario, arrangement, limits)
+    return late_breakdown(gaps) | freeze_summary(rec, gaps, limits, n_long)
 
 
 def time_breakdown_ns(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict[str, np.ndarray]:

@@ -15,13 +15,10 @@ from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from ..workload.stream import Requests
-from .blame import FREEZE_SUMMARY_COLUMNS, FreezeBlame, freeze_blame, freeze_summary, freezes_frame, long_prompt_tokens
-from .breakdown import LATE_COLUMNS, late_breakdown, time_columns
+from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
+from .breakdown import WHY_LATE_COLUMNS, time_columns, why_late_row
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
 from .metrics import SUMMARY_COLUMNS, LimitsNs, ReplyGaps, summary_row
-
-#: what `summary.csv` adds to the model's figures: which limit late requests broke, and freezes
-WHY_LATE_COLUMNS = (*LATE_COLUMNS, *FREEZE_SUMMARY_COLUMNS)
 
 
 @dataclass
@@ -46,9 +43,10 @@ class RunResult:
     def summary(self) -> pd.DataFrame:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
         def build() -> pd.DataFrame:
-            n_long = self.long_prompt_tokens
-            rows = [summary_row(self.records[n], self.gaps[n]) | late_breakdown(self.gaps[n])
-                    | freeze_summary(self.blame[n], n_long[n]) for n in self.records]
+            arrangements = {a.name: a for a in self.scenario.arrangements}
+            rows = [summary_row(self.records[n], self.gaps[n])
+                    | why_late_row(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
+                    for n in self.records]
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
 
         return self._frame("summary", build)
