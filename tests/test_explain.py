@@ -78,7 +78,7 @@ def test_a_hand_built_story_names_the_prompt_that_froze_it(tmp_path):
     assert text.endswith("late: one freeze over 250 ms")
     res = run_rows(tmp_path, [(0.0, 5000, 10)], SPLIT_1_1, cost={"kv_ship_ms_per_token": 0.1})
     text = flat(story_text(story_facts(res, "split", 0)))
-    assert "shipped in 0.50 s to GPU 1" in text and "most of it shipping its KV cache (0.50 s)" in text
+    assert "shipped in 0.50 s to GPU 1" in text and "most of it getting its KV cache across (0.50 s)" in text
 
 
 def test_the_command_prints_the_stories_of_every_arrangement_or_one(small, capsys):
@@ -123,3 +123,18 @@ def test_a_request_outside_the_measured_window_is_refused(tmp_path, capsys):
     assert main(["explain", str(path), "--request", "0"]) == 2
     assert "expected the id of a measured request (1 to 1 in micro, seed" in capsys.readouterr().err
     assert main(["explain", str(path), "--request", "1"]) == 0
+
+
+def test_a_reply_that_waited_for_kv_memory_says_so(tmp_path):
+    # extensions.md E4 (the case of tests/test_extensions.py): B and C wait 22.4 ms for room on the
+    # writing GPU, then ship; with freezes over 20 ms, their first gaps freeze, most of it the wait
+    cost = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01, "kv_ship_ms_per_token": 0.001}
+    split = {"name": "kv", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "kv_capacity_tokens": 1200}
+    res = run_rows(tmp_path, [(0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)], [split], cost=cost, slo={"freeze_ms": 20})
+    f = res.freezes
+    assert list(zip(f.request_id, f.cause.astype(str))) == [(1, "kv_ship"), (2, "kv_ship")]
+    row = res.requests.set_index("request_id").loc[2]
+    text = flat(story_text(story_facts(res, "kv", 2)))
+    waited = f"waited {seconds_text(row.handoff_wait_s)} for memory"
+    assert f"its KV cache reached GPU 1 in {seconds_text(row.shipping_s)} ({waited})" in text
+    assert f"most of it getting its KV cache across ({seconds_text(row.shipping_s)}: {waited})" in text

@@ -110,11 +110,19 @@ def _freeze_text(f: dict, facts: dict) -> str:
     if f["cause"] == "prompt_read":
         return f"{head} while GPU {gpu} read {_prompts_text(f['blamed'])}"
     if f["cause"] == "kv_ship":
-        return f"{head}, most of it shipping its KV cache ({seconds_text(facts['shipping_s'])})"
+        waited = _waits_text(facts)
+        return f"{head}, most of it getting its KV cache across ({seconds_text(facts['shipping_s'])}" + (
+            f": {waited})" if waited else ")")
     if f["cause"] == "join_wait":
         return f"{head}, most of it waiting to join GPU {gpu} and for its first iteration there"
     n = f.get("n_replies_written")
     return f"{head} while GPU {gpu} wrote {n:,} replies in one iteration" if n else f"{head} (GPU {gpu} writing)"
+
+
+def _waits_text(facts: dict) -> str:
+    """What the KV cache waited for before its ship (E4 memory, E5 the link), '' if nothing."""
+    waits = [(facts.get(k) or 0.0, what) for k, what in (("handoff_wait_s", "memory"), ("link_wait_s", "the link"))]
+    return ", ".join(f"waited {seconds_text(w)} for {what}" for w, what in waits if w > 0)
 
 
 def _verdict(facts: dict) -> str:
@@ -173,7 +181,13 @@ def _story_lines(facts: dict) -> list[str]:
         wgpu = f["writing_gpu"]
         if wgpu is not None and wgpu != gpu:
             ship = f["shipping_s"]
-            parts.append(f"shipped in {seconds_text(ship)} to GPU {wgpu}" if ship is not None else f"shipping to GPU {wgpu}")
+            waited = _waits_text(f)
+            if ship is None:
+                parts.append(f"shipping to GPU {wgpu}")
+            elif waited:
+                parts.append(f"its KV cache reached GPU {wgpu} in {seconds_text(ship)} ({waited})")
+            else:
+                parts.append(f"shipped in {seconds_text(ship)} to GPU {wgpu}")
             if f["joining_s"] is not None:
                 parts.append(f"waited {seconds_text(f['joining_s'])} for its first iteration there")
         elif wgpu is not None:

@@ -38,8 +38,8 @@ def why_late_text(results: list) -> str:
         n_text = f"{total / len(results):,.0f}" + (" per seed" if many else "")
         line = f"freezes in {name}: {n_text} ({causes}); {_pct(means.loc[name, 'freezes_by_long_prompt_pct'])}% caused by {over}"
         lines.append(line)
-        top = top_prompts(first.blame[name], first.records[name].requests["n_prompt_tokens"])
-        if top and not many:
+        top = [t for t in top_prompts(first.blame[name], first.records[name].requests["n_prompt_tokens"]) if t[2] > 1]
+        if top and not many:  # (a prompt blamed once each is no pattern: no line)
             (i, t, k), rest = top[0], top[1:]
             lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
                          + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
