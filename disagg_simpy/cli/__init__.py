@@ -1,7 +1,8 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
 `python -m disagg_simpy describe TRACE` describes a trace (`describe.py`); `python -m disagg_simpy
 traces fetch|list` downloads and lists the public traces (`traces.py`); `sweep` runs a grid of
-points (`sweep.py`) and `goodput` finds each arrangement's capacity (`goodput.py`).
+points (`sweep.py`) and `goodput` finds each arrangement's capacity (`goodput.py`); `explain
+SCENARIO --request ID` tells one request's story (`explain.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write (or of the environment:
 memory, a full disk, a closed output), one line and exit 1; Ctrl-C, 130; SIGTERM and SIGHUP,
@@ -22,6 +23,7 @@ from ..errors import InputError
 from ..files import signals_as_interrupts
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line, say, tolerant_output
 from .describe import describe
+from .explain import explain
 from .goodput import goodput_command
 from .run import OUTPUT_FILES, build_parser, run
 from .sweep import sweep_command
@@ -30,7 +32,7 @@ from .traces import traces
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command}
+COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command, "explain": explain}
 
 
 def command_help() -> dict[str, str]:

@@ -29,7 +29,7 @@ from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
-OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
+OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
 
 
 def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentParser:
@@ -102,7 +102,7 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
     results = simulate(scenario, seeds)
     files, run_info = tabulate(args, argv, scenario, results)
     write(args, outputs, results, files, run_info)
-    report(args, scenario, outputs, files["summary.csv"], run_info)
+    report(args, scenario, outputs, files["summary.csv"], run_info, results)
     return 0
 
 
@@ -202,6 +202,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "requests.csv": stack(lambda r: r.requests),
         "iterations.csv": stack(lambda r: r.iterations),
         "reads.csv": stack(lambda r: r.reads),
+        "freezes.csv": pd.concat([r.freezes for r in results], ignore_index=True),  # always has `seed`
     }
     capped = {
         str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
@@ -325,10 +326,11 @@ def remove_empty_folders(out: Path, removed) -> None:
             pass
 
 
-def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict) -> None:
-    """The table (or JSON) on stdout; on stderr, the trace columns ignored and a warning for each
-    run the safety cap ended."""
+def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
+    """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
+    and a warning for each run the safety cap ended."""
     from ..results.report import format_table, summary_json
+    from ..results.why_late import why_late_text
     from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
@@ -350,6 +352,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             line = verdict_line(summary)
             if line:
                 print(line)
+        print(why_late_text(results))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")
