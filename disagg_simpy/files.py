@@ -308,6 +308,26 @@ def make_folder(folder: Path, flag: str) -> Path:
     return folder
 
 
+@contextmanager
+def folders_undone_on_failure(*folders: Path | None) -> Iterator[None]:
+    """Folders among `folders` (with their parents) that do not exist before the block are
+    removed again if it fails, when still empty: a failed write leaves no new empty folder."""
+    missing: list[Path] = []
+    for folder in folders:
+        while folder is not None and not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+    try:
+        yield
+    except BaseException:
+        for folder in sorted(set(missing), key=lambda f: len(f.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
+
+
 def check_output_file(path: Path, flag: str) -> Path:
     """Refuse, in one line, an output file path that could not be written or would destroy
     something: an empty path, a folder, a special file (a device such as /dev/stdout, a pipe,

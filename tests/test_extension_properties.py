@@ -199,3 +199,15 @@ def test_more_kv_memory_never_lowers_on_time_on_average_over_30_seeds(tmp_path):
         series = [mean[f"{kind}-{cap}"] for cap in capacities]
         assert all(b >= a for a, b in zip(series, series[1:])), f"{kind}: on time by capacity {series}"
         assert series[0] < series[-1], f"{kind}: the smallest memory should cost something: {series}"
+
+
+def test_realistic_scenario_keeps_every_invariant():
+    """scenarios/realistic.yaml (every option on, sourced figures) over a short window."""
+    from helpers import ROOT
+
+    scenario = load_scenario(ROOT / "scenarios" / "realistic.yaml").with_overrides(**{"workload.measure_s": 5})
+    result = run(scenario, seed=3)
+    check_run(result)
+    summary = result.summary.set_index("arrangement")
+    assert summary[["kv_peak_reading_pct", "kv_peak_writing_pct"]].notna().all().all()
+    assert summary.loc[summary.index.str.startswith("split"), "link_waited_pct"].notna().all()

@@ -77,8 +77,9 @@ class Engine:
         for g in self.gpus:
             g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
-            # at this instant: only D5 step 3 sees the instant settled
-            g.always_defer = capacity is not None
+            # at this instant, and a ship started by a link at a ship end may be over at once (a
+            # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
+            g.always_defer = capacity is not None or link != "independent"
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())

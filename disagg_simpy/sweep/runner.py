@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
+from ..results.breakdown import why_late_row
 from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
@@ -88,7 +89,8 @@ def run_task(task: Task) -> list[dict]:
                    "late_mean_gap_at_least_pct": 100.0 * engine.n_late_mean_gap / n_measured,
                    "below_target": True}
         else:
-            row = summary_row(rec, reply_gaps(rec, limits))
+            gaps = reply_gaps(rec, limits)
+            row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
             row["below_target"] = False
         row["full"] = not task.verdicts_only
         rows.append({"seed": task.seed, **row})
