@@ -6,13 +6,16 @@ with 2 local workers. Prints wall times and the speed-up; asserts nothing about 
     python benchmarks/capacity.py                 # every case, 1 and 2 workers (about an hour)
     python benchmarks/capacity.py --case goodput --workers 2
 
-Each case runs the real command (`python -m disagg_simpy sweep|goodput ...`) in a fresh
-process with a fresh store, so nothing is reused and start-up is counted.
+Each case runs the real command (`python -m disagg_simpy sweep|goodput|plan|map ...`) in a
+fresh process with a fresh store, so nothing is reused and start-up is counted. CPU seconds
+(the command and its workers) are printed beside the wall time: on a shared machine the wall
+time and the speed-up say more about the neighbours than about the code.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -32,16 +35,20 @@ CASES = {
 }
 
 
-def measure(case: str, workers: int) -> tuple[float, str]:
+def measure(case: str, workers: int) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system of the command and its workers), stdout."""
     with tempfile.TemporaryDirectory() as out:
         argv = [sys.executable, "-m", "disagg_simpy", *CASES[case], "--out", out, "--workers", str(workers),
                 "--no-plots"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
         wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{case} failed: {done.stderr.strip()}")
-    return wall, done.stdout
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
 
 
 def main() -> None:
@@ -52,8 +59,9 @@ def main() -> None:
     for case in CASES if args.case == "all" else [args.case]:
         walls = {}
         for w in args.workers:
-            walls[w], stdout = measure(case, w)
-            print(f"{case}, {w} worker{'s' * (w > 1)}: {walls[w]:.1f} s", flush=True)
+            walls[w], cpu, stdout = measure(case, w)
+            print(f"{case}, {w} worker{'s' * (w > 1)}: {walls[w]:.1f} s wall, {cpu:.1f} s CPU (user + system, "
+                  f"command and workers)", flush=True)
         if case in ("goodput", "plan", "map"):
             print(stdout)
         if 1 in walls and len(walls) > 1:
