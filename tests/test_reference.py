@@ -13,6 +13,7 @@ from reference_model import reference_records
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.results.metrics import LimitsNs, reply_gaps
 from disagg_simpy.workload.stream import make_requests
 
 REQUEST_KEYS = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writing_gpu", "joined_at_ns",
@@ -20,12 +21,13 @@ REQUEST_KEYS = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writin
 WHEN = {"join_iteration": "joined_at_ns"}  # under a cap: the time a value is set by
 
 
-def compare(scenario_path):
+def compare(scenario_path, expect_cap=None):
     """Run every arrangement of the scenario in the simulator and in the reference; assert equal."""
     scenario = load_scenario(scenario_path)
     stream = make_requests(scenario)
     for arrangement in scenario.arrangements:
         rec = run_arrangement(scenario, arrangement, stream)
+        assert expect_cap is None or rec.capped == expect_cap
         ref = reference_records(scenario, arrangement, stream)
         name = arrangement.name
         measured = np.flatnonzero(stream.measured)
@@ -34,20 +36,19 @@ def compare(scenario_path):
         want_all = {k: np.asarray(v, dtype=np.int64) for k, v in ref["requests"].items()}
         for key in REQUEST_KEYS:
             got, want = rec.requests[key][measured], want_all[key][measured]
-            if rec.capped and key != "reading_gpu":  # the safety cap (D6): what comes after it never happened; at it, either
+            if rec.capped and key != "reading_gpu":  # the safety cap (D6): what comes after it never happened
                 when = want_all[WHEN.get(key, key)][measured]
                 if key == "writing_gpu":
                     when = np.where(want_all["handoff_at_ns"] >= 0, want_all["handoff_at_ns"],
                                     want_all["joined_at_ns"])[measured]
-                keep = when != stop
-                got, want = got[keep], np.where(when > stop, -1, want)[keep]
+                want = np.where(when > stop, -1, want)
             bad = np.flatnonzero(got != want)
             assert not len(bad), (f"{name}: requests.{key} differs at request ids {measured[bad].tolist()}: "
                                   f"simulator {got[bad].tolist()}, reference {want[bad].tolist()}")
-        # iterations: all of them when every request is measured; else those that ended before the stop
-        sim_keep = np.ones(len(rec.iterations["gpu"]), bool) if everything else rec.iterations["ended_at_ns"] < stop
+        # iterations: all of them when every request is measured; else those that ended by the stop
+        sim_keep = np.ones(len(rec.iterations["gpu"]), bool) if everything else rec.iterations["ended_at_ns"] <= stop
         ref_ends = np.asarray(ref["iterations"]["ended_at_ns"], dtype=np.int64)
-        ref_keep = np.ones(len(ref_ends), bool) if everything else ref_ends < stop
+        ref_keep = np.ones(len(ref_ends), bool) if everything else ref_ends <= stop
         assert set(rec.iterations) == set(ref["iterations"]), f"{name}: iteration columns"
         for key, want in ref["iterations"].items():
             got = rec.iterations[key][sim_keep]
@@ -61,8 +62,30 @@ def compare(scenario_path):
             times = at[ids == rid][np.argsort(word[ids == rid])].tolist()
             want = ref["words"][int(rid)]
             if rec.capped:
-                times, want = [t for t in times if t < stop], [t for t in want if t < stop]
+                times, want = times, [t for t in want if t <= stop]
             assert times == want, f"{name}: word times of request {rid}"
+        if not rec.capped:
+            check_verdicts(name, reply_gaps(rec, LimitsNs.from_slo(scenario.slo)), ref, stream, scenario.slo)
+
+
+def check_verdicts(name, gaps, ref, stream, slo):
+    """D7, D8, M7 from the reference's word times: first-word wait, gaps, freezes, on time (limits
+    with 1 ns of slack, compared exactly)."""
+    first_limit, gap_limit, freeze_limit = (round(x * 1e9) for x in (slo.first_word_s, slo.mean_gap_ms / 1e3,
+                                                                     slo.freeze_ms / 1e3))
+    for i, rid in enumerate(np.flatnonzero(stream.measured)):
+        words = ref["words"][int(rid)]
+        wait = words[0] - int(stream.arrived_at_ns[rid])
+        gaps_ns = np.diff(words)
+        n_gaps = len(gaps_ns)
+        late_gap = n_gaps and (words[-1] - words[0]) > (gap_limit + 1) * n_gaps
+        freezes = int((gaps_ns > freeze_limit + 1).sum())
+        on_time = wait <= first_limit + 1 and not late_gap and not freezes
+        got = (int(gaps.first_word_ns[i]), int(gaps.max_gap_ns[i]), int(gaps.n_freezes[i]), bool(gaps.on_time[i]))
+        want = (wait, int(gaps_ns.max()) if n_gaps else -1, freezes, bool(on_time))
+        assert got == want, f"{name}: request {rid}: (first word, max gap, freezes, on time) {got} != {want}"
+        if n_gaps:
+            assert gaps.mean_gap_ns[i] == pytest.approx((words[-1] - words[0]) / n_gaps, rel=1e-12)
 
 
 # -- hypothesis: tiny scenarios, coarse grids, many ties ---------------------------------------------
@@ -128,14 +151,16 @@ def tiny_scenario(draw):
     workload = {}
     if draw(st.integers(0, 4)) == 0 and ms[-1] > ms[0]:  # a window: the last requests unmeasured
         workload["measure_s"] = draw(st.integers(ms[0] + 1, ms[-1])) / 1000
-    return rows, arrangements, cost, workload
+    slo = {"first_word_s": draw(st.sampled_from((2.0, 0.01, 0.02))), "mean_gap_ms": draw(st.sampled_from((50, 2, 3))),
+           "freeze_ms": draw(st.sampled_from((250, 3, 4)))}  # limits that gaps on a ms grid hit exactly
+    return rows, arrangements, cost, workload, slo
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario())
 def test_simulator_equals_reference(tmp_path, case):
-    rows, arrangements, cost, workload = case
-    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload))
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
 
 
 # -- hand-picked cases ---------------------------------------------------------------------------------
@@ -156,10 +181,16 @@ HAND = {
                  "kv_capacity_tokens": 110, "kv_link": "shared"},
                 {"name": "l", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1,
                  "kv_capacity_tokens": 200, "kv_link": "per_writing_gpu", "local_prompt_max_tokens": 50}]),
+    # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
+    "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
+            [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
+             {"name": "s", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1, "kv_link": "shared",
+              "kv_ship_ms_per_token": 0.1, "kv_capacity_tokens": 1000}], {"max_sim_s": 0.1}),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HAND))
 def test_hand_picked(tmp_path, case):
-    rows, arrangements = HAND[case]
-    compare(write_scenario(tmp_path, rows, arrangements))
+    rows, arrangements, *extra = HAND[case]
+    extra = extra[0] if extra else {}
+    compare(write_scenario(tmp_path, rows, arrangements, **extra), expect_cap="max_sim_s" in extra)
