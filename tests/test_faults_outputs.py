@@ -224,3 +224,17 @@ def test_temporary_names_fit_the_file_system_limit(tmp_path):
         assert len(os.fsencode(tmp.name)) <= limit
         tmp.write_text("x")
     assert target.read_text() == "x"
+
+
+def test_ctrl_c_after_the_results_were_written_does_not_claim_they_were_left(tmp_path, capsys, monkeypatch):
+    """The message is true in every case: Ctrl-C while the table is printed comes after the
+    new results are all in place."""
+    run_module = sys.modules["disagg_simpy.cli.run"]  # (the package's `run` is the function)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "report", interrupted)
+    code, err = run_cli(tmp_path, "--out", str(tmp_path / "o"), "--no-plots", capsys=capsys)
+    assert code == 130 and err == "interrupted: the new results had all been written\n"
+    assert (tmp_path / "o" / "run.json").is_file()
