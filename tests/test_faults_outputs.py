@@ -238,3 +238,14 @@ def test_ctrl_c_after_the_results_were_written_does_not_claim_they_were_left(tmp
     code, err = run_cli(tmp_path, "--out", str(tmp_path / "o"), "--no-plots", capsys=capsys)
     assert code == 130 and err == "interrupted: the new results had all been written\n"
     assert (tmp_path / "o" / "run.json").is_file()
+
+
+@pytest.mark.parametrize("command, blocked", [("sweep", "sweep.csv"), ("goodput", "goodput.csv"), ("sweep", "store.sqlite")])
+def test_sweep_and_goodput_follow_the_same_output_rules_before_any_run(tmp_path, capsys, command, blocked):
+    o = tmp_path / "o"
+    (o / blocked).mkdir(parents=True)
+    scenario = write_scenario(tmp_path, ROWS)
+    before = tree(tmp_path)
+    code = main([command, str(scenario), "--out", str(o), *(["--rate", "1,2"] if command == "sweep" else [])])
+    refused(code, capsys.readouterr().err, f"{o / blocked}", "folder")
+    assert tree(tmp_path) == before
