@@ -1,7 +1,8 @@
 """The command line: `python -m disagg_simpy SCENARIO` runs a scenario (`run.py`);
 `python -m disagg_simpy describe TRACE` describes a trace (`describe.py`); `python -m disagg_simpy
 traces fetch|list` downloads and lists the public traces (`traces.py`); `sweep` runs a grid of
-points (`sweep.py`) and `goodput` finds each arrangement's capacity (`goodput.py`); `explain
+points (`sweep.py`), `goodput` finds each arrangement's capacity (`goodput.py`), `plan` ranks every
+way to use N GPUs (`plan.py`) and `map` shows where the best one flips (`map.py`); `explain
 SCENARIO --request ID` tells one request's story (`explain.py`).
 
 Bad input is one line on stderr and exit code 2; a failure to write (or of the environment:
@@ -26,6 +27,8 @@ from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten,
 from .describe import describe
 from .explain import explain
 from .goodput import goodput_command
+from .map import map_command
+from .plan import plan_command
 from .run import OUTPUT_FILES, build_parser, run
 from .sweep import sweep_command
 from .traces import traces
@@ -33,7 +36,8 @@ from .traces import traces
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
-COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command, "explain": explain}
+COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command,
+            "plan": plan_command, "map": map_command, "explain": explain}
 
 
 def command_help() -> dict[str, str]:
