@@ -188,9 +188,12 @@ class Gpu:
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
         while True:
-            while not self.has_work():
+            if not self.has_work():
                 self.wake = env.event()
                 yield self.wake
+                while kv and not self.has_work():  # E4: freed memory may still not fit the head
+                    self.wake = env.event()
+                    yield self.wake
             started = env.now
             index = self.n_started
             self.n_started = index + 1
