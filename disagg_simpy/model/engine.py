@@ -147,8 +147,11 @@ class Engine:
             if r.n_reply_words == 1:
                 self._finished(r, now)
             elif ships:
-                if self.handoff is None:
-                    self._hand_over(r, self.writing.fewest_replies(), now)
+                if self.handoff is None:  # D3 (the page's model): chosen now, inline for speed
+                    writer = self.writing.fewest_replies()
+                    r.writing_gpu = writer.number
+                    r.handoff_at_ns = now
+                    self.kv_link.start_ship(r, writer, now)
                 else:
                     self.handoff.append(r)  # served right after this iteration end (E4e)
             else:
