@@ -29,12 +29,12 @@ ARRANGEMENTS = "same-gpu,chunked-512,split-2-2,split-3-1"
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("before", help="source tree to compare against (holds disagg_simpy/)")
+    p.add_argument("before", help="source tree to compare against (holds disagg_simpy/ and scenarios/)")
     p.add_argument("after", help="source tree to measure")
     p.add_argument("--runs", type=int, default=20, help="runs of each tree per arrangement (default 20)")
     p.add_argument("--arrangements", default=ARRANGEMENTS, help=f"comma-separated (default {ARRANGEMENTS})")
     args = p.parse_args()
-    scenario_file = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
+    scenario_file = Path(args.before) / "scenarios" / "default.yaml"  # the older tree reads it too
     with tempfile.TemporaryDirectory() as tmp:
         for label in ("before", "after"):
             shutil.copytree(Path(getattr(args, label)) / "disagg_simpy", Path(tmp) / f"ab_{label}")
