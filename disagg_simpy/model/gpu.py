@@ -134,9 +134,9 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int, int]:
-        """The prompt tokens this iteration reads (D4), how many, and how many tokens of those
-        prompts earlier iterations read (E2). They stop counting as queued (D1)."""
+    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens this iteration reads (D4), and how many. They stop counting as
+        queued (D1)."""
         if self.kv_capacity is not None:
             taken = self._take_within_memory()
         elif self.chunk_tokens is None:
@@ -153,16 +153,14 @@ class Gpu:
                     self.waiting.popleft()
                 else:
                     break
-        n_tokens = n_reread = 0
+        n_tokens = 0
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
-            else:
-                n_reread += r.n_prompt_tokens - r.unread_tokens
             r.unread_tokens -= n
             n_tokens += n
         self.queued_tokens -= n_tokens
-        return taken, n_tokens, n_reread
+        return taken, n_tokens
 
     def _take_within_memory(self) -> list[tuple[Request, int]]:
         """D4 under E4d: a prompt whose reading has not begun is taken only if its reservation
@@ -191,6 +189,54 @@ class Gpu:
         return taken
 
     def run(self, env: simpy.Environment, host: Host):
+        """The GPU's SimPy process: the page's loop when no option touches this GPU (the loop of
+        M1-M5, D1-D10 alone, for speed), else the loop with the options (E2-E4). Both give the
+        same times with the options at neutral values (tests/test_extension_properties.py)."""
+        plain = not (self.cost.extra_terms or self.kv_capacity is not None or self.serves_handoff
+                     or self.always_defer)
+        return self._run_page(env, host) if plain else self._run_options(env, host)
+
+    def _run_page(self, env: simpy.Environment, host: Host):
+        cost = self.cost
+        end_priority = PHASE_END + self.number
+        start_priority = PHASE_START + self.number
+        # the records, appended once per iteration
+        record_start = self.started_at_ns.append
+        record_end = self.ended_at_ns.append
+        record_replies = self.n_replies_written.append
+        record_tokens = self.n_prompt_tokens_read.append
+        while True:
+            if not self.has_work():
+                self.wake = env.event()
+                yield self.wake
+            started = env.now
+            index = self.n_started
+            self.n_started = index + 1
+            n_replies = self.n_replies
+            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
+            yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
+
+            now = env.now
+            record_start(started)
+            record_end(now)
+            record_replies(n_replies)
+            record_tokens(n_tokens)
+            leaving = self.leaving.pop(index, None)
+            if leaving:
+                self.n_replies -= len(leaving)
+                host.replies_finished(leaving, now)
+            if taken:
+                finished_reading = []
+                for r, n in taken:
+                    self.reads_log.extend((index, r.request_id, n))
+                    if r.unread_tokens == 0:
+                        finished_reading.append(r)
+                if finished_reading:
+                    host.prompts_read(self, finished_reading, now)
+            if self.has_work() and host.more_may_arrive_now(now):
+                yield Slot(env, 0, start_priority)
+
+    def _run_options(self, env: simpy.Environment, host: Host):
         cost = self.cost
         extra_terms = cost.extra_terms
         kv = self.kv_capacity is not None
@@ -213,10 +259,12 @@ class Gpu:
             index = self.n_started
             self.n_started = index + 1
             n_replies = self.n_replies
-            taken, n_tokens, n_reread = self._take_prompt_tokens(started) if self.waiting else ((), 0, 0)
+            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
             if kv:
                 kv_used = self.kv_used
             if extra_terms:
+                # E2: tokens of these prompts that earlier iterations read
+                n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
                 n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
                 duration = cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
             else:
