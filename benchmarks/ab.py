@@ -10,6 +10,11 @@ the least and the median CPU seconds per arrangement and the change from BEFORE 
 
     git archive <commit> | tar -x -C /tmp/before      # the tree to compare against
     python benchmarks/ab.py /tmp/before .              # a few minutes
+    python benchmarks/ab.py /tmp/before . --opcodes    # Python opcodes the simulation executes
+
+`--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
+(`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
+repeatable, blind to C code (numpy, heapq), so a floor of the interpreter's extra work.
 """
 
 from __future__ import annotations
@@ -27,12 +32,39 @@ from pathlib import Path
 ARRANGEMENTS = "same-gpu,chunked-512,split-2-2,split-3-1"
 
 
+def count_opcodes(package, scenario_file: Path, name: str) -> int:
+    """Python opcodes executed by one arrangement's simulation (sys.settrace, opcode events)."""
+    api = importlib.import_module(package.__name__ + ".api")
+    stream = importlib.import_module(package.__name__ + ".workload.stream")
+    s = package.load_scenario(scenario_file).with_overrides(**{"workload.measure_s": 10.0})
+    arrangement = next(a for a in s.arrangements if a.name == name)
+    requests = stream.make_requests(s, 1)
+    count = 0
+
+    def opcode(frame, event, arg):
+        nonlocal count
+        count += event == "opcode"
+        return opcode
+
+    def call(frame, event, arg):
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        return opcode
+
+    sys.settrace(call)
+    try:
+        api.run_arrangement(s, arrangement, requests)
+    finally:
+        sys.settrace(None)
+    return count
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("before", help="source tree to compare against (holds disagg_simpy/ and scenarios/)")
     p.add_argument("after", help="source tree to measure")
     p.add_argument("--runs", type=int, default=20, help="runs of each tree per arrangement (default 20)")
     p.add_argument("--arrangements", default=ARRANGEMENTS, help=f"comma-separated (default {ARRANGEMENTS})")
+    p.add_argument("--opcodes", action="store_true", help="count the simulation's Python opcodes instead of timing")
     args = p.parse_args()
     scenario_file = Path(args.before) / "scenarios" / "default.yaml"  # the older tree reads it too
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,6 +72,12 @@ def main() -> int:
             shutil.copytree(Path(getattr(args, label)) / "disagg_simpy", Path(tmp) / f"ab_{label}")
         sys.path.insert(0, tmp)
         trees = {label: importlib.import_module(f"ab_{label}") for label in ("before", "after")}
+        if args.opcodes:
+            print("Python opcodes executed by the simulation, default.yaml with 10 s of traffic")
+            for name in args.arrangements.split(","):
+                b, a = (count_opcodes(trees[label], scenario_file, name) for label in ("before", "after"))
+                print(f"{name:<14}{b:>12,}{a:>12,}{a / b - 1:>+8.2%}", flush=True)
+            return 0
         print(f"CPU s of run() + frames, default.yaml with 200 s of traffic, {args.runs} runs each, alternated")
         print(f"{'arrangement':<14}{'least before':>14}{'least after':>13}{'change':>8}"
               f"{'median before':>15}{'median after':>14}{'change':>8}")
