@@ -1,8 +1,9 @@
-"""Capacity at scale: a 200-point x 10-seed sweep of the default traffic (five arrangements),
-and a goodput search of the five arrangements at 10 seeds with a 300 s window, with 1 and
+"""Capacity at scale, on the default traffic: a 200-point x 10-seed sweep (five arrangements);
+a goodput search of the five arrangements at 10 seeds with a 300 s window; `plan --gpus 4`
+(20 arrangements, 10 seeds); a 20 x 20 `map` of 4 GPUs (5 seeds per cell). Each with 1 and
 with 2 local workers. Prints wall times and the speed-up; asserts nothing about speed.
 
-    python benchmarks/capacity.py                 # both cases, 1 and 2 workers (about 15 minutes)
+    python benchmarks/capacity.py                 # every case, 1 and 2 workers (about an hour)
     python benchmarks/capacity.py --case goodput --workers 2
 
 Each case runs the real command (`python -m disagg_simpy sweep|goodput ...`) in a fresh
@@ -25,6 +26,9 @@ CASES = {
     # 200 rates from 5 to 24.9 requests/s, 10 seeds: 2,000 runs of five arrangements each
     "sweep": ["sweep", str(SCENARIO), "--rate", "5:24.9:0.1", "--seeds", "10"],
     "goodput": ["goodput", str(SCENARIO), "--seeds", "10", "--measure-s", "300"],
+    "plan": ["plan", str(SCENARIO), "--gpus", "4", "--seeds", "10"],
+    # 20 rates x 20 long-prompt shares (the defaults), 5 seeds per cell
+    "map": ["map", str(SCENARIO), "--gpus", "4"],
 }
 
 
@@ -50,7 +54,7 @@ def main() -> None:
         for w in args.workers:
             walls[w], stdout = measure(case, w)
             print(f"{case}, {w} worker{'s' * (w > 1)}: {walls[w]:.1f} s", flush=True)
-        if case == "goodput":
+        if case in ("goodput", "plan", "map"):
             print(stdout)
         if 1 in walls and len(walls) > 1:
             for w in walls:

@@ -43,6 +43,8 @@ def digest(text: str) -> str:
 
 def report(label: str, res, words: bool) -> list[str]:
     tables = {"requests": res.requests, "iterations": res.iterations, "reads": res.reads, "summary": res.summary}
+    if hasattr(res, "freezes"):  # (issue 13 on)
+        tables["freezes"] = res.freezes
     same = all(csv_text(t) == t.to_csv(index=False) for t in tables.values())
     out = [
         f"{label} csv_text-equals-pandas {same}",
@@ -52,6 +54,8 @@ def report(label: str, res, words: bool) -> list[str]:
         f"{label} summary {digest(res.summary.to_csv(index=False))}",
         f"{label} events {','.join(str(r.n_events) for r in res.records.values())}",
     ]
+    if "freezes" in tables:
+        out.insert(-1, f"{label} freezes {digest(res.freezes.to_csv(index=False))}")
     if words:
         for name in res.records:
             out.append(f"{label} words[{name}] {digest(res.words(name).to_csv(index=False))}")

@@ -137,7 +137,7 @@ CATALOGUE = [
     ("empty-value-for-mapping", BASE_TEXT + "slo:\n", {}, [], ["slo: got an empty value, expected a mapping of first_word_s"]),
     ("text-for-arrangement", spec(setitem("arrangements", ["same-gpu"])), {}, [],
      ["arrangements[0]: got 'same-gpu', expected a mapping like {name: same-gpu, kind: colocated, gpus: 4}"]),
-    ("date-for-name", text("name: bad", "name: 2024-01-01"), {}, [], ["name: got the date 2024-01-01, expected a scenario name"]),
+    ("key-not-text", BASE_TEXT + "~: 1\n", {}, [], [f":{BASE_TEXT.count(chr(10)) + 1}: got the key ~ (an empty value), expected keys that are text"]),
     ("name-with-slash", spec(setitem("name", "../../etc")), {}, [], ["name: got '../../etc', expected a scenario name of letters"]),
     ("name-only-dots", spec(setitem("arrangements.0.name", "..")), {}, [], ["arrangements[0].name: got '..', expected a name"]),
     ("negative-seed", BASE_TEXT + "seed: -1\n", {}, [], ["seed: got -1, expected a whole number from 0 to 2**63-1"]),

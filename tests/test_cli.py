@@ -18,13 +18,15 @@ SHORT = ["--measure-s", "6", "--no-plots", "--seeds", "1"]  # one seed (the scen
 REQUEST_COLUMNS = (
     "arrangement,request_id,arrived_at_s,n_prompt_tokens,n_reply_words,reading_gpu,read_started_at_s,"
     "first_word_at_s,writing_gpu,joined_at_s,finished_at_s,first_word_s,mean_gap_ms,max_gap_ms,n_freezes,on_time,"
-    "handoff_wait_s,link_wait_s"
+    "handoff_wait_s,link_wait_s,queued_s,reading_s,shipping_s,joining_s,writing_s,frozen_s"
 ).split(",")
 SUMMARY_COLUMNS = (
     "arrangement,n_requests,n_unfinished,on_time_pct,late_first_word_pct,late_mean_gap_pct,froze_pct,"
     "first_word_p50_s,first_word_p90_s,median_mean_gap_ms,longest_gap_ms,p99_gap_ms,reading_iterating_pct,"
     "writing_iterating_pct,replies_per_writing_iteration,prompt_tokens_per_reading_iteration,words_per_s,"
-    "kv_peak_reading_pct,kv_peak_writing_pct,handoff_waited_pct,link_waited_pct"
+    "kv_peak_reading_pct,kv_peak_writing_pct,handoff_waited_pct,link_waited_pct,"
+    "late_first_word_only_pct,late_mean_gap_only_pct,late_froze_only_pct,late_several_pct,n_freezes,"
+    "freezes_by_long_prompt_pct"
 ).split(",")
 
 
@@ -46,6 +48,17 @@ def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
     ]
     reads = pd.read_csv(tmp_path / "reads.csv")
     assert list(reads.columns) == ["arrangement", "gpu", "iteration", "request_id", "n_tokens"]
+    freezes = pd.read_csv(tmp_path / "freezes.csv")
+    assert list(freezes.columns) == [
+        "arrangement", "seed", "request_id", "gap_started_at_s", "gap_s", "writing_gpu", "cause",
+        "blamed_request_ids", "blamed_prompt_tokens",
+    ]
+    assert set(freezes.cause) <= {"prompt_read", "kv_ship", "join_wait", "many_replies"}
+    assert freezes.groupby("arrangement").size().to_dict() == summary.set_index("arrangement").n_freezes[
+        lambda n: n > 0].to_dict()
+    # the why-late block under the table, not more columns in it
+    assert "late_first_word_only_pct" not in table and "why late:" in table
+    assert "freezes in same-gpu:" in table and "caused by prompts over 4,760 tokens" in table
     # every prompt token of a measured request is read exactly once
     tokens = reads.groupby(["arrangement", "request_id"]).n_tokens.sum()
     measured = requests.set_index(["arrangement", "request_id"]).n_prompt_tokens

@@ -14,7 +14,7 @@ from helpers import DEFAULT, ROOT, write_scenario
 
 from disagg_simpy.cli import main
 
-CSVS = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv")
+CSVS = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv")
 ARGS = ["--measure-s", "6", "--seeds", "2", "--no-plots"]
 
 

@@ -42,12 +42,16 @@ TRACE_SCENARIO = {
 # iterations and summary gain columns that stay empty with its options off (handoff_wait_s,
 # link_wait_s, kv_used_tokens, kv_peak_*_pct, handoff/link_waited_pct): every older column was
 # compared value for value with pandas against main's outputs and is unchanged.
+# Then (issue 13) requests and summary gain columns (queued_s .. frozen_s; the late-by-one-limit
+# shares, n_freezes, freezes_by_long_prompt_pct), compared the same way and unchanged, and the
+# freezes table is hashed too.
 EXPECTED = {
     "default/seed1": {
-        "requests": "c5b27427225dc1e9",
+        "requests": "daef55324c7e829f",
         "iterations": "9b3c9af72fb34e5c",
         "reads": "3e3258d239931cc5",
-        "summary": "4eb153b193e7e0bf",
+        "summary": "1d81f77714f3a59b",
+        "freezes": "a3d35a6bdc55a1e9",
         "words[same-gpu]": "96ed5df5df89e14a",
         "words[chunked-512]": "500ef93a98a56de2",
         "words[split-2-2]": "2ab939c3da96a73d",
@@ -55,22 +59,25 @@ EXPECTED = {
         "words[split-3-1]": "2a5a100c4a2d3284",
     },
     "default/seed2": {
-        "requests": "45f391601daecf98",
+        "requests": "01d308a3c6b30870",
         "iterations": "6336f1a2dd1d5a63",
         "reads": "a9e5ab1a9ee8a175",
-        "summary": "85ae57cb43d4b0bb",
+        "summary": "ae1dfb95635695d6",
+        "freezes": "12f0ab6204eb11cc",
     },
     "default/seed3": {
-        "requests": "4359041a200386ea",
+        "requests": "361b3954bbeb3d4c",
         "iterations": "32aec4d43eaa62cc",
         "reads": "28750f2dbfbfa946",
-        "summary": "021259d82819db1a",
+        "summary": "c238bf137988bcb3",
+        "freezes": "e5fb0edc5b3cc04d",
     },
     "trace": {
-        "requests": "2b519d72f29e9719",
+        "requests": "14d5c858e0b07ac6",
         "iterations": "3e15c6d5456601a7",
         "reads": "243491ff3ca172a0",
-        "summary": "92cda4433f89f3b2",
+        "summary": "5162ebd88b9f2414",
+        "freezes": "73e56f37afbfaee8",
         "words[same-gpu]": "0481fc87ef079d70",
         "words[chunked-200]": "f90e9dd1730997cb",
         "words[chunked-1]": "f425e54a8657a2f0",
@@ -88,7 +95,7 @@ def digest(frame) -> str:
 
 def digests(result, words: bool) -> dict[str, str]:
     """Hash of each table, and of every arrangement's word times if `words`."""
-    out = {name: digest(getattr(result, name)) for name in ("requests", "iterations", "reads", "summary")}
+    out = {name: digest(getattr(result, name)) for name in ("requests", "iterations", "reads", "summary", "freezes")}
     if words:
         out.update({f"words[{a}]": digest(result.words(a)) for a in result.summary["arrangement"]})
     return out

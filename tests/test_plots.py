@@ -23,8 +23,10 @@ from disagg_simpy.plots import (
     draw_gap_cdf,
     draw_gpu_lanes,
     draw_journey,
+    draw_late_limits,
     draw_on_time_bars,
     draw_reply_lanes,
+    draw_time_parts,
     journey,
     sample_replies,
 )
@@ -309,6 +311,26 @@ def test_gap_cdf_has_a_curve_per_arrangement_and_the_slo_limits(res):
     assert ax.get_xscale() == "log"
 
 
+def test_late_bars_are_the_summary_shares_and_the_mean_time_parts(res):
+    from disagg_simpy.plots.late import LIMITS, PARTS, time_means
+
+    ax = draw_late_limits(Figure().add_subplot(), res.summary)
+    for column in LIMITS:
+        widths = [p.get_width() for p in ax.patches if p.get_gid() == f"limit:{column}"]
+        assert widths == pytest.approx(res.summary[column].fillna(0).tolist(), abs=1e-9)
+    ax = draw_time_parts(Figure().add_subplot(), res.requests, names(res))
+    means = time_means(res.requests, names(res))
+    done = res.requests[res.requests.finished_at_s.notna()]
+    for name in names(res):
+        for ok in (False, True):
+            rows = done[(done.arrangement == name) & (done.on_time == ok)]
+            total = (rows.finished_at_s - rows.arrived_at_s).mean() if len(rows) else 0.0
+            assert means.loc[(name, ok), list(PARTS)].fillna(0).sum() == pytest.approx(total, abs=1e-9)
+    for column in PARTS:
+        widths = [p.get_width() for p in ax.patches if p.get_gid() == f"part:{column}"]
+        assert widths == pytest.approx(means[column].fillna(0).tolist(), abs=1e-9)
+
+
 def test_follow_shows_each_chunk_and_each_freeze(res):
     requests = frames_of(res, "chunked-512")[0]
     rid = int(requests.loc[requests["n_prompt_tokens"] > 2000, "request_id"].iloc[0])
@@ -360,9 +382,10 @@ def test_cli_writes_plots_under_out_by_default(small_yaml, tmp_path, capsys):
     assert code == 0
     plots = tmp_path / "o" / "plots"
     assert sorted(p.name for p in plots.iterdir()) == [
-        "summary.png", "timeline-same-gpu.png", "timeline-split-2-2.png"
+        "late.png", "summary.png", "timeline-same-gpu.png", "timeline-split-2-2.png"
     ]  # and no temp files left behind
     assert_png(plots / "summary.png")
+    assert_png(plots / "late.png")
     assert_png(plots / "timeline-split-2-2.png")
     assert f"pictures in {plots}/" in out
 

@@ -116,8 +116,8 @@ def test_a_run_owns_its_output_folder_and_nothing_else(tmp_path, capsys, quick_p
     assert "plots/timeline-b.png" not in _files(out) and "plots/timeline-a.png" in _files(out)
     # no pictures this time: the old ones go, the user's files stay
     assert main([str(_synthetic_scenario(tmp_path, two[:1], measure_s=1)), "--out", str(out), "--no-plots"]) == 0
-    assert _files(out) == {"summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json", "notes.txt",
-                           "plots/mine.png"}
+    assert _files(out) == {"summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json",
+                           "notes.txt", "plots/mine.png"}
 
 
 def test_a_stale_list_never_reaches_outside_the_folder(tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import check_folder, make_folder
+from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 
 STORE_NAME = "store.sqlite"
@@ -76,12 +76,18 @@ def seeds_of(scenario) -> tuple[tuple[int, ...], str]:
 
 
 def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
-    """The results folder, checked before any run; no output may be the scenario file."""
+    """The results folder, checked before any run (`files.check_output_file` for every file);
+    no output may be the scenario file or its trace."""
+    from ..scenario.schema import TraceWorkload
+    from ..workload.catalog import CATALOG
+
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
-    scenario_file = Path(args.scenario).resolve()
-    for name in [*names, STORE_NAME]:
-        if (out / name).resolve() == scenario_file:
-            raise InputError(f"--out: writing {out / name} would overwrite the scenario file, expected another place")
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
+    inputs = {"scenario file": Path(args.scenario)}
+    w = scenario.workload
+    if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
+        inputs["trace file"] = Path(w.trace) if Path(w.trace).is_absolute() else scenario.folder / w.trace
+    check_outputs_apart(outputs, inputs)
     return out
 
 
@@ -116,7 +122,7 @@ def run_info(argv, scenario, seeds, **more) -> dict:
 def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -> None:
     """Every output, all or nothing: CSV/JSON texts, Parquet tables, then the picture
     (`picture(path_folder)` or None)."""
-    from ..files import all_or_nothing, atomic_path, atomic_write_text
+    from ..files import PartlyWritten, all_or_nothing, atomic_path, atomic_write_text
 
     try:
         with all_or_nothing():
@@ -127,6 +133,10 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
                     frame.to_parquet(tmp, index=False)
             if picture is not None:
                 picture(out)
+    except PartlyWritten as err:  # a folder changed under the run after every check
+        raise NotWritten(f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} "
+                         f"of {len(err.replaced) + len(err.kept)} files were already replaced, the others were left "
+                         "as they were") from None
     except OSError as err:
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(f"cannot write the results: {err.strerror or err}{where}; earlier results were left "

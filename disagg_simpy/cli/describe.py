@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..files import check_output_file, check_outputs_apart, make_folder
+from ..files import check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder
 from .common import NotWritten, Parser, path_flag
 
 
@@ -30,7 +30,7 @@ def describe(argv: Sequence[str]) -> int:
     """Print a trace's statistics (requests, rate, burstiness, lengths); --plot draws them."""
     from ..workload.catalog import CATALOG, resolve_trace
     from ..workload.trace_stats import describe_trace, format_description
-    from ..workload.traces import read_trace
+    from ..workload.traces import ignored_text, read_trace
 
     args = build_describe_parser().parse_args(argv)
     fmt = args.format or (CATALOG[args.trace].format if args.trace in CATALOG else "csv")
@@ -41,15 +41,16 @@ def describe(argv: Sequence[str]) -> int:
     table = read_trace(path, fmt)
     print(format_description(describe_trace(table)))
     if table.attrs.get("ignored_columns"):
-        print(f"note: {args.trace}: ignored column(s) {', '.join(map(repr, table.attrs['ignored_columns']))}, "
-              f"which the {args.format} format does not use", file=sys.stderr)
+        print(f"note: {args.trace}: ignored column(s) {ignored_text(table.attrs['ignored_columns'])}, "
+              f"which the {fmt} format does not use", file=sys.stderr)
     if args.plot is not None:
         from ..plots.trace import plot_description
 
-        make_folder(args.plot.parent, "--plot")
-        try:
-            plot_description(table, args.plot)
-        except OSError as err:
-            raise NotWritten(f"cannot write --plot {args.plot}: {err.strerror or err}; nothing was replaced") from None
+        with folders_undone_on_failure(args.plot.parent):
+            make_folder(args.plot.parent, "--plot")
+            try:
+                plot_description(table, args.plot)
+            except OSError as err:
+                raise NotWritten(f"cannot write --plot {args.plot}: {err.strerror or err}; nothing was replaced") from None
         print(f"plot in {args.plot}")
     return 0

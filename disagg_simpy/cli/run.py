@@ -17,12 +17,19 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import check_folder, check_output_file, check_outputs_apart, make_folder, same_file
+from ..files import (
+    check_folder,
+    check_output_file,
+    check_outputs_apart,
+    folders_undone_on_failure,
+    make_folder,
+    same_file,
+)
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
-OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "run.json")
+OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
 
 
 def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentParser:
@@ -95,7 +102,7 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
     results = simulate(scenario, seeds)
     files, run_info = tabulate(args, argv, scenario, results)
     write(args, outputs, results, files, run_info)
-    report(args, scenario, outputs, files["summary.csv"], run_info)
+    report(args, scenario, outputs, files["summary.csv"], run_info, results)
     return 0
 
 
@@ -195,6 +202,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "requests.csv": stack(lambda r: r.requests),
         "iterations.csv": stack(lambda r: r.iterations),
         "reads.csv": stack(lambda r: r.reads),
+        "freezes.csv": pd.concat([r.freezes for r in results], ignore_index=True),  # always has `seed`
     }
     capped = {
         str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
@@ -230,45 +238,48 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         if note:
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
-    make_folder(outputs.out, "--out")
-    for flag, path in (("--save-trace", outputs.save_trace), ("--html", outputs.html)):
-        if path is not None:
-            make_folder(path.parent, flag)
-    previous = owned_files(outputs.out)
-    try:
-        with all_or_nothing() as commit:  # every output is new, or none is
-            written = [outputs.out / name for name in files]
-            for name, frame in files.items():
-                atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
-            if outputs.save_trace is not None:
-                write_trace(results[0].stream, outputs.save_trace)
-                written.append(outputs.save_trace)
-            if outputs.plots is not None:
-                written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                       follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
-            if outputs.html is not None:
-                from ..page import write_page
+    extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
+    with folders_undone_on_failure(outputs.out, outputs.plots, *extra):  # a failed write leaves no new folder
+        make_folder(outputs.out, "--out")
+        for flag, path in (("--save-trace", outputs.save_trace), ("--html", outputs.html)):
+            if path is not None:
+                make_folder(path.parent, flag)
+        previous = owned_files(outputs.out)
+        try:
+            with all_or_nothing() as commit:  # every output is new, or none is
+                written = [outputs.out / name for name in files]
+                for name, frame in files.items():
+                    atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
+                if outputs.save_trace is not None:
+                    write_trace(results[0].stream, outputs.save_trace)
+                    written.append(outputs.save_trace)
+                if outputs.plots is not None:
+                    written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
+                                           follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
+                if outputs.html is not None:
+                    from ..page import write_page
 
-                reference = results[0].scenario.reference
-                write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
-                written.append(outputs.html)
-            run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
-            atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
-            commit.remove = stale_files(outputs.out, previous, run_info["files"], outputs.inputs)
-        for path in commit.not_removed:
-            print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed", file=sys.stderr)
-        remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
-    except PartlyWritten as err:  # a folder changed under the run after every check
-        raise NotWritten(
-            f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
-            f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
-            f"the others were left as they were"
-        ) from None
-    except OSError as err:  # a full disk, a folder removed meanwhile...
-        where = f" ({err.filename})" if err.filename else ""
-        raise NotWritten(
-            f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
-        ) from None
+                    reference = results[0].scenario.reference
+                    write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
+                    written.append(outputs.html)
+                run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
+                atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
+                commit.remove = stale_files(outputs.out, previous, run_info["files"], outputs.inputs)
+            for path in commit.not_removed:
+                print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed",
+                      file=sys.stderr)
+            remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+        except PartlyWritten as err:  # a folder changed under the run after every check
+            raise NotWritten(
+                f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
+                f"{len(err.replaced) + len(err.kept)} files were already replaced (first {err.replaced[0]}), "
+                f"the others were left as they were"
+            ) from None
+        except OSError as err:  # a full disk, a folder removed meanwhile...
+            where = f" ({err.filename})" if err.filename else ""
+            raise NotWritten(
+                f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
+            ) from None
 
 
 def _inside(folder: Path, paths: list[Path]) -> list[str]:
@@ -315,10 +326,12 @@ def remove_empty_folders(out: Path, removed) -> None:
             pass
 
 
-def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict) -> None:
-    """The table (or JSON) on stdout; on stderr, the trace columns ignored and a warning for each
-    run the safety cap ended."""
+def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
+    """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
+    and a warning for each run the safety cap ended."""
     from ..results.report import format_table, summary_json
+    from ..results.why_late import why_late_text
+    from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
@@ -339,6 +352,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             line = verdict_line(summary)
             if line:
                 print(line)
+        print(why_late_text(results))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")
@@ -346,7 +360,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             print(f"page in {outputs.html}")
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
-        print(f"note: {workload['path']}: ignored column(s) {', '.join(map(repr, workload['ignored_columns']))}, "
+        print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
               f"which the {workload['format']} format does not use", file=sys.stderr)
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():

@@ -1,6 +1,6 @@
 """PNG pictures of a run, for design docs: what the seed's page shows, as files.
 
-    write_plots(result, folder)  ->  summary.png, timeline-<arrangement>.png, [follow-<id>.png]
+    write_plots(result, folder)  ->  summary.png, late.png, timeline-<arrangement>.png, [follow-<id>.png]
 
 The model never imports this package (nor matplotlib); pictures read the run result only
 (`RunResult`: its frames, word times, gaps and GPU roles). A picture option that does not fit
@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from ..files import make_folder
+from .backend import matplotlib  # noqa: F401  (first: matplotlib imports whatever MPLBACKEND says)
 from .data import (
     PlotOptionError,
     Window,
@@ -26,6 +27,7 @@ from .data import (
     sample_replies,
 )
 from .follow import draw_journey, journey, save_follow
+from .late import draw_late_limits, draw_time_parts, save_late
 from .style import arrangement_styles
 from .summary import (
     draw_first_word_cdf,
@@ -49,12 +51,15 @@ __all__ = [
     "draw_gap_cdf",
     "draw_gpu_lanes",
     "draw_journey",
+    "draw_late_limits",
     "draw_on_time_bars",
     "draw_reply_lanes",
+    "draw_time_parts",
     "journey",
     "plot_file_names",
     "sample_replies",
     "save_follow",
+    "save_late",
     "save_summary",
     "save_timeline",
     "timeline_name",
@@ -69,7 +74,7 @@ def timeline_name(arrangement: str) -> str:
 
 def plot_file_names(arrangements, follow: int | None = None) -> list[str]:
     """The names `write_plots` writes for these arrangement names (and a followed request)."""
-    names = ["summary.png", *(timeline_name(a) for a in arrangements)]
+    names = ["summary.png", "late.png", *(timeline_name(a) for a in arrangements)]
     return names + ([f"follow-{follow}.png"] if follow is not None else [])
 
 
@@ -94,7 +99,7 @@ def write_plots(
     follow: int | None = None,
     by_seed=None,
 ) -> list[Path]:
-    """Write `summary.png`, a `timeline-<arrangement>.png` per arrangement over `window`
+    """Write `summary.png`, `late.png`, a `timeline-<arrangement>.png` per arrangement over `window`
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
     replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
     against the run (PlotOptionError) before writing anything; returns the paths written.
@@ -104,7 +109,7 @@ def write_plots(
     if n_replies < 1:
         raise PlotOptionError("replies", f"got {n_replies}, expected a whole number from 1")
     folder = make_folder(Path(folder), "plots folder")
-    paths = [save_summary(result, folder / "summary.png", by_seed)]
+    paths = [save_summary(result, folder / "summary.png", by_seed), save_late(result, folder / "late.png")]
     for arrangement in result.scenario.arrangements:
         name = arrangement.name
         paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies))

@@ -1,6 +1,7 @@
 """Capacity pictures: `sweep.png` (on-time share against the offered rate, mean with its 95%
-band, the target as a line) and `goodput.png` (each arrangement's goodput with its bracket).
-They read the sweep's tables only."""
+band, the target as a line), `goodput.png` (each arrangement's goodput with its bracket),
+`plan.png` (the ranked arrangements' goodput with intervals) and `map.png` (the winner per
+rate and traffic knob). They read the sweep's tables only."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgb
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 
 from . import style as st
 
 RATE = "rate_per_s"
+#: Map colours, well apart from each other (Okabe-Ito, with grey for an eighth).
+MAP_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#999999")
 
 
 def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, target: float | None = None) -> Path:
@@ -86,3 +92,89 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
         ax.grid(axis="x", alpha=0.3)
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
+
+
+def save_plan(table: pd.DataFrame, path: Path, title: str) -> Path:
+    """A bar per evaluated arrangement, best on top: its goodput, with the 95% interval of the
+    seeds' own goodputs as a black line."""
+    names = [str(n) for n in table["arrangement"]]
+    kinds = ["same GPU" if k == "colocated" and (isinstance(c, float) or c is None or pd.isna(c)) else
+             "chunks" if k == "colocated" else "split" for k, c in zip(table["kind"], table["chunk_tokens"])]
+    colours = {"same GPU": st.ARRANGEMENT_COLOURS[0], "chunks": st.ARRANGEMENT_COLOURS[1], "split": st.ARRANGEMENT_COLOURS[2]}
+    y = np.arange(len(names))[::-1]
+    good = table["goodput_per_s"].to_numpy(dtype=float)
+    low = table["goodput_low_per_s"].to_numpy(dtype=float)
+    high = table["goodput_high_per_s"].to_numpy(dtype=float)
+    with st.style():
+        fig = st.new_figure(9.5, 1.4 + 0.32 * len(names))
+        ax = fig.subplots()
+        ax.barh(y, good, color=[colours[k] for k in kinds], height=0.7)
+        ok = ~np.isnan(low)
+        ax.hlines(y[ok], low[ok], high[ok], color="black", lw=1.6)
+        for yi, g in zip(y, good):
+            ax.text(g, yi, f" {g:.2f}", va="center", fontsize=8)
+        ax.set_yticks(y)
+        ax.set_yticklabels([f"{r}. {n}" for r, n in zip(table["rank"], names)], fontsize=8)
+        ax.set_xlabel("goodput: offered requests/s carried with the target share on time (line: 95% interval)")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(axis="x", alpha=0.3)
+        handles = [Patch(color=c, label=k) for k, c in colours.items() if k in kinds]
+        ax.legend(handles=handles, loc="lower right", frameon=False)
+        fig.suptitle(title, fontsize=11, fontweight="bold")
+        return st.save_figure(fig, path)
+
+
+def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, object] | None = None,
+             arrangements: list[str] | None = None) -> Path:
+    """A cell per (rate, y value), coloured by the winning arrangement, paler the smaller its
+    margin over the runner-up (full colour from 20 points), hatched where the two are too close
+    to call; the scenario's own point as a star."""
+    names = [n for n in dict.fromkeys(cells["winner"]) if n]
+    order = list(arrangements) if arrangements else sorted(names)
+    colours = {n: MAP_COLOURS[i % len(MAP_COLOURS)] for i, n in enumerate(order)}
+    rates = sorted(cells["rate_per_s"].unique())
+    ys = list(dict.fromkeys(cells["y_value"]))
+    numeric = all(isinstance(v, (int, float)) for v in ys)
+    dx = (rates[1] - rates[0]) if len(rates) > 1 else 1.0
+    with st.style():
+        fig = st.new_figure(11, 6.5)
+        ax = fig.subplots()
+        for row in cells.itertuples():
+            if not row.winner:
+                continue
+            x = row.rate_per_s
+            j = ys.index(row.y_value)
+            margin = row.winner_on_time_pct - (row.runner_up_on_time_pct if row.runner_up else 0.0)
+            strength = 0.3 + 0.7 * min(max(margin, 0.0) / 20.0, 1.0)
+            colour = 1 - strength * (1 - np.array(to_rgb(colours[row.winner])))  # towards white
+            rect = Rectangle((x - dx / 2, j - 0.5), dx, 1, facecolor=colour, edgecolor="white", lw=0.3,
+                             hatch="///" if row.too_close else None)
+            ax.add_patch(rect)
+        ax.set_xlim(rates[0] - dx / 2, rates[-1] + dx / 2)
+        ax.set_ylim(-0.5, len(ys) - 0.5)
+        step = max(1, len(ys) // 12)
+        ax.set_yticks(range(0, len(ys), step))
+        ax.set_yticklabels([f"{v:g}" if numeric else str(v) for v in ys[::step]])
+        at = _position(marker[1], ys, numeric) if marker is not None else None
+        if at is not None:
+            ax.plot(marker[0], at, marker="*", ms=18, color="white", mec="black", mew=1.5, ls="none")
+        ax.set_xlabel("offered rate (requests/s)")
+        ax.set_ylabel(str(cells["y_key"].iloc[0]).replace("_", " "))
+        handles = [Patch(color=colours[n], label=n) for n in order if n in names]
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="too close to call"))
+        if at is not None:
+            handles.append(Line2D([], [], marker="*", ms=12, color="white", mec="black", ls="none",
+                                  label="the scenario's own traffic"))
+        fig.legend(handles=handles, loc="outside right center", frameon=False,
+                   title="most replies on time\n(paler: smaller margin)")
+        fig.suptitle(title, fontsize=11, fontweight="bold")
+        return st.save_figure(fig, path)
+
+
+def _position(value, ys: list, numeric: bool) -> float | None:
+    """Where `value` falls on the map's y axis (cell index, interpolated between numbers)."""
+    if value in ys:
+        return float(ys.index(value))
+    if not numeric or not isinstance(value, (int, float)) or not ys[0] <= value <= ys[-1]:
+        return None
+    return float(np.interp(value, ys, range(len(ys))))

@@ -34,6 +34,7 @@ def journey(result, name: str, request_id: int) -> dict:
         "words": result.words(name, [request_id]),
         "iterations": iterations,
         "roles": result.gpu_roles(name),
+        "stop_s": result.stream.cap_ns / 1e9,  # where a capped run stopped (an unfinished reply's end)
     }
 
 
@@ -167,7 +168,7 @@ def _zoom_end(j: dict) -> float:
     if len(key):
         end = key.max()
     else:  # no word yet when the run stopped: show up to the stop
-        end = j["iterations"]["ended_at_s"].max() if len(j["iterations"]) else r.arrived_at_s
+        end = j["stop_s"]
     end = end - r.arrived_at_s
     return end + max(0.03, 0.08 * end)
 
@@ -179,8 +180,7 @@ def save_follow(result, request_id: int, path: Path) -> Path:
     slo = result.scenario.slo
     journeys = [journey(result, n, request_id) for n in names]
     whole = max(
-        (j["row"].finished_at_s if pd.notna(j["row"].finished_at_s) else j["iterations"]["ended_at_s"].max())
-        - j["row"].arrived_at_s
+        (j["row"].finished_at_s if pd.notna(j["row"].finished_at_s) else j["stop_s"]) - j["row"].arrived_at_s
         for j in journeys
     )
     r0 = journeys[0]["row"]

@@ -29,14 +29,7 @@ def plot_description(df: pd.DataFrame, path) -> None:
     ax_rate, *ax_lengths = fig.subplots(3, 1)
     if "arrived_at_ns" in df and len(df):
         t_ns = df["arrived_at_ns"].to_numpy(dtype=np.int64)
-        per_second = np.bincount((t_ns - t_ns[0]) // _NS_PER_S)
-        ax_rate.plot(np.arange(per_second.size), per_second, lw=0.6, label="arrivals in each 1-s bin")
-        if per_second.size >= 60:
-            smooth = np.convolve(per_second, np.ones(60) / 60, mode="valid")
-            ax_rate.plot(np.arange(smooth.size) + 30, smooth, lw=1.5, label="60-s moving average")
-        ax_rate.set_xlabel("time since first arrival (s)")
-        ax_rate.set_ylabel("arrival rate (req/s)")
-        ax_rate.legend(loc="upper right")
+        draw_arrivals(ax_rate, t_ns - t_ns[0])
     else:
         ax_rate.text(0.5, 0.5, "no arrival times (lengths-only trace)", ha="center", va="center",
                      transform=ax_rate.transAxes)
@@ -46,6 +39,30 @@ def plot_description(df: pd.DataFrame, path) -> None:
         draw_lengths(ax, df[column].to_numpy(dtype=np.int64), color, label, unit)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=100)
+
+
+#: At most this many bins of arrivals: 1-s bins, wider ones for a longer trace (a trace may
+#: span 1e9 s; one bin per second would not fit in memory).
+MAX_BINS = 20_000
+
+
+def draw_arrivals(ax, t_ns: np.ndarray):
+    """Arrivals per second over time, in 1-s bins (or, over a long span, the fewest whole
+    seconds that keep MAX_BINS bins), with a moving average over 60 bins; returns the Axes."""
+    span_s = int(t_ns[-1] // _NS_PER_S) + 1
+    width_s = max(1, -(-span_s // MAX_BINS))
+    counts = np.bincount(t_ns // (width_s * _NS_PER_S))
+    rate = counts / width_s
+    x = np.arange(counts.size) * width_s
+    label = "arrivals in each 1-s bin" if width_s == 1 else f"arrivals per second in each {width_s:,}-s bin"
+    ax.plot(x, rate, lw=0.6, label=label)
+    if counts.size >= 60:
+        smooth = np.convolve(rate, np.ones(60) / 60, mode="valid")
+        ax.plot(x[: smooth.size] + 30 * width_s, smooth, lw=1.5, label=f"{60 * width_s:,}-s moving average")
+    ax.set_xlabel("time since first arrival (s)")
+    ax.set_ylabel("arrival rate (req/s)")
+    ax.legend(loc="upper right")
+    return ax
 
 
 #: Lengths spanning at least this ratio (two decades) get a log axis: on a linear one nearly

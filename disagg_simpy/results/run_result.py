@@ -15,8 +15,10 @@ from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from ..workload.stream import Requests
+from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
+from .breakdown import WHY_LATE_COLUMNS, time_columns, why_late_row
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import SUMMARY_COLUMNS, ReplyGaps, summary_row
+from .metrics import SUMMARY_COLUMNS, LimitsNs, ReplyGaps, summary_row
 
 
 @dataclass
@@ -30,9 +32,9 @@ class RunResult:
     stream: Requests  # the request stream every arrangement saw
     records: dict[str, ArrangementRecords]
     gaps: dict[str, ReplyGaps] = field(repr=False)
-    _frames: dict[str, pd.DataFrame] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _frames: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)  # built on first use
 
-    def _frame(self, name: str, build) -> pd.DataFrame:
+    def _frame(self, name: str, build):
         if name not in self._frames:
             self._frames[name] = build()
         return self._frames[name]
@@ -40,14 +42,47 @@ class RunResult:
     @property
     def summary(self) -> pd.DataFrame:
         """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
-        return self._frame("summary", lambda: pd.DataFrame(
-            [summary_row(self.records[n], self.gaps[n]) for n in self.records], columns=list(SUMMARY_COLUMNS)))
+        def build() -> pd.DataFrame:
+            arrangements = {a.name: a for a in self.scenario.arrangements}
+            rows = [summary_row(self.records[n], self.gaps[n])
+                    | why_late_row(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
+                    for n in self.records]
+            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
+
+        return self._frame("summary", build)
 
     @property
     def requests(self) -> pd.DataFrame:
         """One row per measured request per arrangement: the `requests.csv` columns."""
-        return self._frame("requests", lambda: _concat(
-            [requests_frame(self.records[n], self.gaps[n]) for n in self.records], list(self.records)))
+        return self._frame("requests", lambda: _concat([self._requests_frame(n) for n in self.records], list(self.records)))
+
+    def _requests_frame(self, name: str) -> pd.DataFrame:
+        rec, gaps = self.records[name], self.gaps[name]
+        return requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+
+    @property
+    def freezes(self) -> pd.DataFrame:
+        """One row per freeze of a measured reply, with what caused it: `freezes.csv`."""
+        return self._frame("freezes", lambda: _concat(
+            [freezes_frame(n, self.seed, self.blame[n]) for n in self.records], list(self.records)))
+
+    @property
+    def blame(self) -> dict[str, FreezeBlame]:
+        """Each arrangement's freezes and their causes, as arrays (`freezes` is the frame)."""
+        return self._frame("blame", lambda: {n: freeze_blame(self.records[n], self.gaps[n], self.limits)
+                                             for n in self.records})
+
+    @property
+    def limits(self) -> LimitsNs:
+        """The scenario's on-time limits in whole ns."""
+        return LimitsNs.from_slo(self.scenario.slo)
+
+    @property
+    def long_prompt_tokens(self) -> dict[str, int | None]:
+        """N of "freezes caused by prompts over N tokens", by arrangement: a prompt over N tokens,
+        read whole, freezes every reply on its GPU by itself (None without a cost per token)."""
+        return self._frame("long_prompt_tokens", lambda: {
+            a.name: long_prompt_tokens(self.scenario, a, self.limits) for a in self.scenario.arrangements})
 
     @property
     def iterations(self) -> pd.DataFrame:

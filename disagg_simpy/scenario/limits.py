@@ -41,6 +41,13 @@ MAX_BURSTINESS_CV = 100.0
 MAX_SCENARIO_BYTES = 1 << 20
 MAX_TRACE_BYTES = 256 << 20
 MAX_TRACE_ROWS = 5_000_000
+#: One line of a trace, in bytes (the public traces' longest is under 3 KB), and one cell a
+#: reader converts (a number or a timestamp), in characters: bounds the work a bad file costs.
+MAX_LINE_BYTES = 1 << 16
+MAX_CELL_CHARS = 100
+#: Values a scenario file may build, counting each YAML alias and merge key where it is used
+#: (a 20-line file of nested merges could otherwise build billions).
+MAX_YAML_VALUES = 100_000
 
 
 def count_text(n: float) -> str:

@@ -1,8 +1,7 @@
-"""Reading scenario files: safe YAML, and every bad value as one line.
+"""Reading scenario files: every bad value as one line.
 
 `FILE:LINE: key.path: got VALUE, expected WHAT` (an unknown key gets a did-you-mean hint). The
-YAML loader is PyYAML's safe loader, made stricter (a key given twice is an error) and
-friendlier (`1e9` is a number, as in YAML 1.2).
+YAML itself is read by `yaml_file` (YAML 1.2 core rules, safe, bounded).
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from .schema import (
     TraceWorkload,
     _show,
 )
+from .yaml_file import parse_yaml, read_text_file
 
 # -- one-line errors ---------------------------------------------------------------------------
 
@@ -273,102 +273,6 @@ def validate(raw: Any, source: str, node: yaml.Node | None = None, flags: dict[s
         raise InputError(_format_error(err, source, node, flags)) from None
     except RecursionError:
         raise InputError(f"{source}: got values nested too deeply, expected a plain scenario") from None
-
-
-# -- reading YAML ------------------------------------------------------------------------------
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str, line: int, first: int):
-        super().__init__(key)
-        self.key, self.line, self.first = key, line, first
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader (no Python objects, ever), rejecting keys given twice and reading
-    `1e9` and `1.5E-3` as numbers (YAML 1.2) rather than text."""
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode):
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-            continue
-        key = loader.construct_object(key_node)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise _DuplicateKey(str(key), line, seen[key])
-        seen[key] = line
-    yield from yaml.constructor.SafeConstructor.construct_yaml_map(loader, node)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
-    """The data in `text` and its node tree (for line numbers); InputError if it is not YAML."""
-    try:
-        loader = _Loader(text)
-    except yaml.reader.ReaderError as err:  # a control character: refused before parsing
-        line = text[: err.position].count("\n") + 1
-        raise InputError(
-            f"{source}:{line}: got the character {chr(err.character)!r} (U+{err.character:04X}), expected printable text"
-        ) from None
-    try:
-        node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
-    except _DuplicateKey as d:
-        raise InputError(
-            f"{source}:{d.line}: {d.key}: got this key a second time (first on line {d.first}), expected each key once"
-        ) from None
-    except yaml.constructor.ConstructorError as err:
-        line = f":{err.problem_mark.line + 1}" if err.problem_mark is not None else ""
-        tag = re.search(r"tag '([^']*)'", err.problem or "")
-        if tag:
-            shown = tag.group(1).replace("tag:yaml.org,2002:", "!!")
-            raise InputError(
-                f"{source}{line}: got the YAML tag {shown}, expected plain values (numbers, text, lists, mappings)"
-            ) from None
-        raise InputError(f"{source}{line}: malformed YAML: {err.problem}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        shown = ""
-        if mark is not None and mark.line < len(lines := text.splitlines()) and lines[mark.line].strip():
-            shown = f", in {_show(lines[mark.line].strip())}"
-        raise InputError(f"{source}{line}: malformed YAML: {problem}{shown}") from None
-    except RecursionError:
-        raise InputError(f"{source}: malformed YAML: nested too deeply, expected a plain scenario") from None
-    finally:
-        loader.dispose()
-
-
-def read_text_file(path: Path, what: str, max_bytes: int) -> str:
-    """A regular UTF-8 file's text, or a one-line InputError saying what is wrong with it."""
-    try:
-        if path.is_dir():
-            raise InputError(f"{path}: got a directory, expected {what}")
-        if not path.exists():
-            raise InputError(f"{path}: no such file, expected {what}")
-        if not path.is_file():
-            raise InputError(f"{path}: got a special file (not a regular file), expected {what}")
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(f"{path}: got {size:,} bytes, expected {what} of at most {max_bytes:,} bytes")
-        raw = path.read_bytes()
-    except OSError as err:
-        raise InputError(f"{path}: cannot read it ({err.strerror or err}), expected {what}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise InputError(f"{path}:{line}: got the byte {raw[err.start]:#04x}, expected UTF-8 text") from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

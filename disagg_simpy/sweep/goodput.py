@@ -30,7 +30,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
-from .grid import RATE, resolve
+from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
 #: goodput.csv's columns (README, Outputs)
@@ -63,51 +63,54 @@ class Probe:
         return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
 
 
-def decide(probe: Probe, target: float, criterion: str = "mean") -> bool | None:
-    """Whether the probe passes: the mean over seeds (criterion 'mean'), its lower 95% bound
-    ('low': surely passes) or its upper bound ('high': may pass) is at least the target. None
-    when an early-stopped seed leaves it open."""
+def decide(probe: Probe, target: float) -> bool | None:
+    """Whether the probe passes: the mean on-time share over seeds is at least the target.
+    None when an early-stopped seed leaves it open."""
     if probe.complete:
-        mean, half = mean_half_width(probe.on_time())
-        half = 0.0 if math.isnan(half) else half
-        value = {"mean": mean, "low": mean - half, "high": mean + half}[criterion]
-        return bool(value >= target - 1e-9)
-    if criterion != "high" and float(probe.at_most().mean()) < target - 1e-9:
+        return bool(float(probe.on_time().mean()) >= target - 1e-9)
+    if float(probe.at_most().mean()) < target - 1e-9:
         return False  # even the upper bounds' mean misses: known without running on
     return None
 
 
-Request = tuple[str, float, tuple[int, ...], bool]  # (arrangement, rate, seeds, give up early)
+#: A run request from a search: (arrangement, rate, seeds, mode). Modes: "probe" stops early
+#: once below target and at the verdict cap; "verdicts" runs to the verdict cap (exact on-time
+#: shares); "full" runs to the end (every figure, for the failing rate reported).
+Request = tuple[str, float, tuple[int, ...], str]
+MODES = {"probe": (True, True), "verdicts": (False, True), "full": (False, False)}  # (give up, verdicts only)
 
 
-def _probe(name: str, rate: float, seeds: tuple[int, ...], target: float, criterion: str
-           ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
-    rows = yield (name, rate, seeds, True)
+def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float
+               ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
+    """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
+    rows = yield (name, rate, seeds, "probe")
     probe = Probe(rate, rows)
-    verdict = decide(probe, target, criterion)
+    verdict = decide(probe, target)
     if verdict is None:
-        probe = yield from _complete(name, probe, seeds)
-        verdict = decide(probe, target, criterion)
+        probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
+        verdict = decide(probe, target)
     return probe, bool(verdict)
 
 
-def _complete(name: str, probe: Probe, seeds: tuple[int, ...]) -> Generator[Request, list[dict], Probe]:
-    """The probe with every early-stopped seed run to its end."""
-    stopped = tuple(r["seed"] for r in probe.rows if r["below_target"])
-    if not stopped:
+def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
+           ) -> Generator[Request, list[dict], Probe]:
+    """The probe with the seeds whose rows satisfy `which` run again in `mode`."""
+    again = tuple(r["seed"] for r in probe.rows if which(r))
+    if not again:
         return probe
-    full = yield (name, probe.rate, stopped, False)
-    by_seed = {r["seed"]: r for r in probe.rows} | {r["seed"]: r for r in full}
+    rows = yield (name, probe.rate, again, mode)
+    by_seed = {r["seed"]: r for r in probe.rows} | {r["seed"]: r for r in rows}
     return Probe(probe.rate, [by_seed[s] for s in seeds])
 
 
 def search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
-           criterion: str = "mean") -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
+           report: bool = True) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """Bisect one arrangement's goodput: yields run requests, receives their rows; returns
     the passing and failing probes that bracket it (None if never found) and the probe count.
-    `fits(rate)` says whether the scenario may run at that rate (the documented limits)."""
+    `fits(rate)` says whether the scenario may run at that rate (the documented limits);
+    `report` runs the failing rate's seeds to their end for its every figure."""
     n = 1
-    first, ok = yield from _probe(name, start, seeds, target, criterion)
+    first, ok = yield from probe_rate(name, start, seeds, target)
     lo, hi = (first, None) if ok else (None, first)
     rate, factor = start, STEP
     for _ in range(MAX_STEPS):
@@ -117,21 +120,21 @@ def search(name: str, start: float, seeds: tuple[int, ...], target: float, toler
         factor *= factor
         if not fits(rate):
             break
-        probe, ok = yield from _probe(name, rate, seeds, target, criterion)
+        probe, ok = yield from probe_rate(name, rate, seeds, target)
         n += 1
         if ok:
             lo = probe
         else:
             hi = probe
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
-        probe, ok = yield from _probe(name, (lo.rate + hi.rate) / 2, seeds, target, criterion)
+        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target)
         n += 1
         if ok:
             lo = probe
         else:
             hi = probe
-    if hi is not None:
-        hi = yield from _complete(name, hi, seeds)
+    if hi is not None and report:  # the failing rate's every figure, from runs to their end
+        hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
     return lo, hi, n
 
 
@@ -157,28 +160,34 @@ class Prober:
 
     def __init__(self, scenario: Scenario, runner: Runner, target: float):
         self.scenario, self.runner, self.target = scenario, runner, target
-        self.resolved: dict[float, Scenario | None] = {}
+        self.resolved: dict[tuple[float, str | None], Scenario | None] = {}
 
-    def at(self, rate: float) -> Scenario | None:
-        """The scenario at `rate`, or None where it breaks a documented limit."""
-        if rate not in self.resolved:
+    def at(self, rate: float, name: str | None = None) -> Scenario | None:
+        """The scenario at `rate` (with arrangement `name` alone, so that its runs are stored
+        under that arrangement only), or None where it breaks a documented limit."""
+        if (rate, name) not in self.resolved:
             try:
-                self.resolved[rate] = resolve(self.scenario, {RATE: rate})
+                point = {RATE: rate}
+                if name is not None:
+                    point[ONLY] = name
+                self.resolved[rate, name] = resolve(self.scenario, point)
             except InputError:
-                self.resolved[rate] = None
-        return self.resolved[rate]
+                self.resolved[rate, name] = None
+        return self.resolved[rate, name]
 
     def fits(self, rate: float) -> bool:
         return self.at(rate) is not None
 
     def run_batch(self, requests: list[Request]) -> list[list[dict]]:
         tasks, owner = [], []
-        for i, (name, rate, seeds, give_up) in enumerate(requests):
-            s = self.at(rate)
+        for i, (name, rate, seeds, mode) in enumerate(requests):
+            s = self.at(rate, name)
             if s is None:  # only the start can get here: `search` checks the rest
                 resolve(self.scenario, {RATE: rate})  # raises the one-line error
+            give_up, verdicts_only = MODES[mode]
             for seed in seeds:
-                tasks.append(Task(s, seed, only=name, give_up_below_pct=self.target if give_up else None))
+                tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
+                                  verdicts_only=verdicts_only))
                 owner.append(i)
         rows = self.runner.run(tasks, "probes")
         out: list[list[dict]] = [[] for _ in requests]

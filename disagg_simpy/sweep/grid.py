@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..scenario.schema import DROP, Scenario, TraceWorkload
 
 RATE = "rate_per_s"  # the grid column of the offered rate
+ONLY = "only"  # a point key keeping one arrangement of the scenario (its runs are stored as its own)
 MAX_POINTS = 1_000_000
 
 
@@ -127,7 +128,11 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
     flags: dict[str, str] = {}
     arrangements = None
     for key, value in point.items():
-        if key == RATE:
+        if key == ONLY:
+            changes["arrangements"] = [a.model_dump(mode="python", exclude_none=True)
+                                       for a in scenario.arrangements if a.name == value]
+            changes["reference"] = DROP
+        elif key == RATE:
             changes["workload.rate_per_s"] = value
             flags["workload.rate_per_s"] = f"--rate {value:g}"
             if isinstance(scenario.workload, TraceWorkload):

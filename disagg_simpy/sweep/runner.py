@@ -13,11 +13,12 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
+from ..results.breakdown import why_late_row
 from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
@@ -26,28 +27,49 @@ from .store import Store
 
 @dataclass(frozen=True)
 class Task:
-    """One seed of one resolved scenario: every arrangement (`only` None) or one, optionally
-    stopped early once its on-time share is certainly below `give_up_below_pct`."""
+    """One seed of one resolved scenario: every arrangement (`only` None) or one.
+
+    `verdicts_only` runs need only each reply's verdict: they stop once no measured reply can
+    still be on time (`verdict_cap_ns`), which leaves `on_time_pct` exact (other figures may
+    differ: their rows have `full` false). With `give_up_below_pct`, a run also stops once its
+    on-time share is certainly below that."""
 
     scenario: Scenario
     seed: int
     only: str | None = None
     give_up_below_pct: float | None = None
+    verdicts_only: bool = False
     labels: dict[str, Any] = field(default_factory=dict)  # grid values the runner puts first in each row
 
     def spec(self) -> dict[str, Any]:
         """What the task asks of the run, for its store key."""
-        return {"only": self.only, "give_up_below_pct": self.give_up_below_pct}
+        return {"only": self.only, "give_up_below_pct": self.give_up_below_pct, "verdicts_only": self.verdicts_only}
+
+
+def verdict_cap_ns(stream, limits: LimitsNs) -> int:
+    """The time after which no measured reply can still turn out on time: the last measured
+    arrival + the first-word limit + (the longest measured reply's words - 1) x the mean-gap
+    limit (each with its 1 ns slack). Every reply on time has finished by then, so a run cut
+    there has the same on-time verdicts as a run to the end."""
+    measured = stream.measured
+    if not measured.any():
+        return stream.cap_ns
+    n_max = int(stream.n_reply_words[measured].max())
+    last = int(stream.arrived_at_ns[measured].max())
+    return min(stream.cap_ns, last + limits.first_word + SLACK_NS + (n_max - 1) * (limits.mean_gap + SLACK_NS))
 
 
 def run_task(task: Task) -> list[dict]:
     """The task's summary rows (one per arrangement run), with `seed` and `below_target`.
 
     A run stopped early has `below_target` true, `on_time_pct` empty and `on_time_at_most_pct`,
-    the most it could have reached; its other figures are empty: they were never measured."""
+    the most it could have reached; its other figures are empty: they were never measured.
+    `full` says whether every figure is that of a run to its end (not `verdicts_only`)."""
     scenario = task.scenario
     stream = make_requests(scenario, task.seed)
     limits = LimitsNs.from_slo(scenario.slo)
+    if task.verdicts_only:
+        stream = replace(stream, cap_ns=verdict_cap_ns(stream, limits))
     n_measured = int(stream.measured.sum())
     give_up = None
     if task.give_up_below_pct is not None and n_measured:
@@ -67,8 +89,10 @@ def run_task(task: Task) -> list[dict]:
                    "late_mean_gap_at_least_pct": 100.0 * engine.n_late_mean_gap / n_measured,
                    "below_target": True}
         else:
-            row = summary_row(rec, reply_gaps(rec, limits))
+            gaps = reply_gaps(rec, limits)
+            row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
             row["below_target"] = False
+        row["full"] = not task.verdicts_only
         rows.append({"seed": task.seed, **row})
     return rows
 
@@ -199,23 +223,22 @@ class Runner:
         tasks = list(tasks)
         keys = [self.store.key(t.scenario, t.seed, t.spec()) for t in tasks]
         found = self.store.get_many(keys)
-        out: list[list[dict] | None] = [None] * len(tasks)
+        first: dict[str, int] = {}  # a key asked for twice in one batch runs once
         todo = []
-        for i, (t, k) in enumerate(zip(tasks, keys)):
-            if k in found:
-                out[i] = [{**t.labels, **row} for row in found[k]]
-            else:
+        for i, k in enumerate(keys):
+            if k not in found and k not in first:
+                first[k] = i
                 todo.append(i)
-        self.skipped += len(tasks) - len(todo)
+        self.skipped += len(set(keys) & set(found))
         bar = self._bar(len(todo), what)
         for j, rows in self.pool.run(run_task, [tasks[i] for i in todo]):
             i = todo[j]
             self.store.put(keys[i], rows)
-            out[i] = [{**tasks[i].labels, **row} for row in rows]
+            found[keys[i]] = rows
             self.ran += 1
             if bar is not None:
                 bar.update(1)
-        return out  # type: ignore[return-value]
+        return [[{**t.labels, **row} for row in found[k]] for t, k in zip(tasks, keys)]
 
     def _bar(self, n: int, what: str):
         """One bar for the runner's life (a search adds runs as it goes): runs done, rate, time left."""

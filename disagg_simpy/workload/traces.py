@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..scenario.limits import MAX_TIME_S, MAX_TRACE_BYTES, MAX_TRACE_ROWS
+from ..scenario.limits import MAX_CELL_CHARS, MAX_LINE_BYTES, MAX_TIME_S, MAX_TRACE_BYTES, MAX_TRACE_ROWS
 from ..units import NS_PER_S as _NS_PER_S
 from ..units import nearest_ns as _nearest_ns
 
-__all__ = ["FORMATS", "TIME_RULES", "read_trace"]
+__all__ = ["FORMATS", "TIME_RULES", "ignored_text", "read_trace"]
 
 FORMATS = ("azure", "csv", "lengths", "mooncake")
 _MAX_COUNT = 2**53
@@ -38,7 +39,42 @@ def _error(source, line, key, got, expected) -> InputError:
 
 
 def _shown(text: str, limit: int = 60) -> str:
+    """A bad value for a message: quoted, escaped (no raw control characters), cut to `limit`."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def ignored_text(names) -> str:
+    """The ignored columns for a note: the first few, quoted and cut, and how many more."""
+    names = list(names)
+    shown = ", ".join(_shown(str(n), 40) for n in names[:5])
+    return shown + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+
+
+def _read_bounded(p: Path) -> bytes:
+    """At most MAX_TRACE_BYTES + 1 bytes: a file that grows while it is read stays bounded."""
+    with open(p, "rb") as f:
+        raw = f.read(MAX_TRACE_BYTES + 1)
+    if len(raw) > MAX_TRACE_BYTES:
+        raise _error(p, None, "file", f"more than {MAX_TRACE_BYTES:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
+    return raw
+
+
+def _check_bytes(path, raw: bytes) -> None:
+    """Refuse, in time linear in the file, a NUL byte (not text) and a line longer than
+    MAX_LINE_BYTES (no trace row is that long; parsing one would cost far more than reading it)."""
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise _error(path, raw.count(b"\n", 0, nul) + 1, "text", "the byte 0x00 (NUL)", "text")
+    b = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero((b == 10) | (b == 13))
+    starts = np.concatenate(([0], ends + 1))
+    lengths = np.concatenate((ends, [len(raw)])) - starts
+    long = np.flatnonzero(lengths > MAX_LINE_BYTES)
+    if long.size:
+        i = int(long[0])
+        line = raw.count(b"\n", 0, int(starts[i])) + 1
+        raise _error(path, line, "line", f"a line of {int(lengths[i]):,} bytes",
+                     f"lines of at most {MAX_LINE_BYTES:,} bytes (one request each)")
 
 
 def _lines(path) -> list[str]:
@@ -54,12 +90,13 @@ def _lines(path) -> list[str]:
         size = p.stat().st_size
         if size > MAX_TRACE_BYTES:
             raise _error(path, None, "file", f"{size:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
-        raw = p.read_bytes()
+        raw = _read_bounded(p)
         n_lines = raw.count(b"\n") + (not raw.endswith(b"\n"))
         if n_lines > MAX_TRACE_ROWS + 1:
             raise _error(path, None, "file", f"{n_lines:,} lines", f"at most {MAX_TRACE_ROWS:,} rows (and a header)")
     except OSError as e:
         raise _error(path, None, "path", repr(e.strerror), "a readable file") from None
+    _check_bytes(path, raw)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -97,10 +134,11 @@ def _csv_columns(path, lines, required) -> tuple[dict[str, np.ndarray], _Problem
     also the names of the header's other columns (ignored)."""
     header = [h.strip() for h in lines[0].split(",")]
     missing = [c for c in required if c not in header]
-    duplicated = sorted({c for c in header if header.count(c) > 1})
+    duplicated = sorted(c for c, n in Counter(header).items() if n > 1)
     if missing or duplicated:
         named = (("missing", missing), ("duplicated", duplicated))
-        what = "; ".join(f"{label} {', '.join(cols)}" for label, cols in named if cols)
+        what = "; ".join(f"{label} {', '.join(cols) if label == 'missing' else ignored_text(cols)}"
+                         for label, cols in named if cols)
         need = ",".join(required) + " (other columns ignored)"
         raise _error(path, 1, "header", f"{_shown(lines[0])} ({what})", f"columns {need}")
     ignored = [c for c in header if c not in required]
@@ -120,8 +158,17 @@ def _csv_columns(path, lines, required) -> tuple[dict[str, np.ndarray], _Problem
         if i == 0:
             problems.raise_first()
         rows = rows[:i]
-    table = np.array(rows, dtype=str)
-    return {c: np.char.strip(table[:, header.index(c)]) for c in required}, problems, ignored
+    columns = {}
+    for c in required:  # only the columns used, each as wide as its longest cell, at most MAX_CELL_CHARS
+        j = header.index(c)
+        cells = [row[j] for row in rows]
+        long = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells)) > MAX_CELL_CHARS
+        if long.any():
+            problems.check(long, c, lambda i, cells=cells: f"{_shown(cells[i])} ({len(cells[i]):,} characters)",
+                           f"a value of at most {MAX_CELL_CHARS} characters")
+            cells = [cell if not bad else "" for cell, bad in zip(cells, long)]
+        columns[c] = np.char.strip(np.array(cells, dtype=str).reshape(len(cells)))
+    return columns, problems, ignored
 
 
 def _numbers(text: np.ndarray) -> np.ndarray:

@@ -1,0 +1,88 @@
+"""`python -m disagg_simpy map SCENARIO --gpus 4`: over the offered rate and one traffic knob,
+which way of using the GPUs keeps the most replies on time, and where the answer flips."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .batch import batch_parser, json_rows, load, open_runner, out_folder, run_info, seeds_of, skipped_line, write_all
+from .common import int_at_least
+from .plan import chunks_flag
+
+OUTPUT_FILES = ("map.csv", "map.png", "run.json")
+MAP_SEEDS = 5  # default seeds per cell (not the scenario's: a map has hundreds of cells)
+
+
+def build_map_parser():
+    p = batch_parser("map", "Colour a map of offered rate (x) by a traffic knob (y) with the arrangement of "
+                     "--gpus GPUs that keeps the most replies on time, shaded by its margin, hatched where the top "
+                     "two are too close to call.")
+    p.add_argument("--gpus", type=int_at_least("--gpus", 2, 64), required=True, metavar="N", help="GPUs to arrange")
+    p.add_argument("--rate", metavar="RATES",
+                   help="x: offered rates, START:STOP:STEP or R1,R2,... (default: 20 rates up to 1.5 x the scenario's)")
+    p.add_argument("--y", metavar="KEY=VALUES",
+                   help="y: a traffic knob and its values, KEY=V1,V2,... or KEY=START:STOP:STEP "
+                   "(default long_prompt_share=0:0.95:0.05, 20 values; e.g. workload.reply_words=[50,100],[100,400])")
+    p.add_argument("--chunks", type=chunks_flag, default=(512,), metavar="C1,C2",
+                   help="chunk sizes of the same-GPU arrangements compared (default 512; splits read whole)")
+    return p
+
+
+def map_command(argv: Sequence[str]) -> int:
+    """Map where the best way to use N GPUs flips, over offered rate and a traffic knob."""
+    import json
+
+    from ..errors import InputError
+    from ..results.csv_text import csv_text
+    from ..sweep.grid import parse_rates
+    from ..sweep.plan import candidates, with_candidates
+    from ..sweep.winners import default_y, parse_y, point_scenario, winners
+
+    args = build_map_parser().parse_args(argv)
+    if args.seeds is None:
+        args.seeds = MAP_SEEDS
+    scenario = load(args)
+    seeds, note = seeds_of(scenario)
+    key, values = parse_y(scenario, args.y)
+    start = scenario.workload.rate_per_s
+    if args.rate is not None:
+        rates = parse_rates(args.rate)
+    elif start is None:
+        raise InputError("--rate: missing, expected rates (the scenario's trace has no rate_per_s)")
+    else:
+        rates = [float(f"{start * 1.5 * i / 20:.4g}") for i in range(1, 21)]
+    arranged = with_candidates(scenario, candidates(args.gpus, args.chunks, split_chunks=()), "--gpus")
+    for v in values:  # every y value checked before any run
+        point_scenario(arranged, rates[0], key, v)
+    out = out_folder(args, scenario, list(OUTPUT_FILES))
+    if note:
+        print(note, file=sys.stderr)
+    runner = open_runner(args, out)
+    try:
+        cells = winners(arranged, rates, key, values, seeds, runner)
+    finally:
+        runner.close()
+    marker = (float(start), default_y(scenario, key)) if start is not None else None
+    info = run_info(argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
+                    arrangements=[a.name for a in arranged.arrangements], store=str(runner.store.path),
+                    runs_skipped=runner.skipped, runs_done=runner.ran)
+    title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
+             f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} each)")
+    picture = None
+    if not args.no_plots:
+        from ..plots.capacity import save_map
+
+        names = [a.name for a in arranged.arrangements]
+        picture = lambda folder: save_map(cells, folder / "map.png", title, marker, names)  # noqa: E731
+    write_all(out, {"map.csv": csv_text(cells), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    if args.json:
+        print(json_rows(cells))
+    else:
+        print(title)
+        wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
+        close = int(cells["too_close"].sum())
+        print("cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}")
+        print(f"results in {out}/")
+    print(skipped_line(runner), file=sys.stderr)
+    return 0

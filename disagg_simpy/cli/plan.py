@@ -1,0 +1,134 @@
+"""`python -m disagg_simpy plan SCENARIO --gpus 4` (or `--rate R`): every arrangement that fits
+the GPUs, ranked by goodput for the scenario's traffic, and a one-line recommendation."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+
+from ..errors import InputError
+from .batch import (
+    batch_parser,
+    json_rows,
+    load,
+    open_runner,
+    out_folder,
+    run_info,
+    seeds_of,
+    skipped_line,
+    target_flag,
+    write_all,
+)
+from .common import int_at_least, positive_float
+
+OUTPUT_FILES = ("plan.csv", "plan.png", "run.json")
+
+
+def chunks_flag(text: str) -> tuple[int, ...]:
+    """--chunks: chunk sizes in tokens, e.g. 256,512,1024,2048 (or 'none')."""
+    if text.strip() == "none":
+        return ()
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--chunks: got {text!r}, expected chunk sizes in tokens like 256,512 (or none)") from None
+    if any(v < 1 for v in values) or len(set(values)) != len(values):
+        raise InputError(f"--chunks: got {text!r}, expected distinct whole numbers of tokens >= 1")
+    return values
+
+
+def build_plan_parser():
+    p = batch_parser("plan", "Rank every arrangement of --gpus GPUs (same GPU, chunks, every reading:writing "
+                     "split, whole or chunked reading) by goodput for the scenario's traffic; or, with --rate, "
+                     "find the fewest GPUs that carry that rate on time.")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--gpus", type=int_at_least("--gpus", 1, 64), metavar="N", help="GPUs to arrange")
+    budget.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S",
+                        help="requests/s to carry: find the fewest GPUs (up to --max-gpus) and how to use them")
+    p.add_argument("--max-gpus", type=int_at_least("--max-gpus", 1, 64), default=16, metavar="N",
+                   help="with --rate: the most GPUs to try (default 16)")
+    p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT", help="on-time share to meet (default 90)")
+    p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
+                   help="bisection tolerance of each goodput (default 0.1 requests/s)")
+    p.add_argument("--chunks", type=chunks_flag, default=(256, 512, 1024, 2048), metavar="C1,C2",
+                   help="chunk sizes tried, on the same GPU and on a split's reading GPUs (default 256,512,1024,2048)")
+    return p
+
+
+def format_plan(table) -> str:
+    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
+    rows = []
+    for r in table.itertuples():
+        interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
+        gpus = f"{r.gpus}" if r.kind == "colocated" else f"{r.reading_gpus}+{r.writing_gpus}"
+        rows.append([str(r.rank), r.arrangement, gpus, f"{r.goodput_per_s:.2f}{interval}", f"{r.goodput_per_gpu_per_s:.2f}",
+                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
+    widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
+    left = {1}
+    return "\n".join("  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(x, widths)))
+                     for x in [header, *rows])
+
+
+def plan_command(argv: Sequence[str]) -> int:
+    """Rank every way to use N GPUs (or find the fewest GPUs for a rate) for the scenario's traffic."""
+    import json
+
+    from ..results.csv_text import csv_text
+    from ..sweep.grid import RATE, resolve
+    from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
+
+    args = build_plan_parser().parse_args(argv)
+    scenario = load(args)
+    seeds, note = seeds_of(scenario)
+    out = out_folder(args, scenario, list(OUTPUT_FILES))
+    if args.gpus is not None:
+        with_candidates(scenario, candidates(args.gpus, args.chunks), "--gpus")  # refuse before any run
+    if note:
+        print(note, file=sys.stderr)
+    runner = open_runner(args, out)
+    try:
+        n_gpus, passing = args.gpus, None
+        if args.rate is not None:
+            n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks)
+        table = None
+        if n_gpus is not None:
+            planned = with_candidates(scenario, candidates(n_gpus, args.chunks), "--gpus")
+            if args.rate is not None:
+                planned = resolve(planned, {RATE: args.rate})
+            table = plan(planned, runner, seeds, args.target, args.tolerance)
+    finally:
+        runner.close()
+    if table is None:
+        print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
+              f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
+        print(skipped_line(runner), file=sys.stderr)
+        return 0
+    best = table.iloc[0]
+    line = recommendation(table, args.target)
+    if args.rate is not None:
+        line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
+                f"({', '.join(passing)}); {line}")
+    arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
+    info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
+                    recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
+    w = scenario.workload
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
+             f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
+             f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
+    picture = None
+    if not args.no_plots:
+        from ..plots.capacity import save_plan
+
+        picture = lambda folder: save_plan(table, folder / "plan.png", title)  # noqa: E731
+    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    if args.json:
+        print(json_rows(table))
+    else:
+        print(f"{title}; on time % at {float(planned.workload.rate_per_s):g} requests/s")
+        print(format_plan(table))
+        print(line)
+        print(f"as a scenario arrangement: {arrangement_text(arrangement)}")
+        print(f"results in {out}/")
+    print(skipped_line(runner), file=sys.stderr)
+    return 0

@@ -1,0 +1,52 @@
+"""The "why late" block printed under the run's table: which limit late requests broke, and what
+caused the freezes (the top offending prompts for one seed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .blame import CAUSES, top_prompts
+from .breakdown import LATE_COLUMNS
+
+_HEADERS = ("late", "first word only", "mean gap only", "freezes only", "several")
+
+
+def why_late_text(results: list) -> str:
+    """The block for one or several seeds (RunResults of one scenario); several: means per seed."""
+    first = results[0]
+    summary = pd.concat([r.summary for r in results], ignore_index=True)
+    means = summary.groupby("arrangement", sort=False, observed=True).mean(numeric_only=True)
+    many = len(results) > 1
+    rows = [["arrangement", *_HEADERS]]
+    for name, row in means.iterrows():
+        rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in LATE_COLUMNS)])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    per = " (mean of seeds)" if many else ""
+    lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
+    lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
+
+    for name in first.records:
+        n_long = first.long_prompt_tokens[name]
+        over = f"prompts over {n_long:,} tokens" if n_long is not None else "long prompts"
+        counts = np.sum([np.bincount(r.blame[name].cause, minlength=len(CAUSES)) for r in results], axis=0)
+        total = int(counts.sum())
+        if total == 0:
+            continue
+        per_seed = counts / len(results)
+        causes = ", ".join(f"{CAUSES[c]} {per_seed[c]:,.0f}" for c in np.argsort(-counts, kind="stable") if counts[c])
+        n_text = f"{total / len(results):,.0f}" + (" per seed" if many else "")
+        line = f"freezes in {name}: {n_text} ({causes}); {_pct(means.loc[name, 'freezes_by_long_prompt_pct'])}% caused by {over}"
+        lines.append(line)
+        top = [t for t in top_prompts(first.blame[name], first.records[name].requests["n_prompt_tokens"]) if t[2] > 1]
+        if top and not many:  # (a prompt blamed once each is no pattern: no line)
+            (i, t, k), rest = top[0], top[1:]
+            lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
+                         + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
+    if len(lines) > len(rows) + 1:
+        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; freezes.csv has each one)")
+    return "\n".join(lines)
+
+
+def _pct(value: float) -> str:
+    return "-" if value is None or np.isnan(value) else f"{value:.1f}"

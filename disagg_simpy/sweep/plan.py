@@ -1,0 +1,152 @@
+"""Plan: the best way to use N GPUs for a scenario's traffic, or the fewest GPUs for a rate.
+
+Every arrangement that fits the budget is searched for its goodput (as `goodput` does: the
+highest rate whose mean on-time share over the seeds meets the target), and ranked by it.
+Its interval is the 95% Student-t interval of the mean of the seeds' own goodputs (each seed
+bisected alone; a seed's verdict is exact even when its run stops early), so two arrangements
+whose intervals overlap are too close to call. Candidates are named as a scenario file would
+name them (`same-gpu`, `chunked-512`, `split-2-2`, `split-2-2-chunked-512`), and each plan row
+says how to write it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..errors import InputError
+from ..results.report import mean_half_width
+from ..scenario.limits import MAX_ARRANGEMENTS
+from ..scenario.schema import DROP, Scenario
+from .goodput import Prober, drive, goodput_row, probe_rate, search
+from .grid import RATE, resolve
+from .runner import Runner, Task
+
+DEFAULT_CHUNKS = (256, 512, 1024, 2048)
+
+PLAN_COLUMNS = (
+    "rank", "arrangement", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens", "goodput_per_s",
+    "goodput_per_gpu_per_s", "goodput_low_per_s", "goodput_high_per_s", "on_time_pct_at_rate", "binding_limit",
+)
+
+
+def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None
+               ) -> list[dict]:
+    """Every arrangement of `n_gpus`: same GPU whole and in each chunk size; every split
+    r + w = n, whole and with chunked reading (`split_chunks`, default the same sizes)."""
+    split_chunks = chunks if split_chunks is None else split_chunks
+    out = [{"name": "same-gpu", "kind": "colocated", "gpus": n_gpus}]
+    out += [{"name": f"chunked-{c}", "kind": "colocated", "gpus": n_gpus, "chunk_tokens": c} for c in chunks]
+    for r in range(1, n_gpus):
+        split = {"name": f"split-{r}-{n_gpus - r}", "kind": "disaggregated", "reading_gpus": r,
+                 "writing_gpus": n_gpus - r}
+        out.append(split)
+        out += [{**split, "name": f"{split['name']}-chunked-{c}", "chunk_tokens": c} for c in split_chunks]
+    return out
+
+
+def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
+    """The scenario's traffic, costs and limits with these arrangements instead of its own."""
+    if len(arrangements) > MAX_ARRANGEMENTS:
+        raise InputError(f"{flag}: got {len(arrangements)} arrangements to compare, expected at most "
+                         f"{MAX_ARRANGEMENTS} (fewer GPUs or chunk sizes)")
+    return scenario.with_overrides(flags={"arrangements": flag}, arrangements=arrangements, reference=DROP)
+
+
+def arrangement_text(a) -> str:
+    """An arrangement as a scenario file writes it (one YAML flow mapping)."""
+    fields = a.model_dump(mode="json", exclude_defaults=True)
+    return "{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}"
+
+
+def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[str, float]:
+    """Mean on-time share over seeds at the scenario's own rate, per arrangement (runs to the
+    verdict cap: the share is exact)."""
+    tasks = [Task(scenario, seed, verdicts_only=True) for seed in seeds]
+    rows = pd.DataFrame([r for rows in runner.run(tasks, "runs") for r in rows])
+    return rows.groupby("arrangement", sort=False)["on_time_pct"].mean().to_dict()
+
+
+def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float
+         ) -> pd.DataFrame:
+    """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best)."""
+    if scenario.workload.rate_per_s is None:
+        raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
+    start = float(scenario.workload.rate_per_s)
+    prober = Prober(scenario, runner, target)
+    names = [a.name for a in scenario.arrangements]
+    searches = {}
+    for name in names:
+        searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits)
+        if len(seeds) > 1:
+            for seed in seeds:  # each seed's own goodput, for the interval
+                searches[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
+    found = drive(searches, prober.run_batch)
+    on_time = at_rate(scenario, runner, seeds)
+    rows = []
+    for a in scenario.arrangements:
+        g = goodput_row(scenario, a.name, seeds, target, *found[a.name, None])
+        own = pd.Series([_goodput(found[a.name, s]) for s in seeds]) if len(seeds) > 1 else pd.Series([], dtype=float)
+        mean, half = mean_half_width(own)
+        low, high = (mean - half, mean + half) if not math.isnan(half) else (math.nan, math.nan)
+        rows.append({
+            "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
+            "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
+            "writing_gpus": a.writing_gpus if a.kind == "disaggregated" else None,
+            "chunk_tokens": a.chunk_tokens,
+            "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
+            "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
+            "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
+        })
+    table = pd.DataFrame(rows)
+    for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
+        table[column] = table[column].astype("Int64")
+    table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
+    table.insert(0, "rank", range(1, len(table) + 1))
+    table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
+    table.attrs["per_seed"] = {a.name: [_goodput(found[a.name, s]) for s in seeds] for a in scenario.arrangements
+                               } if len(seeds) > 1 else {}
+    return table
+
+
+def _goodput(found: tuple) -> float:
+    lo, _, _ = found
+    return lo.rate if lo is not None else 0.0
+
+
+def recommendation(table: pd.DataFrame, target: float) -> str:
+    """One line: the best arrangement, and whether it beats the runner-up: the seeds' own
+    goodputs compared seed by seed (same requests), a 95% interval of the difference."""
+    if table.empty or table["goodput_per_s"].iloc[0] <= 0:
+        return f"no arrangement reaches {target:g}% on time at any rate tried"
+    best = table.iloc[0]
+    text = f"{best.arrangement} carries the most: {best.goodput_per_s:.2f} requests/s at {target:g}% on time"
+    if len(table) < 2:
+        return text
+    second = table.iloc[1]
+    per_seed = table.attrs.get("per_seed", {})
+    if best.arrangement not in per_seed:
+        return f"{text}; next {second.arrangement} ({second.goodput_per_s:.2f}; one seed: no interval)"
+    diff = pd.Series(per_seed[best.arrangement]) - pd.Series(per_seed[second.arrangement])
+    mean, half = mean_half_width(diff)
+    lead = f"{mean:.2f} ± {half:.2f} requests/s per seed (paired over {len(diff)} seeds)"
+    if mean - half > 0:
+        return f"{text}; it beats {second.arrangement} ({second.goodput_per_s:.2f}) by {lead}"
+    return (f"{text}; too close to call against {second.arrangement} ({second.goodput_per_s:.2f}): the seeds' own "
+            f"goodputs differ by {lead}, an interval that includes 0")
+
+
+def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, rate: float,
+                max_gpus: int, chunks: tuple[int, ...]) -> tuple[int | None, list[str]]:
+    """The fewest GPUs (1..max_gpus) with an arrangement whose mean on-time share at `rate`
+    meets the target, and those arrangements; (None, []) if none up to max_gpus does."""
+    for n in range(1, max_gpus + 1):
+        s = resolve(with_candidates(scenario, candidates(n, chunks), "--rate"), {RATE: rate})
+        prober = Prober(s, runner, target)
+        probes = {a.name: probe_rate(a.name, rate, seeds, target) for a in s.arrangements}
+        found = drive(probes, prober.run_batch)
+        passing = [name for name, (_, ok) in found.items() if ok]
+        if passing:
+            return n, passing
+    return None, []

@@ -1,0 +1,129 @@
+"""The map: over the offered rate (x) and one traffic knob (y), which arrangement keeps the
+most replies on time, by how much, and where the top two are too close to call.
+
+Each cell runs every arrangement on the same requests (every seed), to the verdict cap (its
+on-time shares are exact). The winner has the highest mean on-time share; the runner-up the
+next; they are too close to call when the paired 95% interval of their difference (seed by
+seed) includes 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputError
+from ..results.paired import paired_difference
+from ..scenario.schema import Scenario, SyntheticWorkload
+from .grid import RATE, check_key, parse_rates, parse_set, resolve, shown
+from .runner import Runner, Task
+
+LONG_SHARE = "long_prompt_share"  # the default y: the share of requests in the longest prompt class
+MAP_COLUMNS = ("rate_per_s", "y_key", "y_value", "winner", "winner_on_time_pct", "runner_up",
+               "runner_up_on_time_pct", "too_close")
+
+
+def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
+    """`--y KEY=V1,V2,...` or `--y KEY=START:STOP:STEP`; default: the long-prompt share 0-1."""
+    if text is None:
+        text = f"{LONG_SHARE}=0:0.95:0.05"  # 20 values
+    key, _, values = text.partition("=")
+    key = key.strip()
+    if key == LONG_SHARE:
+        if not isinstance(scenario.workload, SyntheticWorkload) or len(scenario.workload.prompt_mix) < 2:
+            raise InputError(f"--y {LONG_SHARE}: the scenario's traffic has no prompt classes to share out, expected "
+                             "synthetic traffic with two or more prompt_mix classes (or another --y key)")
+        if ":" in values and "[" not in values:
+            out = [0.0 if v < 1e-12 else v for v in (float(f"{x:.12g}") for x in _range(values))]
+        else:
+            _, out = parse_set(text)
+        for v in out:
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
+                raise InputError(f"--y {LONG_SHARE}: got {v!r}, expected shares from 0 to 1")
+        return key, [float(v) for v in out]
+    if ":" in values and "[" not in values:
+        out = _range(values, f"--y {key}")
+    else:
+        key, out = parse_set(text)
+    check_key(scenario, key)
+    return key, out
+
+
+def _range(values: str, flag: str = f"--y {LONG_SHARE}") -> list[float]:
+    start, _, rest = values.partition(":")
+    if float(start or "nan") == 0:  # parse_rates wants values > 0: shift by the step
+        stop, _, step = rest.partition(":")
+        try:
+            n = math.floor(float(stop) / float(step) + 1e-9)
+        except (ValueError, ZeroDivisionError):
+            raise InputError(f"{flag}: got {values!r}, expected START:STOP:STEP") from None
+        return [0.0, *(float(f"{float(step) * i:.12g}") for i in range(1, n + 1))]
+    return parse_rates(values, flag)
+
+
+def with_long_share(scenario: Scenario, share: float) -> Scenario:
+    """The traffic with `share` of requests in the longest prompt class; the other classes keep
+    their proportions (a class whose share comes to 0 is left out)."""
+    mix = list(scenario.workload.prompt_mix)
+    longest = max(range(len(mix)), key=lambda i: mix[i].tokens[1])
+    rest = 1 - mix[longest].share
+    classes = []
+    for i, c in enumerate(mix):
+        s = share if i == longest else (1 - share) * (c.share / rest if rest > 0 else 1 / (len(mix) - 1))
+        if s > 0:
+            classes.append({"share": s, "tokens": list(c.tokens)})
+    total = sum(c["share"] for c in classes)
+    for c in classes:
+        c["share"] /= total
+    return scenario.with_overrides(flags={"workload.prompt_mix": f"--y {LONG_SHARE}={share:g}"},
+                                   **{"workload.prompt_mix": classes})
+
+
+def point_scenario(scenario: Scenario, rate: float, key: str, value: Any) -> Scenario:
+    s = resolve(scenario, {RATE: rate})
+    return with_long_share(s, value) if key == LONG_SHARE else resolve(s, {key: value})
+
+
+def default_y(scenario: Scenario, key: str) -> Any:
+    """The scenario's own value of the y knob (the marker on the map)."""
+    if key == LONG_SHARE:
+        mix = scenario.workload.prompt_mix
+        return max(mix, key=lambda c: c.tokens[1]).share
+    node: Any = scenario.model_dump(mode="python")
+    node["arrangements"] = {a["name"]: a for a in node["arrangements"]}
+    for part in key.split("."):
+        node = node[part]
+    return shown(list(node) if isinstance(node, tuple) else node)
+
+
+def winners(scenario: Scenario, rates: list[float], key: str, values: list[Any], seeds: tuple[int, ...],
+            runner: Runner) -> pd.DataFrame:
+    """map.csv: one row per cell (rate x y value)."""
+    cells = [(rate, v) for v in values for rate in rates]
+    tasks = [Task(point_scenario(scenario, rate, key, v), seed, verdicts_only=True) for rate, v in cells for seed in seeds]
+    results = runner.run(tasks, "cells")
+    rows = []
+    n = len(seeds)
+    for i, (rate, v) in enumerate(cells):
+        block = pd.DataFrame([r for rows in results[i * n:(i + 1) * n] for r in rows])
+        rows.append(_cell(block, rate, key, v))
+    return pd.DataFrame(rows, columns=list(MAP_COLUMNS))
+
+
+def _cell(block: pd.DataFrame, rate: float, key: str, value: Any) -> dict:
+    means = block.groupby("arrangement", sort=False)["on_time_pct"].mean().dropna()
+    order = means.sort_values(ascending=False, kind="stable")
+    row = {"rate_per_s": rate, "y_key": key, "y_value": shown(value)}
+    if order.empty:
+        return {**row, "winner": "", "winner_on_time_pct": math.nan, "runner_up": "",
+                "runner_up_on_time_pct": math.nan, "too_close": False}
+    winner = str(order.index[0])
+    row.update(winner=winner, winner_on_time_pct=float(order.iloc[0]))
+    if len(order) < 2:
+        return {**row, "runner_up": "", "runner_up_on_time_pct": math.nan, "too_close": False}
+    second = str(order.index[1])
+    mean, half, n = paired_difference(block, winner, second)
+    too_close = bool(mean - half <= 0) if n > 1 and not math.isnan(half) else bool(mean <= 0)
+    return {**row, "runner_up": second, "runner_up_on_time_pct": float(order.iloc[1]), "too_close": too_close}

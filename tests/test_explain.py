@@ -1,0 +1,140 @@
+"""`explain`: one request's story, whose numbers are the frames' numbers, and its bad input."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from helpers import ROOT, SPLIT_1_1, run_rows, write_scenario
+
+from disagg_simpy import load_scenario, run
+from disagg_simpy.cli import main
+from disagg_simpy.results.story import ms_text, seconds_text, story_facts, story_text
+
+DEFAULT = ROOT / "scenarios" / "default.yaml"
+FRAME_KEYS = ("request_id", "arrived_at_s", "n_prompt_tokens", "n_reply_words", "reading_gpu", "read_started_at_s",
+              "first_word_at_s", "writing_gpu", "joined_at_s", "finished_at_s", "first_word_s", "mean_gap_ms",
+              "max_gap_ms", "n_freezes", "on_time", "queued_s", "reading_s", "shipping_s", "joining_s", "writing_s",
+              "frozen_s")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The default scenario cut to 6 s with three arrangements; its path and its run."""
+    raw = yaml.safe_load(DEFAULT.read_text())
+    raw["workload"]["measure_s"] = 6
+    raw.pop("max_sim_s", None)
+    raw["arrangements"] = [a for a in raw["arrangements"] if a["name"] in ("same-gpu", "split-2-2", "split-3-1")]
+    path = tmp_path_factory.mktemp("explain") / "small.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path, run(load_scenario(path))
+
+
+def flat(text: str) -> str:
+    """The story without its line wrapping."""
+    return " ".join(text.split())
+
+
+def a_frozen_request(res) -> int:
+    f = res.freezes
+    return int(f[f.arrangement == "same-gpu"].request_id.iloc[0])
+
+
+def test_the_story_numbers_are_the_frames_numbers(small):
+    _, res = small
+    rid = a_frozen_request(res)
+    for name in res.records:
+        facts = story_facts(res, name, rid)
+        row = res.requests[(res.requests.arrangement == name) & (res.requests.request_id == rid)].iloc[0]
+        for key in FRAME_KEYS:
+            assert facts[key] == row[key], (name, key)
+        frozen = res.freezes[(res.freezes.arrangement == name) & (res.freezes.request_id == rid)]
+        assert [f["gap_s"] for f in facts["freezes"]] == frozen.gap_s.tolist()
+        assert [f["gap_started_at_s"] for f in facts["freezes"]] == frozen.gap_started_at_s.tolist()
+        assert [f["cause"] for f in facts["freezes"]] == frozen.cause.astype(str).tolist()
+        text = flat(story_text(facts))
+        for key in ("arrived_at_s", "first_word_at_s", "finished_at_s", "reading_s", "writing_s"):
+            assert seconds_text(row[key]) in text, (name, key)
+        assert f"queued {seconds_text(row.queued_s)}" in text if row.queued_s > 0 else "read at once" in text
+        assert ms_text(row.mean_gap_ms) in text and ms_text(row.max_gap_ms) in text
+        for f in facts["freezes"][:4]:
+            assert f"frozen {seconds_text(f['gap_s'])} at {seconds_text(f['gap_started_at_s'])}" in text
+        assert text.endswith("on time") == bool(row.on_time)
+    # what a request queued behind is every prompt token its reading GPU read while it waited
+    req = res.requests[(res.requests.arrangement == "split-2-2") & (res.requests.queued_s > 0.05)]
+    assert len(req)
+    for row in req.head(5).itertuples():
+        facts = story_facts(res, "split-2-2", row.request_id)
+        it = res.iterations[(res.iterations.arrangement == "split-2-2") & (res.iterations.gpu == row.reading_gpu)]
+        busy = it[(it.ended_at_s > row.arrived_at_s) & (it.started_at_s < row.read_started_at_s)]
+        assert len(busy) and sum(t for _, t in facts["queued_behind"]) == busy.n_prompt_tokens_read.sum()
+        assert [t for _, t in facts["queued_behind"]] == sorted((t for _, t in facts["queued_behind"]), reverse=True)
+
+
+def test_a_hand_built_story_names_the_prompt_that_froze_it(tmp_path):
+    res = run_rows(tmp_path, [(0.0, 100, 40), (0.0, 100, 40), (0.0, 100, 40), (0.1, 6000, 5)])
+    text = flat(story_text(story_facts(res, "same", 0)))
+    assert "read in 0.027 s, along with request 1 (100 tokens) and request 2 (100 tokens)" in text
+    assert "frozen 0.31 s at" in text and "while GPU 0 read request 3 (6,000 tokens)" in text
+    assert text.endswith("late: one freeze over 250 ms")
+    res = run_rows(tmp_path, [(0.0, 5000, 10)], SPLIT_1_1, cost={"kv_ship_ms_per_token": 0.1})
+    text = flat(story_text(story_facts(res, "split", 0)))
+    assert "shipped in 0.50 s to GPU 1" in text and "most of it getting its KV cache across (0.50 s)" in text
+
+
+def test_the_command_prints_the_stories_of_every_arrangement_or_one(small, capsys):
+    path, res = small
+    rid = a_frozen_request(res)
+    assert main(["explain", str(path), "--request", str(rid)]) == 0
+    out = capsys.readouterr().out
+    stories = [story_text(story_facts(res, name, rid)) for name in res.records]
+    assert out == "\n\n".join(stories) + "\n"
+    assert main(["explain", str(path), "--request", str(rid), "--arrangement", "split-3-1"]) == 0
+    assert capsys.readouterr().out == stories[2] + "\n"
+
+
+def test_overrides_mean_what_they_mean_for_a_run(small, capsys):
+    path, _ = small
+    assert main(["explain", str(path), "--request", "3", "--seed", "2", "--arrangement", "same-gpu"]) == 0
+    out = capsys.readouterr().out
+    res = run(load_scenario(path), seed=2)
+    assert out == story_text(story_facts(res, "same-gpu", 3)) + "\n"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--request", "100000"], "--request: got 100000, expected the id of a measured request (0 to "),
+        (["--request", "-1"], "--request: got '-1', expected a whole number from 0"),
+        (["--request", "x"], "--request: got 'x', expected a whole number"),
+        ([], "the following arguments are required: --request"),
+        (["--request", "1", "--arrangement", "split22"], "expected one of same-gpu, split-2-2, split-3-1 (did you mean 'split-2-2'?)"),
+        (["--request", "1", "--rate", "0"], "--rate: got '0', expected a number > 0"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(small, capsys, args, message):
+    path, _ = small
+    assert main(["explain", str(path), *args]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and message in out.err and out.err.count("\n") == 1
+
+
+def test_a_request_outside_the_measured_window_is_refused(tmp_path, capsys):
+    path = write_scenario(tmp_path, [(0.0, 100, 3), (1.0, 100, 3), (2.0, 100, 3)], workload={"warmup_s": 0.5, "measure_s": 1.5})
+    assert main(["explain", str(path), "--request", "0"]) == 2
+    assert "expected the id of a measured request (1 to 1 in micro, seed" in capsys.readouterr().err
+    assert main(["explain", str(path), "--request", "1"]) == 0
+
+
+def test_a_reply_that_waited_for_kv_memory_says_so(tmp_path):
+    # extensions.md E4 (the case of tests/test_extensions.py): B and C wait 22.4 ms for room on the
+    # writing GPU, then ship; with freezes over 20 ms, their first gaps freeze, most of it the wait
+    cost = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01, "kv_ship_ms_per_token": 0.001}
+    split = {"name": "kv", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "kv_capacity_tokens": 1200}
+    res = run_rows(tmp_path, [(0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)], [split], cost=cost, slo={"freeze_ms": 20})
+    f = res.freezes
+    assert list(zip(f.request_id, f.cause.astype(str))) == [(1, "kv_ship"), (2, "kv_ship")]
+    row = res.requests.set_index("request_id").loc[2]
+    text = flat(story_text(story_facts(res, "kv", 2)))
+    waited = f"waited {seconds_text(row.handoff_wait_s)} for memory"
+    assert f"its KV cache reached GPU 1 in {seconds_text(row.shipping_s)} ({waited})" in text
+    assert f"most of it getting its KV cache across ({seconds_text(row.shipping_s)}: {waited})" in text
