@@ -258,17 +258,19 @@ class Reference:
             for g in self.gpus:  # step 1
                 if g.busy and g.busy[0] == now:
                     self.end(g, now)
-            due = sorted((r for t, r in self.ships if t == now), key=lambda r: r.id)  # step 2
-            self.ships = [(t, r) for t, r in self.ships if t != now]
-            while arrivals and arrivals[0].arrived == now:
-                due.append(arrivals.pop(0))
-            for r in sorted(due, key=lambda r: r.id):
-                if r.first_word == NONE:
-                    self.arrive(r)
-                else:
-                    self.ship_end(r, now)
-            # a ship that starts in step 2 (E5) lasts at least 1 ns: links refuse free ships
-            assert all(t > now for t, _ in self.ships)
+            while True:  # step 2: ship ends and arrivals, by request id
+                due = [r for t, r in self.ships if t == now]
+                self.ships = [(t, r) for t, r in self.ships if t != now]
+                while arrivals and arrivals[0].arrived == now:
+                    due.append(arrivals.pop(0))
+                if not due:
+                    break
+                for r in sorted(due, key=lambda r: r.id):
+                    if r.first_word == NONE:
+                        self.arrive(r)
+                    else:
+                        self.ship_end(r, now)
+                # a ship a link starts here may round to 0 ns (E5): it too ends in this step 2
             for g in self.gpus:  # step 3
                 if not g.busy:
                     self.start(g, now)

@@ -98,7 +98,7 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
     "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
 }
-SHIPS = (0.0625, 0.125, 0.25, 0.01)
+SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
 
 @st.composite
@@ -139,7 +139,7 @@ def arrangement(draw, i):
 def tiny_scenario(draw):
     n = draw(st.integers(1, 12))
     ms = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
-    prompts = draw(st.lists(st.sampled_from((8, 8, 16, 24, 32, 48, 64, 5, 13)), min_size=n, max_size=n))
+    prompts = draw(st.lists(st.sampled_from((8, 8, 16, 24, 32, 48, 64, 4, 5, 13)), min_size=n, max_size=n))
     words = draw(st.lists(st.sampled_from((1, 1, 2, 3, 5, 9)), min_size=n, max_size=n))
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
     arrangements = [draw(arrangement(i)) for i in range(draw(st.integers(1, 2)))]
@@ -181,6 +181,11 @@ HAND = {
                  "kv_capacity_tokens": 110, "kv_link": "shared"},
                 {"name": "l", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1,
                  "kv_capacity_tokens": 200, "kv_link": "per_writing_gpu", "local_prompt_max_tokens": 50}]),
+    # E5: ships that round to 0 ns queue behind a 10 ns one on a shared link, then all end in one step 2
+    "zero-ns-ships": ([("0", 100, 3), ("0", 4, 3), ("0", 4, 2), ("0.0002", 4, 2), ("0.0002", 3, 2)],
+                      [{"name": link, "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
+                        "kv_link": link, "kv_ship_ms_per_token": 0.0000001}
+                       for link in ("shared", "per_writing_gpu")], {"cost": {"per_prompt_token_ms": 0.0}}),
     # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
     "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
             [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
