@@ -54,6 +54,7 @@ class Gpu:
         self.shipping = 0  # replies shipping to it, or waiting for their link (E5)
         self.local_unread = 0  # E6: local prompts routed here whose reading has not finished
         self.held = 0  # KV tokens reserved (E4)
+        self.peak = 0  # the most it ever held
         self.busy = None  # (end_ns, writes, reads) of the iteration in progress
         self.iterations: list[dict] = []
         self.reads: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
@@ -166,6 +167,7 @@ class Reference:
             if r.pending == r.prompt:
                 r.read_started = now
                 g.held += self.reservation(g, r)
+                g.peak = max(g.peak, g.held)
             r.pending -= n
             g.reads.append((index, r.id, n))
         g.queue = [r for r in g.queue if r.pending > 0]
@@ -214,6 +216,7 @@ class Reference:
             self.handoff.pop(0)
             w = self.pick(room, Gpu.n_replies, "writing")
             w.held += need
+            w.peak = max(w.peak, w.held)
             w.shipping += 1
             r.writing_gpu, r.handoff_at = w.number, now
             if self.link == "independent":
@@ -296,7 +299,8 @@ class Reference:
         if not self.kv_on:
             del iterations["kv_used_tokens"]
         words = {r.id: r.word_times for r in self.reqs}
-        return {"requests": requests, "iterations": iterations, "reads": reads, "words": words}
+        kv = {"peak": [g.peak for g in self.gpus], "held_at_end": [g.held for g in self.gpus]} if self.kv_on else None
+        return {"requests": requests, "iterations": iterations, "reads": reads, "words": words, "kv": kv}
 
 
 def reference_records(scenario, arrangement, stream) -> dict:

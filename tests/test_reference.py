@@ -57,6 +57,9 @@ def compare(scenario_path, expect_cap=None):
         if everything:
             for key, want in ref["reads"].items():
                 assert np.asarray(rec.reads[key]).tolist() == want, f"{name}: reads.{key}"
+            if ref["kv"] is not None:  # E4: the most each GPU held; all freed at the end
+                assert rec.kv_peak_tokens.tolist() == ref["kv"]["peak"], f"{name}: KV peak per GPU"
+                assert rec.kv_held_at_stop.tolist() == ref["kv"]["held_at_end"] == [0] * len(ref["kv"]["peak"])
         ids, word, at = rec.word_times(measured)
         for rid in measured:
             times = at[ids == rid][np.argsort(word[ids == rid])].tolist()
