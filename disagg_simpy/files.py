@@ -33,6 +33,9 @@ _TMP_MARK = "disagg_simpy"
 _TMP_NAME = re.compile(rf"^\..*\.{_TMP_MARK}-(\d+)-[A-Za-z0-9_]{{8}}\.tmp$")
 _swept: set[str] = set()  # folders already cleared of stale temporaries in this process
 _HELD = ("SIGINT", "SIGTERM", "SIGHUP")  # signals that end a run like Ctrl-C
+#: Set when files were renamed into place (a whole `all_or_nothing` block, or a lone file), so
+#: that an interruption afterwards is not reported as "earlier results were left".
+written: list[Path] = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -155,6 +158,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             _pending[-1].append((Path(tmp), target))
         else:
             os.replace(tmp, target)
+            written.append(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -222,6 +226,7 @@ def all_or_nothing() -> Iterator[Commit]:
                 for tmp, path in batch:
                     os.replace(tmp, path)
                     done.append(path)
+                    written.append(path)
             except OSError as err:
                 if not done:
                     raise

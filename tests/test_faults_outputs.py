@@ -187,7 +187,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGHUP", 129)])
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143)])  # SIGHUP (129) takes the same path
 def test_sigterm_while_writing_is_handled_like_ctrl_c_in_a_real_process(tmp_path, name, code):
     o = tmp_path / "o"
     o.mkdir()
@@ -224,3 +224,28 @@ def test_temporary_names_fit_the_file_system_limit(tmp_path):
         assert len(os.fsencode(tmp.name)) <= limit
         tmp.write_text("x")
     assert target.read_text() == "x"
+
+
+def test_ctrl_c_after_the_results_were_written_does_not_claim_they_were_left(tmp_path, capsys, monkeypatch):
+    """The message is true in every case: Ctrl-C while the table is printed comes after the
+    new results are all in place."""
+    run_module = sys.modules["disagg_simpy.cli.run"]  # (the package's `run` is the function)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "report", interrupted)
+    code, err = run_cli(tmp_path, "--out", str(tmp_path / "o"), "--no-plots", capsys=capsys)
+    assert code == 130 and err == "interrupted: the new results had all been written\n"
+    assert (tmp_path / "o" / "run.json").is_file()
+
+
+@pytest.mark.parametrize("command, blocked", [("sweep", "sweep.csv"), ("goodput", "goodput.csv"), ("sweep", "store.sqlite")])
+def test_sweep_and_goodput_follow_the_same_output_rules_before_any_run(tmp_path, capsys, command, blocked):
+    o = tmp_path / "o"
+    (o / blocked).mkdir(parents=True)
+    scenario = write_scenario(tmp_path, ROWS)
+    before = tree(tmp_path)
+    code = main([command, str(scenario), "--out", str(o), *(["--rate", "1,2"] if command == "sweep" else [])])
+    refused(code, capsys.readouterr().err, f"{o / blocked}", "folder")
+    assert tree(tmp_path) == before

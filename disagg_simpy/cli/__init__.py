@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .. import files
 from ..errors import InputError
 from ..files import signals_as_interrupts
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line, say, tolerant_output
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 1 failed, 2 bad input, 130 interrupted)."""
     args = list(sys.argv[1:] if argv is None else argv)
     tolerant_output()
+    files.written.clear()
     hook, sys.unraisablehook = sys.unraisablehook, _quiet_unraisable(sys.unraisablehook)
     stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
@@ -124,11 +126,11 @@ def _main(args: list[str], argv) -> int:
 
 
 def _interrupted(err: KeyboardInterrupt) -> int:
-    from ..files import InterruptedAfterWriting
+    from ..files import InterruptedAfterWriting, written
 
     signum = getattr(err, "signum", signal.SIGINT)
     what = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
-    if isinstance(err, InterruptedAfterWriting):
+    if isinstance(err, InterruptedAfterWriting) or written:  # e.g. while the table was printed
         say(f"{what}: the new results had all been written")
     else:
         say(f"{what}: earlier results were left as they were")

@@ -137,18 +137,22 @@ class Engine:
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
         """Word 1 for prompts whose last token was just read; their replies go to a writer."""
         ships = self.split and gpu.reads
+        local = not gpu.reads  # E6: read on its writing GPU
         for r in requests:
             r.first_word_at_ns = now
             if self.give_up is not None and r.measured and now - r.arrived_at_ns > self.give_up.first_word_ns:
                 self.n_late_first_word += 1
                 self._check_give_up()
-            if not gpu.reads:
-                gpu.n_local -= 1  # E6: read on its writing GPU
+            if local:
+                gpu.n_local -= 1
             if r.n_reply_words == 1:
                 self._finished(r, now)
             elif ships:
-                if self.handoff is None:
-                    self._hand_over(r, self.writing.fewest_replies(), now)
+                if self.handoff is None:  # D3 (the page's model): chosen now, inline for speed
+                    writer = self.writing.fewest_replies()
+                    r.writing_gpu = writer.number
+                    r.handoff_at_ns = now
+                    self.kv_link.start_ship(r, writer, now)
                 else:
                     self.handoff.append(r)  # served right after this iteration end (E4e)
             else:

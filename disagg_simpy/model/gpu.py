@@ -74,6 +74,8 @@ class Gpu:
         self.n_prompt_tokens_read = array("q")
         self.kv_used_tokens = array("q")  # E4 only
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
+        if kv_capacity is None:
+            self.has_work = self._has_work_page
 
     @property
     def role(self) -> str:
@@ -81,14 +83,16 @@ class Gpu:
 
     def has_work(self) -> bool:
         """A reply in progress, or a waiting prompt it can take (E4d: the head fits, or is partly read)."""
-        if self.n_replies > 0:
-            return True
-        if not self.waiting:
-            return False
+        if self.n_replies > 0 or not self.waiting:
+            return self.n_replies > 0
         if self.kv_capacity is None:
             return True
         head = self.waiting[0]
         return head.unread_tokens < head.n_prompt_tokens or self.kv_need(head) <= self.kv_capacity - self.kv_used
+
+    def _has_work_page(self) -> bool:
+        """`has_work` without a memory limit (the page's model), bound per GPU for speed."""
+        return self.n_replies > 0 or bool(self.waiting)
 
     def kv_need(self, request: Request) -> int:
         """Tokens a prompt read here reserves (E4a, b, E6)."""
@@ -130,56 +134,70 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int, int]:
-        """The prompt tokens this iteration reads (D4), how many, and how many tokens of those
-        prompts earlier iterations read (E2). They stop counting as queued (D1). Under E4 a
-        prompt whose reading has not begun is taken only if its reservation fits (E4d)."""
-        waiting = self.waiting
-        limit = self.kv_capacity
-        free = 0 if limit is None else limit - self.kv_used
-        if self.chunk_tokens is None:
-            if limit is None:
-                taken = [(r, r.unread_tokens) for r in waiting]
-                waiting.clear()
-            else:
-                taken = []
-                while waiting and (need := self.kv_need(waiting[0])) <= free:
-                    free -= need
-                    r = waiting.popleft()
-                    taken.append((r, r.unread_tokens))
+    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens this iteration reads (D4), and how many. They stop counting as
+        queued (D1)."""
+        if self.kv_capacity is not None:
+            taken = self._take_within_memory()
+        elif self.chunk_tokens is None:
+            taken = [(r, r.unread_tokens) for r in self.waiting]
+            self.waiting.clear()
         else:
             taken, budget = [], self.chunk_tokens
-            while waiting and budget:
-                r = waiting[0]
-                if limit is not None and r.unread_tokens == r.n_prompt_tokens:
-                    need = self.kv_need(r)
-                    if need > free:
-                        break
-                    free -= need
+            while self.waiting and budget:
+                r = self.waiting[0]
                 n = min(r.unread_tokens, budget)
                 taken.append((r, n))
                 budget -= n
                 if n == r.unread_tokens:
-                    waiting.popleft()
+                    self.waiting.popleft()
                 else:
                     break
-        n_tokens = n_reread = 0
+        n_tokens = 0
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
-            else:
-                n_reread += r.n_prompt_tokens - r.unread_tokens
             r.unread_tokens -= n
             n_tokens += n
         self.queued_tokens -= n_tokens
-        if limit is not None:
-            self.reserve(limit - free - self.kv_used)
-        return taken, n_tokens, n_reread
+        return taken, n_tokens
+
+    def _take_within_memory(self) -> list[tuple[Request, int]]:
+        """D4 under E4d: a prompt whose reading has not begun is taken only if its reservation
+        fits the free tokens (less what prompts taken before it reserved); the first that does
+        not fit stops the taking. Chunked, a prompt is considered only if the budget reaches it."""
+        waiting = self.waiting
+        free = self.kv_capacity - self.kv_used
+        taken = []
+        budget = self.chunk_tokens
+        while waiting and budget != 0:
+            r = waiting[0]
+            if r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
+                need = self.kv_need(r)
+                if need > free:
+                    break
+                free -= need
+            n = r.unread_tokens if budget is None else min(r.unread_tokens, budget)
+            taken.append((r, n))
+            if budget is not None:
+                budget -= n
+            if n == r.unread_tokens:
+                waiting.popleft()
+            else:
+                break
+        self.reserve(self.kv_capacity - free - self.kv_used)
+        return taken
 
     def run(self, env: simpy.Environment, host: Host):
+        """The GPU's SimPy process: the page's loop when no option touches this GPU (the loop of
+        M1-M5, D1-D10 alone, for speed), else the loop with the options (E2-E4). Both give the
+        same times with the options at neutral values (tests/test_extension_properties.py)."""
+        plain = not (self.cost.extra_terms or self.kv_capacity is not None or self.serves_handoff
+                     or self.always_defer)
+        return self._run_page(env, host) if plain else self._run_options(env, host)
+
+    def _run_page(self, env: simpy.Environment, host: Host):
         cost = self.cost
-        extra_terms = cost.extra_terms
-        kv = self.kv_capacity is not None
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
         # the records, appended once per iteration
@@ -188,16 +206,65 @@ class Gpu:
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
         while True:
-            while not self.has_work():
+            if not self.has_work():
                 self.wake = env.event()
                 yield self.wake
             started = env.now
             index = self.n_started
             self.n_started = index + 1
             n_replies = self.n_replies
-            taken, n_tokens, n_reread = self._take_prompt_tokens(started) if self.waiting else ((), 0, 0)
-            kv_used = self.kv_used
+            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
+            yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
+
+            now = env.now
+            record_start(started)
+            record_end(now)
+            record_replies(n_replies)
+            record_tokens(n_tokens)
+            leaving = self.leaving.pop(index, None)
+            if leaving:
+                self.n_replies -= len(leaving)
+                host.replies_finished(leaving, now)
+            if taken:
+                finished_reading = []
+                for r, n in taken:
+                    self.reads_log.extend((index, r.request_id, n))
+                    if r.unread_tokens == 0:
+                        finished_reading.append(r)
+                if finished_reading:
+                    host.prompts_read(self, finished_reading, now)
+            if self.has_work() and host.more_may_arrive_now(now):
+                yield Slot(env, 0, start_priority)
+
+    def _run_options(self, env: simpy.Environment, host: Host):
+        cost = self.cost
+        extra_terms = cost.extra_terms
+        kv = self.kv_capacity is not None
+        serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
+        end_priority = PHASE_END + self.number
+        start_priority = PHASE_START + self.number
+        # the records, appended once per iteration
+        record_start = self.started_at_ns.append
+        record_end = self.ended_at_ns.append
+        record_replies = self.n_replies_written.append
+        record_tokens = self.n_prompt_tokens_read.append
+        while True:
+            if not self.has_work():
+                self.wake = env.event()
+                yield self.wake
+                while kv and not self.has_work():  # E4: freed memory may still not fit the head
+                    self.wake = env.event()
+                    yield self.wake
+            started = env.now
+            index = self.n_started
+            self.n_started = index + 1
+            n_replies = self.n_replies
+            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
+            if kv:
+                kv_used = self.kv_used
             if extra_terms:
+                # E2: tokens of these prompts that earlier iterations read
+                n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
                 n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
                 duration = cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
             else:
@@ -229,7 +296,7 @@ class Gpu:
                             self.kv_used -= self.kv_need(r)  # a one-word reply ends with its read
                 if finished_reading:
                     host.prompts_read(self, finished_reading, now)
-            if self.serves_handoff:
+            if serves_handoff:
                 host.iteration_ended(now)
-            if self.has_work() and (self.always_defer or host.more_may_arrive_now(now)):
+            if self.has_work() and (always_defer or host.more_may_arrive_now(now)):
                 yield Slot(env, 0, start_priority)

@@ -60,9 +60,14 @@ class KvLink:
                 link.queue.append(request)
                 return
             link.busy = True
-        self._start(request, now)
+        # `_start`, inline: this is every ship's path
+        request.ship_started_at_ns = now
+        end = now + self.ship_ns(request.n_prompt_tokens)
+        self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
+        request.ship = self.env.process(self.ship(request, end))
 
     def _start(self, request: Request, now: int) -> None:
+        """The ship leaves now; it ends its ship time later, in D5 step 2."""
         request.ship_started_at_ns = now
         end = now + self.ship_ns(request.n_prompt_tokens)
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1

@@ -1,0 +1,107 @@
+"""Compare the speed of two source trees of disagg_simpy on a busy machine: both in one process,
+runs alternated, CPU time per run.
+
+Wall-clock times swing by half on a shared machine, and even CPU times of separate processes by
+several percent. Here both trees' packages are imported side by side (copied under two names;
+the package only imports itself relatively), and the runs alternate BEFORE, AFTER, AFTER, BEFORE,
+... so whatever else the machine does falls on both alike. Each run is run() plus the frames the
+CLI writes, for one arrangement of scenarios/default.yaml with 200 s of traffic. The table shows
+the least and the median CPU seconds per arrangement and the change from BEFORE to AFTER.
+
+    git archive <commit> | tar -x -C /tmp/before      # the tree to compare against
+    python benchmarks/ab.py /tmp/before .              # a few minutes
+    python benchmarks/ab.py /tmp/before . --opcodes    # Python opcodes the simulation executes
+
+`--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
+(`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
+repeatable, blind to C code (numpy, heapq), so a floor of the interpreter's extra work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ARRANGEMENTS = "same-gpu,chunked-512,split-2-2,split-3-1"
+
+
+def count_opcodes(package, scenario_file: Path, name: str) -> int:
+    """Python opcodes executed by one arrangement's simulation (sys.settrace, opcode events)."""
+    api = importlib.import_module(package.__name__ + ".api")
+    stream = importlib.import_module(package.__name__ + ".workload.stream")
+    s = package.load_scenario(scenario_file).with_overrides(**{"workload.measure_s": 10.0})
+    arrangement = next(a for a in s.arrangements if a.name == name)
+    requests = stream.make_requests(s, 1)
+    count = 0
+
+    def opcode(frame, event, arg):
+        nonlocal count
+        count += event == "opcode"
+        return opcode
+
+    def call(frame, event, arg):
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        return opcode
+
+    sys.settrace(call)
+    try:
+        api.run_arrangement(s, arrangement, requests)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("before", help="source tree to compare against (holds disagg_simpy/ and scenarios/)")
+    p.add_argument("after", help="source tree to measure")
+    p.add_argument("--runs", type=int, default=20, help="runs of each tree per arrangement (default 20)")
+    p.add_argument("--arrangements", default=ARRANGEMENTS, help=f"comma-separated (default {ARRANGEMENTS})")
+    p.add_argument("--opcodes", action="store_true", help="count the simulation's Python opcodes instead of timing")
+    args = p.parse_args()
+    scenario_file = Path(args.before) / "scenarios" / "default.yaml"  # the older tree reads it too
+    with tempfile.TemporaryDirectory() as tmp:
+        for label in ("before", "after"):
+            shutil.copytree(Path(getattr(args, label)) / "disagg_simpy", Path(tmp) / f"ab_{label}")
+        sys.path.insert(0, tmp)
+        trees = {label: importlib.import_module(f"ab_{label}") for label in ("before", "after")}
+        if args.opcodes:
+            print("Python opcodes executed by the simulation, default.yaml with 10 s of traffic")
+            for name in args.arrangements.split(","):
+                b, a = (count_opcodes(trees[label], scenario_file, name) for label in ("before", "after"))
+                print(f"{name:<14}{b:>12,}{a:>12,}{a / b - 1:>+8.2%}", flush=True)
+            return 0
+        print(f"CPU s of run() + frames, default.yaml with 200 s of traffic, {args.runs} runs each, alternated")
+        print(f"{'arrangement':<14}{'least before':>14}{'least after':>13}{'change':>8}"
+              f"{'median before':>15}{'median after':>14}{'change':>8}")
+        for name in args.arrangements.split(","):
+            scenarios = {}
+            for label, package in trees.items():
+                s = package.load_scenario(scenario_file).with_overrides(
+                    **{"workload.measure_s": 200.0, "max_sim_s": 800.0})
+                scenarios[label] = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
+                package.run(scenarios[label], seed=1)  # warm-up
+            times: dict[str, list[float]] = {"before": [], "after": []}
+            for i in range(args.runs):
+                for label in ("before", "after") if i % 2 == 0 else ("after", "before"):
+                    gc.collect()
+                    t0 = time.process_time()
+                    r = trees[label].run(scenarios[label], seed=1)
+                    r.summary, r.requests, r.iterations, r.reads  # noqa: B018 (builds the frames)
+                    times[label].append(time.process_time() - t0)
+            b, a = times["before"], times["after"]
+            print(f"{name:<14}{min(b):>14.4f}{min(a):>13.4f}{min(a) / min(b) - 1:>+8.1%}"
+                  f"{statistics.median(b):>15.4f}{statistics.median(a):>14.4f}"
+                  f"{statistics.median(a) / statistics.median(b) - 1:>+8.1%}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,308 @@
+"""A plain reference implementation of the model's rules, written only from the spec
+(claims.md M1-M7, D1-D10; extensions.md E1-E6 and its "Readings fixed"), to check the
+simulator's records for exact equality (tests/test_reference.py).
+
+No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
+figures, one rounding per iteration or ship, halves up: D10), and a loop over instants that
+applies D5's three steps literally:
+
+  (1) every iteration ending now, by GPU number: words, first words, then (split) the handoff
+      queue is served (E4e; with no memory limit this is D3's choice of writing GPU);
+  (2) ship ends and arrivals, by request id;
+  (3) every idle GPU with work it can do starts an iteration, by GPU number.
+
+Written for clarity, not speed: use it on tiny scenarios only.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+NONE = -1
+COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms")
+
+
+def exact(ms) -> Fraction:
+    """A figure as the decimal the user wrote (its shortest repr), exactly."""
+    return Fraction(repr(float(ms)))
+
+
+def to_ns(ms: Fraction) -> int:
+    """Milliseconds to the nearest whole nanosecond, halves up (D10)."""
+    ns = ms * 1_000_000
+    return (ns + Fraction(1, 2)).__floor__()
+
+
+class Req:
+    def __init__(self, rid, arrived, prompt, words, measured):
+        self.id, self.arrived, self.prompt, self.words, self.measured = rid, arrived, prompt, words, measured
+        self.pending = prompt  # tokens no iteration has taken yet (D1 counts these)
+        self.read = 0  # tokens read by iterations that ended (E2's k)
+        self.written = 0  # words given so far
+        self.local = False  # E6: read on its writing GPU
+        self.reading_gpu = self.writing_gpu = NONE
+        self.read_started = self.first_word = self.joined = self.join_iteration = NONE
+        self.finished = self.handoff_at = self.ship_started = NONE
+        self.word_times: list[int] = []
+
+
+class Gpu:
+    def __init__(self, number, side, cost, chunk, capacity):
+        self.number, self.side, self.cost, self.chunk, self.capacity = number, side, cost, chunk, capacity
+        self.queue: list[Req] = []  # prompts with tokens not yet taken, in arrival order
+        self.replies: list[Req] = []  # replies in progress (get a word each iteration)
+        self.shipping = 0  # replies shipping to it, or waiting for their link (E5)
+        self.local_unread = 0  # E6: local prompts routed here whose reading has not finished
+        self.held = 0  # KV tokens reserved (E4)
+        self.peak = 0  # the most it ever held
+        self.busy = None  # (end_ns, writes, reads) of the iteration in progress
+        self.iterations: list[dict] = []
+        self.reads: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
+
+    def work_queued(self) -> int:
+        """D1: prompt tokens not yet read, leaving out those the iteration in progress reads."""
+        return sum(r.pending for r in self.queue)
+
+    def n_replies(self) -> int:
+        """Writing side's count (D3, E6, reading 5)."""
+        return len(self.replies) + self.shipping + self.local_unread
+
+    def free(self) -> float | int:
+        return float("inf") if self.capacity is None else self.capacity - self.held
+
+
+class Reference:
+    """One arrangement run on one request stream, by the spec's rules."""
+
+    def __init__(self, scenario, arrangement, stream):
+        a, base = arrangement, scenario.cost
+        self.split = a.kind == "disaggregated"
+        figures = {k: exact(getattr(base, k)) for k in COST_KEYS}
+
+        def side(over):
+            own = dict(figures)
+            for k in COST_KEYS:
+                v = getattr(over, k, None) if over is not None else None
+                if v is not None:
+                    own[k] = exact(v)
+            return own
+
+        cap, chunk = a.kv_capacity_tokens, a.chunk_tokens
+        if self.split:
+            rc, wc = side(a.reading_cost), side(a.writing_cost)
+            self.reading = [Gpu(i, "reading", rc, chunk, cap) for i in range(a.reading_gpus)]
+            self.writing = [Gpu(a.reading_gpus + i, "writing", wc, chunk, cap) for i in range(a.writing_gpus)]
+            ship = base.kv_ship_ms_per_token if a.kv_ship_ms_per_token is None else a.kv_ship_ms_per_token
+            self.ship_ms = exact(ship)
+            self.link = a.kv_link
+            self.local_max = a.local_prompt_max_tokens
+        else:
+            c = side(a.cost)
+            self.reading = [Gpu(i, "colocated", c, chunk, cap) for i in range(a.gpus)]
+            self.writing, self.link, self.local_max = [], "independent", None
+        self.gpus = self.reading + self.writing
+        self.kv_on = cap is not None
+        self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
+            zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
+        self.last_assigned = {"reading": {}, "writing": {}}  # D2: gpu number -> assignment number
+        self.n_assignments = 0
+        self.handoff: list[Req] = []  # E4e
+        self.ships: list[tuple[int, Req]] = []  # (end_ns, request) of ships under way
+        self.link_busy: dict = {}  # E5: link -> request shipping on it
+        self.link_queue: dict = {}  # E5: link -> requests waiting, in request order
+
+    # -- choices (M3, D1, D2, D3, E6) ----------------------------------------------------------
+    def pick(self, candidates, score, record):
+        """The candidate with the lowest score; ties: oldest most recent assignment (D2)."""
+        last = self.last_assigned[record]
+        best = min(candidates, key=lambda g: (score(g), last.get(g.number, -1), g.number))
+        last[best.number] = self.n_assignments
+        self.n_assignments += 1
+        return best
+
+    def arrive(self, r: Req):
+        if self.local_max is not None and r.prompt <= self.local_max:  # E6
+            g = self.pick(self.writing, Gpu.n_replies, "writing")
+            r.local = True
+            g.local_unread += 1
+        else:
+            g = self.pick(self.reading, Gpu.work_queued, "reading")
+        r.reading_gpu = g.number
+        g.queue.append(r)
+
+    # -- iterations (M1, M2, M5, D4, D9, E2-E4) -------------------------------------------------
+    def reservation(self, g: Gpu, r: Req) -> int:
+        """E4: what a prompt reserves on `g` when its reading begins."""
+        return r.prompt if g.side == "reading" else r.prompt + r.words
+
+    def take(self, g: Gpu):
+        """The prompts (request, tokens) an iteration starting now reads (D4, E4d)."""
+        reads, budget, free = [], g.chunk, g.free()
+        for r in g.queue:
+            if budget is not None and budget == 0:
+                break
+            if r.pending == r.prompt:  # reading not begun: it must fit (E4d)
+                need = self.reservation(g, r)
+                if need > free:
+                    break
+                free -= need
+            n = r.pending if budget is None else min(budget, r.pending)
+            if budget is not None:
+                budget -= n
+            reads.append((r, n))
+        return reads
+
+    def start(self, g: Gpu, now: int):
+        writes = list(g.replies)
+        reads = self.take(g)
+        if not writes and not reads:
+            return
+        c = g.cost
+        ms = c["iteration_ms"] + c["per_reply_ms"] * len(writes)
+        ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
+        ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
+        ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
+        index = len(g.iterations)
+        for r, n in reads:
+            if r.pending == r.prompt:
+                r.read_started = now
+                g.held += self.reservation(g, r)
+                g.peak = max(g.peak, g.held)
+            r.pending -= n
+            g.reads.append((index, r.id, n))
+        g.queue = [r for r in g.queue if r.pending > 0]
+        end = now + max(1, to_ns(ms))
+        g.iterations.append({"started_at_ns": now, "ended_at_ns": end, "n_replies_written": len(writes),
+                             "n_prompt_tokens_read": sum(n for _, n in reads), "kv_used_tokens": g.held})
+        g.busy = (end, writes, reads)
+
+    def end(self, g: Gpu, now: int):
+        _, writes, reads = g.busy
+        g.busy = None
+        for r in writes:  # words 2..n
+            r.written += 1
+            r.word_times.append(now)
+            if r.written == r.words:
+                r.finished = now
+                g.replies.remove(r)
+                g.held -= r.prompt + r.words
+        for r, n in reads:  # arrival order
+            r.read += n
+            if r.read < r.prompt:
+                continue
+            r.first_word, r.written = now, 1
+            r.word_times.append(now)
+            if r.local:
+                g.local_unread -= 1
+            if r.words == 1:  # D8: no ship, no writing GPU
+                r.finished = now
+                g.held -= self.reservation(g, r)
+            elif g.side == "reading":
+                self.handoff.append(r)
+            else:  # colocated, or a local prompt (E6): the reply stays here
+                r.writing_gpu, r.joined, r.join_iteration = g.number, now, len(g.iterations)
+                g.replies.append(r)
+        if self.split:
+            self.serve_handoff(now)
+
+    # -- handoff and ships (D3, M4, E4e, E5) -----------------------------------------------------
+    def serve_handoff(self, now: int):
+        while self.handoff:
+            r = self.handoff[0]
+            need = r.prompt + r.words
+            room = [w for w in self.writing if w.free() >= need]
+            if not room:
+                return
+            self.handoff.pop(0)
+            w = self.pick(room, Gpu.n_replies, "writing")
+            w.held += need
+            w.peak = max(w.peak, w.held)
+            w.shipping += 1
+            r.writing_gpu, r.handoff_at = w.number, now
+            if self.link == "independent":
+                self.start_ship(r, now)
+                continue
+            link = {"per_reading_gpu": r.reading_gpu, "per_writing_gpu": w.number, "shared": 0}[self.link]
+            if link in self.link_busy:
+                self.link_queue.setdefault(link, []).append(r)
+            else:
+                self.link_busy[link] = r
+                self.start_ship(r, now)
+
+    def start_ship(self, r: Req, now: int):
+        r.ship_started = now
+        self.ships.append((now + to_ns(self.ship_ms * r.prompt), r))
+
+    def ship_end(self, r: Req, now: int):
+        w = self.gpus[r.writing_gpu]
+        w.shipping -= 1
+        w.replies.append(r)
+        r.joined, r.join_iteration = now, len(w.iterations)
+        self.gpus[r.reading_gpu].held -= r.prompt  # E4b
+        for link, busy in list(self.link_busy.items()):
+            if busy is r:
+                del self.link_busy[link]
+                waiting = self.link_queue.get(link)
+                if waiting:
+                    nxt = waiting.pop(0)
+                    self.link_busy[link] = nxt
+                    self.start_ship(nxt, now)
+
+    # -- the clock (D5) --------------------------------------------------------------------------
+    def run(self):
+        arrivals = list(self.reqs)  # arrival order = request id order
+        while True:
+            times = [g.busy[0] for g in self.gpus if g.busy] + [t for t, _ in self.ships]
+            if arrivals:
+                times.append(arrivals[0].arrived)
+            if not times:
+                break
+            now = min(times)
+            for g in self.gpus:  # step 1
+                if g.busy and g.busy[0] == now:
+                    self.end(g, now)
+            while True:  # step 2: ship ends and arrivals, by request id
+                due = [r for t, r in self.ships if t == now]
+                self.ships = [(t, r) for t, r in self.ships if t != now]
+                while arrivals and arrivals[0].arrived == now:
+                    due.append(arrivals.pop(0))
+                if not due:
+                    break
+                for r in sorted(due, key=lambda r: r.id):
+                    if r.first_word == NONE:
+                        self.arrive(r)
+                    else:
+                        self.ship_end(r, now)
+                # a ship a link starts here may round to 0 ns (E5): it too ends in this step 2
+            for g in self.gpus:  # step 3
+                if not g.busy:
+                    self.start(g, now)
+        return self
+
+    # -- records, shaped like the simulator's --------------------------------------------------------
+    def records(self) -> dict:
+        fields = ("reading_gpu", "read_started", "first_word", "writing_gpu", "joined", "join_iteration",
+                  "finished", "handoff_at", "ship_started")
+        names = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writing_gpu", "joined_at_ns",
+                 "join_iteration", "finished_at_ns", "handoff_at_ns", "ship_started_at_ns")
+        requests = {n: [getattr(r, f) for r in self.reqs] for f, n in zip(fields, names)}
+        iterations = {k: [] for k in ("gpu", "iteration", "started_at_ns", "ended_at_ns", "n_replies_written",
+                                      "n_prompt_tokens_read", "kv_used_tokens")}
+        reads = {k: [] for k in ("gpu", "iteration", "request_id", "n_tokens")}
+        for g in self.gpus:
+            for i, it in enumerate(g.iterations):
+                for k, v in {"gpu": g.number, "iteration": i, **it}.items():
+                    iterations[k].append(v)
+            for i, rid, n in g.reads:
+                for k, v in zip(reads, (g.number, i, rid, n)):
+                    reads[k].append(v)
+        if not self.kv_on:
+            del iterations["kv_used_tokens"]
+        words = {r.id: r.word_times for r in self.reqs}
+        kv = {"peak": [g.peak for g in self.gpus], "held_at_end": [g.held for g in self.gpus]} if self.kv_on else None
+        return {"requests": requests, "iterations": iterations, "reads": reads, "words": words, "kv": kv}
+
+
+def reference_records(scenario, arrangement, stream) -> dict:
+    """Run `arrangement` of `scenario` on `stream` (a workload.stream.Requests) by the spec."""
+    return Reference(scenario, arrangement, stream).run().records()

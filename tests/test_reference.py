@@ -1,0 +1,204 @@
+"""The simulator's records equal, to the nanosecond, those of a plain reference written from the
+spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
+option combination (E1-E6, each on or off), and a few hand-picked cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import write_scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import reference_records
+
+from disagg_simpy import load_scenario
+from disagg_simpy.api import run_arrangement
+from disagg_simpy.results.metrics import LimitsNs, reply_gaps
+from disagg_simpy.workload.stream import make_requests
+
+REQUEST_KEYS = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writing_gpu", "joined_at_ns",
+                "join_iteration", "finished_at_ns", "handoff_at_ns", "ship_started_at_ns")
+WHEN = {"join_iteration": "joined_at_ns"}  # under a cap: the time a value is set by
+
+
+def compare(scenario_path, expect_cap=None):
+    """Run every arrangement of the scenario in the simulator and in the reference; assert equal."""
+    scenario = load_scenario(scenario_path)
+    stream = make_requests(scenario)
+    for arrangement in scenario.arrangements:
+        rec = run_arrangement(scenario, arrangement, stream)
+        assert expect_cap is None or rec.capped == expect_cap
+        ref = reference_records(scenario, arrangement, stream)
+        name = arrangement.name
+        measured = np.flatnonzero(stream.measured)
+        everything = bool(stream.measured.all()) and not rec.capped
+        stop = rec.stopped_at_ns
+        want_all = {k: np.asarray(v, dtype=np.int64) for k, v in ref["requests"].items()}
+        for key in REQUEST_KEYS:
+            got, want = rec.requests[key][measured], want_all[key][measured]
+            if rec.capped and key != "reading_gpu":  # the safety cap (D6): what comes after it never happened
+                when = want_all[WHEN.get(key, key)][measured]
+                if key == "writing_gpu":
+                    when = np.where(want_all["handoff_at_ns"] >= 0, want_all["handoff_at_ns"],
+                                    want_all["joined_at_ns"])[measured]
+                want = np.where(when > stop, -1, want)
+            bad = np.flatnonzero(got != want)
+            assert not len(bad), (f"{name}: requests.{key} differs at request ids {measured[bad].tolist()}: "
+                                  f"simulator {got[bad].tolist()}, reference {want[bad].tolist()}")
+        # iterations: all of them when every request is measured; else those that ended by the stop
+        sim_keep = np.ones(len(rec.iterations["gpu"]), bool) if everything else rec.iterations["ended_at_ns"] <= stop
+        ref_ends = np.asarray(ref["iterations"]["ended_at_ns"], dtype=np.int64)
+        ref_keep = np.ones(len(ref_ends), bool) if everything else ref_ends <= stop
+        assert set(rec.iterations) == set(ref["iterations"]), f"{name}: iteration columns"
+        for key, want in ref["iterations"].items():
+            got = rec.iterations[key][sim_keep]
+            want = np.asarray(want, dtype=np.int64)[ref_keep]
+            assert got.tolist() == want.tolist(), f"{name}: iterations.{key}\nsimulator {got}\nreference {want}"
+        if everything:
+            for key, want in ref["reads"].items():
+                assert np.asarray(rec.reads[key]).tolist() == want, f"{name}: reads.{key}"
+            if ref["kv"] is not None:  # E4: the most each GPU held; all freed at the end
+                assert rec.kv_peak_tokens.tolist() == ref["kv"]["peak"], f"{name}: KV peak per GPU"
+                assert rec.kv_held_at_stop.tolist() == ref["kv"]["held_at_end"] == [0] * len(ref["kv"]["peak"])
+        ids, word, at = rec.word_times(measured)
+        for rid in measured:
+            times = at[ids == rid][np.argsort(word[ids == rid])].tolist()
+            want = ref["words"][int(rid)]
+            if rec.capped:
+                times, want = times, [t for t in want if t <= stop]
+            assert times == want, f"{name}: word times of request {rid}"
+        if not rec.capped:
+            check_verdicts(name, reply_gaps(rec, LimitsNs.from_slo(scenario.slo)), ref, stream, scenario.slo)
+
+
+def check_verdicts(name, gaps, ref, stream, slo):
+    """D7, D8, M7 from the reference's word times: first-word wait, gaps, freezes, on time (limits
+    with 1 ns of slack, compared exactly)."""
+    first_limit, gap_limit, freeze_limit = (round(x * 1e9) for x in (slo.first_word_s, slo.mean_gap_ms / 1e3,
+                                                                     slo.freeze_ms / 1e3))
+    for i, rid in enumerate(np.flatnonzero(stream.measured)):
+        words = ref["words"][int(rid)]
+        wait = words[0] - int(stream.arrived_at_ns[rid])
+        gaps_ns = np.diff(words)
+        n_gaps = len(gaps_ns)
+        late_gap = n_gaps and (words[-1] - words[0]) > (gap_limit + 1) * n_gaps
+        freezes = int((gaps_ns > freeze_limit + 1).sum())
+        on_time = wait <= first_limit + 1 and not late_gap and not freezes
+        got = (int(gaps.first_word_ns[i]), int(gaps.max_gap_ns[i]), int(gaps.n_freezes[i]), bool(gaps.on_time[i]))
+        want = (wait, int(gaps_ns.max()) if n_gaps else -1, freezes, bool(on_time))
+        assert got == want, f"{name}: request {rid}: (first word, max gap, freezes, on time) {got} != {want}"
+        if n_gaps:
+            assert gaps.mean_gap_ns[i] == pytest.approx((words[-1] - words[0]) / n_gaps, rel=1e-12)
+
+
+# -- hypothesis: tiny scenarios, coarse grids, many ties ---------------------------------------------
+
+CHUNKS = (8, 16, 32)
+COSTS = {  # whole ns per unit, mostly whole ms: times collide often
+    "iteration_ms": (1.0, 2.0, 3.0, 12.0),
+    "per_reply_ms": (0.0, 0.4, 1.0),
+    "per_prompt_token_ms": (0.0, 0.05, 0.125, 0.25),
+    "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
+    "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
+}
+SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
+
+
+@st.composite
+def side_cost(draw):
+    keys = draw(st.lists(st.sampled_from(sorted(COSTS)), max_size=3, unique=True))
+    return {k: draw(st.sampled_from(COSTS[k])) for k in keys} or None
+
+
+@st.composite
+def arrangement(draw, i):
+    chunk = draw(st.none() | st.sampled_from(CHUNKS))
+    if draw(st.booleans()):
+        a = {"name": f"c{i}", "kind": "colocated", "gpus": draw(st.integers(1, 4))}
+        if draw(st.booleans()):
+            a["cost"] = draw(side_cost())
+    else:
+        a = {"name": f"s{i}", "kind": "disaggregated", "reading_gpus": draw(st.integers(1, 4)),
+             "writing_gpus": draw(st.integers(1, 4))}
+        for key in ("reading_cost", "writing_cost"):
+            if draw(st.booleans()):
+                a[key] = draw(side_cost())
+        if draw(st.booleans()):
+            a["kv_ship_ms_per_token"] = draw(st.sampled_from(SHIPS + (0.0,)))
+        a["kv_link"] = draw(st.sampled_from(("independent", "per_reading_gpu", "per_writing_gpu", "shared")))
+        if a.get("kv_ship_ms_per_token") == 0.0:
+            a["kv_link"] = "independent"
+        if draw(st.booleans()):
+            a["local_prompt_max_tokens"] = draw(st.sampled_from((8, 16, 24, 40)))
+    a = {k: v for k, v in a.items() if v is not None}
+    if chunk:
+        a["chunk_tokens"] = chunk
+    if draw(st.booleans()):
+        a["kv_capacity_tokens"] = -draw(st.sampled_from((0, 0, 0, 4, 20, 80)))  # slack above the largest need, set below
+    return a
+
+
+@st.composite
+def tiny_scenario(draw):
+    n = draw(st.integers(1, 12))
+    ms = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
+    prompts = draw(st.lists(st.sampled_from((8, 8, 16, 24, 32, 48, 64, 4, 5, 13)), min_size=n, max_size=n))
+    words = draw(st.lists(st.sampled_from((1, 1, 2, 3, 5, 9)), min_size=n, max_size=n))
+    rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
+    arrangements = [draw(arrangement(i)) for i in range(draw(st.integers(1, 2)))]
+    for a in arrangements:
+        if "kv_capacity_tokens" in a:
+            a["kv_capacity_tokens"] = max(p + w for p, w in zip(prompts, words)) - a["kv_capacity_tokens"]
+    cost = {"kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
+    cost.update(draw(side_cost()) or {})
+    workload = {}
+    if draw(st.integers(0, 4)) == 0 and ms[-1] > ms[0]:  # a window: the last requests unmeasured
+        workload["measure_s"] = draw(st.integers(ms[0] + 1, ms[-1])) / 1000
+    slo = {"first_word_s": draw(st.sampled_from((2.0, 0.01, 0.02))), "mean_gap_ms": draw(st.sampled_from((50, 2, 3))),
+           "freeze_ms": draw(st.sampled_from((250, 3, 4)))}  # limits that gaps on a ms grid hit exactly
+    return rows, arrangements, cost, workload, slo
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=tiny_scenario())
+def test_simulator_equals_reference(tmp_path, case):
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
+# -- hand-picked cases ---------------------------------------------------------------------------------
+
+PAGE_SPLIT = {"name": "split", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2}
+HAND = {
+    # same-instant arrivals onto idle GPUs: D2 spreads them; a prompt arriving as an iteration ends joins the next
+    "ties": ([("0.000", 512, 3), ("0.000", 512, 3), ("0.000", 512, 1), ("0.012", 100, 2), ("0.037", 100, 2)],
+             [{"name": "same", "kind": "colocated", "gpus": 2},
+              {"name": "chunked", "kind": "colocated", "gpus": 2, "chunk_tokens": 256}, PAGE_SPLIT]),
+    # E2 worked example: 2,000 tokens in chunks of 512 re-read 3,072 tokens
+    "reread": ([("0", 2000, 2)], [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 512,
+                                   "cost": {"per_reread_token_ms": 0.001}}]),
+    # E4: memory for one request at a time; the handoff queue blocks behind its head; links queue
+    "memory": ([("0", 100, 3), ("0", 100, 3), ("0", 50, 1), ("0.001", 20, 4)],
+               [{"name": "c", "kind": "colocated", "gpus": 1, "kv_capacity_tokens": 110},
+                {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2,
+                 "kv_capacity_tokens": 110, "kv_link": "shared"},
+                {"name": "l", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1,
+                 "kv_capacity_tokens": 200, "kv_link": "per_writing_gpu", "local_prompt_max_tokens": 50}]),
+    # E5: ships that round to 0 ns queue behind a 10 ns one on a shared link, then all end in one step 2
+    "zero-ns-ships": ([("0", 100, 3), ("0", 4, 3), ("0", 4, 2), ("0.0002", 4, 2), ("0.0002", 3, 2)],
+                      [{"name": link, "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
+                        "kv_link": link, "kv_ship_ms_per_token": 0.0000001}
+                       for link in ("shared", "per_writing_gpu")], {"cost": {"per_prompt_token_ms": 0.0}}),
+    # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
+    "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
+            [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
+             {"name": "s", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1, "kv_link": "shared",
+              "kv_ship_ms_per_token": 0.1, "kv_capacity_tokens": 1000}], {"max_sim_s": 0.1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HAND))
+def test_hand_picked(tmp_path, case):
+    rows, arrangements, *extra = HAND[case]
+    extra = extra[0] if extra else {}
+    compare(write_scenario(tmp_path, rows, arrangements, **extra), expect_cap="max_sim_s" in extra)
