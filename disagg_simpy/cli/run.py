@@ -126,7 +126,10 @@ def load(args: argparse.Namespace):
 
     scenario = load_scenario(args.scenario)
     changes, flags = _overrides(args, scenario)
-    return scenario.with_overrides(flags=flags, **changes)
+    scenario = scenario.with_overrides(flags=flags, **changes)
+    for warning in scenario.preset_info().get("preset_warnings", []):
+        print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
+    return scenario
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
@@ -217,6 +220,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "workload": results[0].stream.info,
         "max_sim_s": results[0].stream.cap_ns / 1e9,
         "capped": capped,
+        **scenario.preset_info(),
     }
     return files, run_info
 

@@ -73,15 +73,15 @@ SPECS = (
          "attention: the A100 preset's, scaled by the measured H100/A100 ratio of the linear ops (1-64 tokens for "
          "decode, 2,048-4,096 for prefill); CPU time of the A100 host"),
     Spec("a100-80gb", "opt-13b", 1, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         "no chunked iterations in the source"),
+         ""),
     Spec("a100-80gb", "opt-13b", 2, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         "no chunked iterations in the source"),
+         ""),
     Spec("a100-80gb", "opt-66b", 4, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         "no chunked iterations in the source"),
+         ""),
     Spec("a100-80gb", "llama-2-70b", 4, SPLITWISE, "end-to-end vLLM prompt and token iterations (median of 5)",
-         "no chunked iterations in the source; token iterations' context taken as prompt + tokens / 2"),
+         "token iterations' context taken as prompt + tokens / 2"),
     Spec("h100-80gb", "llama-2-70b", 4, SPLITWISE, "end-to-end vLLM prompt and token iterations (median of 5)",
-         "no chunked iterations in the source; token iterations' context taken as prompt + tokens / 2"),
+         "token iterations' context taken as prompt + tokens / 2"),
 )
 _HF = {"llama-2-7b": "meta-llama/Llama-2-7b-hf", "llama-3-8b": "meta-llama/Meta-Llama-3-8B",
        "codellama-34b": "codellama/CodeLlama-34b-Instruct-hf"}

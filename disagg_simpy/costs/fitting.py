@@ -81,7 +81,8 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
             raise InputError(f"every row has the same {_COUNTS[term]} ({col[0]:g}): cannot fit {term} apart "
                              "from iteration_ms")
     scaled = a / np.linalg.norm(a, axis=0)
-    for j, term in enumerate(terms):
+    for j in reversed(range(len(terms))):  # name the later (finer) term
+        term = terms[j]
         others = np.delete(scaled, j, axis=1)
         coef = np.linalg.lstsq(others, scaled[:, j], rcond=None)[0]
         if np.linalg.norm(others @ coef - scaled[:, j]) < 1e-9:
@@ -120,7 +121,7 @@ def summarise(t: pd.DataFrame, fitted: np.ndarray) -> tuple[dict, dict, dict]:
         r = rel[kind == k]
         if len(r):
             worst = r[np.argmax(np.abs(r))]
-            errors[k] = round(100 * float(worst), 1)
+            errors[k] = round(100 * float(worst), 1) + 0.0  # never -0.0
             rows[k] = len(r)
     reading = t.prompt_tokens[t.prompt_tokens > 0]
     writing = t[t.replies > 0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
@@ -20,6 +20,14 @@ class Cost(_Strict):
     kv_ship_ms_per_token: CostMs = 0.01
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
+    preset: str | None = None  # filled in by scenario/presets.py
+
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset"))
+
+
+def _without_none(dumped: dict, *keys: str) -> dict:
+    """A dump without the optional keys left unset (so files without presets dump as before)."""
+    return {k: v for k, v in dumped.items() if not (k in keys and v is None)}
 
 
 class SideCost(_Strict):
@@ -31,10 +39,11 @@ class SideCost(_Strict):
     per_prompt_token_ms: CostMs | None = None
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
+    preset: str | None = None
 
     def over(self, base: Cost) -> Cost:
         """`base` with this mapping's figures in place of its own."""
-        return base.model_copy(update=self.model_dump(exclude_none=True))
+        return base.model_copy(update=self.model_dump(exclude_none=True, exclude={"preset"}))
 
 
 class Colocated(_Strict):
@@ -83,6 +92,9 @@ class Disaggregated(_Strict):
     kv_capacity_tokens: Count | None = None  # E4
     kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
     local_prompt_max_tokens: Count | None = None  # E6
+    kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
+
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "kv_path"))
 
     _name = field_validator("name")(_not_only_dots)
 

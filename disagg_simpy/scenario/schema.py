@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from . import presets
 from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
 from .base import (
     _NAME,
@@ -191,6 +192,12 @@ class Scenario(_Strict):
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _presets(cls, raw: Any) -> Any:
+        """`preset: NAME` in cost blocks: its fields where the block writes none (presets.py)."""
+        return presets.fill(raw, attention="per_attention_pair_ms" in Cost.model_fields)
+
     @model_validator(mode="after")
     def _check(self) -> Scenario:
         first: dict[str, int] = {}
@@ -258,6 +265,10 @@ class Scenario(_Strict):
                         f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
                         f"and reply); expected at least {need:,}"
                     )
+
+    def preset_info(self) -> dict:
+        """For run.json: the presets used, the fields written beside them, warnings; {} if none."""
+        return presets.info(self, attention="per_attention_pair_ms" in Cost.model_fields)
 
     @property
     def cap_known(self) -> bool:
