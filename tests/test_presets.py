@@ -126,3 +126,27 @@ def test_presets_show_pasted_into_a_scenario_runs(tmp_path, capsys):
     info = json.loads((tmp_path / "out" / "run.json").read_text())
     assert info["presets"]["cost"] == {"preset": NAME, "overridden": []}
     assert load_scenario(path).cost == scenario(tmp_path, cost={"preset": NAME}).cost
+
+
+@pytest.mark.parametrize("name", ["realistic", "llama3-8b-a100"])
+def test_bundled_scenarios_in_real_units_use_a_preset_and_run(name):
+    from helpers import ROOT
+
+    from disagg_simpy import run
+
+    s = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    assert s.cost.preset == NAME and s.preset_info()["presets"]["cost"]["overridden"] == []
+    result = run(s.with_overrides(**{"workload.measure_s": 3}))
+    assert (result.summary.n_requests > 0).all()
+
+
+@pytest.mark.real_traces
+def test_the_public_trace_scenario_in_real_units_runs():
+    from helpers import ROOT
+
+    from disagg_simpy import run
+
+    s = load_scenario(ROOT / "scenarios" / "azure-conv-llama3-8b-a100.yaml")
+    assert s.cost.preset == NAME and s.workload.trace == "azure-conv"
+    result = run(s.with_overrides(**{"workload.measure_s": 5}))
+    assert (result.summary.n_requests > 0).all() and result.summary.n_unfinished.sum() == 0

@@ -94,7 +94,7 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
 def fit(t: pd.DataFrame, attention: bool = False) -> Fit:
     """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
     re-read term when any row has earlier tokens, the attention term (E7) when asked."""
-    terms = BASE_TERMS
+    terms: tuple[str, ...] = BASE_TERMS
     if "earlier_tokens" in t and (t.earlier_tokens > 0).any():
         terms += (REREAD,)
     if attention:
