@@ -150,3 +150,18 @@ def test_the_public_trace_scenario_in_real_units_runs():
     assert s.cost.preset == NAME and s.workload.trace == "azure-conv"
     result = run(s.with_overrides(**{"workload.measure_s": 5}))
     assert (result.summary.n_requests > 0).all() and result.summary.n_unfinished.sum() == 0
+
+
+def test_overriding_the_preset_takes_the_new_presets_fields(tmp_path):
+    """What a sweep over cost.preset does: the new preset's fields, memory and ship cost, with the
+    fields written in the file still overriding."""
+    other = "h100-80gb/llama-2-7b/tp1"
+    s = scenario(tmp_path, cost={"preset": NAME, "per_reply_ms": 0.5},
+                 arrangements=[{**SPLIT, "kv_path": "inter_node"}])
+    moved = s.with_overrides(**{"cost.preset": other})
+    for key, value in cost_fields(other, ATTENTION).items():
+        assert getattr(moved.cost, key) == (0.5 if key == "per_reply_ms" else value)
+    a = moved.arrangements[0]
+    assert a.kv_capacity_tokens == kv_capacity_tokens(other)
+    assert a.kv_ship_ms_per_token == kv_ship_ms_per_token(other, "inter_node")
+    assert moved.preset_info()["presets"]["cost"] == {"preset": other, "overridden": ["per_reply_ms"]}

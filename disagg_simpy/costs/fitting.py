@@ -1,4 +1,4 @@
-"""Fitting the project's cost fields (M1, E2, E3, E7) to measured iterations.
+"""Fitting the project's cost fields (M1, E2, E3 and the attention term) to measured iterations.
 
 One row per iteration: `replies` written (words 2..n, D9), `prompt_tokens` read, `context_tokens`
 (the sum of those replies' contexts, E3), optional `earlier_tokens` (tokens of the prompt read by
@@ -54,7 +54,7 @@ def columns(t: pd.DataFrame, terms: tuple[str, ...]) -> np.ndarray:
     cols = {"iteration_ms": np.ones(len(t)), "per_reply_ms": t.replies.to_numpy(float),
             "per_prompt_token_ms": p, "per_context_token_ms": t.context_tokens.to_numpy(float),
             REREAD: np.where(p > 0, earlier, 0.0),
-            ATTENTION: p * earlier + p * (each + 1) / 2}  # E7: c*o + c(c+1)/2 per prompt
+            ATTENTION: p * earlier + p * (each + 1) / 2}  # attention: c*o + c(c+1)/2 per prompt
     return np.column_stack([cols[k] for k in terms])
 
 
@@ -93,7 +93,7 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
 
 def fit(t: pd.DataFrame, attention: bool = False) -> Fit:
     """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
-    re-read term when any row has earlier tokens, the attention term (E7) when asked."""
+    re-read term when any row has earlier tokens, the attention term when asked."""
     terms: tuple[str, ...] = BASE_TERMS
     if "earlier_tokens" in t and (t.earlier_tokens > 0).any():
         terms += (REREAD,)

@@ -28,7 +28,7 @@ def problem(name: object) -> str | None:
 
 
 def cost_fields(name: str, attention: bool) -> dict[str, float]:
-    """The cost fields of preset `name`: with the attention term (E7) when the model has it."""
+    """The cost fields of preset `name`: with the attention term (per_attention_pair_ms) when the model has it."""
     p = PRESETS[name]
     return dict(p["attention_cost"] if attention else p["cost"])
 

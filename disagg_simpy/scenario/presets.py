@@ -38,7 +38,7 @@ def fill(raw: Any, attention: bool) -> Any:
         ship = shipped.kv_ship_ms_per_token(base)
         raw["cost"] = {**shipped.cost_fields(base, attention), "kv_ship_ms_per_token": ship, **raw["cost"]}
     arrangements = raw.get("arrangements")
-    if isinstance(arrangements, list):
+    if isinstance(arrangements, (list, tuple)):
         raw["arrangements"] = [_fill_arrangement(a, i, base, attention) if isinstance(a, dict) else a
                                for i, a in enumerate(arrangements)]
     return raw
@@ -52,20 +52,49 @@ def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dic
         if name:
             own[side] = name
             a[side] = {**shipped.cost_fields(name, attention), **a[side]}
-    split = a.get("kind") == "disaggregated"
-    sides = (("reading_cost", "writing_cost") if split else ("cost",))
-    used = [own.get(s, base) for s in sides]
-    if "kv_capacity_tokens" not in a and any(used):
-        a["kv_capacity_tokens"] = min(shipped.kv_capacity_tokens(n) for n in used if n)
-    if split and "kv_ship_ms_per_token" not in a:
-        path = a.get("kv_path", "intra_node")
-        sender = next((n for n in (*used, base) if n), None)
-        if sender is None and a.get("kv_path") in shipped.KV_PATHS:
+    capacity, ship = _derived(a, own, base)
+    if "kv_capacity_tokens" not in a and capacity is not None:
+        a["kv_capacity_tokens"] = capacity
+    if a.get("kind") == "disaggregated" and "kv_ship_ms_per_token" not in a:
+        if ship is None and a.get("kv_path") in shipped.KV_PATHS:
             raise ValueError(f"@arrangements[{i}].kv_path: got {a['kv_path']!r} with no preset on this arrangement "
                              "or in cost, expected a preset to take the KV ship cost from (or kv_ship_ms_per_token)")
-        if sender is not None and path in shipped.KV_PATHS:
-            a["kv_ship_ms_per_token"] = shipped.kv_ship_ms_per_token(sender, path)
+        if ship is not None:
+            a["kv_ship_ms_per_token"] = ship
     return a
+
+
+def _derived(a: dict, own: dict[str, str], base: str | None) -> tuple[int | None, float | None]:
+    """(KV capacity, KV ship cost) an arrangement takes from its presets (None: no preset)."""
+    split = a.get("kind") == "disaggregated"
+    used = [own.get(s, base) for s in (("reading_cost", "writing_cost") if split else ("cost",))]
+    capacity = min((shipped.kv_capacity_tokens(n) for n in used if n), default=None)
+    sender = next((n for n in (*used, base) if n), None)
+    path = a.get("kv_path") or "intra_node"
+    ship = shipped.kv_ship_ms_per_token(sender, path) if sender and split and path in shipped.KV_PATHS else None
+    return capacity, ship
+
+
+def unfill(raw: dict, attention: bool) -> dict:
+    """A validated scenario's dump with what its presets filled in taken out again (fields equal
+    to the preset's), so that re-validating it after a change fills afresh: a sweep or an override
+    of `cost.preset` then takes the new preset's fields, not the old one's."""
+    cost = raw.get("cost") or {}
+    base = cost.get("preset")
+    if base:
+        filled = {**shipped.cost_fields(base, attention), "kv_ship_ms_per_token": shipped.kv_ship_ms_per_token(base)}
+        raw["cost"] = {k: v for k, v in cost.items() if filled.get(k, object()) != v}
+    for a in raw.get("arrangements", []):
+        own = {side: a[side]["preset"] for side in SIDES if isinstance(a.get(side), dict) and a[side].get("preset")}
+        for side, name in own.items():
+            filled = shipped.cost_fields(name, attention)
+            a[side] = {k: v for k, v in a[side].items() if filled.get(k, object()) != v}
+        capacity, ship = _derived(a, own, base)
+        if capacity is not None and a.get("kv_capacity_tokens") == capacity:
+            del a["kv_capacity_tokens"]
+        if ship is not None and a.get("kv_ship_ms_per_token") == ship:
+            del a["kv_ship_ms_per_token"]
+    return raw
 
 
 def blocks(scenario) -> list[tuple[str, Any]]:

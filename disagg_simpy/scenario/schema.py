@@ -1,4 +1,4 @@
-"""Scenario files: read YAML safely, validate with pydantic, report one-line errors.
+"""The scenario as pydantic models: everything a scenario file may say, validated.
 
 A scenario names the traffic (synthetic or a trace), the cost model (M1, M4), the on-time
 limits (M7) and the arrangements of GPUs to compare. Everything a run depends on is here, so
@@ -51,6 +51,11 @@ __all__ = [  # the models, and what loading.py shows in messages
 DEFAULT_CAP_SLACK_S = 600.0
 
 DROP = object()  # with_overrides: remove a key
+
+
+def has_attention_term() -> bool:
+    """Whether the model has the attention cost term (presets then give it)."""
+    return "per_attention_pair_ms" in Cost.model_fields
 
 
 class PromptClass(_Strict):
@@ -196,7 +201,7 @@ class Scenario(_Strict):
     @classmethod
     def _presets(cls, raw: Any) -> Any:
         """`preset: NAME` in cost blocks: its fields where the block writes none (presets.py)."""
-        return presets.fill(raw, attention="per_attention_pair_ms" in Cost.model_fields)
+        return presets.fill(raw, attention=has_attention_term())
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -249,7 +254,7 @@ class Scenario(_Strict):
         return out
 
     def _check_options(self) -> None:
-        """E5 (reading 13): free shipping only with independent ships; E4f on synthetic traffic."""
+        """E5 (reading R13): free shipping only with independent ships; E4f on synthetic traffic."""
         w = self.workload
         for i, a in enumerate(self.arrangements):
             if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
@@ -268,7 +273,7 @@ class Scenario(_Strict):
 
     def preset_info(self) -> dict:
         """For run.json: the presets used, the fields written beside them, warnings; {} if none."""
-        return presets.info(self, attention="per_attention_pair_ms" in Cost.model_fields)
+        return presets.info(self, attention=has_attention_term())
 
     @property
     def cap_known(self) -> bool:
@@ -296,7 +301,7 @@ class Scenario(_Strict):
         `flags` names the command-line flag behind each key (`{"workload.rate_per_s": "--rate"}`),
         so an error blames the flag rather than the file.
         """
-        raw = self.model_dump(mode="python", exclude_none=True)
+        raw = presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
         for key, value in changes.items():
             if value is None:
                 continue
