@@ -74,8 +74,7 @@ def why_late_block(summary: pd.DataFrame, freezes: dict[str, FreezeFacts], n_see
             lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
                          + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
     if len(lines) > len(rows) + 1:
-        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; "
-                     "freezes.csv has each freezing iteration)")
+        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; freezes.csv has each freeze)")
     return "\n".join(lines)
 
 
