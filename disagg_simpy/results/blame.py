@@ -325,6 +325,9 @@ def freezes_frame(name: str, seed: int, blame: FreezeBlame) -> pd.DataFrame:
 
 def _labels(codes: np.ndarray, texts: list[str]) -> pd.Categorical:
     """`texts[code]` for each code (empty for -1), as a categorical: each text is made once."""
-    categories, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True) if texts else ([], [])
+    categories: np.ndarray | list[str] = []
+    inverse: np.ndarray | list[int] = []
+    if texts:
+        categories, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     remap = np.append(np.asarray(inverse, np.int64), -1)  # code -1 stays -1
     return pd.Categorical.from_codes(remap[codes], categories=list(categories))
