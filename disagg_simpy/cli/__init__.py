@@ -43,6 +43,10 @@ COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goo
             "fit": fit_command}
 
 
+#: the commands whose runs keep summary rows only, an arrangement at a time (sweep/runner.py)
+BATCH_COMMANDS = ("sweep", "goodput", "plan", "map")
+
+
 def command_help() -> dict[str, str]:
     """Each subcommand's one-line summary (its entry function's first docstring line), for --help."""
     return {name: (entry.__doc__ or "").strip().split("\n")[0] for name, entry in COMMANDS.items()}
@@ -80,6 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str], argv) -> int:
     try:
         command = COMMANDS.get(args[0]) if args else None
+        if command is not None and args[0] in BATCH_COMMANDS:
+            from ..scenario.limits import one_arrangement_at_a_time
+
+            with one_arrangement_at_a_time():  # their tasks keep one arrangement's rows at a time
+                return command(args[1:])
         if command is not None:
             return command(args[1:])
         if args:
@@ -145,7 +154,7 @@ def _interrupted(err: KeyboardInterrupt) -> int:
 _NO_MEMORY_TEXT = ("failed to map segment", "cannot allocate memory", "bad_alloc", "out of memory")
 
 
-def _out_of_memory(err: BaseException) -> bool:
+def _out_of_memory(err: BaseException | None) -> bool:
     """Whether `err`, or one it came from, means memory ran out."""
     seen = set()
     while err is not None and id(err) not in seen:
@@ -172,7 +181,7 @@ def _quiet_unraisable(hook):
     return quiet
 
 
-def _drop(err: BaseException) -> None:
+def _drop(err: BaseException | None) -> None:
     """Let go of the frames (and arrays) a failed step's traceback keeps alive."""
     seen = set()
     while err is not None and id(err) not in seen:

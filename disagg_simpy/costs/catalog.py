@@ -1,6 +1,6 @@
 """What each preset is (GPU, model, TP, source, what is measured and what assumed) and how its
 numbers are refitted from the public profiles. `python -m disagg_simpy.costs.catalog` prints
-`shipped.py` (the numbers the package ships); tests/test_presets.py checks that a refit gives
+`shipped.py` (the numbers the package ships); tests/costs/test_presets.py checks that a refit gives
 them back to the printed precision.
 """
 

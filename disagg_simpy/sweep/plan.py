@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, drive, goodput_row, probe_rate, search
+from .goodput import Prober, Search, drive, goodput_row, probe_rate, search
 from .grid import RATE, resolve
 from .runner import Runner, Task
 
@@ -31,14 +31,17 @@ PLAN_COLUMNS = (
 )
 
 
-def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None
-               ) -> list[dict]:
+def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
+               splits: tuple[int, ...] | None = None) -> list[dict]:
     """Every arrangement of `n_gpus`: same GPU whole and in each chunk size; every split
-    r + w = n, whole and with chunked reading (`split_chunks`, default the same sizes)."""
+    r + w = n (or those with r reading GPUs in `splits`), whole and with chunked reading
+    (`split_chunks`, default the same sizes)."""
     split_chunks = chunks if split_chunks is None else split_chunks
     out = [{"name": "same-gpu", "kind": "colocated", "gpus": n_gpus}]
     out += [{"name": f"chunked-{c}", "kind": "colocated", "gpus": n_gpus, "chunk_tokens": c} for c in chunks]
     for r in range(1, n_gpus):
+        if splits is not None and r not in splits:
+            continue
         split = {"name": f"split-{r}-{n_gpus - r}", "kind": "disaggregated", "reading_gpus": r,
                  "writing_gpus": n_gpus - r}
         out.append(split)
@@ -76,7 +79,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    searches = {}
+    searches: dict[tuple[str, int | None], Search] = {}
     for name in names:
         searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits)
         if len(seeds) > 1:

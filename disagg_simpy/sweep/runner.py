@@ -14,15 +14,19 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
 from ..results.breakdown import why_late_row
 from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
+from ..scenario.limits import one_arrangement_at_a_time
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
 from .store import Store
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,11 @@ def run_task(task: Task) -> list[dict]:
     A run stopped early has `below_target` true, `on_time_pct` empty and `on_time_at_most_pct`,
     the most it could have reached; its other figures are empty: they were never measured.
     `full` says whether every figure is that of a run to its end (not `verdicts_only`)."""
+    with one_arrangement_at_a_time():  # (in a worker process too) summary rows only, one arrangement at a time
+        return _run_task(task)
+
+
+def _run_task(task: Task) -> list[dict]:
     scenario = task.scenario
     stream = make_requests(scenario, task.seed)
     limits = LimitsNs.from_slo(scenario.slo)
@@ -134,7 +143,7 @@ class LocalPool:
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.pool = None
+        self.pool: Pool | None = None
 
     def run(self, fn: Callable, tasks: list) -> Iterator[tuple[int, Any]]:
         if self.workers <= 1 or len(tasks) <= 1:
@@ -177,7 +186,7 @@ class DaskPool:
             raise InputError("--dask: got an address, but dask.distributed is not installed; expected "
                              "`pip install 'disagg_simpy[dask]'`") from None
         try:
-            self.client = address if hasattr(address, "submit") else Client(address, timeout="10s")
+            self.client: Any = address if hasattr(address, "submit") else Client(address, timeout="10s")  # or a test's
             self.owned = not hasattr(address, "submit")
         except (OSError, TimeoutError, ValueError) as err:
             raise InputError(f"--dask: got {address!r}, which did not answer ({err}), expected the address of "
@@ -216,7 +225,7 @@ class Runner:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.skipped = 0
         self.ran = 0
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar once a run is due (tqdm is imported only then)
 
     def run(self, tasks: Iterable[Task], what: str = "runs") -> list[list[dict]]:
         """Each task's rows, in task order."""
