@@ -75,7 +75,7 @@ class Gpu:
         self.kv_used_tokens = array("q")  # E4 only
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         if kv_capacity is None:
-            self.has_work = self._has_work_page
+            self.has_work = self._has_work_unlimited
 
     @property
     def role(self) -> str:
@@ -90,8 +90,8 @@ class Gpu:
         head = self.waiting[0]
         return head.unread_tokens < head.n_prompt_tokens or self.kv_need(head) <= self.kv_capacity - self.kv_used
 
-    def _has_work_page(self) -> bool:
-        """`has_work` without a memory limit (the page's model), bound per GPU for speed."""
+    def _has_work_unlimited(self) -> bool:
+        """`has_work` without a memory limit (the explainer's rules), bound per GPU for speed."""
         return self.n_replies > 0 or bool(self.waiting)
 
     def kv_need(self, request: Request) -> int:
@@ -189,58 +189,18 @@ class Gpu:
         return taken
 
     def run(self, env: simpy.Environment, host: Host):
-        """The GPU's SimPy process: the page's loop when no option touches this GPU (the loop of
-        M1-M5, D1-D10 alone, for speed), else the loop with the options (E2-E4). Both give the
-        same times with the options at neutral values (tests/test_extension_properties.py)."""
-        plain = not (self.cost.extra_terms or self.kv_capacity is not None or self.serves_handoff
-                     or self.always_defer)
-        return self._run_page(env, host) if plain else self._run_options(env, host)
+        """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
+        the options (E2-E4).
 
-    def _run_page(self, env: simpy.Environment, host: Host):
+        The options' work sits behind one local flag, `options`, tested twice per iteration;
+        with every option off an iteration costs what the former separate loop for the
+        explainer's rules cost (benchmarks/ab.py, see the commit that merged the two loops)."""
         cost = self.cost
-        end_priority = PHASE_END + self.number
-        start_priority = PHASE_START + self.number
-        # the records, appended once per iteration
-        record_start = self.started_at_ns.append
-        record_end = self.ended_at_ns.append
-        record_replies = self.n_replies_written.append
-        record_tokens = self.n_prompt_tokens_read.append
-        while True:
-            if not self.has_work():
-                self.wake = env.event()
-                yield self.wake
-            started = env.now
-            index = self.n_started
-            self.n_started = index + 1
-            n_replies = self.n_replies
-            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
-            yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
-
-            now = env.now
-            record_start(started)
-            record_end(now)
-            record_replies(n_replies)
-            record_tokens(n_tokens)
-            leaving = self.leaving.pop(index, None)
-            if leaving:
-                self.n_replies -= len(leaving)
-                host.replies_finished(leaving, now)
-            if taken:
-                finished_reading = []
-                for r, n in taken:
-                    self.reads_log.extend((index, r.request_id, n))
-                    if r.unread_tokens == 0:
-                        finished_reading.append(r)
-                if finished_reading:
-                    host.prompts_read(self, finished_reading, now)
-            if self.has_work() and host.more_may_arrive_now(now):
-                yield Slot(env, 0, start_priority)
-
-    def _run_options(self, env: simpy.Environment, host: Host):
-        cost = self.cost
-        extra_terms = cost.extra_terms
-        kv = self.kv_capacity is not None
+        extra_terms = cost.extra_terms  # E2, E3
+        kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
+        options = extra_terms or kv or serves_handoff or always_defer
+        has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
         # the records, appended once per iteration
@@ -249,10 +209,10 @@ class Gpu:
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
         while True:
-            if not self.has_work():
+            if not has_work():
                 self.wake = env.event()
                 yield self.wake
-                while kv and not self.has_work():  # E4: freed memory may still not fit the head
+                while kv and not has_work():  # E4: freed memory may still not fit the head
                     self.wake = env.event()
                     yield self.wake
             started = env.now
@@ -260,13 +220,8 @@ class Gpu:
             self.n_started = index + 1
             n_replies = self.n_replies
             taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
-            if kv:
-                kv_used = self.kv_used
-            if extra_terms:
-                # E2: tokens of these prompts that earlier iterations read
-                n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
-                n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-                duration = cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
+            if options:
+                duration = self._options_cost(index, n_replies, n_tokens, taken)
             else:
                 duration = cost.iteration_ns(n_replies, n_tokens)
             yield Slot(env, duration, end_priority)
@@ -276,15 +231,11 @@ class Gpu:
             record_end(now)
             record_replies(n_replies)
             record_tokens(n_tokens)
-            if kv:
-                self.kv_used_tokens.append(kv_used)
             leaving = self.leaving.pop(index, None)
             if leaving:
                 self.n_replies -= len(leaving)
-                if self.track_context:
-                    self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
-                if kv:
-                    self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)  # E4a, c
+                if options:
+                    self._release(leaving)
                 host.replies_finished(leaving, now)
             if taken:
                 finished_reading = []
@@ -292,11 +243,35 @@ class Gpu:
                     self.reads_log.extend((index, r.request_id, n))
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
-                        if kv and r.n_reply_words == 1:
-                            self.kv_used -= self.kv_need(r)  # a one-word reply ends with its read
                 if finished_reading:
+                    if kv:  # E4: a one-word reply ends with its read
+                        self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
-            if serves_handoff:
-                host.iteration_ended(now)
-            if self.has_work() and (always_defer or host.more_may_arrive_now(now)):
+            if options:
+                if serves_handoff:
+                    host.iteration_ended(now)
+                if has_work() and (always_defer or host.more_may_arrive_now(now)):
+                    yield Slot(env, 0, start_priority)
+            elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
+
+    def _options_cost(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
+        """An iteration's duration with the options' terms (E2, E3), once its prompt tokens are
+        taken; logs the KV memory held (E4; a run stopped mid-iteration leaves one extra entry,
+        which `ArrangementRecords.collect` cuts)."""
+        if self.kv_capacity is not None:
+            self.kv_used_tokens.append(self.kv_used)
+        cost = self.cost
+        if not cost.extra_terms:
+            return cost.iteration_ns(n_replies, n_tokens)
+        # E2: tokens of these prompts that earlier iterations read
+        n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
+        n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
+
+    def _release(self, leaving: list[Request]) -> None:
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c)."""
+        if self.track_context:
+            self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
+        if self.kv_capacity is not None:
+            self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)
