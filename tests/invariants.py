@@ -238,7 +238,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
 
 
 def check_costs(result, arrangement, roles, rec, context) -> None:
-    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, D10), rounded once."""
+    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, E7, D10), rounded once."""
     it, rd, offsets = rec.iterations, rec.reads, rec.gpu_offsets
     started, ended = it["started_at_ns"], it["ended_at_ns"]
     # E2: each read pays for the tokens of its prompt read by earlier iterations
@@ -250,6 +250,8 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
     before_request = np.repeat(total[start_of] - n[start_of], np.diff(np.r_[start_of, len(rid)]))
     earlier = total - n - before_request
     reread = np.bincount(read_rows[order], weights=earlier, minlength=len(started)).astype(np.int64)
+    pairs = np.zeros(len(started), dtype=np.int64)  # E7: each read's n x earlier + n (n + 1) / 2
+    np.add.at(pairs, read_rows[order], n * earlier + n * (n + 1) // 2)
     reading, writing = arrangement.side_costs(result.scenario.cost)
     gpu_is_writer = roles[it["gpu"]] == "writes"
     expected = np.zeros(len(started), dtype=np.int64)
@@ -259,6 +261,7 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
             (_exact_ns_per(side.per_prompt_token_ms), it["n_prompt_tokens_read"][rows]),
             (_exact_ns_per(side.per_reread_token_ms), reread[rows]),
             (_exact_ns_per(side.per_context_token_ms), context[rows]),
+            (_exact_ns_per(side.per_attention_pair_ms), pairs[rows]),
         ]), dtype=np.int64)
     duration = ended - started
     bad = np.flatnonzero(duration != expected)

@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(claims.md M1-M7, D1-D10; extensions.md E1-E6 and its "Readings fixed"), to check the
+(claims.md M1-M7, D1-D10; extensions.md E1-E6 and its "Readings fixed"; docs/rules.md E7), to check the
 simulator's records for exact equality (tests/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -19,7 +19,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 NONE = -1
-COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms")
+COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
+             "per_attention_pair_ms")
 
 
 def exact(ms) -> Fraction:
@@ -130,7 +131,7 @@ class Reference:
         r.reading_gpu = g.number
         g.queue.append(r)
 
-    # -- iterations (M1, M2, M5, D4, D9, E2-E4) -------------------------------------------------
+    # -- iterations (M1, M2, M5, D4, D9, E2-E4, E7) -------------------------------------------------
     def reservation(self, g: Gpu, r: Req) -> int:
         """E4: what a prompt reserves on `g` when its reading begins."""
         return r.prompt if g.side == "reading" else r.prompt + r.words
@@ -162,6 +163,7 @@ class Reference:
         ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
+        ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:

@@ -43,6 +43,7 @@ side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "per_prompt_token_ms": st.integers(0, 50).map(ms),
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
+    "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
 }))
 chunk = st.one_of(st.none(), st.integers(1, 700))
 costs = st.fixed_dictionaries({
@@ -52,6 +53,7 @@ costs = st.fixed_dictionaries({
     "kv_ship_ms_per_token": st.integers(1, 50).map(ms),
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
+    "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
 })
 
 

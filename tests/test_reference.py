@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E6, each on or off), and a few hand-picked cases."""
+option combination (E1-E7, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_prompt_token_ms": (0.0, 0.05, 0.125, 0.25),
     "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
     "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
+    "per_attention_pair_ms": (0.0, 0.0, 0.001, 0.0000005),  # E7; the last: half-ns pairs, one rounding
 }
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 

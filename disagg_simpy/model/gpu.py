@@ -1,4 +1,4 @@
-"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6).
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
 
 One iteration writes one word for every reply in progress on the GPU and may read prompt
 tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
@@ -190,13 +190,13 @@ class Gpu:
 
     def run(self, env: simpy.Environment, host: Host):
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
-        the options (E2-E4).
+        the options (E2-E4, E7).
 
         The options' work sits behind one local flag, `options`, tested twice per iteration;
         with every option off an iteration costs what the former separate loop for the
         explainer's rules cost (benchmarks/ab.py, see the commit that merged the two loops)."""
         cost = self.cost
-        extra_terms = cost.extra_terms  # E2, E3
+        extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer
@@ -256,7 +256,7 @@ class Gpu:
                 yield Slot(env, 0, start_priority)
 
     def _options_cost(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3), once its prompt tokens are
+        """An iteration's duration with the options' terms (E2, E3, E7), once its prompt tokens are
         taken; logs the KV memory held (E4; a run stopped mid-iteration leaves one extra entry,
         which `ArrangementRecords.collect` cuts)."""
         if self.kv_capacity is not None:
@@ -264,10 +264,13 @@ class Gpu:
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
-        # E2: tokens of these prompts that earlier iterations read
-        n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
+        n_reread = n_pairs = 0
+        for r, n in taken:
+            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            n_reread += before
+            n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c)."""

@@ -1,4 +1,4 @@
-"""Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
+"""Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
 options E1, E4-E6 of extensions.md)."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class Cost(_Strict):
     kv_ship_ms_per_token: CostMs = 0.01
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
+    per_attention_pair_ms: CostMs = 0.0  # E7
 
 
 class SideCost(_Strict):
@@ -31,6 +32,7 @@ class SideCost(_Strict):
     per_prompt_token_ms: CostMs | None = None
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
+    per_attention_pair_ms: CostMs | None = None  # E7
 
     def over(self, base: Cost) -> Cost:
         """`base` with this mapping's figures in place of its own."""
