@@ -82,6 +82,10 @@ def arrangement(draw, trace_rows):
             local_prompt_max_tokens = a.get("local_prompt_max_tokens")
         need = int(reservation(View, [r[1] for r in trace_rows], [r[2] for r in trace_rows]).max())
         a["kv_capacity_tokens"] = need + draw(st.integers(0, 2500))
+    if draw(st.integers(0, 3)) == 0:  # E8
+        a["max_batch_replies"] = draw(st.integers(1, 4))
+    if draw(st.integers(0, 3)) == 0:
+        a["max_batch_tokens"] = draw(st.integers(2, 2000))
     return a
 
 

@@ -1,5 +1,5 @@
 """Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6 of extensions.md)."""
+options E1, E4-E6, E8 of docs/rules.md)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,14 @@ class SideCost(_Strict):
         return base.model_copy(update=self.model_dump(exclude_none=True))
 
 
+def _check_budget(a):
+    """E8: a token budget must hold one reply and one prompt token."""
+    if a.max_batch_tokens is not None and a.max_batch_tokens < 2:
+        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens}, expected at least 2 "
+                         "(one reply written and one prompt token read)")
+    return a
+
+
 class Colocated(_Strict):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
@@ -48,8 +56,14 @@ class Colocated(_Strict):
     chunk_tokens: Count | None = None
     cost: SideCost | None = None  # E1
     kv_capacity_tokens: Count | None = None  # E4
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
 
     _name = field_validator("name")(_not_only_dots)
+
+    @model_validator(mode="after")
+    def _check(self) -> Colocated:
+        return _check_budget(self)
 
     @property
     def n_reading(self) -> int:
@@ -85,11 +99,14 @@ class Disaggregated(_Strict):
     kv_capacity_tokens: Count | None = None  # E4
     kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
     local_prompt_max_tokens: Count | None = None  # E6
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
 
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
+        _check_budget(self)
         if self.n_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "

@@ -95,6 +95,8 @@ _EXPECT = {
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
+    "max_batch_replies": "a whole number of replies from 1 to 2**53",
+    "max_batch_tokens": "a whole number of tokens from 2 to 2**53",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",
