@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from invariants import check_run
 
 from disagg_simpy.cli import main
+from disagg_simpy.results.story import story_facts, story_text
 
 MS = 1_000_000  # ns
 COST = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01, "kv_ship_ms_per_token": 0.001}
@@ -63,6 +64,9 @@ def test_a_reply_waits_for_a_batch_seat_and_its_freeze_is_batch_full(tmp_path):
     assert r.loc[1, "joined_at_s"] * 1e9 == 12 * MS and r.loc[1, "max_gap_ms"] == 33.0
     freezes = res.freezes.query("arrangement == 'c'")
     assert freezes["request_id"].tolist() == [1] and freezes["cause"].astype(str).tolist() == ["batch_full"]
+    assert freezes["blamed_request_ids"].isna().all() or freezes["blamed_request_ids"].astype(str).tolist() == [""]
+    text = " ".join(story_text(story_facts(res, "c", 1)).split())
+    assert "frozen 0.033 s at 0.012 s, waiting for a seat in GPU 0's full batch" in text, text
 
 
 def test_a_reading_gpu_reading_whole_prompts_caps_a_batch_of_prompts(tmp_path):

@@ -150,9 +150,13 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens this iteration reads (D4) with no option on, and how many."""
-        if self.chunk_tokens is None:
+    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None
+                            ) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose
+        them), and how many. They stop counting as queued (D1)."""
+        if taken is not None:
+            pass
+        elif self.chunk_tokens is None:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
         else:
@@ -166,10 +170,6 @@ class Gpu:
                     self.waiting.popleft()
                 else:
                     break
-        return taken, self._mark_read(taken, now)
-
-    def _mark_read(self, taken: list[tuple[Request, int]], now: int) -> int:
-        """Prompt tokens taken by an iteration starting now: they stop counting as queued (D1)."""
         n_tokens = 0
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
@@ -177,7 +177,7 @@ class Gpu:
             r.unread_tokens -= n
             n_tokens += n
         self.queued_tokens -= n_tokens
-        return n_tokens
+        return taken, n_tokens
 
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
         """D4 under the options, in arrival order, no prompt overtaking another:
@@ -307,8 +307,7 @@ class Gpu:
             n_replies = self.n_seated
         else:
             n_replies = self.n_replies
-        taken = self._take_with_options(n_replies) if self.waiting else []
-        n_tokens = self._mark_read(taken, now)
+        taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
         return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
