@@ -4,7 +4,7 @@ Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per req
 arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
-The options of extensions.md live here as state the explainer's rules leave empty: per-side costs
+The options (docs/rules.md E1-E8) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
 the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """

@@ -1,5 +1,5 @@
 """Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6, E8 of docs/rules.md)."""
+options E1, E4-E6, E8)."""
 
 from __future__ import annotations
 
