@@ -4,7 +4,7 @@ Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per req
 arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
-The options of extensions.md live here as state the explainer's rules leave empty: per-side costs
+The options (docs/rules.md E1-E8) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
 the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """
@@ -58,16 +58,17 @@ class Engine:
         n_reading = arrangement.n_reading
         chunk = arrangement.chunk_tokens
         capacity = arrangement.kv_capacity_tokens
+        limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens}  # E8
         if self.split:
             self.local_max = arrangement.local_prompt_max_tokens  # E6
-            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False)
+            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False, **limits)
                          for i in range(n_reading)] + [
-                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity)
+                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity, **limits)
                 for i in range(arrangement.writing_gpus)
             ]
         else:
             self.local_max = None
-            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
+            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity, **limits) for i in range(arrangement.gpus)]
         self.reading = Side([g for g in self.gpus if g.reads])
         self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
         link = arrangement.kv_link if self.split else "independent"

@@ -1,4 +1,4 @@
-"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6).
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
 
 One iteration writes one word for every reply in progress on the GPU and may read prompt
 tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
@@ -42,7 +42,8 @@ class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
-                 kv_capacity: int | None = None, reserve_reply: bool = True):
+                 kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
+                 max_tokens: int | None = None):
         self.number = number
         self.reads = reads
         self.writes = writes
@@ -66,6 +67,13 @@ class Gpu:
         self.kv_peak = 0
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
+        # E8: at most `seats` replies written per iteration (the first joined), the others wait
+        # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
+        self.max_tokens = max_tokens
+        self.seats = None if max_replies is None and max_tokens is None else min(
+            x for x in (max_replies, max_tokens) if x is not None)
+        self.seat_queue: deque[Request] = deque()
+        self.n_seated = 0
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -115,30 +123,39 @@ class Gpu:
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
-        """A reply joins: it gets a word from every iteration starting now or later (M2, M4)."""
+        """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
+        or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
-        request.join_iteration = self.n_started
         self.n_replies += 1
+        if self.seats is None:
+            self._seat(request, self.n_started)
+        else:
+            self.seat_queue.append(request)
+        self._wake()
+
+    def _seat(self, request: Request, index: int) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration)."""
+        request.join_iteration = index
         if self.track_context:
-            self.context_base += request.n_prompt_tokens + 1 - self.n_started
-        last = self.n_started + request.n_reply_words - 2
+            self.context_base += request.n_prompt_tokens + 1 - index
+        last = index + request.n_reply_words - 2
         leaving = self.leaving.get(last)
         if leaving is None:
             self.leaving[last] = [request]
         else:
             leaving.append(request)
-        self._wake()
 
     def _wake(self) -> None:
         if self.wake is not None:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens this iteration reads (D4), and how many. They stop counting as
-        queued (D1)."""
-        if self.kv_capacity is not None:
-            taken = self._take_within_memory()
+    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None
+                            ) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose
+        them), and how many. They stop counting as queued (D1)."""
+        if taken is not None:
+            pass
         elif self.chunk_tokens is None:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
@@ -162,44 +179,65 @@ class Gpu:
         self.queued_tokens -= n_tokens
         return taken, n_tokens
 
-    def _take_within_memory(self) -> list[tuple[Request, int]]:
-        """D4 under E4d: a prompt whose reading has not begun is taken only if its reservation
-        fits the free tokens (less what prompts taken before it reserved); the first that does
-        not fit stops the taking. Chunked, a prompt is considered only if the budget reaches it."""
+    def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
+        """D4 under the options, in arrival order, no prompt overtaking another:
+        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the
+          free tokens (less what prompts taken before it reserved); chunked, a prompt is
+          considered only if the budget reaches it;
+        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each
+          iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
+          is read whole if it fits the room, else it waits, unless it is larger than the whole
+          budget (or begun so), when it is read in pieces of the room."""
         waiting = self.waiting
-        free = self.kv_capacity - self.kv_used
+        kv = self.kv_capacity is not None
+        free = self.kv_capacity - self.kv_used if kv else 0
+        budget = self.chunk_tokens  # tokens left to read this iteration when chunked
+        room = None if self.max_tokens is None else self.max_tokens - n_written  # E8, whole prompts
+        if budget is not None and room is not None:
+            budget, room = min(budget, room), None
         taken = []
-        budget = self.chunk_tokens
-        while waiting and budget != 0:
+        while waiting:
             r = waiting[0]
-            if r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
+            n = r.unread_tokens
+            if budget is not None:
+                if budget == 0:
+                    break
+                n = min(n, budget)
+            elif room is not None and n > room:
+                if room == 0 or (n == r.n_prompt_tokens and n <= self.max_tokens):
+                    break  # a whole prompt waits for room
+                n = room
+            if kv and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
                 need = self.kv_need(r)
                 if need > free:
                     break
                 free -= need
-            n = r.unread_tokens if budget is None else min(r.unread_tokens, budget)
             taken.append((r, n))
             if budget is not None:
                 budget -= n
+            elif room is not None:
+                room -= n
             if n == r.unread_tokens:
                 waiting.popleft()
             else:
                 break
-        self.reserve(self.kv_capacity - free - self.kv_used)
+        if kv:
+            self.reserve(self.kv_capacity - free - self.kv_used)
         return taken
 
     def run(self, env: simpy.Environment, host: Host):
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
-        the options (E2-E4).
+        the options (E2-E4, E7, E8).
 
         The options' work sits behind one local flag, `options`, tested twice per iteration;
         with every option off an iteration costs what the former separate loop for the
         explainer's rules cost (benchmarks/ab.py, see the commit that merged the two loops)."""
         cost = self.cost
-        extra_terms = cost.extra_terms  # E2, E3
+        extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
-        options = extra_terms or kv or serves_handoff or always_defer
+        options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
+            self.max_tokens is not None)
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -218,11 +256,11 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            n_replies = self.n_replies
-            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
             if options:
-                duration = self._options_cost(index, n_replies, n_tokens, taken)
+                n_replies, taken, n_tokens, duration = self._options_start(started, index)
             else:
+                n_replies = self.n_replies
+                taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
             yield Slot(env, duration, end_priority)
 
@@ -255,22 +293,42 @@ class Gpu:
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
 
-    def _options_cost(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3), once its prompt tokens are
-        taken; logs the KV memory held (E4; a run stopped mid-iteration leaves one extra entry,
-        which `ArrangementRecords.collect` cuts)."""
+    def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
+        """An iteration starting now under the options: (replies written, prompt tokens taken,
+        how many, duration). Replies waiting for a seat take the free seats in the order they
+        joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3,
+        E7); the KV memory held is logged (E4; a run stopped mid-iteration leaves one extra
+        entry, which `ArrangementRecords.collect` cuts)."""
+        if self.seats is not None:
+            queue = self.seat_queue
+            while queue and self.n_seated < self.seats:
+                self._seat(queue.popleft(), index)
+                self.n_seated += 1
+            n_replies = self.n_seated
+        else:
+            n_replies = self.n_replies
+        taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
+        return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
+
+    def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
+        """An iteration's duration with the options' terms (E2, E3, E7)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
-        # E2: tokens of these prompts that earlier iterations read
-        n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
+        n_reread = n_pairs = 0
+        for r, n in taken:
+            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            n_reread += before
+            n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
 
     def _release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c)."""
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8)."""
+        if self.seats is not None:
+            self.n_seated -= len(leaving)
         if self.track_context:
             self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
         if self.kv_capacity is not None:

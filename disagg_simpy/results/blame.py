@@ -15,6 +15,8 @@ Causes, in `CAUSES`:
 - `join_wait`: a split reply's first gap, the wait to join and write longer than the ship.
 - `many_replies`: the iteration read no prompt and was long from the replies it wrote alone
   (0.4 ms each: about 600 replies on one GPU); nothing else is blamed.
+- `batch_full`: a reply's first gap in which it waited for a seat (E8: an iteration of its
+  writing GPU started after it joined without writing it); nothing is blamed.
 
 Everything is numpy over gaps: freezes are found among the GPUs' iteration gaps and paired with
 the replies that saw them by binary search. Only the blamed-prompt lists are built in Python,
@@ -34,8 +36,8 @@ from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from .metrics import SLACK_NS, LimitsNs, ReplyGaps
 
-CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies")
-PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES = range(len(CAUSES))
+CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies", "batch_full")
+PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES, BATCH_FULL = range(len(CAUSES))
 
 #: the columns of `freezes.csv`
 FREEZE_COLUMNS = (
@@ -162,10 +164,15 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     code_m[reads_m] = np.searchsorted(read_rows, s.first_row[m][reads_m])
     cause_m = np.where(reads_m, PROMPT_READ, MANY_REPLIES)
     ship = s.joined_at[m] - s.first_at[m]
-    own = s.split[m] & (ship >= first_gap[m] - ship)
+    # E8: an iteration of its writing GPU started after it joined, before the one writing word 2
+    prev = s.first_row[m] - 1
+    seat_wait = (prev >= rec.gpu_offsets[rec.requests["writing_gpu"][s.rows[m]]]) & (
+        rec.iterations["started_at_ns"][np.maximum(prev, 0)] >= s.joined_at[m])
+    own = s.split[m] & ~seat_wait & (ship >= first_gap[m] - ship)
     cause_m[s.split[m]] = JOIN_WAIT
     cause_m[own] = KV_SHIP
     code_m[own] = len(ids) + np.arange(int(own.sum()))
+    cause_m[seat_wait], code_m[seat_wait] = BATCH_FULL, -1
     own_id = s.rows[m[own]]
     prompts = rec.requests["n_prompt_tokens"]
     ids += [str(x) for x in own_id.tolist()]

@@ -1,5 +1,5 @@
-"""Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6)."""
+"""Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
+options E1, E4-E6, E8)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class Cost(_Strict):
     kv_ship_ms_per_token: CostMs = 0.01
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
+    per_attention_pair_ms: CostMs = 0.0  # E7
 
 
 class SideCost(_Strict):
@@ -31,10 +32,19 @@ class SideCost(_Strict):
     per_prompt_token_ms: CostMs | None = None
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
+    per_attention_pair_ms: CostMs | None = None  # E7
 
     def over(self, base: Cost) -> Cost:
         """`base` with this mapping's figures in place of its own."""
         return base.model_copy(update=self.model_dump(exclude_none=True))
+
+
+def _check_budget(a):
+    """E8: a token budget must hold one reply and one prompt token."""
+    if a.max_batch_tokens is not None and a.max_batch_tokens < 2:
+        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens}, expected at least 2 "
+                         "(one reply written and one prompt token read)")
+    return a
 
 
 class Colocated(_Strict):
@@ -46,8 +56,14 @@ class Colocated(_Strict):
     chunk_tokens: Count | None = None
     cost: SideCost | None = None  # E1
     kv_capacity_tokens: Count | None = None  # E4
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
 
     _name = field_validator("name")(_not_only_dots)
+
+    @model_validator(mode="after")
+    def _check(self) -> Colocated:
+        return _check_budget(self)
 
     @property
     def n_reading(self) -> int:
@@ -83,11 +99,14 @@ class Disaggregated(_Strict):
     kv_capacity_tokens: Count | None = None  # E4
     kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
     local_prompt_max_tokens: Count | None = None  # E6
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
 
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
+        _check_budget(self)
         if self.n_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
