@@ -70,8 +70,8 @@ class Gpu:
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
-        self.seats = None if max_replies is None and max_tokens is None else min(
-            x for x in (max_replies, max_tokens) if x is not None)
+        limits = [x for x in (max_replies, max_tokens) if x is not None]
+        self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
@@ -189,10 +189,10 @@ class Gpu:
           is read whole if it fits the room, else it waits, unless it is larger than the whole
           budget (or begun so), when it is read in pieces of the room."""
         waiting = self.waiting
-        kv = self.kv_capacity is not None
-        free = self.kv_capacity - self.kv_used if kv else 0
+        capacity, limit = self.kv_capacity, self.max_tokens
+        free = 0 if capacity is None else capacity - self.kv_used
         budget = self.chunk_tokens  # tokens left to read this iteration when chunked
-        room = None if self.max_tokens is None else self.max_tokens - n_written  # E8, whole prompts
+        room = None if limit is None else limit - n_written  # E8, whole prompts
         if budget is not None and room is not None:
             budget, room = min(budget, room), None
         taken = []
@@ -204,10 +204,10 @@ class Gpu:
                     break
                 n = min(n, budget)
             elif room is not None and n > room:
-                if room == 0 or (n == r.n_prompt_tokens and n <= self.max_tokens):
+                if room == 0 or (n == r.n_prompt_tokens and limit is not None and n <= limit):
                     break  # a whole prompt waits for room
                 n = room
-            if kv and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
+            if capacity is not None and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
                 need = self.kv_need(r)
                 if need > free:
                     break
@@ -221,8 +221,8 @@ class Gpu:
                 waiting.popleft()
             else:
                 break
-        if kv:
-            self.reserve(self.kv_capacity - free - self.kv_used)
+        if capacity is not None:
+            self.reserve(capacity - free - self.kv_used)
         return taken
 
     def run(self, env: simpy.Environment, host: Host):
