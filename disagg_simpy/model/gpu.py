@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from typing import Protocol
 
 import simpy
 
 from .costs import CostNs
-from .phases import PHASE_END, PHASE_START, Slot, fire
+from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
 
 
@@ -83,7 +84,7 @@ class Gpu:
         self.kv_used_tokens = array("q")  # E4 only
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         if kv_capacity is None:
-            self.has_work = self._has_work_unlimited
+            self.has_work = self._has_work_unlimited  # type: ignore[method-assign]  # bound per GPU, for speed
 
     @property
     def role(self) -> str:
@@ -225,7 +226,7 @@ class Gpu:
             self.reserve(capacity - free - self.kv_used)
         return taken
 
-    def run(self, env: simpy.Environment, host: Host):
+    def run(self, env: Environment, host: Host):
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
         the options (E2-E4, E7, E8).
 
@@ -246,6 +247,7 @@ class Gpu:
         record_end = self.ended_at_ns.append
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
+        taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
                 self.wake = env.event()
