@@ -26,7 +26,7 @@ def reservations(rec, arrangement, local: np.ndarray) -> tuple[np.ndarray, np.nd
     begun = q["read_started_at_ns"] >= 0
     finished = np.where(q["finished_at_ns"] >= 0, q["finished_at_ns"], NEVER)
     parts = []
-    if arrangement.kind == "colocated":
+    if not arrangement.is_split:
         parts.append((q["reading_gpu"], prompt + words, q["read_started_at_ns"], finished, begun))
     else:
         on_reader = begun & ~local
@@ -76,7 +76,7 @@ def check_memory(result, arrangement, local: np.ndarray) -> None:
         started = begun[begun >= 0]
         assert (np.diff(started) >= 0).all(), f"{name}: a prompt overtook another on GPU {g}"
         assert not len(started) or (begun[len(started):] < 0).all(), f"{name}: a prompt overtook one never read"
-    if arrangement.kind != "colocated":
+    if arrangement.is_split:
         check_handoff_order(rec, name, local)
 
 

@@ -57,11 +57,13 @@ def build_plan_parser():
 
 
 def format_plan(table) -> str:
+    import pandas as pd
+
     header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
-        gpus = f"{r.gpus}" if r.kind == "colocated" else f"{r.reading_gpus}+{r.writing_gpus}"
+        gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, f"{r.goodput_per_s:.2f}{interval}", f"{r.goodput_per_gpu_per_s:.2f}",
                      "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
     widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
@@ -120,7 +122,8 @@ def plan_command(argv: Sequence[str]) -> int:
     if not args.no_plots:
         from ..plots.capacity import save_plan
 
-        picture = lambda folder: save_plan(table, folder / "plan.png", title)  # noqa: E731
+        labels = {a.name: a.label for a in planned.arrangements}
+        picture = lambda folder: save_plan(table, folder / "plan.png", title, labels)  # noqa: E731
     write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
     if args.json:
         print(json_rows(table))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from ..scenario.schema import Colocated, Scenario
+from ..scenario.schema import Scenario
 from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
@@ -54,23 +54,14 @@ class Engine:
         self.arrangement = arrangement
         self.requests = requests
         self.env = simpy.Environment()
-        self.split = not isinstance(arrangement, Colocated)
-        n_reading = arrangement.n_reading
+        self.split = arrangement.is_split
         chunk = arrangement.chunk_tokens
         capacity = arrangement.kv_capacity_tokens
-        if self.split:
-            self.local_max = arrangement.local_prompt_max_tokens  # E6
-            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False)
-                         for i in range(n_reading)] + [
-                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity)
-                for i in range(arrangement.writing_gpus)
-            ]
-        else:
-            self.local_max = None
-            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
+        self.local_max = arrangement.local_prompt_limit  # E6
+        self.gpus = [self._gpu(i, role, chunk, writing, capacity) for i, role in enumerate(arrangement.roles)]
         self.reading = Side([g for g in self.gpus if g.reads])
         self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
-        link = arrangement.kv_link if self.split else "independent"
+        link = arrangement.kv_link_mode
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
         self.handoff: deque[Request] | None = deque() if self.split and capacity is not None else None
@@ -89,6 +80,15 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+
+    def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
+        """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
+        'reads' reserves no reply memory (E4); 'writes' reads only local prompts (E6)."""
+        if role == "both":
+            return Gpu(number, True, True, chunk, self.cost, capacity)
+        if role == "reads":
+            return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False)
+        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity)
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -225,5 +225,5 @@ class Engine:
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
             kv_capacity_tokens=self.arrangement.kv_capacity_tokens,
-            kv_link=self.arrangement.kv_link if self.split else None,
+            kv_link=self.arrangement.kv_link_mode if self.split else None,
         )

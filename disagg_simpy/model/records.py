@@ -68,6 +68,12 @@ class ArrangementRecords:
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
 
     @property
+    def is_split(self) -> bool:
+        """Whether prompts were read on other GPUs than their replies were written on (the engine
+        records a split's `kv_link`, and none for any other arrangement)."""
+        return self.kv_link is not None
+
+    @property
     def n_unfinished(self) -> int:
         r = self.requests
         return int((r["measured"] & (r["finished_at_ns"] < 0)).sum())

@@ -160,6 +160,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
     ids = first["request_id"].to_numpy()
     arrived = _ns(first["arrived_at_s"])
     slo = result.scenario.slo
+    described = {a.name: a for a in result.scenario.arrangements}
     arrangements = []
     for name in names:
         everyone = frames[name]
@@ -173,6 +174,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         arrangements.append({
             "name": name,
             "kind": result.records[name].kind,
+            "description": described[name].description,
+            "is_split": described[name].is_split,
             "roles": roles,
             "summary": {k: _clean(v) for k, v in summary.items() if k != "arrangement"},
             "requests": {

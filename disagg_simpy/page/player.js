@@ -90,11 +90,8 @@ const Player = {
     document.getElementById("player").dataset.arrangement = this.arr.name;
     document.querySelectorAll("[data-testid=arrangement-row]").forEach((tr) =>
       tr.setAttribute("aria-selected", String(tr.dataset.arrangement === this.arr.name)));
-    const kind = this.arr.kind === "disaggregated"
-      ? `${this.arr.roles.filter((r) => r === "reads").length} GPUs read prompts, ${this.arr.roles.filter((r) => r === "writes").length} write replies; KV caches ship between them`
-      : `${this.arr.roles.length} GPUs, each reads prompts and writes replies`;
     document.getElementById("player-h").textContent =
-      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${kind}`;
+      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
     this.render();
     if (this.pinned !== null) this.detail(this.pinned);
   },
@@ -161,7 +158,7 @@ const Player = {
     const a = this.arr, stage = document.getElementById("stage");
     const W = Math.max(720, stage.clientWidth || 1000);
     this.plotW = W - LABEL_W - 12;
-    const split = a.roles.includes("reads") && a.roles.includes("writes");
+    const split = a.isSplit;
     const nReads = a.roles.filter((r) => r === "reads").length;
     const gpuY = (g) => TOP + (g + (split && g >= nReads ? 1 : 0)) * LANE_H;
     const shipY = TOP + nReads * LANE_H;

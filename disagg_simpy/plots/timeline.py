@@ -233,15 +233,6 @@ def _secs(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def _gpu_count(n: int) -> str:
-    return f"{n} GPU" if n == 1 else f"{n} GPUs"
-
-
-def _gpus_do(n: int, verb: str) -> str:
-    """'1 GPU reads', '2 GPUs read'."""
-    return f"1 GPU {verb}s" if n == 1 else f"{n} GPUs {verb}"
-
-
 def pct_text(value: float) -> str:
     """On-time share for a title: one decimal below 10% (0.4% is not 0%)."""
     return f"{value:.1f}%" if value < 9.95 else f"{value:.0f}%"
@@ -280,7 +271,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
     on_time_share = summary["on_time_pct"] / 100
     sample = sample_replies(requests, window, n_replies, on_time_share)
     words = result.words(name, sample["request_id"])
-    split = arrangement.kind == "disaggregated"
+    split = arrangement.is_split
     slo = result.scenario.slo
 
     with st.style():
@@ -292,13 +283,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         kv_capacity = arrangement.kv_capacity_tokens
         draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity)
         draw_reply_lanes(bottom, sample, words, slo, window)
-        if split:
-            how = (f"{_gpus_do(arrangement.reading_gpus, 'read')} prompts, "
-                   f"{_gpus_do(arrangement.writing_gpus, 'write')} replies; KV caches ship between them")
-        else:
-            how = f"{_gpu_count(arrangement.gpus)}, each reads prompts and writes replies"
-            if arrangement.chunk_tokens:
-                how += f"; an iteration reads at most {arrangement.chunk_tokens} prompt tokens"
+        how = arrangement.description
         fig.suptitle(
             f"{name}, seed {result.seed}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
             "measured replies on time\n"
@@ -315,7 +300,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             label="prompt tokens read",
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
-        link = split and arrangement.kv_link != "independent"
+        link = arrangement.kv_link_mode != "independent"
         fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link), loc="outside right lower",
                    frameon=False)
         return st.save_figure(fig, path)

@@ -242,8 +242,8 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
 
     read_on = roles[np.maximum(r["reading_gpu"], 0)] if len(roles) else np.zeros(0, str)
     shipped = (r["n_reply_words"] > 1) & (read_on == "reads")  # not one-word replies nor local prompts (E6)
-    if rec.kv_capacity_tokens is not None and rec.kv_link is not None:
+    if rec.kv_capacity_tokens is not None and rec.is_split:
         out["handoff_waited_pct"] = waited(np.where(shipped, r["first_word_at_ns"], -1), r["handoff_at_ns"])
-    if rec.kv_link not in (None, "independent"):
+    if rec.is_split and rec.kv_link != "independent":
         out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
     return out

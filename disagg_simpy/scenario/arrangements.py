@@ -1,9 +1,16 @@
 """Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6 of extensions.md)."""
+options E1, E4-E6 of extensions.md).
+
+Every stage asks an arrangement the same few questions, answered here and nowhere else:
+`roles` (what each GPU does, reading GPUs first), `n_gpus`, `n_instances`, `is_split`, `label`
+(a short family name for legends) and `description` (one line for titles and the page). A new
+kind is one class below, added to `KINDS`; loading errors, the engine, the plots, the page and
+the planner follow from these answers (docs/architecture.md says which files a kind touches).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -37,7 +44,95 @@ class SideCost(_Strict):
         return base.model_copy(update=self.model_dump(exclude_none=True))
 
 
-class Colocated(_Strict):
+def gpu_count(n: int) -> str:
+    """'1 GPU', '4 GPUs'."""
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
+def gpus_do(n: int, verb: str) -> str:
+    """'1 GPU reads', '2 GPUs read'."""
+    return f"1 GPU {verb}s" if n == 1 else f"{n} GPUs {verb}"
+
+
+class _Arrangement(_Strict):
+    """What every kind of arrangement answers (see the module docstring)."""
+
+    #: Whether prompts are read on other GPUs than their replies are written on.
+    is_split: ClassVar[bool] = False
+
+    if TYPE_CHECKING:  # every kind declares these itself, in its own order (run.json keeps it)
+        name: str
+        kind: str
+        chunk_tokens: int | None
+        kv_capacity_tokens: int | None
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """'reads', 'writes' or 'both' by GPU number (a split numbers its reading GPUs first)."""
+        raise NotImplementedError
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs in all (what a per-GPU figure divides by)."""
+        raise NotImplementedError
+
+    @property
+    def n_instances(self) -> int:
+        return len(self.roles)
+
+    @property
+    def n_reading(self) -> int:
+        """Instances that read prompts (every one when not split); a split numbers them first."""
+        return sum(r != "writes" for r in self.roles)
+
+    @property
+    def n_reading_gpus(self) -> int:
+        """GPUs that read prompts (every GPU when not split)."""
+        return sum(r != "writes" for r in self.roles)
+
+    @property
+    def n_writing_gpus(self) -> int:
+        """GPUs that write replies (every GPU when not split)."""
+        return sum(r != "reads" for r in self.roles)
+
+    @property
+    def label(self) -> str:
+        """A short family name for legends: 'same GPU', 'chunks' or 'split'."""
+        raise NotImplementedError
+
+    @property
+    def description(self) -> str:
+        """One line saying what the GPUs do."""
+        raise NotImplementedError
+
+    @property
+    def kv_link_mode(self) -> str:
+        """E5's link between reading and writing GPUs ('independent': ships never wait)."""
+        return "independent"
+
+    @property
+    def local_prompt_limit(self) -> int | None:
+        """E6: prompts up to this many tokens are read on their writing GPU (None: none are)."""
+        return None
+
+    def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
+        """(reading, writing) GPUs' cost figures (E1)."""
+        raise NotImplementedError
+
+    def kv_ship_ms(self, base: Cost) -> float:
+        """The KV ship cost per token (E1: the arrangement's own, else the scenario's)."""
+        return base.kv_ship_ms_per_token
+
+    @property
+    def own_ship_cost(self) -> bool:
+        """Whether the arrangement sets its own `kv_ship_ms_per_token` (E1)."""
+        return False
+
+    def shortest_iteration_ms(self, base: Cost) -> float:
+        return min(c.iteration_ms for c in self.side_costs(base))
+
+
+class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
     name: Name
@@ -50,27 +145,34 @@ class Colocated(_Strict):
     _name = field_validator("name")(_not_only_dots)
 
     @property
-    def n_reading(self) -> int:
+    def roles(self) -> tuple[str, ...]:
+        return ("both",) * self.gpus
+
+    @property
+    def n_gpus(self) -> int:
         return self.gpus
 
-    def shortest_iteration_ms(self, base: Cost) -> float:
-        return min(c.iteration_ms for c in self.side_costs(base))
+    @property
+    def label(self) -> str:
+        return "chunks" if self.chunk_tokens else "same GPU"
+
+    @property
+    def description(self) -> str:
+        text = f"{gpu_count(self.gpus)}, each reads prompts and writes replies"
+        if self.chunk_tokens:
+            text += f"; an iteration reads at most {self.chunk_tokens} prompt tokens"
+        return text
 
     def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
         """(reading, writing) GPUs' cost figures (E1): one GPU does both here."""
         c = self.cost.over(base) if self.cost else base
         return c, c
 
-    def kv_ship_ms(self, base: Cost) -> float:
-        return base.kv_ship_ms_per_token
 
-    @property
-    def n_gpus(self) -> int:
-        return self.gpus
-
-
-class Disaggregated(_Strict):
+class Disaggregated(_Arrangement):
     """Reading GPUs only read prompts, writing GPUs only write replies; KV caches ship between."""
+
+    is_split: ClassVar[bool] = True
 
     name: Name
     kind: Literal["disaggregated"]
@@ -95,8 +197,34 @@ class Disaggregated(_Strict):
             )
         return self
 
-    def shortest_iteration_ms(self, base: Cost) -> float:
-        return min(c.iteration_ms for c in self.side_costs(base))
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return ("reads",) * self.reading_gpus + ("writes",) * self.writing_gpus
+
+    @property
+    def n_gpus(self) -> int:
+        return self.reading_gpus + self.writing_gpus
+
+    @property
+    def label(self) -> str:
+        return "split"
+
+    @property
+    def description(self) -> str:
+        return (f"{gpus_do(self.reading_gpus, 'read')} prompts, {gpus_do(self.writing_gpus, 'write')} replies; "
+                "KV caches ship between them")
+
+    @property
+    def kv_link_mode(self) -> str:
+        return self.kv_link
+
+    @property
+    def local_prompt_limit(self) -> int | None:
+        return self.local_prompt_max_tokens
+
+    @property
+    def own_ship_cost(self) -> bool:
+        return self.kv_ship_ms_per_token is not None
 
     def side_costs(self, base: Cost) -> tuple[Cost, Cost]:
         """(reading, writing) GPUs' cost figures (E1)."""
@@ -107,13 +235,14 @@ class Disaggregated(_Strict):
         """The KV ship cost per token (E1: the arrangement's own, else the scenario's)."""
         return base.kv_ship_ms_per_token if self.kv_ship_ms_per_token is None else self.kv_ship_ms_per_token
 
-    @property
-    def n_reading(self) -> int:
-        return self.reading_gpus
 
-    @property
-    def n_gpus(self) -> int:
-        return self.reading_gpus + self.writing_gpus
+#: Every kind of arrangement, by the `kind:` a scenario writes. A new kind is a class above and
+#: a line here.
+KINDS: dict[str, type[_Arrangement]] = {"colocated": Colocated, "disaggregated": Disaggregated}
+
+Arrangement = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
-Arrangement = Annotated[Colocated | Disaggregated, Field(discriminator="kind")]
+def side_cost_keys(kind: type[_Arrangement]) -> tuple[str, ...]:
+    """The keys of a kind that hold cost mappings (E1)."""
+    return tuple(k for k, f in kind.model_fields.items() if f.annotation == (SideCost | None))

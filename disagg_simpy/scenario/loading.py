@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from .arrangements import KINDS, side_cost_keys
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
@@ -28,9 +29,7 @@ from .limits import (
 )
 from .schema import (
     _NAME,
-    Colocated,
     Cost,
-    Disaggregated,
     PromptClass,
     Scenario,
     SideCost,
@@ -80,7 +79,7 @@ _EXPECT = {
     "first_word_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "mean_gap_ms": f"a number of ms > 0, up to {MAX_MEAN_GAP_MS:g}",
     "freeze_ms": f"a number of ms > 0, up to {MAX_TIME_S * 1e3:g}",
-    "kind": "'colocated' or 'disaggregated'",
+    "kind": " or ".join(repr(k) for k in KINDS),
     "gpus": f"a whole number from 1 to {MAX_GPUS}",
     "reading_gpus": f"a whole number from 1 to {MAX_GPUS}",
     "writing_gpus": f"a whole number from 1 to {MAX_GPUS}",
@@ -100,7 +99,6 @@ _ITEM_EXPECT = {  # a list's items, by the list's key
     "reply_words": "a whole number of words from 1 to 2**53",
 }
 _RANGES = ("tokens", "reply_words")
-_ARRANGEMENT_TAGS = {"colocated": Colocated, "disaggregated": Disaggregated}
 _WORKLOAD_TAGS = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
 
 
@@ -132,8 +130,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         if isinstance(p, str) and p in _WORKLOAD_TAGS and clean[-1:] == ["workload"]:
             model = _WORKLOAD_TAGS[p]
             continue
-        if isinstance(p, str) and p in _ARRANGEMENT_TAGS and len(clean) >= 2 and clean[-2] == "arrangements" and isinstance(clean[-1], int):
-            model = _ARRANGEMENT_TAGS[p]
+        if isinstance(p, str) and p in KINDS and len(clean) >= 2 and clean[-2] == "arrangements" and isinstance(clean[-1], int):
+            model = KINDS[p]
             continue
         if isinstance(p, str) and p.startswith("function-"):
             continue
@@ -144,7 +142,7 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             model = PromptClass if parent == "prompt_mix" else None
         elif model is Scenario:
             model = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}.get(p)
-        elif model in (Colocated, Disaggregated) and p in ("cost", "reading_cost", "writing_cost"):
+        elif model in KINDS.values() and p in side_cost_keys(model):
             model = SideCost
         else:
             model = None
@@ -178,14 +176,15 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     if model is None:
         return "unknown key"
     allowed = [f for f in model.model_fields if f != "source"]
-    siblings = {SyntheticWorkload: TraceWorkload, TraceWorkload: SyntheticWorkload, Colocated: Disaggregated, Disaggregated: Colocated}
-    other = siblings.get(model)
+    siblings = {SyntheticWorkload: [TraceWorkload], TraceWorkload: [SyntheticWorkload],
+                **{kind: [k for k in KINDS.values() if k is not kind] for kind in KINDS.values()}}
+    other = next((m for m in siblings.get(model, []) if bad in m.model_fields), None)
     what = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
-            Colocated: "a colocated arrangement", Disaggregated: "a disaggregated arrangement"}
+            **{cls: f"a {name} arrangement" for name, cls in KINDS.items()}}
     if model is SideCost and bad == "kv_ship_ms_per_token":
         return (f"unknown key in a cost mapping (a split sets kv_ship_ms_per_token on the arrangement itself); "
                 f"expected one of {', '.join(allowed)}")
-    if other is not None and bad in other.model_fields:
+    if other is not None:
         return f"unknown key for {what[model]} (it belongs to {what[other]}); expected one of {', '.join(allowed)}"
     close = difflib.get_close_matches(bad, allowed, n=1, cutoff=0.6)
     if not close:

@@ -16,11 +16,12 @@ def reservation(arrangement, prompt, reply):
     one-word reply) and for a local prompt (E6); the prompt alone on a split's reading GPU."""
     prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)
     whole = prompt + reply
-    if arrangement.kind == "colocated":
+    if not arrangement.is_split:
         return whole
     out = np.where(reply > 1, whole, prompt)
-    if arrangement.local_prompt_max_tokens is not None:
-        out = np.where(prompt <= arrangement.local_prompt_max_tokens, whole, out)
+    local = arrangement.local_prompt_limit
+    if local is not None:
+        out = np.where(prompt <= local, whole, out)
     return out
 
 
@@ -38,7 +39,7 @@ def largest_draw(arrangement, prompt_ranges, reply_range) -> tuple[int, int, int
     local prompt with its largest reply (reservations grow with both sizes)."""
     biggest = max(hi for _, hi in prompt_ranges)
     candidates = [biggest]
-    local = getattr(arrangement, "local_prompt_max_tokens", None)
+    local = arrangement.local_prompt_limit
     if local is not None:
         candidates += [min(hi, local) for lo, hi in prompt_ranges if lo <= local]
     reply = reply_range[1]

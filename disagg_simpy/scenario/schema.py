@@ -235,9 +235,8 @@ class Scenario(_Strict):
         """(key, ms per token) of each split's KV ship cost, by the key that sets it (E1)."""
         out = []
         for i, a in enumerate(self.arrangements):
-            if isinstance(a, Disaggregated):
-                own = a.kv_ship_ms_per_token is not None
-                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if own else "cost.kv_ship_ms_per_token",
+            if a.is_split:
+                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if a.own_ship_cost else "cost.kv_ship_ms_per_token",
                             a.kv_ship_ms(self.cost)))
         return out
 
@@ -245,9 +244,9 @@ class Scenario(_Strict):
         """E5 (reading 13): free shipping only with independent ships; E4f on synthetic traffic."""
         w = self.workload
         for i, a in enumerate(self.arrangements):
-            if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
+            if a.kv_link_mode != "independent" and a.kv_ship_ms(self.cost) == 0:
                 raise ValueError(
-                    f"@arrangements[{i}].kv_link: got {a.kv_link!r} with a KV ship cost of 0 ms per token, "
+                    f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
             if a.kv_capacity_tokens is not None and isinstance(w, SyntheticWorkload):

@@ -92,8 +92,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         low, high = (mean - half, mean + half) if not math.isnan(half) else (math.nan, math.nan)
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
-            "writing_gpus": a.writing_gpus if a.kind == "disaggregated" else None,
+            "reading_gpus": a.n_reading_gpus if a.is_split else None,
+            "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens,
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
