@@ -7,8 +7,7 @@ import math
 
 import pandas as pd
 
-from ..results.breakdown import WHY_LATE_COLUMNS
-from ..results.metrics import SUMMARY_COLUMNS
+from ..results.columns import SEED, SUMMARY_COLUMNS
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
 from .grid import Grid, resolve, shown
@@ -30,7 +29,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
-    columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
+    columns = [*grid.keys, SEED.name, *SUMMARY_COLUMNS]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
