@@ -10,7 +10,7 @@ where its family is computed (`metrics.summary_row`, `metrics.option_figures`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
 TABLES = ("summary", "goodput", "plan", "map")
@@ -35,6 +35,17 @@ class Column:
 
 
 SHARE = -1  # page_digits of a share: 4.2 but 42
+
+
+def _in(table: str, *shared: Column) -> tuple[Column, ...]:
+    """Columns shared by several tables, placed in `table`."""
+    return tuple(replace(c, table=table) for c in shared)
+
+
+_GOODPUT = (Column("goodput_per_s", "requests/s", "goodput/s", "the highest rate found to pass the target"),
+            Column("goodput_per_gpu_per_s", "requests/s", "per GPU", "goodput divided by the GPUs"))
+_BINDING = Column("binding_limit", "", "fails first",
+                  "the limit broken by the most measured requests at the failing rate")
 
 COLUMNS: tuple[Column, ...] = (
     # -- summary.csv: the model's figures (metrics.summary_row) --------------------------------
@@ -99,8 +110,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("target_pct", "%", "target %", "the on-time share to meet", "goodput"),
     Column("seeds", "count", "seeds", "seeds averaged at each rate", "goodput"),
     Column("measure_s", "s", "measured until s", "the end of the measured window", "goodput"),
-    Column("goodput_per_s", "requests/s", "goodput/s", "the highest rate found to pass the target", "goodput"),
-    Column("goodput_per_gpu_per_s", "requests/s", "per GPU", "goodput divided by the GPUs", "goodput"),
+    *_in("goodput", *_GOODPUT),
     Column("passing_rate_per_s", "requests/s", "passes at", "the passing end of the bisection's bracket", "goodput"),
     Column("failing_rate_per_s", "requests/s", "fails at", "the failing end of the bracket (empty: none failed)",
            "goodput"),
@@ -108,8 +118,7 @@ COLUMNS: tuple[Column, ...] = (
            "goodput"),
     Column("failing_on_time_pct", "%", "on time % failing", "mean on-time share over seeds at the failing rate",
            "goodput"),
-    Column("binding_limit", "", "fails first", "the limit broken by the most measured requests at the failing rate",
-           "goodput"),
+    *_in("goodput", _BINDING),
     Column("passing_on_time_half_width_pct", "%", "half-width passing", "95% half-width at the passing rate",
            "goodput"),
     Column("failing_on_time_half_width_pct", "%", "half-width failing", "95% half-width at the failing rate",
@@ -123,14 +132,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("reading_gpus", "count", "reading GPUs", "a split's reading GPUs (empty otherwise)", "plan"),
     Column("writing_gpus", "count", "writing GPUs", "a split's writing GPUs (empty otherwise)", "plan"),
     Column("chunk_tokens", "tokens", "chunk", "the chunk size (empty: whole prompts)", "plan"),
-    Column("goodput_per_s", "requests/s", "goodput/s", "the highest rate found to pass the target", "plan"),
-    Column("goodput_per_gpu_per_s", "requests/s", "per GPU", "goodput divided by the GPUs", "plan"),
+    *_in("plan", *_GOODPUT),
     Column("goodput_low_per_s", "requests/s", "low", "95% interval of the mean of the seeds' own goodputs: low end",
            "plan"),
     Column("goodput_high_per_s", "requests/s", "high", "the same interval's high end", "plan"),
     Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
-    Column("binding_limit", "", "fails first", "the limit broken by the most measured requests at the failing rate",
-           "plan"),
+    *_in("plan", _BINDING),
     # -- map.csv (sweep.winners) -------------------------------------------------------------------
     Column("rate_per_s", "requests/s", "rate", "the cell's offered rate", "map"),
     Column("y_key", "", "y key", "the traffic knob on the y axis", "map"),

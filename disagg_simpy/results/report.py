@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..texts import aligned
 from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
 
 # Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
@@ -79,13 +80,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     else:
         split = [_two_lines(c) for c in columns]
         headers = [["", *(a for a, _ in split)], ["arrangement", *(b for _, b in split)]]
-    widths = [max(len(r[i]) for r in [*headers, *rows]) for i in range(len(headers[0]))]
-    lines = []
-    for r in [*headers, *rows]:
-        left = r[0].ljust(widths[0])
-        rest = [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]
-        lines.append("  ".join([left, *rest]).rstrip())
-    return "\n".join(lines)
+    return "\n".join(aligned([*headers, *rows], strip=True))
 
 
 def summary_json(summary: pd.DataFrame) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..texts import aligned
 from .blame import CAUSES, top_prompts
 from .breakdown import LATE_COLUMNS
 
@@ -21,10 +22,9 @@ def why_late_text(results: list) -> str:
     rows = [["arrangement", *_HEADERS]]
     for name, row in means.iterrows():
         rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in LATE_COLUMNS)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     per = " (mean of seeds)" if many else ""
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
-    lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
+    lines += aligned(rows)
 
     for name in first.records:
         n_long = first.long_prompt_tokens[name]

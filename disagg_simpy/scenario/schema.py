@@ -212,7 +212,7 @@ class Scenario(_Strict):
                 f"@max_sim_s: got {self.max_sim_s:g}, expected at least workload.measure_s ({w.measure_s:g})"
             )
         cap = self.cap_s(None)
-        if w.rate_per_s is not None and (isinstance(w, SyntheticWorkload) or w.format == "lengths"):
+        if w.rate_per_s is not None and self.draws_requests:
             problem = requests_problem(w.rate_per_s * cap, len(self.arrangements))
             if problem:
                 raise ValueError(
@@ -257,6 +257,13 @@ class Scenario(_Strict):
                         f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
                         f"and reply); expected at least {need:,}"
                     )
+
+    @property
+    def draws_requests(self) -> bool:
+        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace); a trace
+        with its own arrival times gives the same requests whatever the seed."""
+        w = self.workload
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths"
 
     @property
     def cap_known(self) -> bool:

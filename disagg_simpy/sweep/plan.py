@@ -16,6 +16,7 @@ import math
 import pandas as pd
 
 from ..errors import InputError
+from ..results.columns import names
 from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
@@ -25,10 +26,7 @@ from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 
-PLAN_COLUMNS = (
-    "rank", "arrangement", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens", "goodput_per_s",
-    "goodput_per_gpu_per_s", "goodput_low_per_s", "goodput_high_per_s", "on_time_pct_at_rate", "binding_limit",
-)
+PLAN_COLUMNS = names("plan")
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None
