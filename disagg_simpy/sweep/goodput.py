@@ -34,7 +34,7 @@ from ..scenario.schema import Scenario
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
-#: goodput.csv's columns (README, Outputs)
+#: goodput.csv's columns (docs/outputs.md; the registry, results/columns.py)
 GOODPUT_COLUMNS = names("goodput")
 #: binding_limit values, by the summary column of the share that broke each limit
 LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze"}
