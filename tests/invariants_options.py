@@ -53,7 +53,7 @@ def check_memory(result, arrangement, local: np.ndarray) -> None:
     rec = result.records[arrangement.name]
     name, cap, stop = arrangement.name, arrangement.kv_capacity_tokens, rec.stopped_at_ns
     it = rec.iterations
-    assert rec.kv_capacity_tokens == cap
+    assert (rec.kv_capacity_tokens == cap).all()
     gpu, tokens, since, until = reservations(rec, arrangement, local)
     assert (until > since).all() or not len(since), f"{name}: a reservation freed the instant it was made"
     for g in range(arrangement.n_gpus):

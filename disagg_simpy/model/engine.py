@@ -56,21 +56,24 @@ class Engine:
         self.env = simpy.Environment()
         self.split = arrangement.is_split
         chunk = arrangement.chunk_tokens
-        capacity = arrangement.kv_capacity_tokens
+        reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
+        kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
-        self.gpus = [self._gpu(i, role, chunk, writing, capacity) for i, role in enumerate(arrangement.roles)]
+        # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
+        self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
+                     for i, role in enumerate(arrangement.roles)]
         self.reading = Side([g for g in self.gpus if g.reads])
         self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
         link = arrangement.kv_link_mode
-        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
+        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
-        self.handoff: deque[Request] | None = deque() if self.split and capacity is not None else None
+        self.handoff: deque[Request] | None = deque() if self.split and kv_on else None
         for g in self.gpus:
             g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
             # at this instant, and a ship started by a link at a ship end may be over at once (a
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
-            g.always_defer = capacity is not None or link != "independent"
+            g.always_defer = kv_on or link != "independent"
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -224,6 +227,6 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
-            kv_capacity_tokens=self.arrangement.kv_capacity_tokens,
+            kv_capacity_tokens=tuple(g.kv_capacity for g in self.gpus) if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
         )

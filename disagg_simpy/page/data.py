@@ -173,6 +173,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
             "kind": result.records[name].kind,
             "description": described[name].description,
             "is_split": described[name].is_split,
+            "lanes": [described[name].instance_name(g) for g in range(len(roles))],
+            "unit": described[name].unit,
             "roles": roles,
             "summary": {k: _clean(v) for k, v in summary.items() if k != "arrangement"},
             "requests": {

@@ -50,7 +50,7 @@ function decodeArrangement(a, index) {
     return {first: g.first, start, end, tok: g.tok, rep: g.rep};
   });
   return {
-    name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
+    name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
           maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},

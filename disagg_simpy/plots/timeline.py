@@ -46,13 +46,15 @@ def ship_lane_y(roles: list[str]) -> float:
 
 def draw_gpu_lanes(
     ax: Axes, iterations: pd.DataFrame, requests: pd.DataFrame, roles: list[str], window: Window, norm: Normalize,
-    kv_capacity: int | None = None,
+    kv_capacity=None, names: list[str] | None = None,
 ) -> Axes:
-    """One lane per GPU; a block per iteration in `window` (clipped to it): orange shaded by
+    """One lane per GPU (with TP, per instance: `names` labels the lanes, default 'GPU g'); a
+    block per iteration in `window` (clipped to it): orange shaded by
     prompt tokens read, grey if it only writes. A split gets a lane between its reading and
     writing GPUs with a falling line per KV cache ship, from its start to its end, and a dotted
     line while a ship waits for its link (E5). With a KV memory limit (E4) a thin band under each
-    lane shows how full the GPU's memory is at each iteration (darker = fuller)."""
+    lane shows how full the GPU's memory is at each iteration (darker = fuller); `kv_capacity` is
+    one number or one per GPU."""
     start, end = window
     n = len(roles)
     it = iterations[(iterations["started_at_s"] < end) & (iterations["ended_at_s"] > start)]
@@ -85,7 +87,8 @@ def draw_gpu_lanes(
     if "reads" in roles:
         _draw_ships(ax, requests, window, ship_lane_y(roles))
 
-    labels = [f"GPU {g}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
+    names = names or [f"GPU {g}" for g in range(n)]
+    labels = [f"{names[g]}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
     ticks = list(gpu_lane_y(np.arange(n), roles))
     if "reads" in roles:
         labels.append("KV cache ships ↓")
@@ -126,9 +129,12 @@ def _draw_ships(ax: Axes, requests: pd.DataFrame, window: Window, y: float) -> N
     ax.add_collection(dotted)
 
 
-def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity: int) -> None:
+def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity) -> None:
     """E4: a thin band under each GPU lane, one block per iteration, shaded by the share of the
     GPU's KV memory held when it started (reading 10)."""
+    capacity = np.asarray(capacity)
+    if capacity.ndim:  # one per GPU (a split's sides may differ)
+        capacity = capacity[it["gpu"].to_numpy()]
     share = it["kv_used_tokens"].to_numpy(dtype=float, na_value=np.nan) / capacity
     band = PolyCollection(st.boxes(x0, x1, y - LANE / 2 - 0.07, 0.1), array=share, cmap=KV_CMAP,
                           norm=Normalize(0, 1), edgecolors="none")
@@ -280,8 +286,9 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         top, bottom = fig.subplots(
             2, 1, sharex=True, height_ratios=[0.55 * n_lanes + 0.5, 0.24 * max(len(sample), 3) + 0.4]
         )
-        kv_capacity = arrangement.kv_capacity_tokens
-        draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity)
+        kv_capacity = result.records[name].kv_capacity_tokens
+        names = [arrangement.instance_name(g) for g in range(len(roles))]
+        draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity, names)
         draw_reply_lanes(bottom, sample, words, slo, window)
         how = arrangement.description
         fig.suptitle(

@@ -209,7 +209,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     if rec.kv_capacity_tokens is not None:
         for side, role in (("reading", "reads"), ("writing", "writes")):
             gpus = (roles == role) | (roles == "both")
-            out[f"kv_peak_{side}_pct"] = 100.0 * float(rec.kv_peak_tokens[gpus].max()) / rec.kv_capacity_tokens
+            out[f"kv_peak_{side}_pct"] = float((100.0 * rec.kv_peak_tokens[gpus] / rec.kv_capacity_tokens[gpus]).max())
     r = {k: rec.requests[k][gaps.rows] for k in ("first_word_at_ns", "handoff_at_ns", "ship_started_at_ns",
                                                 "n_reply_words", "reading_gpu")}
     n = len(gaps.rows)

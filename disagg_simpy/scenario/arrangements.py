@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
@@ -54,6 +54,19 @@ def gpus_do(n: int, verb: str) -> str:
     return f"1 GPU {verb}s" if n == 1 else f"{n} GPUs {verb}"
 
 
+def _instances(n_gpus: int, tp: int | None) -> str:
+    """'2 TP2 instances', '1 TP1 instance'."""
+    k = n_gpus // (tp or 1)
+    return f"{k} TP{tp or 1} instance{'s' * (k != 1)}"
+
+
+def _check_tp(tp: int | None, gpus: int, key: str, gpus_key: str) -> None:
+    """TP: GPUs stay GPUs; a TP degree must divide them into whole instances."""
+    if tp is not None and gpus % tp:
+        raise ValueError(f"@{key}: got {tp} with {gpus_key} {gpus}, expected a TP degree that divides the GPUs "
+                         f"into whole instances (instances = GPUs / TP)")
+
+
 class _Arrangement(_Strict):
     """What every kind of arrangement answers (see the module docstring)."""
 
@@ -66,15 +79,33 @@ class _Arrangement(_Strict):
         chunk_tokens: int | None
         kv_capacity_tokens: int | None
 
+    #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
+    #: store's keys) exactly as before they existed.
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler):
+        out = handler(self)
+        for key in self._OMIT_UNSET:
+            if isinstance(out, dict) and out.get(key) is None:
+                out.pop(key, None)
+        return out
+
     @property
     def roles(self) -> tuple[str, ...]:
-        """'reads', 'writes' or 'both' by GPU number (a split numbers its reading GPUs first)."""
+        """'reads', 'writes' or 'both' by instance number (a split numbers its reading
+        instances first). An instance is one GPU, or `tp` GPUs serving as one (TP)."""
+        raise NotImplementedError
+
+    @property
+    def instance_gpus(self) -> tuple[int, ...]:
+        """GPUs of each instance (its TP degree), by instance number."""
         raise NotImplementedError
 
     @property
     def n_gpus(self) -> int:
         """GPUs in all (what a per-GPU figure divides by)."""
-        raise NotImplementedError
+        return sum(self.instance_gpus)
 
     @property
     def n_instances(self) -> int:
@@ -88,12 +119,43 @@ class _Arrangement(_Strict):
     @property
     def n_reading_gpus(self) -> int:
         """GPUs that read prompts (every GPU when not split)."""
-        return sum(r != "writes" for r in self.roles)
+        return sum(g for r, g in zip(self.roles, self.instance_gpus) if r != "writes")
 
     @property
     def n_writing_gpus(self) -> int:
         """GPUs that write replies (every GPU when not split)."""
-        return sum(r != "reads" for r in self.roles)
+        return sum(g for r, g in zip(self.roles, self.instance_gpus) if r != "reads")
+
+    @property
+    def has_tp(self) -> bool:
+        """Whether some instance spans several GPUs (without, an instance is a GPU)."""
+        return any(g > 1 for g in self.instance_gpus)
+
+    def instance_name(self, i: int) -> str:
+        """'GPU 3' (every instance one GPU), else 'instance 0 (GPUs 0-1)' or 'instance 2 (GPU 4)'."""
+        if not self.has_tp:
+            return f"GPU {i}"
+        first, n = sum(self.instance_gpus[:i]), self.instance_gpus[i]
+        return f"instance {i} (GPU {first})" if n == 1 else f"instance {i} (GPUs {first}-{first + n - 1})"
+
+    @property
+    def kv_capacities(self) -> tuple[int | None, int | None]:
+        """E4: KV cache tokens an instance holds, (reading side, writing side); None: no limit."""
+        return self.kv_capacity_tokens, self.kv_capacity_tokens
+
+    def kv_capacity_key(self, role: str) -> str:
+        """The key that sets the KV capacity of the instances of `role` (E4)."""
+        return "kv_capacity_tokens"
+
+    @property
+    def unit(self) -> str:
+        """What one model instance is called in messages: 'GPU', or 'instance' with TP."""
+        return "instance" if self.has_tp else "GPU"
+
+    @property
+    def kv_limited(self) -> bool:
+        """Whether E4 is on (some instance's KV cache is limited)."""
+        return any(c is not None for c in self.kv_capacities)
 
     @property
     def label(self) -> str:
@@ -135,22 +197,31 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp",)
+
     name: Name
     kind: Literal["colocated"]
     gpus: Gpus
     chunk_tokens: Count | None = None
     cost: SideCost | None = None  # E1
-    kv_capacity_tokens: Count | None = None  # E4
+    kv_capacity_tokens: Count | None = None  # E4, per instance
+    tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
 
     _name = field_validator("name")(_not_only_dots)
 
-    @property
-    def roles(self) -> tuple[str, ...]:
-        return ("both",) * self.gpus
+    @model_validator(mode="after")
+    def _check(self) -> Colocated:
+        _check_tp(self.tp, self.gpus, "tp", "gpus")
+        return self
 
     @property
-    def n_gpus(self) -> int:
-        return self.gpus
+    def instance_gpus(self) -> tuple[int, ...]:
+        tp = self.tp or 1
+        return (tp,) * (self.gpus // tp)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return ("both",) * len(self.instance_gpus)
 
     @property
     def label(self) -> str:
@@ -159,6 +230,8 @@ class Colocated(_Arrangement):
     @property
     def description(self) -> str:
         text = f"{gpu_count(self.gpus)}, each reads prompts and writes replies"
+        if self.has_tp:
+            text = f"{gpu_count(self.gpus)} as {_instances(self.gpus, self.tp)}, each reads prompts and writes replies"
         if self.chunk_tokens:
             text += f"; an iteration reads at most {self.chunk_tokens} prompt tokens"
         return text
@@ -182,28 +255,55 @@ class Disaggregated(_Arrangement):
     reading_cost: SideCost | None = None  # E1
     writing_cost: SideCost | None = None  # E1
     kv_ship_ms_per_token: CostMs | None = None  # E1
-    kv_capacity_tokens: Count | None = None  # E4
+    kv_capacity_tokens: Count | None = None  # E4, per instance
     kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
     local_prompt_max_tokens: Count | None = None  # E6
+    reading_tp: Gpus | None = None  # TP: GPUs per reading instance; None: 1
+    writing_tp: Gpus | None = None  # TP: GPUs per writing instance; None: 1
+    reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
+    writing_kv_capacity_tokens: Count | None = None
 
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
+                                              "writing_kv_capacity_tokens")
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
-        if self.n_gpus > MAX_GPUS:
+        if self.reading_gpus + self.writing_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
                 f"expected at most {MAX_GPUS} GPUs in all"
             )
+        _check_tp(self.reading_tp, self.reading_gpus, "reading_tp", "reading_gpus")
+        _check_tp(self.writing_tp, self.writing_gpus, "writing_tp", "writing_gpus")
+        reading, writing = self.reading_kv_capacity_tokens, self.writing_kv_capacity_tokens
+        if self.kv_capacity_tokens is None and (reading is None) != (writing is None):
+            missing, given = ("writing", "reading") if writing is None else ("reading", "writing")
+            raise ValueError(
+                f"@{missing}_kv_capacity_tokens: missing with {given}_kv_capacity_tokens, expected both sides' "
+                "capacities (or kv_capacity_tokens for the side not given): KV memory (E4) limits both sides or neither"
+            )
         return self
 
     @property
-    def roles(self) -> tuple[str, ...]:
-        return ("reads",) * self.reading_gpus + ("writes",) * self.writing_gpus
+    def instance_gpus(self) -> tuple[int, ...]:
+        rtp, wtp = self.reading_tp or 1, self.writing_tp or 1
+        return (rtp,) * (self.reading_gpus // rtp) + (wtp,) * (self.writing_gpus // wtp)
 
     @property
-    def n_gpus(self) -> int:
-        return self.reading_gpus + self.writing_gpus
+    def roles(self) -> tuple[str, ...]:
+        return ("reads",) * (self.reading_gpus // (self.reading_tp or 1)) + (
+            "writes",) * (self.writing_gpus // (self.writing_tp or 1))
+
+    def kv_capacity_key(self, role: str) -> str:
+        side = "reading" if role == "reads" else "writing"
+        own = self.reading_kv_capacity_tokens if role == "reads" else self.writing_kv_capacity_tokens
+        return f"{side}_kv_capacity_tokens" if own is not None else "kv_capacity_tokens"
+
+    @property
+    def kv_capacities(self) -> tuple[int | None, int | None]:
+        own = self.reading_kv_capacity_tokens, self.writing_kv_capacity_tokens
+        return tuple(self.kv_capacity_tokens if c is None else c for c in own)  # type: ignore[return-value]
 
     @property
     def label(self) -> str:
@@ -211,8 +311,12 @@ class Disaggregated(_Arrangement):
 
     @property
     def description(self) -> str:
-        return (f"{gpus_do(self.reading_gpus, 'read')} prompts, {gpus_do(self.writing_gpus, 'write')} replies; "
-                "KV caches ship between them")
+        reading, writing = gpus_do(self.reading_gpus, "read"), gpus_do(self.writing_gpus, "write")
+        if self.has_tp:
+            reading += f" prompts ({_instances(self.reading_gpus, self.reading_tp)})"
+            writing += f" replies ({_instances(self.writing_gpus, self.writing_tp)})"
+            return f"{reading}, {writing}; KV caches ship between them"
+        return f"{reading} prompts, {writing} replies; KV caches ship between them"
 
     @property
     def kv_link_mode(self) -> str:

@@ -91,6 +91,11 @@ _EXPECT = {
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
+    "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
+    "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
+    "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",
+    "reading_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per reading instance)",
+    "writing_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per writing instance)",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",

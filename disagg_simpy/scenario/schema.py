@@ -249,13 +249,14 @@ class Scenario(_Strict):
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
-            if a.kv_capacity_tokens is not None and isinstance(w, SyntheticWorkload):
-                prompt, reply, need = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
-                if need > a.kv_capacity_tokens:
+            if a.kv_limited and isinstance(w, SyntheticWorkload):
+                problem = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
+                if problem is not None:
+                    key, cap, prompt, reply, need = problem
                     raise ValueError(
-                        f"@arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but the workload can "
-                        f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
-                        f"and reply); expected at least {need:,}"
+                        f"@arrangements[{i}].{key}: got {cap:,}, but the workload can draw a request reserving "
+                        f"{sizes_text(prompt, reply, need)} on one {a.unit} (its largest prompt and reply); "
+                        f"expected at least {need:,}"
                     )
 
     @property
