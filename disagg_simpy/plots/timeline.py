@@ -131,7 +131,7 @@ def _draw_ships(ax: Axes, requests: pd.DataFrame, window: Window, y: float) -> N
 
 def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity) -> None:
     """E4: a thin band under each GPU lane, one block per iteration, shaded by the share of the
-    GPU's KV memory held when it started (reading 10)."""
+    GPU's KV memory held when it started (reading R10)."""
     capacity = np.asarray(capacity)
     if capacity.ndim:  # one per GPU (a split's sides may differ)
         capacity = capacity[it["gpu"].to_numpy()]

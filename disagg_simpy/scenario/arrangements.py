@@ -1,11 +1,11 @@
 """Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6 of extensions.md).
+options E1, E4-E6).
 
 Every stage asks an arrangement the same few questions, answered here and nowhere else:
 `roles` (what each GPU does, reading GPUs first), `n_gpus`, `n_instances`, `is_split`, `label`
 (a short family name for legends) and `description` (one line for titles and the page). A new
 kind is one class below, added to `KINDS`; loading errors, the engine, the plots, the page and
-the planner follow from these answers (docs/architecture.md says which files a kind touches).
+the planner follow from these answers (docs/architecture.md says which files a kind touches); TP instances: docs/tp.md.
 """
 
 from __future__ import annotations
