@@ -49,6 +49,16 @@ def test_timeline_lanes_are_labelled_by_instance(tmp_path, monkeypatch):
     timeline.save_timeline(res, "tp2-1", tmp_path / "t.png", (0.0, 0.05), 4)
     labels = [t.get_text() for t in figures[0].axes[0].get_yticklabels()]
     assert labels[:2] == ["instance 0 (GPUs 0-1): reads prompts", "instance 1 (GPU 2): writes replies"]
+    replies = [t.get_text() for t in figures[0].axes[1].get_yticklabels()]
+    assert replies and all(" instance " in text for text in replies), replies
+
+
+def test_follow_picture_names_instances(tmp_path):
+    from disagg_simpy.plots.follow import journey, story
+
+    res = run_rows(tmp_path, ROWS, [TP2_1])
+    before, after = story(journey(res, "tp2-1", 0), res.scenario.slo)
+    assert "read on instance 0 (GPUs 0-1)" in before and "to instance 1 (GPU 2)" in after
 
 
 def test_without_tp_nothing_changes_in_the_dump():

@@ -142,7 +142,8 @@ def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y:
     ax.add_collection(band)
 
 
-def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window) -> Axes:
+def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window,
+                     unit: str = "GPU") -> Axes:
     """One lane per sampled reply (earliest on top): a dotted line while its prompt waits, an
     orange line while it is read, a diamond at word 1, a blue bar while its KV cache ships, a
     tick per later word, a red bar over each gap above the freeze limit; replies that are not
@@ -198,7 +199,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     dots = ax.scatter(first["at_s"], lane.loc[first["request_id"]], marker="D", s=28, c="black", zorder=3)
     dots.set_gid("first-words")
 
-    labels = [f"#{r.request_id} {_gpus(r)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
+    labels = [f"#{r.request_id} {_gpus(r, unit)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
               for r in sample.itertuples()]
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=8)
@@ -226,12 +227,12 @@ def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n
     return text + "\nrequest id, reading→writing GPU, verdict over the whole reply; evenly by arrival"
 
 
-def _gpus(r) -> str:
-    """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3)."""
+def _gpus(r, unit: str = "GPU") -> str:
+    """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3); 'instance 0→1' with TP."""
     read, write = r.reading_gpu, r.writing_gpu
     if pd.isna(write) or write == read:
-        return f"GPU {read}"
-    return f"GPU {read}→{write}"
+        return f"{unit} {read}"
+    return f"{unit} {read}→{write}"
 
 
 def _secs(x: float) -> str:
@@ -289,7 +290,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         kv_capacity = result.records[name].kv_capacity_tokens
         names = [arrangement.instance_name(g) for g in range(len(roles))]
         draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity, names)
-        draw_reply_lanes(bottom, sample, words, slo, window)
+        draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit)
         how = arrangement.description
         fig.suptitle(
             f"{name}, seed {result.seed}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
