@@ -86,7 +86,7 @@ def _plan(job: Job) -> Batch | None:
     line = recommendation(table, args.target)
     if args.rate is not None:
         line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
-                f"({', '.join(passing)}); {line}")
+                f"({', '.join(passing or [])}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
     w = scenario.workload
     title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
