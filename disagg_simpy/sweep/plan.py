@@ -31,12 +31,14 @@ PLAN_COLUMNS = names("plan")
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
-               tps: tuple[int, ...] = (1,), tp_cost: Callable[[int], dict] | None = None) -> list[dict]:
+               splits: tuple[int, ...] | None = None, tps: tuple[int, ...] = (1,),
+               tp_cost: Callable[[int], dict] | None = None) -> list[dict]:
     """Every arrangement of `n_gpus` GPUs: same GPU whole and in each chunk size; every split
-    r + w = n, whole and with chunked reading (`split_chunks`, default the same sizes). With
-    TP degrees `tps`, also each of those whose sides' GPUs the degrees divide (GPUs stay GPUs),
-    named with `-tpT` (a split `-tpR-W`), each TP side with the cost block `tp_cost(T)` (its
-    instances' costs); a TP of 1 keeps the plain names and the scenario's costs."""
+    r + w = n (or those with r reading GPUs in `splits`), whole and with chunked reading
+    (`split_chunks`, default the same sizes). With TP degrees `tps`, also each of those whose
+    sides' GPUs the degrees divide (GPUs stay GPUs), named with `-tpT` (a split `-tpR-W`), each
+    TP side with the cost block `tp_cost(T)` (its instances' costs); a TP of 1 keeps the plain
+    names and the scenario's costs."""
     split_chunks = chunks if split_chunks is None else split_chunks
 
     def own(tp: int, key: str, cost_key: str) -> dict:
@@ -49,6 +51,8 @@ def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chun
         out.append(same)
         out += [{**same, "name": f"chunked-{c}{tag}", "chunk_tokens": c} for c in chunks]
     for r in range(1, n_gpus):
+        if splits is not None and r not in splits:
+            continue
         for rtp in (t for t in tps if r % t == 0):
             for wtp in (t for t in tps if (n_gpus - r) % t == 0):
                 tag = "" if rtp == wtp == 1 else f"-tp{rtp}-{wtp}"
