@@ -146,7 +146,7 @@ def _plan(job: Job) -> Batch | None:
         table,
         info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
               "recommendation": line},
-        lines=[f"{title}; on time % at {float(planned.workload.rate_per_s):g} requests/s", format_plan(table), line,
+        lines=[f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s", format_plan(table), line,
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
     )

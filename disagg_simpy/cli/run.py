@@ -93,10 +93,10 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
     args = build_parser(commands).parse_args(argv)  # before the heavy imports: --help stays fast
     scenario = load(args)
     outputs = check_outputs(args, scenario)
-    seeds, note = seeds_to_run(scenario)
+    chosen, note = seeds_to_run(scenario)
     if note:
         print(note, file=sys.stderr)
-    seeds = list(seeds)
+    seeds = list(chosen)
     check_seeds(scenario, seeds)
     summary, kept, run_info = simulate_and_write(args, argv, outputs, scenario, seeds)
     report(args, scenario, outputs, summary, run_info, kept)

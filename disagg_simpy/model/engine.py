@@ -21,7 +21,7 @@ from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
-from .phases import PHASE_ARRIVE, PHASE_STOP, Slot, events_scheduled
+from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
 from .router import Side
@@ -53,7 +53,7 @@ class Engine:
         writing = CostNs.from_cost(writing_cost, ship_ms)
         self.arrangement = arrangement
         self.requests = requests
-        self.env = simpy.Environment()
+        self.env = Environment()
         self.split = arrangement.is_split
         chunk = arrangement.chunk_tokens
         reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
@@ -62,8 +62,8 @@ class Engine:
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
-        self.reading = Side([g for g in self.gpus if g.reads])
-        self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
+        self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
+        self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         link = arrangement.kv_link_mode
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
@@ -161,7 +161,7 @@ class Engine:
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
-            r.read.succeed()
+            r.read.succeed()  # type: ignore[union-attr]  # (set when its process started, before any GPU saw it)
 
     def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
         """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
@@ -193,7 +193,7 @@ class Engine:
                 and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
             self.n_late_mean_gap += 1
             self._check_give_up()
-        r.done.succeed()
+        r.done.succeed()  # type: ignore[union-attr]  # (as r.read)
         r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
@@ -201,6 +201,7 @@ class Engine:
                 Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def _check_give_up(self) -> None:
+        assert self.give_up is not None  # (counted only with give_up)
         if not self.gave_up and self.n_late_first_word + self.n_late_mean_gap >= self.give_up.max_late:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
@@ -227,6 +228,6 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
-            kv_capacity_tokens=tuple(g.kv_capacity for g in self.gpus) if self.arrangement.kv_limited else None,
+            kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
         )

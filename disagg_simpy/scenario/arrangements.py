@@ -344,7 +344,10 @@ class Disaggregated(_Arrangement):
 #: a line here.
 KINDS: dict[str, type[_Arrangement]] = {"colocated": Colocated, "disaggregated": Disaggregated}
 
-Arrangement = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
+if TYPE_CHECKING:  # every stage asks the interface, whatever the kind
+    Arrangement = _Arrangement
+else:
+    Arrangement = Annotated[Union[tuple(KINDS.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
 def side_cost_keys(kind: type[_Arrangement]) -> tuple[str, ...]:

@@ -149,7 +149,7 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         elif model is Scenario:
             parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
             model = parts.get(p)
-        elif model in KINDS.values() and p in side_cost_keys(model):
+        elif model is not None and model in KINDS.values() and p in side_cost_keys(model):  # type: ignore[arg-type]
             model = SideCost
         else:
             model = None
@@ -187,8 +187,8 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
         SyntheticWorkload: [TraceWorkload], TraceWorkload: [SyntheticWorkload],
         **{kind: [k for k in KINDS.values() if k is not kind] for kind in KINDS.values()}}
     other = next((m for m in siblings.get(model, []) if bad in m.model_fields), None)
-    what = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
-            **{cls: f"a {name} arrangement" for name, cls in KINDS.items()}}
+    what: dict[type[BaseModel], str] = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
+                                        **{cls: f"a {name} arrangement" for name, cls in KINDS.items()}}
     if model is SideCost and bad == "kv_ship_ms_per_token":
         return (f"unknown key in a cost mapping (a split sets kv_ship_ms_per_token on the arrangement itself); "
                 f"expected one of {', '.join(allowed)}")
