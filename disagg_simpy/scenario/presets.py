@@ -44,6 +44,10 @@ def fill(raw: Any, attention: bool) -> Any:
     return raw
 
 
+_TP_KEYS = {"cost": "tp", "reading_cost": "reading_tp", "writing_cost": "writing_tp"}
+_CAPACITY_KEYS = ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens")
+
+
 def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dict:
     a = dict(a)
     own = {}
@@ -52,9 +56,16 @@ def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dic
         if name:
             own[side] = name
             a[side] = {**shipped.cost_fields(name, attention), **a[side]}
-    capacity, ship = _derived(a, own, base)
-    if "kv_capacity_tokens" not in a and capacity is not None:
-        a["kv_capacity_tokens"] = capacity
+    for side, name in _used(a, own, base).items():
+        want, tp_key = shipped.PRESETS[name]["tp"], _TP_KEYS[side]
+        got = a.get(tp_key)
+        if (got is None or isinstance(got, int)) and (got or 1) != want:  # other values: pydantic says
+            shown = got if got is not None else "none (TP1)"
+            raise ValueError(f"@arrangements[{i}].{tp_key}: got {shown}, but the preset {name} costs TP{want} "
+                             f"instances; expected {tp_key}: {want} (or a TP{got or 1} preset)")
+    capacities, ship = _derived(a, own, base)
+    if not any(k in a for k in _CAPACITY_KEYS):
+        a.update(capacities)
     if a.get("kind") == "disaggregated" and "kv_ship_ms_per_token" not in a:
         if ship is None and a.get("kv_path") in shipped.KV_PATHS:
             raise ValueError(f"@arrangements[{i}].kv_path: got {a['kv_path']!r} with no preset on this arrangement "
@@ -64,15 +75,27 @@ def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dic
     return a
 
 
-def _derived(a: dict, own: dict[str, str], base: str | None) -> tuple[int | None, float | None]:
-    """(KV capacity, KV ship cost) an arrangement takes from its presets (None: no preset)."""
-    split = a.get("kind") == "disaggregated"
-    used = [own.get(s, base) for s in (("reading_cost", "writing_cost") if split else ("cost",))]
-    capacity = min((shipped.kv_capacity_tokens(n) for n in used if n), default=None)
-    sender = next((n for n in (*used, base) if n), None)
+def _used(a: dict, own: dict[str, str], base: str | None) -> dict[str, str]:
+    """side -> the preset its costs come from (its own, else the scenario's), sides with one only."""
+    sides = ("reading_cost", "writing_cost") if a.get("kind") == "disaggregated" else ("cost",)
+    return {s: n for s in sides if (n := own.get(s, base))}
+
+
+def _derived(a: dict, own: dict[str, str], base: str | None) -> tuple[dict[str, int], float | None]:
+    """(KV capacity keys, KV ship cost) an arrangement takes from its presets: one capacity for
+    both sides when they agree (or only one side has a preset), else each side its own."""
+    used = _used(a, own, base)
+    caps = {side: shipped.kv_capacity_tokens(n) for side, n in used.items()}
+    if len(set(caps.values())) > 1:
+        capacities = {"reading_kv_capacity_tokens": caps["reading_cost"],
+                      "writing_kv_capacity_tokens": caps["writing_cost"]}
+    else:
+        capacities = {"kv_capacity_tokens": next(iter(caps.values()))} if caps else {}
+    sender = next(iter(used.values()), None)
     path = a.get("kv_path") or "intra_node"
+    split = a.get("kind") == "disaggregated"
     ship = shipped.kv_ship_ms_per_token(sender, path) if sender and split and path in shipped.KV_PATHS else None
-    return capacity, ship
+    return capacities, ship
 
 
 def unfill(raw: dict, attention: bool) -> dict:
@@ -89,9 +112,10 @@ def unfill(raw: dict, attention: bool) -> dict:
         for side, name in own.items():
             filled = shipped.cost_fields(name, attention)
             a[side] = {k: v for k, v in a[side].items() if filled.get(k, object()) != v}
-        capacity, ship = _derived(a, own, base)
-        if capacity is not None and a.get("kv_capacity_tokens") == capacity:
-            del a["kv_capacity_tokens"]
+        capacities, ship = _derived(a, own, base)
+        if capacities and all(a.get(k) == v for k, v in capacities.items()):
+            for k in capacities:
+                del a[k]
         if ship is not None and a.get("kv_ship_ms_per_token") == ship:
             del a["kv_ship_ms_per_token"]
     return raw

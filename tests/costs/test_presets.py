@@ -165,3 +165,19 @@ def test_overriding_the_preset_takes_the_new_presets_fields(tmp_path):
     assert a.kv_capacity_tokens == kv_capacity_tokens(other)
     assert a.kv_ship_ms_per_token == kv_ship_ms_per_token(other, "inter_node")
     assert moved.preset_info()["presets"]["cost"] == {"preset": other, "overridden": ["per_reply_ms"]}
+
+
+def test_a_presets_tp_must_match_the_arrangements(tmp_path, capsys):
+    tp2 = "a100-80gb/opt-13b/tp2"
+    good = {**SPLIT, "reading_gpus": 2, "reading_tp": 2, "reading_cost": {"preset": tp2},
+            "writing_cost": {"preset": "a100-80gb/opt-13b/tp1"}}
+    a = scenario(tmp_path, arrangements=[good]).arrangements[0]
+    assert a.n_gpus == 3 and a.n_instances == 2
+    assert (a.reading_kv_capacity_tokens, a.writing_kv_capacity_tokens) == (
+        kv_capacity_tokens(tp2), kv_capacity_tokens("a100-80gb/opt-13b/tp1"))
+    bad = {**SPLIT, "reading_cost": {"preset": tp2}}
+    path = write(tmp_path, scenario_text(workload=TINY, arrangements=[bad]))
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "arrangements[0].reading_tp: got none (TP1), but the preset a100-80gb/opt-13b/tp2 costs TP2 " \
+           "instances; expected reading_tp: 2" in err and err.count("\n") == 1
