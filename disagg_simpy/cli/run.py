@@ -160,14 +160,13 @@ def simulate(scenario, seeds: list[int]) -> list:
     in memory."""
     from ..api import run as run_scenario
     from ..scenario.limits import MAX_KEPT_ROWS, count_text, requests_problem
-    from ..scenario.schema import SyntheticWorkload
 
     if seeds[-1] >= 2**63:
         raise InputError(f"--seeds: got {len(seeds)} from seed {seeds[0]}, expected seeds below 2**63")
-    w = scenario.workload
     n_arrangements = len(scenario.arrangements)
-    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
-        _check_seeds(requests_problem(w.rate_per_s * scenario.cap_s(None), n_arrangements, len(seeds)))
+    expected = scenario.expected_requests()
+    if expected is not None:
+        _check_seeds(requests_problem(expected, n_arrangements, len(seeds)))
     results = []
     for s in seeds:
         results.append(run_scenario(scenario, seed=s))
