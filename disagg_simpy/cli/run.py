@@ -52,7 +52,7 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
-                   help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print mean ± 95%% half-width")
+                   help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print the mean and its 95%% interval")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
@@ -341,7 +341,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
-        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
+        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
         print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")

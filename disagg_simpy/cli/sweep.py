@@ -24,7 +24,7 @@ OUTPUT_FILES = ("sweep.parquet", "sweep.csv", "sweep.png", "run.json")
 
 def build_sweep_parser():
     p = batch_parser("sweep", "Run every point of a grid (rates x --set values), every seed, every arrangement; "
-                     "print the on-time share (mean ± 95%% half-width over seeds) per point and arrangement.")
+                     "print the on-time share (mean and 95% interval over seeds) per point and arrangement.")
     p.add_argument("--rate", metavar="RATES",
                    help="offered rates, START:STOP:STEP (STOP included), R1,R2,... or one (default: the scenario's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
@@ -73,7 +73,7 @@ def sweep_command(argv: Sequence[str]) -> int:
     else:
         n = table["arrangement"].nunique()
         counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
-        print(f"{scenario.name}: {counts}; on time (%)" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""))
+        print(f"{scenario.name}: {counts}; on time (%)" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""))
         print(format_bands(bands, grid.keys))
         print(f"results in {out}/")
     print(skipped_line(runner), file=sys.stderr)

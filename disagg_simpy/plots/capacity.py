@@ -40,9 +40,10 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
                 b = block[block["arrangement"] == name].sort_values(RATE)
                 x = b[RATE].to_numpy(dtype=float)
                 m = b["on_time_pct"].to_numpy(dtype=float)
-                h = np.nan_to_num(b["half_width_pct"].to_numpy(dtype=float))
+                low = np.where(b["on_time_low_pct"].isna(), m, b["on_time_low_pct"]).astype(float)
+                high = np.where(b["on_time_high_pct"].isna(), m, b["on_time_high_pct"]).astype(float)
                 ax.plot(x, m, marker="o", ms=3, lw=1.8, label=name, **styles[name])
-                ax.fill_between(x, np.clip(m - h, 0, 100), np.clip(m + h, 0, 100), color=styles[name]["color"],
+                ax.fill_between(x, np.clip(low, 0, 100), np.clip(high, 0, 100), color=styles[name]["color"],
                                 alpha=0.18, lw=0)
             if target is not None:
                 ax.axhline(target, color="black", lw=1, ls=":")
@@ -95,8 +96,8 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
 
 
 def save_plan(table: pd.DataFrame, path: Path, title: str) -> Path:
-    """A bar per evaluated arrangement, best on top: its goodput, with the 95% interval of the
-    seeds' own goodputs as a black line."""
+    """A bar per evaluated arrangement, best on top: its goodput, with its 95% interval (the
+    same statistic: sweep/goodput.py `goodput_search`) as a black line."""
     names = [str(n) for n in table["arrangement"]]
     kinds = ["same GPU" if k == "colocated" and (isinstance(c, float) or c is None or pd.isna(c)) else
              "chunks" if k == "colocated" else "split" for k, c in zip(table["kind"], table["chunk_tokens"])]

@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from ..results.report import mean_half_width
+from ..results.intervals import SHARE, interval
 from . import style as st
 
 #: How the reference figures look (in the bars and in the figure's legend).
@@ -37,8 +37,8 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
     many = by_seed is not None and by_seed["seed"].nunique() > 1
     if many:
         groups = {str(k): g["on_time_pct"] for k, g in by_seed.groupby("arrangement", sort=False, observed=True)}
-        stats = [mean_half_width(groups[n]) for n in names]
-        pct = np.array([m for m, _ in stats])
+        stats = [interval(groups[n], SHARE) for n in names]
+        pct = np.array([i.mean for i in stats])
     bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65, alpha=0.55 if many else 1.0)
     for bar in bars:
         bar.set_gid("on-time-bar")
@@ -49,8 +49,9 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
             dots = ax.scatter(i + jitter[: len(values)], values, s=9, color=styles[n]["color"], edgecolor="black",
                               linewidth=0.3, zorder=3)
             dots.set_gid("seed-dots")
-        half = np.array([h for _, h in stats])
-        ci = ax.errorbar(x, pct, yerr=np.nan_to_num(half), fmt="_", color="black", ms=22, mew=2.2, elinewidth=2.2,
+        below = np.nan_to_num(np.array([i.mean - i.low for i in stats]))
+        above = np.nan_to_num(np.array([i.high - i.mean for i in stats]))
+        ci = ax.errorbar(x, pct, yerr=np.vstack([below, above]), fmt="_", color="black", ms=22, mew=2.2, elinewidth=2.2,
                          capsize=6, zorder=4)
         ci[0].set_gid("mean-interval")
     seed = [(i, reference[n]) for i, n in enumerate(names) if n in reference]

@@ -1,4 +1,4 @@
-"""The terminal table: one aligned row per arrangement, means +/- 95% half-widths over seeds."""
+"""The terminal table: one aligned row per arrangement, means and 95% intervals over seeds."""
 
 from __future__ import annotations
 
@@ -7,38 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .intervals import SHARE, interval
 from .metrics import OPTION_COLUMNS
-
-# Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
-_T975 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)
-
-
-def t975(dof: int) -> float:
-    """The 97.5% quantile of Student's t (a table to 30, a Cornish-Fisher series beyond)."""
-    if dof <= len(_T975):
-        return _T975[dof - 1]
-    z, v = 1.959963984540054, float(dof)
-    return (
-        z
-        + (z**3 + z) / (4 * v)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-    )
-
-
-def mean_half_width(values: pd.Series) -> tuple[float, float]:
-    """Mean and the 95% Student-t half-width of the mean (NaN half-width for one value)."""
-    v = values.dropna().to_numpy(dtype=float)
-    if len(v) == 0:
-        return math.nan, math.nan
-    if len(v) == 1:
-        return float(v[0]), math.nan
-    return float(v.mean()), t975(len(v) - 1) * float(v.std(ddof=1)) / math.sqrt(len(v))
-
 
 _DECIMALS = {"_pct": 1, "_ms": 1, "_s": 2, "_iteration": 1}
 
@@ -50,6 +20,11 @@ def _decimals(column: str) -> int:
         if column.endswith(suffix):
             return d
     return 0
+
+
+def _is_share(column: str) -> bool:
+    """A percentage of requests, GPUs' time or memory: 0-100 (a paired difference is not)."""
+    return column.endswith("_pct") and column != "on_time_vs_best_pct"
 
 
 def _cell(value: float, decimals: int) -> str:
@@ -82,7 +57,9 @@ def _two_lines(column: str) -> tuple[str, str]:
 
 
 def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
-    """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width.
+    """Aligned text table; with a `seed` column, each figure is the mean and its 95% interval
+    over seeds: '93.1±2.9', the interval's longer side (it lies within), so that the table fits;
+    `wide` prints a lopsided interval's two sides ('93.1-2.9+1.4').
 
     By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line."""
@@ -94,8 +71,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
         for col in columns:
             d = _decimals(col)
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
-                mean, hw = mean_half_width(block[col])
-                cells.append(f"{_cell(mean, d)}±{_cell(hw, d)}")
+                cells.append(interval(block[col], SHARE if _is_share(col) else None).text(d, lopsided=wide))
             else:
                 cells.append(_cell(float(block[col].iloc[0]), d))
         rows.append(cells)

@@ -4,7 +4,7 @@ most replies on time, by how much, and where the top two are too close to call.
 Each cell runs every arrangement on the same requests (every seed), to the verdict cap (its
 on-time shares are exact). The winner has the highest mean on-time share; the runner-up the
 next; they are too close to call when the paired 95% interval of their difference (seed by
-seed) includes 0.
+seed, results/intervals.py) includes 0.
 """
 
 from __future__ import annotations
@@ -124,6 +124,6 @@ def _cell(block: pd.DataFrame, rate: float, key: str, value: Any) -> dict:
     if len(order) < 2:
         return {**row, "runner_up": "", "runner_up_on_time_pct": math.nan, "too_close": False}
     second = str(order.index[1])
-    mean, half, n = paired_difference(block, winner, second)
-    too_close = bool(mean - half <= 0) if n > 1 and not math.isnan(half) else bool(mean <= 0)
+    d = paired_difference(block, winner, second)
+    too_close = bool(d.low <= 0) if d.n > 1 and not math.isnan(d.low) else bool(d.mean <= 0)
     return {**row, "runner_up": second, "runner_up_on_time_pct": float(order.iloc[1]), "too_close": too_close}
