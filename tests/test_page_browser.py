@@ -166,3 +166,23 @@ def test_sorting_and_following_a_request(page, res):
     name = list(res.roles)[-1]
     assert page.locator("[data-testid=player]").get_attribute("data-arrangement") == name
     assert page.locator(f"[data-testid=reply-lane][data-request-id='{rid}']").count() == 1
+
+
+def test_an_unknown_request_id_in_the_follow_box_is_said(page, res):
+    """An id the run does not hold is answered on the page (it used to be ignored silently)."""
+    page.fill("#follow-id", "999999")
+    page.keyboard.press("Enter")
+    note = page.locator("[data-testid=follow-unknown]")
+    assert note.count() == 1 and "No measured request has id 999999" in note.text_content()
+    assert not page.seen["errors"]
+    rid = int(res.requests["request_id"].iloc[3])
+    page.fill("#follow-id", str(rid))
+    page.keyboard.press("Enter")
+    assert page.locator("[data-testid=follow-unknown]").count() == 0  # following a real one clears it
+    assert page.locator("[data-testid=follow] tbody tr").count() == len(res.roles)
+
+
+def test_the_players_heading_counts_one_gpu_in_the_singular(page):
+    page.click("[data-testid=arrangement-row][data-arrangement=split-1-3]")
+    heading = page.locator("#player-h").text_content()
+    assert "1 GPU reads prompts, 3 GPUs write replies" in heading and "1 GPUs" not in heading

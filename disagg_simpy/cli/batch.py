@@ -101,6 +101,11 @@ def open_runner(args: argparse.Namespace, out: Path):
     return Runner(Store(out / STORE_NAME, __version__), pool)
 
 
+def over_seeds(seeds) -> str:
+    """'seed 1' or 'mean of 30 seeds': what a figure over `seeds` is."""
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
+
+
 def skipped_line(runner) -> str:
     total = runner.skipped + runner.ran
     if not runner.skipped:

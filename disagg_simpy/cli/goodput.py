@@ -13,6 +13,7 @@ from .batch import (
     load,
     open_runner,
     out_folder,
+    over_seeds,
     run_info,
     seeds_of,
     skipped_line,
@@ -78,8 +79,7 @@ def goodput_command(argv: Sequence[str]) -> int:
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
     info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
-             f"{'s' * (len(seeds) > 1)}; {window})")
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time ({over_seeds(seeds)}; {window})")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_goodput

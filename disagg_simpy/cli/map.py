@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .batch import batch_parser, json_rows, load, open_runner, out_folder, run_info, seeds_of, skipped_line, write_all
+from .batch import batch_parser, json_rows, load, open_runner, out_folder, over_seeds, run_info, seeds_of, skipped_line, write_all
 from .common import int_at_least
 from .plan import chunks_flag
 
@@ -68,12 +68,13 @@ def map_command(argv: Sequence[str]) -> int:
                     arrangements=[a.name for a in arranged.arrangements], store=str(runner.store.path),
                     runs_skipped=runner.skipped, runs_done=runner.ran)
     title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
-             f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} each)")
+             f"{over_seeds(seeds)} each)")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_map
 
-        names = [a.name for a in arranged.arrangements]
+        own = [a.name for a in scenario.arrangements]  # an arrangement the scenario names keeps its colour
+        names = own + [a.name for a in arranged.arrangements if a.name not in own]
         picture = lambda folder: save_map(cells, folder / "map.png", title, marker, names)  # noqa: E731
     write_all(out, {"map.csv": csv_text(cells), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
     if args.json:

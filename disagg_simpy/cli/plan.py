@@ -14,6 +14,7 @@ from .batch import (
     load,
     open_runner,
     out_folder,
+    over_seeds,
     run_info,
     seeds_of,
     skipped_line,
@@ -101,7 +102,7 @@ def plan_command(argv: Sequence[str]) -> int:
         runner.close()
     if table is None:
         print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
-              f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
+              f"on time ({over_seeds(seeds)}); try more --max-gpus", file=sys.stderr)
         print(skipped_line(runner), file=sys.stderr)
         return 0
     best = table.iloc[0]
@@ -113,8 +114,8 @@ def plan_command(argv: Sequence[str]) -> int:
     info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
-             f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs ({over_seeds(seeds)}; "
+             f"measured window {w.measure_s:g} s)" if w.measure_s else
              f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
     picture = None
     if not args.no_plots:

@@ -53,7 +53,7 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print the mean and its 95%% interval")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--json", action="store_true", help="print the table as JSON: with several seeds, per arrangement the means, their 95%% intervals and the per-seed rows")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
                    help="also write the request stream used as a CSV trace")
@@ -329,14 +329,14 @@ def remove_empty_folders(out: Path, removed) -> None:
 def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
     """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
     and a warning for each run the safety cap ended."""
-    from ..results.report import format_table, summary_json
+    from ..results.report import format_table, summary_means_json
     from ..results.why_late import why_late_text
     from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
     if args.json:
-        print(json.dumps(summary_json(summary), indent=2))
+        print(json.dumps(summary_means_json(summary), indent=2))
     else:
         w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
@@ -358,6 +358,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             print(f"pictures in {outputs.plots}/")
         if outputs.html is not None:
             print(f"page in {outputs.html}")
+    if not (summary["n_requests"].fillna(0) > 0).any():
+        print(f"warning: {no_measured_request(scenario)}", file=sys.stderr)
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
@@ -369,6 +371,19 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
                 f"with {n} measured {'reply' if n == 1 else 'replies'} unfinished; they count as not on time",
                 file=sys.stderr,
             )
+
+def no_measured_request(scenario) -> str:
+    """Why every figure is empty: no request arrived in the measured window."""
+    w = scenario.workload
+    rate, start, end = getattr(w, "rate_per_s", None), getattr(w, "warmup_s", 0.0), getattr(w, "measure_s", None)
+    window = f"[{start:g}, {end:g}) s" if end is not None else "of the trace"
+    text = f"no request arrived in the measured window {window}, so every figure is empty"
+    if rate is not None and end is not None:
+        expected = rate * (end - start)
+        text += (f" (at {rate:g} requests/s the window expects {expected:.2g} requests); raise --rate or "
+                 "--measure-s")
+    return text
+
 
 def _check_seeds(problem: str | None) -> None:
     if problem:

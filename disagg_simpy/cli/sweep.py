@@ -59,8 +59,8 @@ def sweep_command(argv: Sequence[str]) -> int:
     info = run_info(argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     n_points = len(grid.points())
-    title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
-             "with 95% band")
+    title = (f"{scenario.name}: on time against offered rate, " +
+             (f"mean of {len(seeds)} seeds with 95% band" if len(seeds) > 1 else f"seed {seeds[0]}"))
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_sweep

@@ -116,6 +116,9 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
                      "replies (%) with at most this wait", "Wait for the first word", rows)
 
 
+WIDE_DECADES = 2.5  # a gap axis spanning more decades gets a tick per decade only
+
+
 def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     """Share of all gaps between consecutive words (of finished replies) up to x ms."""
     for name, style in styles.items():
@@ -124,7 +127,9 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     ax.set_xscale("log")
     rows = _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
                         (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    low, high = ax.get_xlim()  # 1-2-5 ticks over a couple of decades; decades alone over more (they would crowd)
+    wide = low <= 0 or high / low > 10**WIDE_DECADES
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     return _cdf_axes(ax, "gap between consecutive words of a reply (ms, log scale)",

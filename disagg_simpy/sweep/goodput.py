@@ -250,7 +250,7 @@ class Prober:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
                                   verdicts_only=verdicts_only))
                 owner.append(i)
-        rows = self.runner.run(tasks, "probes")
+        rows = self.runner.run(tasks, "runs (probes x seeds)")
         out: list[list[dict]] = [[] for _ in requests]
         for i, r in zip(owner, rows):
             out[i].extend(r)
