@@ -53,7 +53,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print the mean and its 95%% interval")
-    p.add_argument("--json", action="store_true", help="print the table as JSON: with several seeds, per arrangement the means, their 95%% intervals and the per-seed rows")
+    p.add_argument("--json", action="store_true", help="print the table as JSON: with several seeds, per arrangement "
+                   "the means, their 95%% intervals and the per-seed rows")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
                    help="also write the request stream used as a CSV trace")
