@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
 
 STORE_NAME = "store.sqlite"
 
@@ -23,6 +23,7 @@ STORE_NAME = "store.sqlite"
 def batch_parser(prog: str, description: str) -> Parser:
     """A parser with the flags every many-run command takes."""
     p = Parser(prog=f"python -m disagg_simpy {prog}", description=description)
+    p.set_defaults(subcommand=prog)
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="seeds SEED..SEED+N-1 at every point (default: the scenario's seeds:, else 1)")
@@ -30,7 +31,8 @@ def batch_parser(prog: str, description: str) -> Parser:
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S",
                    help="override workload.measure_s, the end of the measured window (s)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
-                   help="results folder (default: runs/<scenario name>/); its store.sqlite keeps finished runs")
+                   help=f"results folder (default: runs/<scenario name>-{prog}/; a folder of another command's "
+                   "results is refused); its store.sqlite keeps finished runs")
     p.add_argument("--json", action="store_true", help="print the table's rows as JSON instead of the text table")
     p.add_argument("--no-plots", action="store_true", help="skip the picture")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
@@ -81,7 +83,8 @@ def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
     from ..scenario.schema import TraceWorkload
     from ..workload.catalog import CATALOG
 
-    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    out = check_folder(args.out if args.out is not None else Path("runs") / f"{scenario.name}-{args.subcommand}", "--out")
+    check_own_folder(out, args.subcommand)
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
@@ -114,10 +117,13 @@ def skipped_line(runner) -> str:
             f"{runner.ran} ran now")
 
 
-def run_info(argv, scenario, seeds, **more) -> dict:
+def run_info(args: argparse.Namespace, argv, scenario, seeds, **more) -> dict:
+    """run.json: the command line that reproduces the results (its subcommand included), the
+    seeds, the scenario as run, and the command's own figures."""
     return {
         "version": __version__,
-        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else [args.subcommand, *argv])],
+        "subcommand": args.subcommand,
         "seeds": list(seeds),
         "scenario": scenario.model_dump(mode="json"),
         **more,

@@ -77,7 +77,7 @@ def goodput_command(argv: Sequence[str]) -> int:
         runner.close()
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
-    info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
+    info = run_info(args, argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     title = (f"{scenario.name}: goodput at {args.target:g}% on time ({over_seeds(seeds)}; {window})")
     picture = None

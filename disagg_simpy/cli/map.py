@@ -64,7 +64,7 @@ def map_command(argv: Sequence[str]) -> int:
     finally:
         runner.close()
     marker = (float(start), default_y(scenario, key)) if start is not None else None
-    info = run_info(argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
+    info = run_info(args, argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
                     arrangements=[a.name for a in arranged.arrangements], store=str(runner.store.path),
                     runs_skipped=runner.skipped, runs_done=runner.ran)
     title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "

@@ -111,7 +111,7 @@ def plan_command(argv: Sequence[str]) -> int:
         line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
                 f"({', '.join(passing)}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
-    info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
+    info = run_info(args, argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
     title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs ({over_seeds(seeds)}; "

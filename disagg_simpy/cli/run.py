@@ -25,7 +25,7 @@ from ..files import (
     make_folder,
     same_file,
 )
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
@@ -137,6 +137,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    check_own_folder(out, "run")
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in OUTPUT_FILES}
     plots_dir = None
     if not args.no_plots:
@@ -211,6 +212,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
     run_info = {
         "version": __version__,
         "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "subcommand": "run",
         "seed": seeds[0] if not many else None,
         "seeds": seeds,
         "scenario": scenario.model_dump(mode="json"),
@@ -269,7 +271,14 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             for path in commit.not_removed:
                 print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed",
                       file=sys.stderr)
-            remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+            removed = [p for p in commit.remove if p not in set(commit.not_removed)]
+            remove_empty_folders(outputs.out, set(removed))
+            if removed:
+                names = [os.path.relpath(p, outputs.out) for p in removed]
+                shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                why = " (--no-plots: no pictures this time)" if args.no_plots else ""
+                print(f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {outputs.out}/ "
+                      f"that this run does not write{why}: {shown}", file=sys.stderr)
         except PartlyWritten as err:  # a folder changed under the run after every check
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "

@@ -56,7 +56,7 @@ def sweep_command(argv: Sequence[str]) -> int:
     finally:
         runner.close()
     bands = on_time_bands(table, grid.keys)
-    info = run_info(argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
+    info = run_info(args, argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     n_points = len(grid.points())
     title = (f"{scenario.name}: on time against offered rate, " +
