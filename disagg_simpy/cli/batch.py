@@ -35,6 +35,8 @@ def batch_parser(prog: str, description: str) -> Parser:
                    "results is refused); its store.sqlite keeps finished runs")
     p.add_argument("--json", action="store_true", help="print the table's rows as JSON instead of the text table")
     p.add_argument("--no-plots", action="store_true", help="skip the picture")
+    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
+                   help="also write the results as one self-contained HTML page (sortable table, charts; no network)")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
                    help="local worker processes (default: every core)")
     p.add_argument("--dask", metavar="ADDRESS",
@@ -86,6 +88,8 @@ def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
     out = check_folder(args.out if args.out is not None else Path("runs") / f"{scenario.name}-{args.subcommand}", "--out")
     check_own_folder(out, args.subcommand)
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
+    if getattr(args, "html", None) is not None:
+        outputs[f"--html {args.html}"] = check_output_file(args.html, "--html")
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
     if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
@@ -130,9 +134,9 @@ def run_info(args: argparse.Namespace, argv, scenario, seeds, **more) -> dict:
     }
 
 
-def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -> None:
-    """Every output, all or nothing: CSV/JSON texts, Parquet tables, then the picture
-    (`picture(path_folder)` or None)."""
+def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, page=None) -> None:
+    """Every output, all or nothing: CSV/JSON texts, Parquet tables, the picture
+    (`picture(path_folder)` or None), then the --html page (`page()` or None)."""
     from ..files import PartlyWritten, all_or_nothing, atomic_path, atomic_write_text
 
     try:
@@ -144,6 +148,8 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
                     frame.to_parquet(tmp, index=False)
             if picture is not None:
                 picture(out)
+            if page is not None:
+                page()
     except PartlyWritten as err:  # a folder changed under the run after every check
         raise NotWritten(f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} "
                          f"of {len(err.replaced) + len(err.kept)} files were already replaced, the others were left "
@@ -152,6 +158,19 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(f"cannot write the results: {err.strerror or err}{where}; earlier results were left "
                          "as they were") from None
+
+
+def html_page(args: argparse.Namespace, draw):
+    """The --html page's writer for `write_all` (None without --html): its folder made, then
+    `draw(path)`."""
+    if args.html is None:
+        return None
+
+    def write() -> None:
+        make_folder(args.html.parent, "--html")
+        draw(args.html)
+
+    return write
 
 
 def json_rows(frame) -> str:

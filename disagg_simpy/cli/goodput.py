@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from .batch import (
     batch_parser,
+    html_page,
     json_rows,
     load,
     open_runner,
@@ -85,12 +86,15 @@ def goodput_command(argv: Sequence[str]) -> int:
         from ..plots.capacity import save_goodput
 
         picture = lambda folder: save_goodput(table, folder / "goodput.png", title)  # noqa: E731
-    write_all(out, {"goodput.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    from ..page.commands import goodput_page
+
+    page = html_page(args, lambda path: goodput_page(path, table, title))
+    write_all(out, {"goodput.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture, page)
     if args.json:
         print(json_rows(table))
     else:
         print(f"{title}; bisection to {args.tolerance:g} requests/s")
         print(format_goodput(table))
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0

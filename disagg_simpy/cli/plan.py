@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..errors import InputError
 from .batch import (
     batch_parser,
+    html_page,
     json_rows,
     load,
     open_runner,
@@ -122,7 +123,10 @@ def plan_command(argv: Sequence[str]) -> int:
         from ..plots.capacity import save_plan
 
         picture = lambda folder: save_plan(table, folder / "plan.png", title)  # noqa: E731
-    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    from ..page.commands import plan_page
+
+    page = html_page(args, lambda path: plan_page(path, table, title, line, args.target))
+    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture, page)
     if args.json:
         print(json_rows(table))
     else:
@@ -130,6 +134,6 @@ def plan_command(argv: Sequence[str]) -> int:
         print(format_plan(table))
         print(line)
         print(f"as a scenario arrangement: {arrangement_text(arrangement)}")
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0

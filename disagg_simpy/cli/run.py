@@ -195,10 +195,15 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         return pd.concat(frames, ignore_index=True) if many else frames[0]
 
     summary = stack(lambda r: r.summary)
+    shown = None
     if many:
         from ..results.paired import with_paired_difference
+        from ..results.seeds import representative_seed
 
         summary = with_paired_difference(summary)
+        seed, why = representative_seed(summary)
+        results[seeds.index(seed)].chosen = why  # the pictures' and the player's seed
+        shown = {"seed": seed, "why": why}
     files = {
         "summary.csv": summary,
         "requests.csv": stack(lambda r: r.requests),
@@ -220,8 +225,15 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "workload": results[0].stream.info,
         "max_sim_s": results[0].stream.cap_ns / 1e9,
         "capped": capped,
+        "pictures_seed": shown,  # with several seeds: the one timelines, late.png and the player show, and why
     }
     return files, run_info
+
+
+def shown_run(results: list):
+    """The run the timelines, late.png and the page's player show: the representative seed's
+    (results/seeds.py) when there are several, else the one run."""
+    return next((r for r in results if r.chosen), results[0])
 
 
 def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
@@ -234,10 +246,10 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         from ..plots import PlotOptionError, check_plot_options, empty_window_note, write_plots
 
         try:
-            window = check_plot_options(results[0], args.window, args.follow)  # before anything is written
+            window = check_plot_options(shown_run(results), args.window, args.follow)  # before anything is written
         except PlotOptionError as err:
             raise plot_flag_error(err) from None
-        note = empty_window_note(results[0], window)
+        note = empty_window_note(shown_run(results), window)
         if note:
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
@@ -257,13 +269,16 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                     write_trace(results[0].stream, outputs.save_trace)
                     written.append(outputs.save_trace)
                 if outputs.plots is not None:
-                    written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
+                    many = len(results) > 1
+                    written += write_plots(shown_run(results), outputs.plots, window=args.window, n_replies=args.replies,
+                                           follow=args.follow, by_seed=files["summary.csv"] if many else None,
+                                           pooled=results if many else None)
                 if outputs.html is not None:
                     from ..page import write_page
 
                     reference = results[0].scenario.reference
-                    write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
+                    write_page(shown_run(results), outputs.html, reference=reference.on_time_pct if reference else None,
+                               seeds=results if len(results) > 1 else None)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")

@@ -110,7 +110,7 @@ def save_late(result, path: Path) -> Path:
         draw_late_limits(limits, result.summary)
         draw_time_parts(parts, result.requests, names)
         fig.suptitle(
-            f"{result.scenario.name} (seed {result.seed}): why replies are late (first word within "
+            f"{result.scenario.name} ({result.seed_text}): why replies are late (first word within "
             f"{slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, no gap over {slo.freeze_ms:g} ms)",
             fontsize=12, fontweight="bold",
         )

@@ -301,7 +301,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             if arrangement.chunk_tokens:
                 how += f"; an iteration reads at most {arrangement.chunk_tokens} prompt tokens"
         fig.suptitle(
-            f"{name}, seed {result.seed}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
+            f"{name}, {result.seed_text}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
             "measured replies on time\n"
             f"{how}",
             fontsize=13, fontweight="bold",
