@@ -141,7 +141,7 @@ def test_the_map_command_writes_map_csv_and_png(tmp_path, capsys):
     (["plan", "--gpus", "4", "--chunks", "big"], "--chunks: got 'big', expected chunk sizes in tokens"),
     (["plan", "--gpus", "4", "--target", "0"], "--target: got '0', expected an on-time share"),
     (["plan", "--gpus", "40"], "--gpus: got 200 arrangements to compare, expected at most 100"),
-    (["map", "--gpus", "4", "--y", "workload.nope=1,2"], "--set: got the unknown key 'workload.nope'"),
+    (["map", "--gpus", "4", "--y", "workload.nope=1,2"], "--y: got the unknown key 'workload.nope'"),
     (["map", "--gpus", "4", "--y", "long_prompt_share=0,2"], "--y long_prompt_share: got 2, expected shares from 0 to 1"),
     (["map", "--gpus", "1"], "--gpus: got '1', expected a whole number from 2 to 64"),
     (["map", "--gpus", "4", "--rate", "0"], "--rate: got '0', expected a rate in requests/s > 0"),

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
 
 STORE_NAME = "store.sqlite"
 
@@ -23,6 +23,7 @@ STORE_NAME = "store.sqlite"
 def batch_parser(prog: str, description: str) -> Parser:
     """A parser with the flags every many-run command takes."""
     p = Parser(prog=f"python -m disagg_simpy {prog}", description=description)
+    p.set_defaults(subcommand=prog)
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="seeds SEED..SEED+N-1 at every point (default: the scenario's seeds:, else 1)")
@@ -30,9 +31,12 @@ def batch_parser(prog: str, description: str) -> Parser:
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S",
                    help="override workload.measure_s, the end of the measured window (s)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
-                   help="results folder (default: runs/<scenario name>/); its store.sqlite keeps finished runs")
+                   help=f"results folder (default: runs/<scenario name>-{prog}/; a folder of another command's "
+                   "results is refused); its store.sqlite keeps finished runs")
     p.add_argument("--json", action="store_true", help="print the table's rows as JSON instead of the text table")
     p.add_argument("--no-plots", action="store_true", help="skip the picture")
+    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
+                   help="also write the results as one self-contained HTML page (sortable table, charts; no network)")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
                    help="local worker processes (default: every core)")
     p.add_argument("--dask", metavar="ADDRESS",
@@ -81,8 +85,11 @@ def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
     from ..scenario.schema import TraceWorkload
     from ..workload.catalog import CATALOG
 
-    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    out = check_folder(args.out if args.out is not None else Path("runs") / f"{scenario.name}-{args.subcommand}", "--out")
+    check_own_folder(out, args.subcommand)
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
+    if getattr(args, "html", None) is not None:
+        outputs[f"--html {args.html}"] = check_output_file(args.html, "--html")
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
     if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
@@ -101,6 +108,11 @@ def open_runner(args: argparse.Namespace, out: Path):
     return Runner(Store(out / STORE_NAME, __version__), pool)
 
 
+def over_seeds(seeds) -> str:
+    """'seed 1' or 'mean of 30 seeds': what a figure over `seeds` is."""
+    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
+
+
 def skipped_line(runner) -> str:
     total = runner.skipped + runner.ran
     if not runner.skipped:
@@ -109,19 +121,22 @@ def skipped_line(runner) -> str:
             f"{runner.ran} ran now")
 
 
-def run_info(argv, scenario, seeds, **more) -> dict:
+def run_info(args: argparse.Namespace, argv, scenario, seeds, **more) -> dict:
+    """run.json: the command line that reproduces the results (its subcommand included), the
+    seeds, the scenario as run, and the command's own figures."""
     return {
         "version": __version__,
-        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else [args.subcommand, *argv])],
+        "subcommand": args.subcommand,
         "seeds": list(seeds),
         "scenario": scenario.model_dump(mode="json"),
         **more,
     }
 
 
-def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -> None:
-    """Every output, all or nothing: CSV/JSON texts, Parquet tables, then the picture
-    (`picture(path_folder)` or None)."""
+def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, page=None) -> None:
+    """Every output, all or nothing: CSV/JSON texts, Parquet tables, the picture
+    (`picture(path_folder)` or None), then the --html page (`page()` or None)."""
     from ..files import PartlyWritten, all_or_nothing, atomic_path, atomic_write_text
 
     try:
@@ -133,6 +148,8 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
                     frame.to_parquet(tmp, index=False)
             if picture is not None:
                 picture(out)
+            if page is not None:
+                page()
     except PartlyWritten as err:  # a folder changed under the run after every check
         raise NotWritten(f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} "
                          f"of {len(err.replaced) + len(err.kept)} files were already replaced, the others were left "
@@ -141,6 +158,19 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
         where = f" ({err.filename})" if err.filename else ""
         raise NotWritten(f"cannot write the results: {err.strerror or err}{where}; earlier results were left "
                          "as they were") from None
+
+
+def html_page(args: argparse.Namespace, draw):
+    """The --html page's writer for `write_all` (None without --html): its folder made, then
+    `draw(path)`."""
+    if args.html is None:
+        return None
+
+    def write() -> None:
+        make_folder(args.html.parent, "--html")
+        draw(args.html)
+
+    return write
 
 
 def json_rows(frame) -> str:

@@ -9,10 +9,12 @@ from collections.abc import Sequence
 
 from .batch import (
     batch_parser,
+    html_page,
     json_rows,
     load,
     open_runner,
     out_folder,
+    over_seeds,
     run_info,
     seeds_of,
     skipped_line,
@@ -76,21 +78,23 @@ def goodput_command(argv: Sequence[str]) -> int:
         runner.close()
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
-    info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
+    info = run_info(args, argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
-             f"{'s' * (len(seeds) > 1)}; {window})")
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time ({over_seeds(seeds)}; {window})")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_goodput
 
         picture = lambda folder: save_goodput(table, folder / "goodput.png", title)  # noqa: E731
-    write_all(out, {"goodput.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    from ..page.commands import goodput_page
+
+    page = html_page(args, lambda path: goodput_page(path, table, title))
+    write_all(out, {"goodput.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture, page)
     if args.json:
         print(json_rows(table))
     else:
         print(f"{title}; bisection to {args.tolerance:g} requests/s")
         print(format_goodput(table))
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0

@@ -6,7 +6,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .batch import batch_parser, json_rows, load, open_runner, out_folder, run_info, seeds_of, skipped_line, write_all
+from .batch import (
+    batch_parser,
+    html_page,
+    json_rows,
+    load,
+    open_runner,
+    out_folder,
+    over_seeds,
+    run_info,
+    seeds_of,
+    skipped_line,
+    write_all,
+)
 from .common import int_at_least
 from .plan import chunks_flag
 
@@ -64,18 +76,22 @@ def map_command(argv: Sequence[str]) -> int:
     finally:
         runner.close()
     marker = (float(start), default_y(scenario, key)) if start is not None else None
-    info = run_info(argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
+    info = run_info(args, argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
                     arrangements=[a.name for a in arranged.arrangements], store=str(runner.store.path),
                     runs_skipped=runner.skipped, runs_done=runner.ran)
     title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
-             f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} each)")
+             f"{over_seeds(seeds)} each)")
+    own = [a.name for a in scenario.arrangements]  # an arrangement the scenario names keeps its colour
+    names = own + [a.name for a in arranged.arrangements if a.name not in own]
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_map
 
-        names = [a.name for a in arranged.arrangements]
         picture = lambda folder: save_map(cells, folder / "map.png", title, marker, names)  # noqa: E731
-    write_all(out, {"map.csv": csv_text(cells), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    from ..page.commands import map_page
+
+    page = html_page(args, lambda path: map_page(path, cells, title, names))
+    write_all(out, {"map.csv": csv_text(cells), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture, page)
     if args.json:
         print(json_rows(cells))
     else:
@@ -83,6 +99,6 @@ def map_command(argv: Sequence[str]) -> int:
         wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
         close = int(cells["too_close"].sum())
         print("cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}")
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from ..errors import InputError
 from .batch import (
     batch_parser,
+    html_page,
     json_rows,
     load,
     open_runner,
     out_folder,
+    over_seeds,
     run_info,
     seeds_of,
     skipped_line,
@@ -101,7 +103,7 @@ def plan_command(argv: Sequence[str]) -> int:
         runner.close()
     if table is None:
         print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
-              f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
+              f"on time ({over_seeds(seeds)}); try more --max-gpus", file=sys.stderr)
         print(skipped_line(runner), file=sys.stderr)
         return 0
     best = table.iloc[0]
@@ -110,18 +112,21 @@ def plan_command(argv: Sequence[str]) -> int:
         line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
                 f"({', '.join(passing)}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
-    info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
+    info = run_info(args, argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
-             f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs ({over_seeds(seeds)}; "
+             f"measured window {w.measure_s:g} s)" if w.measure_s else
              f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_plan
 
         picture = lambda folder: save_plan(table, folder / "plan.png", title)  # noqa: E731
-    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
+    from ..page.commands import plan_page
+
+    page = html_page(args, lambda path: plan_page(path, table, title, line, args.target))
+    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture, page)
     if args.json:
         print(json_rows(table))
     else:
@@ -129,6 +134,6 @@ def plan_command(argv: Sequence[str]) -> int:
         print(format_plan(table))
         print(line)
         print(f"as a scenario arrangement: {arrangement_text(arrangement)}")
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0

@@ -25,7 +25,7 @@ from ..files import (
     make_folder,
     same_file,
 )
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/).
@@ -53,7 +53,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print the mean and its 95%% interval")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--json", action="store_true", help="print the table as JSON: with several seeds, per arrangement "
+                   "the means, their 95%% intervals and the per-seed rows")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
                    help="also write the request stream used as a CSV trace")
@@ -136,6 +137,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    check_own_folder(out, "run")
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in OUTPUT_FILES}
     plots_dir = None
     if not args.no_plots:
@@ -193,10 +195,15 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         return pd.concat(frames, ignore_index=True) if many else frames[0]
 
     summary = stack(lambda r: r.summary)
+    shown = None
     if many:
         from ..results.paired import with_paired_difference
+        from ..results.seeds import representative_seed
 
         summary = with_paired_difference(summary)
+        seed, why = representative_seed(summary)
+        results[seeds.index(seed)].chosen = why  # the pictures' and the player's seed
+        shown = {"seed": seed, "why": why}
     files = {
         "summary.csv": summary,
         "requests.csv": stack(lambda r: r.requests),
@@ -210,6 +217,7 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
     run_info = {
         "version": __version__,
         "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "subcommand": "run",
         "seed": seeds[0] if not many else None,
         "seeds": seeds,
         "scenario": scenario.model_dump(mode="json"),
@@ -217,8 +225,15 @@ def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[d
         "workload": results[0].stream.info,
         "max_sim_s": results[0].stream.cap_ns / 1e9,
         "capped": capped,
+        "pictures_seed": shown,  # with several seeds: the one timelines, late.png and the player show, and why
     }
     return files, run_info
+
+
+def shown_run(results: list):
+    """The run the timelines, late.png and the page's player show: the representative seed's
+    (results/seeds.py) when there are several, else the one run."""
+    return next((r for r in results if r.chosen), results[0])
 
 
 def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
@@ -231,10 +246,10 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
         from ..plots import PlotOptionError, check_plot_options, empty_window_note, write_plots
 
         try:
-            window = check_plot_options(results[0], args.window, args.follow)  # before anything is written
+            window = check_plot_options(shown_run(results), args.window, args.follow)  # before anything is written
         except PlotOptionError as err:
             raise plot_flag_error(err) from None
-        note = empty_window_note(results[0], window)
+        note = empty_window_note(shown_run(results), window)
         if note:
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
@@ -254,13 +269,16 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                     write_trace(results[0].stream, outputs.save_trace)
                     written.append(outputs.save_trace)
                 if outputs.plots is not None:
-                    written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
+                    many = len(results) > 1
+                    written += write_plots(shown_run(results), outputs.plots, window=args.window, n_replies=args.replies,
+                                           follow=args.follow, by_seed=files["summary.csv"] if many else None,
+                                           pooled=results if many else None)
                 if outputs.html is not None:
                     from ..page import write_page
 
                     reference = results[0].scenario.reference
-                    write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
+                    write_page(shown_run(results), outputs.html, reference=reference.on_time_pct if reference else None,
+                               seeds=results if len(results) > 1 else None)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
@@ -268,7 +286,14 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
             for path in commit.not_removed:
                 print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed",
                       file=sys.stderr)
-            remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+            removed = [p for p in commit.remove if p not in set(commit.not_removed)]
+            remove_empty_folders(outputs.out, set(removed))
+            if removed:
+                names = [os.path.relpath(p, outputs.out) for p in removed]
+                shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                why = " (--no-plots: no pictures this time)" if args.no_plots else ""
+                print(f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {outputs.out}/ "
+                      f"that this run does not write{why}: {shown}", file=sys.stderr)
         except PartlyWritten as err:  # a folder changed under the run after every check
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
@@ -329,14 +354,14 @@ def remove_empty_folders(out: Path, removed) -> None:
 def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
     """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
     and a warning for each run the safety cap ended."""
-    from ..results.report import format_table, summary_json
+    from ..results.report import format_table, summary_means_json
     from ..results.why_late import why_late_text
     from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
     if args.json:
-        print(json.dumps(summary_json(summary), indent=2))
+        print(json.dumps(summary_means_json(summary), indent=2))
     else:
         w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
@@ -358,6 +383,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             print(f"pictures in {outputs.plots}/")
         if outputs.html is not None:
             print(f"page in {outputs.html}")
+    if not (summary["n_requests"].fillna(0) > 0).any():
+        print(f"warning: {no_measured_request(scenario)}", file=sys.stderr)
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
@@ -369,6 +396,19 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
                 f"with {n} measured {'reply' if n == 1 else 'replies'} unfinished; they count as not on time",
                 file=sys.stderr,
             )
+
+def no_measured_request(scenario) -> str:
+    """Why every figure is empty: no request arrived in the measured window."""
+    w = scenario.workload
+    rate, start, end = getattr(w, "rate_per_s", None), getattr(w, "warmup_s", 0.0), getattr(w, "measure_s", None)
+    window = f"[{start:g}, {end:g}) s" if end is not None else "of the trace"
+    text = f"no request arrived in the measured window {window}, so every figure is empty"
+    if rate is not None and end is not None:
+        expected = rate * (end - start)
+        text += (f" (at {rate:g} requests/s the window expects {expected:.2g} requests); raise --rate or "
+                 "--measure-s")
+    return text
+
 
 def _check_seeds(problem: str | None) -> None:
     if problem:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .batch import (
     batch_parser,
+    html_page,
     json_rows,
     load,
     open_runner,
@@ -56,18 +57,21 @@ def sweep_command(argv: Sequence[str]) -> int:
     finally:
         runner.close()
     bands = on_time_bands(table, grid.keys)
-    info = run_info(argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
+    info = run_info(args, argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     n_points = len(grid.points())
-    title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
-             "with 95% band")
+    title = (f"{scenario.name}: on time against offered rate, " +
+             (f"mean of {len(seeds)} seeds with 95% band" if len(seeds) > 1 else f"seed {seeds[0]}"))
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_sweep
 
         picture = lambda folder: save_sweep(bands, grid.keys, folder / "sweep.png", title, args.target)  # noqa: E731
+    from ..page.commands import sweep_page
+
+    page = html_page(args, lambda path: sweep_page(path, bands, grid.keys, title, args.target))
     write_all(out, {"sweep.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"},
-              {"sweep.parquet": table}, picture)
+              {"sweep.parquet": table}, picture, page)
     if args.json:
         print(json_rows(table))
     else:
@@ -75,7 +79,7 @@ def sweep_command(argv: Sequence[str]) -> int:
         counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
         print(f"{scenario.name}: {counts}; on time (%)" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""))
         print(format_bands(bands, grid.keys))
-        print(f"results in {out}/")
+        print(f"results in {out}/" + (f"; page in {args.html}" if args.html else ""))
     print(skipped_line(runner), file=sys.stderr)
     return 0
 

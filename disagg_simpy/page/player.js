@@ -14,6 +14,10 @@ function readShade(tokens) {
   return `rgb(${lo.map((v, i) => Math.round(v + (hi[i] - v) * f)).join(",")})`;
 }
 
+function gpus(n, verb) { // "1 GPU reads", "2 GPUs read"
+  return n === 1 ? `1 GPU ${verb}s` : `${n} GPUs ${verb}`;
+}
+
 function lowerBound(arr, x) { // first index with arr[i] >= x
   let lo = 0, hi = arr.length;
   while (lo < hi) { const m = (lo + hi) >> 1; if (arr[m] < x) lo = m + 1; else hi = m; }
@@ -69,7 +73,15 @@ const Player = {
     document.getElementById("scrub").addEventListener("input", (e) => this.seek(this.a + (Number(e.target.value) / 1000) * this.len));
     const fid = document.getElementById("follow-id");
     fid.min = REQ.id[0] ?? 0; fid.max = REQ.id[REQ.id.length - 1] ?? 0;
-    fid.addEventListener("change", () => { const id = Number(fid.value); if (ROW_OF.has(id)) this.followRequest(id); });
+    fid.addEventListener("change", () => {
+      const id = Number(fid.value);
+      if (ROW_OF.has(id)) { this.followRequest(id); return; }
+      const box = document.getElementById("follow");  // an id the run does not hold: say so, keep what was followed
+      box.querySelector("[data-testid=follow-unknown]")?.remove();
+      const ids = `${REQ.id[0]} to ${REQ.id[REQ.id.length - 1]}`;
+      box.prepend(el("p", {class: "note", "data-testid": "follow-unknown"}, null,
+        `No measured request has id ${fid.value.trim() || "(empty)"} in this run (measured ids run from ${ids}).`));
+    });
     document.addEventListener("keydown", (e) => this.key(e));
     window.addEventListener("resize", () => { if (this.arr) this.render(); });
   },
@@ -91,7 +103,8 @@ const Player = {
     document.querySelectorAll("[data-testid=arrangement-row]").forEach((tr) =>
       tr.setAttribute("aria-selected", String(tr.dataset.arrangement === this.arr.name)));
     const kind = this.arr.kind === "disaggregated"
-      ? `${this.arr.roles.filter((r) => r === "reads").length} GPUs read prompts, ${this.arr.roles.filter((r) => r === "writes").length} write replies; KV caches ship between them`
+      ? `${gpus(this.arr.roles.filter((r) => r === "reads").length, "read")} prompts, ${gpus(this.arr.roles.filter((r) => r === "writes").length, "write")} replies; KV caches ship between them`
+      : this.arr.roles.length === 1 ? "1 GPU: it reads prompts and writes replies"
       : `${this.arr.roles.length} GPUs, each reads prompts and writes replies`;
     document.getElementById("player-h").textContent =
       `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${kind}`;

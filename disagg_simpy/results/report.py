@@ -31,6 +31,8 @@ def _cell(value: float, decimals: int) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
 
 
+WIDTH = 120  # characters a table line may take
+
 #: The table's columns unless `wide`: what a reader needs to compare arrangements (the CSV keeps all).
 TABLE_COLUMNS = (
     "on_time_pct",
@@ -62,7 +64,8 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     `wide` prints a lopsided interval's two sides ('93.1-2.9+1.4').
 
     By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
-    fits 120 characters; `wide` prints every column, one header line."""
+    fits 120 characters; `wide` prints every column, one header line, in blocks of columns
+    that each fit 120 characters (the arrangement first in each)."""
     columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)
                and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
     rows = []
@@ -81,11 +84,20 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
         split = [_two_lines(c) for c in columns]
         headers = [["", *(a for a, _ in split)], ["arrangement", *(b for _, b in split)]]
     widths = [max(len(r[i]) for r in [*headers, *rows]) for i in range(len(headers[0]))]
+    blocks, block = [], [0]  # column indexes per block; the arrangement's (0) starts each
+    for i in range(1, len(widths)):
+        if wide and len(block) > 1 and sum(widths[j] + 2 for j in [*block, i]) - 2 > WIDTH:
+            blocks.append(block)
+            block = [0]
+        block.append(i)
+    blocks.append(block)
     lines = []
-    for r in [*headers, *rows]:
-        left = r[0].ljust(widths[0])
-        rest = [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]
-        lines.append("  ".join([left, *rest]).rstrip())
+    for k, block in enumerate(blocks):
+        if k:
+            lines.append("")
+        for r in [*headers, *rows]:
+            cells = [r[0].ljust(widths[0]), *(r[j].rjust(widths[j]) for j in block[1:])]
+            lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
 
@@ -97,3 +109,25 @@ def summary_json(summary: pd.DataFrame) -> list[dict]:
             if isinstance(v, np.generic):
                 row[k] = v.item()
     return records
+
+
+def summary_means_json(summary: pd.DataFrame) -> list[dict]:
+    """What the terminal table shows, as JSON: with one seed, the summary rows; with several,
+    one row per arrangement with every figure's mean over seeds, `seeds` (how many),
+    `interval` (each figure's 95% interval, [low, high]: results/intervals.py) and `per_seed`
+    (that arrangement's summary rows, seed by seed, as summary.csv has them)."""
+    if "seed" not in summary.columns or summary["seed"].nunique() < 2:
+        return summary_json(summary)
+    out = []
+    figures = [c for c in summary.columns if c not in ("arrangement", "seed") and pd.api.types.is_numeric_dtype(summary[c])]
+    for name, block in summary.groupby("arrangement", sort=False, observed=True):
+        row: dict = {"arrangement": str(name), "seeds": int(block["seed"].nunique())}
+        spans = {}
+        for col in figures:
+            i = interval(block[col], SHARE if _is_share(col) else None)
+            row[col] = None if math.isnan(i.mean) else i.mean
+            spans[col] = None if math.isnan(i.low) else [i.low, i.high]
+        row["interval"] = spans
+        row["per_seed"] = summary_json(block)
+        out.append(row)
+    return out

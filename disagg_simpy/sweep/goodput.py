@@ -177,7 +177,8 @@ def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: floa
     tolerance). The true goodput lies in it whenever the true share at the true goodput lies in
     its interval (95%), and low <= point <= high by construction (the interval holds its mean,
     and the two searches start from the point's bracket). Returns (passing probe, failing
-    probe, probe count, low, high); NaN bounds with one seed."""
+    probe, probe count, low, high, curve); NaN bounds with one seed; `curve`: every rate probed
+    with its on-time share (`probe_curve`)."""
     seen: dict[float, Probe] = {}
     lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target), tolerance, fits, seen)
     low = high = math.nan
@@ -196,7 +197,20 @@ def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: floa
             high, n = (h_lo.rate if h_lo is not None else 0.0), n + k
     if hi is not None and report:  # the failing rate's every figure, from runs to their end
         hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
-    return lo, hi, n, low, high
+    return lo, hi, n, low, high, probe_curve(seen)
+
+
+def probe_curve(seen: dict[float, Probe]) -> list[dict]:
+    """Each rate probed, ascending: the mean on-time share over seeds and its 95% interval
+    (`complete` false: a seed stopped early, so the share shown is the mean of upper bounds)."""
+    out = []
+    for rate in sorted(seen):
+        probe = seen[rate]
+        i = interval(probe.on_time(), SHARE) if probe.complete else Interval(float(probe.at_most().mean()),
+                                                                               math.nan, math.nan, 0)
+        out.append({"rate_per_s": rate, "on_time_pct": i.mean, "low_pct": i.low, "high_pct": i.high,
+                    "complete": probe.complete})
+    return out
 
 
 def drive(searches: dict[str, Generator], run_batch) -> dict[str, tuple]:
@@ -250,7 +264,7 @@ class Prober:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
                                   verdicts_only=verdicts_only))
                 owner.append(i)
-        rows = self.runner.run(tasks, "probes")
+        rows = self.runner.run(tasks, "runs (probes x seeds)")
         out: list[list[dict]] = [[] for _ in requests]
         for i, r in zip(owner, rows):
             out[i].extend(r)
@@ -305,5 +319,7 @@ def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: 
     prober = Prober(scenario, runner, target)
     searches = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits) for n in names}
     found = drive(searches, prober.run_batch)
-    rows = [goodput_row(scenario, n, seeds, target, *found[n]) for n in names]
-    return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
+    rows = [goodput_row(scenario, n, seeds, target, *found[n][:5]) for n in names]
+    table = pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
+    table.attrs["curves"] = {n: found[n][5] for n in names}  # for the --html page
+    return table

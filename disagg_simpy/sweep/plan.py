@@ -80,7 +80,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     on_time = at_rate(scenario, runner, seeds)
     rows = []
     for a in scenario.arrangements:
-        g = goodput_row(scenario, a.name, seeds, target, *found[a.name])
+        g = goodput_row(scenario, a.name, seeds, target, *found[a.name][:5])
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
             "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
@@ -95,7 +95,9 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         table[column] = table[column].astype("Int64")
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
-    return table.reset_index(drop=True)[list(PLAN_COLUMNS)]
+    table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
+    table.attrs["curves"] = {name: found[name][5] for name in names}  # for the --html page
+    return table
 
 
 def recommendation(table: pd.DataFrame, target: float) -> str:

@@ -27,7 +27,7 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
 def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner) -> pd.DataFrame:
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
-    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
+    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
     columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
     return pd.DataFrame(rows).reindex(columns=columns)
 

@@ -38,7 +38,7 @@ def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
         if ":" in values and "[" not in values:
             out = [0.0 if v < 1e-12 else v for v in (float(f"{x:.12g}") for x in _range(values))]
         else:
-            _, out = parse_set(text)
+            _, out = parse_set(text, "--y")
         for v in out:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
                 raise InputError(f"--y {LONG_SHARE}: got {v!r}, expected shares from 0 to 1")
@@ -46,8 +46,8 @@ def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
     if ":" in values and "[" not in values:
         out = _range(values, f"--y {key}")
     else:
-        key, out = parse_set(text)
-    check_key(scenario, key)
+        key, out = parse_set(text, "--y")
+    check_key(scenario, key, "--y", (LONG_SHARE,))
     return key, out
 
 
@@ -103,7 +103,7 @@ def winners(scenario: Scenario, rates: list[float], key: str, values: list[Any],
     """map.csv: one row per cell (rate x y value)."""
     cells = [(rate, v) for v in values for rate in rates]
     tasks = [Task(point_scenario(scenario, rate, key, v), seed, verdicts_only=True) for rate, v in cells for seed in seeds]
-    results = runner.run(tasks, "cells")
+    results = runner.run(tasks, "runs (cells x seeds)")
     rows = []
     n = len(seeds)
     for i, (rate, v) in enumerate(cells):
