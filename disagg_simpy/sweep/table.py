@@ -59,7 +59,8 @@ def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
     at = [bands.columns.get_loc(k) for k in keys]
     for row in bands.itertuples(index=False, name=None):
         cells = points.setdefault(tuple(value(row[i]) for i in at), {})
-        cells[row[len(keys)]] = Interval(*row[len(keys) + 1:len(keys) + 4], 0).text()
+        mean, low, high = row[len(keys) + 1:len(keys) + 4]
+        cells[row[len(keys)]] = Interval(mean, low, high, 0).text()
     header = [*keys, *names]
     lines = [[*p, *(cells.get(n, "") for n in names)] for p, cells in points.items()]
     widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
