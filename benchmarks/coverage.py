@@ -1,4 +1,4 @@
-"""The large-sample on-time share of tests/test_intervals.py's cheap scenario, and how often
+"""The large-sample on-time share of tests/results/test_intervals.py's cheap scenario, and how often
 the 95% intervals over disjoint seed sets hold it (the test pins the value this prints).
 
     PYTHONPATH=. python benchmarks/coverage.py --seeds 4000
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "results"))
 from test_intervals import CHEAP, shares  # noqa: E402
 
 from disagg_simpy.results.intervals import interval, mean_half_width  # noqa: E402

@@ -12,7 +12,7 @@ on the tail's side more often than 5%. The interval here is the hull of two:
   follows the skew, reaching further on the tail's side.
 
 The hull covers at least as often as either; measured coverage on the simulator's own skewed
-shares is in docs/statistics.md (tests/test_intervals.py checks it by simulation). Resamples
+shares is in docs/statistics.md (tests/results/test_intervals.py checks it by simulation). Resamples
 come from a fixed-seed generator, so the same figures always give the same interval.
 Known limit: when every seed has the same figure (say all 100%), the interval is that figure
 alone; a rare bad seed can only show with more seeds.
