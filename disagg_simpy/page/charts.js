@@ -8,13 +8,14 @@ function chart(parent, title, w, h) {
 }
 
 function logAxis(svg, x, lo, hi, y0, y1, unit) {
-  const marks = Math.log10(hi / lo) > 3.5 ? [1] : [1, 2, 5];  // fewer labels over many decades
+  const perDecade = Math.abs(x(hi) - x(lo)) / Math.log10(hi / lo);
+  const marks = perDecade < 120 ? [1] : [1, 2, 5];  // 1-2-5 labels only where a decade is wide enough for them
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
     for (const m of marks) {
       const v = m * 10 ** e;
       if (v < lo || v > hi) continue;
       el("svg:line", {x1: x(v), x2: x(v), y1: y0, y2: y1, class: "grid"}, svg);
-      el("svg:text", {x: x(v), y: y1 + 14, "text-anchor": "middle"}, svg, `${+v.toPrecision(2)}`);
+      el("svg:text", {x: x(v), y: y1 + 14, "text-anchor": "middle", class: "tick"}, svg, `${+v.toPrecision(2)}`);
     }
   }
   el("svg:text", {x: (x(lo) + x(hi)) / 2, y: y1 + 30, "text-anchor": "middle"}, svg, unit);

@@ -208,3 +208,24 @@ def test_with_several_seeds_the_table_shows_means_with_intervals_and_each_seed_o
     assert "The player shows seed" in pg.locator("#lede").text_content()
     assert pg.locator("[data-testid=on-time-interval]").count() == 5 and not errors
     pg.close()
+
+
+def test_the_gap_charts_tick_labels_do_not_crowd_over_many_decades(browser, tmp_path):
+    """A 12 s gap (a 24,000-token prompt read whole at 0.5 ms a token while another reply writes)
+    stretches the gap axis over 3.4 decades, as on the Mooncake trace: its labels must not touch."""
+    from helpers import write_scenario
+
+    path = write_scenario(tmp_path, [(0.0, 100, 60), (0.1, 24000, 3)], cost={"per_prompt_token_ms": 0.5},
+                          slo={"first_word_s": 30})
+    assert main([str(path), "--out", str(tmp_path / "o"), "--no-plots", "--html", str(tmp_path / "p.html")]) == 0
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    pg.goto((tmp_path / "p.html").as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    boxes = pg.evaluate("""() => {
+      const fig = Array.from(document.querySelectorAll("figure.chart")).find((f) => f.textContent.startsWith("Gaps"));
+      return Array.from(fig.querySelectorAll("text.tick")).map((t) => { const r = t.getBoundingClientRect(); return [r.left, r.right]; });
+    }""")
+    pg.close()
+    boxes.sort()
+    assert len(boxes) >= 3
+    assert all(right + 2 <= left for (_, right), (left, _) in zip(boxes, boxes[1:])), boxes
