@@ -142,35 +142,29 @@ def _iterations_in(iterations: pd.DataFrame, n_gpus: int, lo_ns: int, hi_ns: int
     return out
 
 
-def pooled_gaps(runs: list, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """One arrangement's gap distribution over several runs (values in ns ascending, counts)."""
-    values = np.concatenate([r.gaps[name].gap_values_ns for r in runs])
-    counts = np.concatenate([r.gaps[name].gap_counts for r in runs])
-    order = np.argsort(values, kind="stable")
-    return values[order], counts[order]
-
-
-def over_seeds(runs: list, name: str) -> dict:
-    """An arrangement's summary over several seeds' runs: each figure's mean, its 95% interval
-    (results/intervals.py) and the seeds' own figures, as the table shows them."""
+def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
+    """An arrangement's summary over several seeds (`by_seed`: summary rows with `seed`): each
+    figure's mean, its 95% interval (results/intervals.py) and the seeds' own figures, as the
+    table shows them."""
     from ..results.intervals import SHARE, interval
 
-    rows = pd.concat([r.summary[r.summary["arrangement"] == name] for r in runs], ignore_index=True)
+    rows = by_seed[by_seed["arrangement"] == name]
     means, spans, each = {}, {}, {}
     for column in rows.columns:
-        if column == "arrangement" or not pd.api.types.is_numeric_dtype(rows[column]):
+        if column in ("arrangement", "seed") or not pd.api.types.is_numeric_dtype(rows[column]):
             continue
-        i = interval(rows[column], SHARE if column.endswith("_pct") else None)
+        i = interval(rows[column], SHARE if column.endswith("_pct") and column != "on_time_vs_best_pct" else None)
         means[column] = _clean(i.mean)
         spans[column] = None if math.isnan(i.low) else [_clean(i.low), _clean(i.high)]
         each[column] = [_clean(v) for v in rows[column]]
     return {"means": means, "interval": spans, "by_seed": each}
 
 
-def page_data(result, reference=None, span_s: tuple[float, float] | None = None, seeds: list | None = None) -> dict:
-    """Everything the page shows, as a JSON-ready dict (see the module docstring). With `seeds`
-    (every seed's run, `result` being the one the player shows), the table has each figure's
-    mean over seeds with its interval and each seed's figure, and the charts pool the seeds."""
+def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
+              by_seed: pd.DataFrame | None = None) -> dict:
+    """Everything the page shows, as a JSON-ready dict (see the module docstring). With `by_seed`
+    (every seed's summary rows, `result` being the run the player shows), the table has each
+    figure's mean over seeds with its interval and each seed's figure."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
@@ -215,10 +209,9 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
                 "jit": jit.tolist(),
             },
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
-            "gaps": gap_shares(*(pooled_gaps(seeds, name) if seeds else (gaps.gap_values_ns, gaps.gap_counts))),
-            "first_words": first_word_shares(pd.concat([r.requests[r.requests["arrangement"] == name] for r in seeds])
-                                             if seeds else everyone),
-            **(over_seeds(seeds, name) if seeds else {}),
+            "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),
+            "first_words": first_word_shares(everyone),
+            **(over_seeds(by_seed, name) if by_seed is not None else {}),
         })
     w = result.scenario.workload
     return {
@@ -227,7 +220,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
             "name": result.scenario.name,
             "seed": int(result.seed),
             "seed_why": result.chosen,
-            "seeds": [int(r.seed) for r in seeds] if seeds else [int(result.seed)],
+            "seeds": sorted(int(s) for s in by_seed["seed"].unique()) if by_seed is not None else [int(result.seed)],
             "rate_per_s": getattr(w, "rate_per_s", None),
             "measured_s": list(measured_span_s(result)),
             "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},

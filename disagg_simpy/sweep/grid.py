@@ -54,7 +54,9 @@ def parse_rates(text: str, flag: str = "--rate") -> list[float]:
 
 def _split_top(text: str) -> list[str]:
     """Split on commas outside brackets and braces: `[50,100],[100,400]` -> 2 parts."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{":
             depth += 1
@@ -186,7 +188,7 @@ def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str]) -
         rates = [float(scenario.workload.rate_per_s)]
     else:
         rates = parse_rates(rate_text)
-    sets = []
+    sets: list[tuple[str, tuple[Any, ...]]] = []
     for text in set_texts:
         key, values = parse_set(text)
         if key in (k for k, _ in sets):
@@ -199,7 +201,7 @@ def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str]) -
     n = len(rates) * math.prod(len(v) for _, v in sets)
     if n > MAX_POINTS:
         raise InputError(f"--set: got a grid of {n:,} points, expected at most {MAX_POINTS:,}")
-    for key, values in sets:  # each value alone, at the first rate: errors name it
-        for v in values:
+    for key, point_values in sets:  # each value alone, at the first rate: errors name it
+        for v in point_values:
             resolve(scenario, {RATE: rates[0], key: v})
     return grid

@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import InputError
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, drive, goodput_row, goodput_search, probe_rate
+from .goodput import Prober, Search, drive, goodput_row, goodput_search, probe_rate
 from .grid import RATE, resolve
 from .runner import Runner, Task
 
@@ -75,7 +75,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    searches = {name: goodput_search(name, start, seeds, target, tolerance, prober.fits) for name in names}
+    searches: dict[str, Search] = {name: goodput_search(name, start, seeds, target, tolerance, prober.fits)
+                                   for name in names}
     found = drive(searches, prober.run_batch)
     on_time = at_rate(scenario, runner, seeds)
     rows = []
