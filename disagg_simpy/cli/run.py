@@ -28,6 +28,7 @@ from ..files import (
 )
 from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
+from .run_notes import no_measured_request, removed_note, shown_run
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
 #: --format parquet.
@@ -232,7 +233,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
                 run_info = _run_info(args, argv, scenario, seeds, kept)
-                first = shown_run(args, outputs, scenario, summary, kept.first) if keep_first else None
+                first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
                 if outputs.save_trace is not None:
                     write_trace(kept.stream, outputs.save_trace)
@@ -258,11 +259,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
             removed = [p for p in commit.remove if p not in set(commit.not_removed)]
             remove_empty_folders(outputs.out, set(removed))
             if removed:
-                names = [os.path.relpath(p, outputs.out) for p in removed]
-                shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-                why = " (--no-plots: no pictures this time)" if args.no_plots else ""
-                print(f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {outputs.out}/ "
-                      f"that this run does not write{why}: {shown}", file=sys.stderr)
+                print(removed_note(outputs.out, removed, args.no_plots), file=sys.stderr)
         except PartlyWritten as err:  # a folder changed under the run after every check
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
@@ -294,28 +291,6 @@ def _after_first(args: argparse.Namespace, outputs: Outputs, first, n_rows: int,
         if note:
             flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
             print(f"warning: {flag}: {note}", file=sys.stderr)
-
-
-def shown_run(args: argparse.Namespace, outputs: Outputs, scenario, summary, first):
-    """The run the timelines, late.png and the page's player show: with several seeds the
-    representative one (results/seeds.py), run again when it is not the first (the first is
-    the only whole run kept; a seed's run is the same every time), named with the reason."""
-    if "seed" not in summary.columns or summary["seed"].nunique() < 2:
-        return first
-    from ..api import run as run_scenario
-    from ..results.seeds import representative_seed
-
-    seed, why = representative_seed(summary)
-    shown = first if seed == first.seed else run_scenario(scenario, seed=seed)
-    shown.chosen = why
-    if shown is not first and outputs.plots is not None:  # the picture options against the run shown
-        from ..plots import PlotOptionError, check_plot_options
-
-        try:
-            check_plot_options(shown, args.window, args.follow)
-        except PlotOptionError as err:
-            raise plot_flag_error(err) from None
-    return shown
 
 
 def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) -> dict:
@@ -423,19 +398,6 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
                 f"with {n} measured {'reply' if n == 1 else 'replies'} unfinished; they count as not on time",
                 file=sys.stderr,
             )
-
-def no_measured_request(scenario) -> str:
-    """Why every figure is empty: no request arrived in the measured window."""
-    w = scenario.workload
-    rate, start, end = getattr(w, "rate_per_s", None), getattr(w, "warmup_s", 0.0), getattr(w, "measure_s", None)
-    window = f"[{start:g}, {end:g}) s" if end is not None else "of the trace"
-    text = f"no request arrived in the measured window {window}, so every figure is empty"
-    if rate is not None and end is not None:
-        expected = rate * (end - start)
-        text += (f" (at {rate:g} requests/s the window expects {expected:.2g} requests); raise --rate or "
-                 "--measure-s")
-    return text
-
 
 def _check_seeds(problem: str | None) -> None:
     if problem:
