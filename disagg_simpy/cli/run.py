@@ -243,7 +243,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
                                            follow=args.follow, by_seed=summary if many else None)
-                if outputs.html is not None:
+                if outputs.html is not None and first is not None:
                     from ..page import write_page
 
                     reference = first.scenario.reference

@@ -344,6 +344,7 @@ TIME_RULES = {
 def _format_hint(header: str, fmt: str) -> str:
     """When a header that does not fit `fmt` is another format's, say which (the flag and the
     scenario key that choose it)."""
+    other: str | None = None
     if header.lstrip("\ufeff ").startswith("{"):
         other = "mooncake"
     else:
