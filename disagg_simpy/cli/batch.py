@@ -1,5 +1,8 @@
-"""What the many-run commands (sweep, goodput) share: their flags, the scenario with the
-flags' overrides, the seeds, the runner (local pool or Dask, resumable store) and writing.
+"""The one path of the many-run commands (sweep, goodput, plan, map): `run_batch` loads the
+scenario with the flags' overrides, picks the seeds, checks the folder, opens the runner (local
+pool or Dask, resumable store), lets the command do its runs, then writes its table, run.json and
+picture all or nothing and prints the table (or its rows as JSON). A command supplies only its
+flags, its checks before any run (`prepare`) and its work (`work`, returning a `Batch`).
 
 The store lives in the results folder (`<out>/store.sqlite`): re-running a command there skips
 every run already finished, and says how many.
@@ -10,12 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, check_own_folder, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
 
 STORE_NAME = "store.sqlite"
 
@@ -23,7 +29,6 @@ STORE_NAME = "store.sqlite"
 def batch_parser(prog: str, description: str) -> Parser:
     """A parser with the flags every many-run command takes."""
     p = Parser(prog=f"python -m disagg_simpy {prog}", description=description)
-    p.set_defaults(subcommand=prog)
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="seeds SEED..SEED+N-1 at every point (default: the scenario's seeds:, else 1)")
@@ -31,12 +36,9 @@ def batch_parser(prog: str, description: str) -> Parser:
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S",
                    help="override workload.measure_s, the end of the measured window (s)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
-                   help=f"results folder (default: runs/<scenario name>-{prog}/; a folder of another command's "
-                   "results is refused); its store.sqlite keeps finished runs")
+                   help="results folder (default: runs/<scenario name>/); its store.sqlite keeps finished runs")
     p.add_argument("--json", action="store_true", help="print the table's rows as JSON instead of the text table")
     p.add_argument("--no-plots", action="store_true", help="skip the picture")
-    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
-                   help="also write the results as one self-contained HTML page (sortable table, charts; no network)")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
                    help="local worker processes (default: every core)")
     p.add_argument("--dask", metavar="ADDRESS",
@@ -56,40 +58,14 @@ def target_flag(text: str) -> float:
     return value
 
 
-def load(args: argparse.Namespace):
-    """The scenario with --seed, --seeds and --measure-s, validated as one."""
-    from ..scenario.loading import load_scenario
-
-    scenario = load_scenario(args.scenario)
-    changes = {"seed": args.seed, "seeds": args.seeds, "workload.measure_s": args.measure_s}
-    flags = {"seed": f"--seed {args.seed}", "seeds": "--seeds",
-             "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s else "--measure-s"}
-    return scenario.with_overrides(flags=flags, **changes)
-
-
-def seeds_of(scenario) -> tuple[tuple[int, ...], str]:
-    """The seeds to run, and a note when they collapse: a trace with its own arrival times
-    gives the same requests whatever the seed, so one seed says all."""
-    from ..scenario.schema import TraceWorkload
-
-    w = scenario.workload
-    seeds = tuple(range(scenario.seed, scenario.seed + scenario.seeds))
-    if isinstance(w, TraceWorkload) and w.format != "lengths" and len(seeds) > 1:
-        return seeds[:1], f"note: the trace fixes every arrival, so seeds give identical runs; running seed {seeds[0]} only"
-    return seeds, ""
-
-
 def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
     """The results folder, checked before any run (`files.check_output_file` for every file);
     no output may be the scenario file or its trace."""
     from ..scenario.schema import TraceWorkload
     from ..workload.catalog import CATALOG
 
-    out = check_folder(args.out if args.out is not None else Path("runs") / f"{scenario.name}-{args.subcommand}", "--out")
-    check_own_folder(out, args.subcommand)
+    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
-    if getattr(args, "html", None) is not None:
-        outputs[f"--html {args.html}"] = check_output_file(args.html, "--html")
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
     if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
@@ -108,11 +84,6 @@ def open_runner(args: argparse.Namespace, out: Path):
     return Runner(Store(out / STORE_NAME, __version__), pool)
 
 
-def over_seeds(seeds) -> str:
-    """'seed 1' or 'mean of 30 seeds': what a figure over `seeds` is."""
-    return f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
-
-
 def skipped_line(runner) -> str:
     total = runner.skipped + runner.ran
     if not runner.skipped:
@@ -121,22 +92,19 @@ def skipped_line(runner) -> str:
             f"{runner.ran} ran now")
 
 
-def run_info(args: argparse.Namespace, argv, scenario, seeds, **more) -> dict:
-    """run.json: the command line that reproduces the results (its subcommand included), the
-    seeds, the scenario as run, and the command's own figures."""
+def run_info(argv, scenario, seeds, **more) -> dict:
     return {
         "version": __version__,
-        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else [args.subcommand, *argv])],
-        "subcommand": args.subcommand,
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
         "seeds": list(seeds),
         "scenario": scenario.model_dump(mode="json"),
         **more,
     }
 
 
-def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, page=None) -> None:
-    """Every output, all or nothing: CSV/JSON texts, Parquet tables, the picture
-    (`picture(path_folder)` or None), then the --html page (`page()` or None)."""
+def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -> None:
+    """Every output, all or nothing: CSV/JSON texts, Parquet tables, then the picture
+    (`picture(path_folder)` or None)."""
     from ..files import PartlyWritten, all_or_nothing, atomic_path, atomic_write_text
 
     try:
@@ -148,8 +116,6 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, p
                     frame.to_parquet(tmp, index=False)
             if picture is not None:
                 picture(out)
-            if page is not None:
-                page()
     except PartlyWritten as err:  # a folder changed under the run after every check
         raise NotWritten(f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} "
                          f"of {len(err.replaced) + len(err.kept)} files were already replaced, the others were left "
@@ -160,20 +126,75 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, p
                          "as they were") from None
 
 
-def html_page(args: argparse.Namespace, draw):
-    """The --html page's writer for `write_all` (None without --html): its folder made, then
-    `draw(path)`."""
-    if args.html is None:
-        return None
-
-    def write() -> None:
-        make_folder(args.html.parent, "--html")
-        draw(args.html)
-
-    return write
-
-
 def json_rows(frame) -> str:
     from ..results.report import summary_json
 
     return json.dumps(summary_json(frame), indent=2)
+
+
+@dataclass
+class Job:
+    """What a command's work gets: its flags, the scenario (with the flags' overrides), the seeds,
+    the runner, and what its `prepare` returned."""
+
+    args: argparse.Namespace
+    scenario: Any
+    seeds: tuple[int, ...]
+    runner: Any
+    prepared: Any = None
+
+
+@dataclass
+class Batch:
+    """What a command's work returns: `table` is written as `<name>.csv` (and `.parquet` with
+    `parquet`) and printed with --json; `info` goes into run.json (before the store's figures);
+    `lines` are printed above "results in"; `picture(folder)` draws into the results folder."""
+
+    table: Any
+    info: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    picture: Callable[[Path], Any] | None = None
+
+
+def output_files(name: str, parquet: bool = False) -> tuple[str, ...]:
+    """What a many-run command writes: `<name>.csv` (and `.parquet`), `<name>.png`, run.json."""
+    return (f"{name}.parquet",) * parquet + (f"{name}.csv", f"{name}.png", "run.json")
+
+
+def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Callable[[Job], Batch | None],
+              prepare: Callable[[argparse.Namespace, Any], Any] | None = None, parquet: bool = False,
+              default_seeds: int | None = None) -> int:
+    """Run one many-run command (see the module docstring): its outputs are `output_files(name,
+    parquet)`. `work` may return None after saying on stderr why there is nothing to write (plan
+    --rate when no arrangement carries the rate). `default_seeds` replaces the scenario's seeds
+    when --seeds is not given."""
+    from ..results.csv_text import csv_text
+
+    args = parser.parse_args(argv)
+    if default_seeds is not None and args.seeds is None:
+        args.seeds = default_seeds
+    scenario = load_with_flags(args)
+    prepared = prepare(args, scenario) if prepare is not None else None  # every check before any run
+    seeds, note = seeds_to_run(scenario)
+    out = out_folder(args, scenario, list(output_files(name, parquet)))
+    if note:
+        print(note, file=sys.stderr)
+    runner = open_runner(args, out)
+    try:
+        batch = work(Job(args, scenario, seeds, runner, prepared))
+    finally:
+        runner.close()
+    if batch is not None:
+        info = run_info(argv, scenario, seeds, **batch.info, store=str(runner.store.path),
+                        runs_skipped=runner.skipped, runs_done=runner.ran)
+        texts = {f"{name}.csv": csv_text(batch.table), "run.json": json.dumps(info, indent=2) + "\n"}
+        picture = None if args.no_plots else batch.picture
+        write_all(out, texts, {f"{name}.parquet": batch.table} if parquet else {}, picture)
+        if args.json:
+            print(json_rows(batch.table))
+        else:
+            for line in batch.lines:
+                print(line)
+            print(f"results in {out}/")
+    print(skipped_line(runner), file=sys.stderr)
+    return 0

@@ -4,7 +4,7 @@ Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per req
 arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
-The options of extensions.md live here as state the page's model leaves empty: per-side costs
+The options (docs/rules.md E1-E8) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
 the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from ..scenario.schema import Colocated, Scenario
+from ..scenario.schema import Scenario
 from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
@@ -54,32 +54,27 @@ class Engine:
         self.arrangement = arrangement
         self.requests = requests
         self.env = Environment()
-        self.split = not isinstance(arrangement, Colocated)
-        n_reading = arrangement.n_reading
+        self.split = arrangement.is_split
         chunk = arrangement.chunk_tokens
-        capacity = arrangement.kv_capacity_tokens
-        if self.split:
-            self.local_max = arrangement.local_prompt_max_tokens  # E6
-            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False)
-                         for i in range(n_reading)] + [
-                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity)
-                for i in range(arrangement.writing_gpus)
-            ]
-        else:
-            self.local_max = None
-            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
+        reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
+        kv_on = arrangement.kv_limited
+        self.local_max = arrangement.local_prompt_limit  # E6
+        self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens}  # E8
+        # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
+        self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
+                     for i, role in enumerate(arrangement.roles)]
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
-        link = arrangement.kv_link if self.split else "independent"
-        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
+        link = arrangement.kv_link_mode
+        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
-        self.handoff: deque[Request] | None = deque() if self.split and capacity is not None else None
+        self.handoff: deque[Request] | None = deque() if self.split and kv_on else None
         for g in self.gpus:
             g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
             # at this instant, and a ship started by a link at a ship end may be over at once (a
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
-            g.always_defer = capacity is not None or link != "independent"
+            g.always_defer = kv_on or link != "independent"
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -89,6 +84,16 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+
+    def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
+        """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
+        'reads' reserves no reply memory (E4); 'writes' reads only local prompts (E6)."""
+        limits = self.batch_limits
+        if role == "both":
+            return Gpu(number, True, True, chunk, self.cost, capacity, **limits)
+        if role == "reads":
+            return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False, **limits)
+        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -148,7 +153,7 @@ class Engine:
             if r.n_reply_words == 1:
                 self._finished(r, now)
             elif ships:
-                if self.handoff is None:  # D3 (the page's model): chosen now, inline for speed
+                if self.handoff is None:  # D3 (the explainer's rules): chosen now, inline for speed
                     writer = self.writing.fewest_replies()
                     r.writing_gpu = writer.number
                     r.handoff_at_ns = now
@@ -225,6 +230,6 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
-            kv_capacity_tokens=self.arrangement.kv_capacity_tokens,
-            kv_link=self.arrangement.kv_link if self.split else None,
+            kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
+            kv_link=self.arrangement.kv_link_mode if self.split else None,
         )

@@ -7,19 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .intervals import SHARE, interval
-from .metrics import OPTION_COLUMNS
-
-_DECIMALS = {"_pct": 1, "_ms": 1, "_s": 2, "_iteration": 1}
-
-
-def _decimals(column: str) -> int:
-    if column == "words_per_s":
-        return 0
-    for suffix, d in _DECIMALS.items():
-        if column.endswith(suffix):
-            return d
-    return 0
+from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
+from .intervals import SHARE, interval, mean_half_width, t975  # noqa: F401 (mean_half_width, t975: re-exported)
 
 
 def _is_share(column: str) -> bool:
@@ -32,18 +21,6 @@ def _cell(value: float, decimals: int) -> str:
 
 
 WIDTH = 120  # characters a table line may take
-
-#: The table's columns unless `wide`: what a reader needs to compare arrangements (the CSV keeps all).
-TABLE_COLUMNS = (
-    "on_time_pct",
-    "late_first_word_pct",
-    "late_mean_gap_pct",
-    "froze_pct",
-    "first_word_p50_s",
-    "first_word_p90_s",
-    "median_mean_gap_ms",
-    "longest_gap_ms",
-)
 
 
 def _two_lines(column: str) -> tuple[str, str]:
@@ -63,16 +40,16 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     over seeds: '93.1±2.9', the interval's longer side (it lies within), so that the table fits;
     `wide` prints a lopsided interval's two sides ('93.1-2.9+1.4').
 
-    By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
+    By default the registry's console columns (`columns.CONSOLE_COLUMNS`), each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line, in blocks of columns
     that each fit 120 characters (the arrangement first in each)."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in CONSOLE_COLUMNS)
                and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]
         for col in columns:
-            d = _decimals(col)
+            d = summary_column(col).decimals
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
                 cells.append(interval(block[col], SHARE if _is_share(col) else None).text(d, lopsided=wide))
             else:

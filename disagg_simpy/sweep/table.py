@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results.breakdown import WHY_LATE_COLUMNS
+from ..results.columns import SEED, SUMMARY_COLUMNS
 from ..results.intervals import SHARE, Interval, interval
-from ..results.metrics import SUMMARY_COLUMNS
 from ..scenario.schema import Scenario
+from ..texts import aligned
 from .grid import Grid, resolve, shown
 from .runner import Runner, Task
 
@@ -28,7 +28,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
-    columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
+    columns = [*grid.keys, SEED.name, *SUMMARY_COLUMNS]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
@@ -63,5 +63,4 @@ def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
         cells[row[len(keys)]] = Interval(mean, low, high, 0).text()
     header = [*keys, *names]
     lines = [[*p, *(cells.get(n, "") for n in names)] for p, cells in points.items()]
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *lines])
+    return "\n".join(aligned([header, *lines], left=()))

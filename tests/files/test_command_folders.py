@@ -1,12 +1,7 @@
-"""Each command's results folder and record (issue 24): its own default folder, no command
-writing into another's, run.json's command line that reproduces the results, and removed
-pictures said."""
+"""A run's results folder (issue 24): removing an earlier run's pictures is said."""
 
 from __future__ import annotations
 
-import json
-
-import pandas as pd
 import yaml
 from helpers import DEFAULT
 
@@ -21,43 +16,6 @@ def _tiny(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
-
-
-def test_each_command_has_its_own_default_folder(tmp_path, monkeypatch, capsys):
-    path = _tiny(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    assert main([str(path), "--no-plots"]) == 0
-    assert main(["sweep", str(path), "--rate", "9", "--no-plots", "--workers", "1"]) == 0
-    assert (tmp_path / "runs" / "tiny" / "summary.csv").exists()
-    assert (tmp_path / "runs" / "tiny-sweep" / "sweep.csv").exists()
-    assert not (tmp_path / "runs" / "tiny" / "sweep.csv").exists()
-    assert json.loads((tmp_path / "runs" / "tiny" / "run.json").read_text())["subcommand"] == "run"
-
-
-def test_a_command_refuses_another_commands_folder(tmp_path, capsys):
-    path = _tiny(tmp_path)
-    out = tmp_path / "o"
-    assert main(["sweep", str(path), "--rate", "9", "--no-plots", "--workers", "1", "--out", str(out)]) == 0
-    before = (out / "run.json").read_text()
-    capsys.readouterr()
-    assert main([str(path), "--no-plots", "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"--out {out}: holds the results of `sweep`" in err
-    assert main(["goodput", str(path), "--no-plots", "--out", str(out)]) == 2
-    assert "holds the results of `sweep`" in capsys.readouterr().err
-    assert (out / "run.json").read_text() == before and not (out / "summary.csv").exists()
-
-
-def test_run_json_of_a_batch_command_reruns_it(tmp_path, capsys):
-    path = _tiny(tmp_path)
-    out = tmp_path / "o"
-    assert main(["sweep", str(path), "--rate", "9,12", "--no-plots", "--workers", "1", "--out", str(out)]) == 0
-    info = json.loads((out / "run.json").read_text())
-    assert info["command"][:4] == ["python", "-m", "disagg_simpy", "sweep"] and info["subcommand"] == "sweep"
-    first = pd.read_csv(out / "sweep.csv")
-    (out / "sweep.csv").unlink()
-    assert main(info["command"][3:]) == 0  # the recorded command line, as is
-    pd.testing.assert_frame_equal(pd.read_csv(out / "sweep.csv"), first)
 
 
 def test_removing_an_earlier_runs_pictures_is_said(tmp_path, capsys):

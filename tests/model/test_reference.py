@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E6, each on or off), and a few hand-picked cases."""
+option combination (E1-E8, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def compare(scenario_path, expect_cap=None):
             got, want = rec.requests[key][measured], want_all[key][measured]
             if rec.capped and key != "reading_gpu":  # the safety cap (D6): what comes after it never happened
                 when = want_all[WHEN.get(key, key)][measured]
+                if key == "join_iteration":  # set when the reply joins, or under E8 when it is seated
+                    when = np.asarray(ref["seated_at_ns"], dtype=np.int64)[measured]
                 if key == "writing_gpu":
                     when = np.where(want_all["handoff_at_ns"] >= 0, want_all["handoff_at_ns"],
                                     want_all["joined_at_ns"])[measured]
@@ -100,6 +102,7 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_prompt_token_ms": (0.0, 0.05, 0.125, 0.25),
     "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
     "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
+    "per_attention_pair_ms": (0.0, 0.0, 0.001, 0.0000005),  # E7; the last: half-ns pairs, one rounding
 }
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
@@ -111,7 +114,7 @@ def side_cost(draw):
 
 
 @st.composite
-def arrangement(draw, i):
+def arrangement(draw, i, tp=False):
     chunk = draw(st.none() | st.sampled_from(CHUNKS))
     if draw(st.booleans()):
         a = {"name": f"c{i}", "kind": "colocated", "gpus": draw(st.integers(1, 4))}
@@ -135,20 +138,44 @@ def arrangement(draw, i):
         a["chunk_tokens"] = chunk
     if draw(st.booleans()):
         a["kv_capacity_tokens"] = -draw(st.sampled_from((0, 0, 0, 4, 20, 80)))  # slack above the largest need, set below
+    if draw(st.integers(0, 2)) == 0:  # E8: seats and budgets small enough to bind
+        a["max_batch_replies"] = draw(st.sampled_from((1, 2, 3)))
+    if draw(st.integers(0, 2)) == 0:
+        a["max_batch_tokens"] = draw(st.sampled_from((2, 3, 8, 9, 16, 20, 40)))  # some equal to prompts
+    if tp:
+        a.update(draw(tp_degrees(a)))
     return a
 
 
 @st.composite
-def tiny_scenario(draw):
+def tp_degrees(draw, a):
+    """TP instances: a degree dividing each side's GPUs (GPUs stay GPUs, instances = GPUs / TP),
+    and on a split, maybe one side's own KV capacity (slack set like kv_capacity_tokens)."""
+    out = {}
+    sides = [("tp", a["gpus"])] if a["kind"] == "colocated" else [
+        ("reading_tp", a["reading_gpus"]), ("writing_tp", a["writing_gpus"])]
+    for key, gpus in sides:
+        if draw(st.booleans()):
+            out[key] = draw(st.sampled_from([d for d in range(1, gpus + 1) if gpus % d == 0]))
+    if a["kind"] == "disaggregated" and "kv_capacity_tokens" in a:
+        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            if draw(st.booleans()):
+                out[key] = -draw(st.sampled_from((0, 4, 20, 200)))
+    return out
+
+
+@st.composite
+def tiny_scenario(draw, tp=False):
     n = draw(st.integers(1, 12))
     ms = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((8, 8, 16, 24, 32, 48, 64, 4, 5, 13)), min_size=n, max_size=n))
     words = draw(st.lists(st.sampled_from((1, 1, 2, 3, 5, 9)), min_size=n, max_size=n))
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
-    arrangements = [draw(arrangement(i)) for i in range(draw(st.integers(1, 2)))]
+    arrangements = [draw(arrangement(i, tp)) for i in range(draw(st.integers(1, 2)))]
     for a in arrangements:
-        if "kv_capacity_tokens" in a:
-            a["kv_capacity_tokens"] = max(p + w for p, w in zip(prompts, words)) - a["kv_capacity_tokens"]
+        for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            if key in a:
+                a[key] = max(p + w for p, w in zip(prompts, words)) - a[key]
     cost = {"kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
     cost.update(draw(side_cost()) or {})
     workload = {}
@@ -162,6 +189,14 @@ def tiny_scenario(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario())
 def test_simulator_equals_reference(tmp_path, case):
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=tiny_scenario(tp=True))
+def test_simulator_equals_reference_with_tp_instances(tmp_path, case):
+    """TP instances (tp, reading_tp, writing_tp, each side's KV capacity) to the nanosecond."""
     rows, arrangements, cost, workload, slo = case
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
 

@@ -44,7 +44,8 @@ def test_plans_value_labels_are_not_struck_through_by_interval_lines(drawn, tmp_
                           "kind": ["disaggregated", "colocated", "disaggregated"], "chunk_tokens": [None, 512, None],
                           "goodput_per_s": [15.8, 14.4, 7.62], "goodput_low_per_s": [15.1, 13.0, 7.1],
                           "goodput_high_per_s": [16.9, 15.2, 8.53]})
-    save_plan(table, tmp_path / "plan.png", "plan")
+    save_plan(table, tmp_path / "plan.png", "plan",
+              {"split-2-2": "split", "chunked-512": "chunks", "split-3-1": "split"})
     fig = drawn[0]
     ax = fig.axes[0]
     labels = [t for t in ax.texts if t.get_gid() == "goodput-value"]
