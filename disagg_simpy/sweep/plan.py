@@ -21,6 +21,7 @@ from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
 from .goodput import Prober, Search, drive, goodput_row, probe_rate, search
 from .grid import RATE, resolve
+from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
@@ -28,7 +29,10 @@ DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 PLAN_COLUMNS = (
     "rank", "arrangement", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens", "goodput_per_s",
     "goodput_per_gpu_per_s", "goodput_low_per_s", "goodput_high_per_s", "on_time_pct_at_rate", "binding_limit",
+    "goodput_below_per_s",
 )
+#: arrangements searched together, the likeliest first, before the next are checked against the bounds
+WAVE = 8
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
@@ -71,24 +75,46 @@ def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[
     return rows.groupby("arrangement", sort=False)["on_time_pct"].mean().to_dict()
 
 
-def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float
-         ) -> pd.DataFrame:
-    """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best)."""
+def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
+         exhaustive: bool = False) -> pd.DataFrame:
+    """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best).
+
+    Arrangements are searched in waves, the likeliest first (`plan_bounds.capacity_proxy`);
+    after each wave, one whose bound says every rate from the runner-up's goodput up fails
+    (`plan_bounds.Bounds`) is not searched: its goodput is below the top two's, so the top two,
+    their intervals and the recommendation are those of searching every one (`exhaustive`)."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    names = [a.name for a in scenario.arrangements]
-    searches: dict[tuple[str, int | None], Search] = {}
-    for name in names:
-        searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits)
+    by_name = {a.name: a for a in scenario.arrangements}
+    names = list(by_name)
+
+    def searches_of(name: str) -> dict:
+        out: dict[tuple[str, int | None], Search] = {(name, None): search(name, start, seeds, target, tolerance, prober.fits)}
         if len(seeds) > 1:
             for seed in seeds:  # each seed's own goodput, for the interval
-                searches[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
-    found = drive(searches, prober.run_batch)
+                out[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
+        return out
+
+    todo, below, found = names, {}, {}
+    bounds = None if exhaustive else Bounds(scenario, seeds, target)
+    if bounds is not None:
+        todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    while todo:
+        wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
+        found |= drive({key: gen for n in wave for key, gen in searches_of(n).items()}, prober.run_batch)
+        best = sorted((_goodput(found[n, None]) for n in names if (n, None) in found), reverse=True)
+        if bounds is not None and len(best) >= 2 and best[1] > 0:
+            for n in [n for n in todo if bounds.fails_from(by_name[n], best[1])]:
+                below[n] = best[1]
+            todo = [n for n in todo if n not in below]
     on_time = at_rate(scenario, runner, seeds)
     rows = []
     for a in scenario.arrangements:
+        if a.name in below:
+            rows.append(_not_searched(a, below[a.name], on_time))
+            continue
         g = goodput_row(scenario, a.name, seeds, target, *found[a.name, None])
         own = pd.Series([_goodput(found[a.name, s]) for s in seeds]) if len(seeds) > 1 else pd.Series([], dtype=float)
         mean, half = mean_half_width(own)
@@ -101,6 +127,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
             "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
+            "goodput_below_per_s": math.nan,
         })
     table = pd.DataFrame(rows)
     for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
@@ -109,8 +136,18 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
     table.attrs["per_seed"] = {a.name: [_goodput(found[a.name, s]) for s in seeds] for a in scenario.arrangements
-                               } if len(seeds) > 1 else {}
+                               if a.name not in below} if len(seeds) > 1 else {}
     return table
+
+
+def _not_searched(a, below: float, on_time: dict) -> dict:
+    """The row of an arrangement not searched: its goodput is below `below` (the runner-up's)."""
+    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
+            "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
+            "writing_gpus": a.writing_gpus if a.kind == "disaggregated" else None,
+            "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
+            "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
+            "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": "", "goodput_below_per_s": below}
 
 
 def _goodput(found: tuple) -> float:
