@@ -24,8 +24,6 @@ from fractions import Fraction
 import numpy as np
 from invariants_options import check_options
 
-from disagg_simpy.scenario.schema import Colocated
-
 NS_PER_MS = 1_000_000
 
 
@@ -69,7 +67,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     cap = stream.cap_ns
     stop = rec.stopped_at_ns
     assert stop <= cap, f"{name}: stopped at {stop} ns, past the cap {cap}"
-    split = not isinstance(arrangement, Colocated)
+    split = arrangement.is_split
     n_reading = arrangement.n_reading
     n_gpus = arrangement.n_gpus
     roles = np.array(rec.gpu_roles)

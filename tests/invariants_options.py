@@ -26,7 +26,7 @@ def reservations(rec, arrangement, local: np.ndarray) -> tuple[np.ndarray, np.nd
     begun = q["read_started_at_ns"] >= 0
     finished = np.where(q["finished_at_ns"] >= 0, q["finished_at_ns"], NEVER)
     parts = []
-    if arrangement.kind == "colocated":
+    if not arrangement.is_split:
         parts.append((q["reading_gpu"], prompt + words, q["read_started_at_ns"], finished, begun))
     else:
         on_reader = begun & ~local
@@ -53,7 +53,7 @@ def check_memory(result, arrangement, local: np.ndarray) -> None:
     rec = result.records[arrangement.name]
     name, cap, stop = arrangement.name, arrangement.kv_capacity_tokens, rec.stopped_at_ns
     it = rec.iterations
-    assert rec.kv_capacity_tokens == cap
+    assert (rec.kv_capacity_tokens == cap).all()
     gpu, tokens, since, until = reservations(rec, arrangement, local)
     assert (until > since).all() or not len(since), f"{name}: a reservation freed the instant it was made"
     for g in range(arrangement.n_gpus):
@@ -76,7 +76,7 @@ def check_memory(result, arrangement, local: np.ndarray) -> None:
         started = begun[begun >= 0]
         assert (np.diff(started) >= 0).all(), f"{name}: a prompt overtook another on GPU {g}"
         assert not len(started) or (begun[len(started):] < 0).all(), f"{name}: a prompt overtook one never read"
-    if arrangement.kind != "colocated":
+    if arrangement.is_split:
         check_handoff_order(rec, name, local)
 
 

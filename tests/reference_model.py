@@ -88,20 +88,25 @@ class Reference:
             return own
 
         cap, chunk = a.kv_capacity_tokens, a.chunk_tokens
+        # TP: an instance of `tp` GPUs is one GPU of the rules, with the instance's costs and KV
+        # capacity (a side's own capacity, else kv_capacity_tokens); GPUs / TP instances per side
         if self.split:
             rc, wc = side(a.reading_cost), side(a.writing_cost)
-            self.reading = [Gpu(i, "reading", rc, chunk, cap) for i in range(a.reading_gpus)]
-            self.writing = [Gpu(a.reading_gpus + i, "writing", wc, chunk, cap) for i in range(a.writing_gpus)]
+            n_r, n_w = a.reading_gpus // (a.reading_tp or 1), a.writing_gpus // (a.writing_tp or 1)
+            r_cap = cap if a.reading_kv_capacity_tokens is None else a.reading_kv_capacity_tokens
+            w_cap = cap if a.writing_kv_capacity_tokens is None else a.writing_kv_capacity_tokens
+            self.reading = [Gpu(i, "reading", rc, chunk, r_cap) for i in range(n_r)]
+            self.writing = [Gpu(n_r + i, "writing", wc, chunk, w_cap) for i in range(n_w)]
             ship = base.kv_ship_ms_per_token if a.kv_ship_ms_per_token is None else a.kv_ship_ms_per_token
             self.ship_ms = exact(ship)
             self.link = a.kv_link
             self.local_max = a.local_prompt_max_tokens
         else:
             c = side(a.cost)
-            self.reading = [Gpu(i, "colocated", c, chunk, cap) for i in range(a.gpus)]
+            self.reading = [Gpu(i, "colocated", c, chunk, cap) for i in range(a.gpus // (a.tp or 1))]
             self.writing, self.link, self.local_max = [], "independent", None
         self.gpus = self.reading + self.writing
-        self.kv_on = cap is not None
+        self.kv_on = any(g.capacity is not None for g in self.gpus)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
             zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
         self.last_assigned = {"reading": {}, "writing": {}}  # D2: gpu number -> assignment number

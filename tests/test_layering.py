@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "disagg_simpy"
 
 #: Top-level helpers every stage may use.
-BASE = {"errors", "units", "files"}
+BASE = {"errors", "units", "files", "texts"}
 #: stage -> the stages its modules may import (besides BASE and itself)
 ALLOWED = {
     "base": set(),
@@ -121,7 +121,7 @@ def test_no_import_circles():
 def test_the_checker_sees_what_it_must():
     """The walker itself: relative imports, imports inside functions and under TYPE_CHECKING."""
     assert "disagg_simpy.model.records" in GRAPH["disagg_simpy.results.metrics"]
-    assert "disagg_simpy.scenario.loading" in GRAPH["disagg_simpy.cli.run"]  # inside a function
+    assert "disagg_simpy.scenario.loading" in GRAPH["disagg_simpy.cli.common"]  # inside a function
     assert "disagg_simpy.api" in GRAPH["disagg_simpy"]  # under TYPE_CHECKING
     assert stage("disagg_simpy.model.engine") == "model" and stage("disagg_simpy.units") == "base"
 

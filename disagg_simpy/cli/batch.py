@@ -1,5 +1,8 @@
-"""What the many-run commands (sweep, goodput) share: their flags, the scenario with the
-flags' overrides, the seeds, the runner (local pool or Dask, resumable store) and writing.
+"""The one path of the many-run commands (sweep, goodput, plan, map): `run_batch` loads the
+scenario with the flags' overrides, picks the seeds, checks the folder, opens the runner (local
+pool or Dask, resumable store), lets the command do its runs, then writes its table, run.json and
+picture all or nothing and prints the table (or its rows as JSON). A command supplies only its
+flags, its checks before any run (`prepare`) and its work (`work`, returning a `Batch`).
 
 The store lives in the results folder (`<out>/store.sqlite`): re-running a command there skips
 every run already finished, and says how many.
@@ -10,12 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
 
 STORE_NAME = "store.sqlite"
 
@@ -50,29 +56,6 @@ def target_flag(text: str) -> float:
     if not 0 < value <= 100:
         raise InputError(f"--target: got {text!r}, expected an on-time share in percent, above 0 and at most 100")
     return value
-
-
-def load(args: argparse.Namespace):
-    """The scenario with --seed, --seeds and --measure-s, validated as one."""
-    from ..scenario.loading import load_scenario
-
-    scenario = load_scenario(args.scenario)
-    changes = {"seed": args.seed, "seeds": args.seeds, "workload.measure_s": args.measure_s}
-    flags = {"seed": f"--seed {args.seed}", "seeds": "--seeds",
-             "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s else "--measure-s"}
-    return scenario.with_overrides(flags=flags, **changes)
-
-
-def seeds_of(scenario) -> tuple[tuple[int, ...], str]:
-    """The seeds to run, and a note when they collapse: a trace with its own arrival times
-    gives the same requests whatever the seed, so one seed says all."""
-    from ..scenario.schema import TraceWorkload
-
-    w = scenario.workload
-    seeds = tuple(range(scenario.seed, scenario.seed + scenario.seeds))
-    if isinstance(w, TraceWorkload) and w.format != "lengths" and len(seeds) > 1:
-        return seeds[:1], f"note: the trace fixes every arrival, so seeds give identical runs; running seed {seeds[0]} only"
-    return seeds, ""
 
 
 def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
@@ -147,3 +130,71 @@ def json_rows(frame) -> str:
     from ..results.report import summary_json
 
     return json.dumps(summary_json(frame), indent=2)
+
+
+@dataclass
+class Job:
+    """What a command's work gets: its flags, the scenario (with the flags' overrides), the seeds,
+    the runner, and what its `prepare` returned."""
+
+    args: argparse.Namespace
+    scenario: Any
+    seeds: tuple[int, ...]
+    runner: Any
+    prepared: Any = None
+
+
+@dataclass
+class Batch:
+    """What a command's work returns: `table` is written as `<name>.csv` (and `.parquet` with
+    `parquet`) and printed with --json; `info` goes into run.json (before the store's figures);
+    `lines` are printed above "results in"; `picture(folder)` draws into the results folder."""
+
+    table: Any
+    info: dict = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    picture: Callable[[Path], Any] | None = None
+
+
+def output_files(name: str, parquet: bool = False) -> tuple[str, ...]:
+    """What a many-run command writes: `<name>.csv` (and `.parquet`), `<name>.png`, run.json."""
+    return (f"{name}.parquet",) * parquet + (f"{name}.csv", f"{name}.png", "run.json")
+
+
+def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Callable[[Job], Batch | None],
+              prepare: Callable[[argparse.Namespace, Any], Any] | None = None, parquet: bool = False,
+              default_seeds: int | None = None) -> int:
+    """Run one many-run command (see the module docstring): its outputs are `output_files(name,
+    parquet)`. `work` may return None after saying on stderr why there is nothing to write (plan
+    --rate when no arrangement carries the rate). `default_seeds` replaces the scenario's seeds
+    when --seeds is not given."""
+    from ..results.csv_text import csv_text
+
+    args = parser.parse_args(argv)
+    if default_seeds is not None and args.seeds is None:
+        args.seeds = default_seeds
+    scenario = load_with_flags(args)
+    prepared = prepare(args, scenario) if prepare is not None else None  # every check before any run
+    seeds, note = seeds_to_run(scenario)
+    out = out_folder(args, scenario, list(output_files(name, parquet)))
+    if note:
+        print(note, file=sys.stderr)
+    runner = open_runner(args, out)
+    try:
+        batch = work(Job(args, scenario, seeds, runner, prepared))
+    finally:
+        runner.close()
+    if batch is not None:
+        info = run_info(argv, scenario, seeds, **batch.info, store=str(runner.store.path),
+                        runs_skipped=runner.skipped, runs_done=runner.ran)
+        texts = {f"{name}.csv": csv_text(batch.table), "run.json": json.dumps(info, indent=2) + "\n"}
+        picture = None if args.no_plots else batch.picture
+        write_all(out, texts, {f"{name}.parquet": batch.table} if parquet else {}, picture)
+        if args.json:
+            print(json_rows(batch.table))
+        else:
+            for line in batch.lines:
+                print(line)
+            print(f"results in {out}/")
+    print(skipped_line(runner), file=sys.stderr)
+    return 0

@@ -106,3 +106,35 @@ def tolerant_output() -> None:
             stream.reconfigure(errors="disagg_simpy_plain")  # type: ignore[union-attr]  # (a replaced stream may lack it)
         except (AttributeError, ValueError, OSError):
             pass
+
+
+def load_with_flags(args: argparse.Namespace, rate: float | None = None):
+    """The scenario file with the flags that override its keys (`--seed`, `--seeds`,
+    `--measure-s`, and `rate` when the command's --rate sets the scenario's rate), validated as
+    one: a bad value blames its flag. On a trace, a rate replaces any time_scale."""
+    from ..scenario.loading import load_scenario
+    from ..scenario.schema import DROP, TraceWorkload
+
+    scenario = load_scenario(args.scenario)
+    seed, seeds, measure_s = args.seed, args.seeds, args.measure_s
+    changes = {"seed": seed, "seeds": seeds, "workload.rate_per_s": rate, "workload.measure_s": measure_s}
+    flags = {
+        "seed": f"--seed {seed}",
+        "seeds": "--seeds",
+        "workload.rate_per_s": f"--rate {rate:g}" if rate is not None else "--rate",
+        "workload.measure_s": f"--measure-s {measure_s:g}" if measure_s is not None else "--measure-s",
+    }
+    if rate is not None and isinstance(scenario.workload, TraceWorkload):
+        changes["workload.time_scale"] = DROP
+    return scenario.with_overrides(flags=flags, **changes)
+
+
+def seeds_to_run(scenario) -> tuple[tuple[int, ...], str]:
+    """The seeds to run (`seed`, `seeds`), and a note when they collapse to one: a trace with its
+    own arrival times gives the same requests whatever the seed (`Scenario.draws_requests`)."""
+    seeds = tuple(range(scenario.seed, scenario.seed + scenario.seeds))
+    if scenario.draws_requests or len(seeds) == 1:
+        return seeds, ""
+    w = scenario.workload
+    return seeds[:1], (f"warning: {len(seeds)} seeds: the {w.format} trace {w.trace} fixes every request, so every "
+                       f"seed gives the same figures; running seed {seeds[0]} only")

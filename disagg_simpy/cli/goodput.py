@@ -4,24 +4,13 @@ rate whose mean on-time share over the seeds meets the target, found by bisectio
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 
-from .batch import (
-    batch_parser,
-    json_rows,
-    load,
-    open_runner,
-    out_folder,
-    run_info,
-    seeds_of,
-    skipped_line,
-    target_flag,
-    write_all,
-)
+from ..texts import aligned
+from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
 from .common import positive_float
 
-OUTPUT_FILES = ("goodput.csv", "goodput.png", "run.json")
+OUTPUT_FILES = output_files("goodput")
 
 
 def build_goodput_parser():
@@ -51,46 +40,28 @@ def format_goodput(table) -> str:
                      rate(r.passing_rate_per_s), _pm(r.passing_on_time_pct, r.passing_on_time_half_width_pct),
                      rate(r.failing_rate_per_s), _pm(r.failing_on_time_pct, r.failing_on_time_half_width_pct),
                      r.binding_limit or "-"])
-    widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
-    lines = [" ".join([x[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(x[1:], widths[1:]))]) for x in [header, *rows]]
-    return "\n".join(lines)
+    return "\n".join(aligned([header, *rows], sep=" "))
+
+
+def _goodput(job: Job) -> Batch:
+    from ..sweep.goodput import goodput
+
+    scenario, seeds, args = job.scenario, job.seeds, job.args
+    table = goodput(scenario, job.runner, seeds, args.target, args.tolerance)
+    w = scenario.workload
+    window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
+    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
+             f"{'s' * (len(seeds) > 1)}; {window})")
+
+    def picture(folder):
+        from ..plots.capacity import save_goodput
+
+        return save_goodput(table, folder / "goodput.png", title)
+
+    return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance},
+                 lines=[f"{title}; bisection to {args.tolerance:g} requests/s", format_goodput(table)], picture=picture)
 
 
 def goodput_command(argv: Sequence[str]) -> int:
     """Find each arrangement's goodput: the highest rate it carries with the target share on time."""
-    import json
-
-    from ..results.csv_text import csv_text
-    from ..sweep.goodput import goodput
-
-    args = build_goodput_parser().parse_args(argv)
-    scenario = load(args)
-    seeds, note = seeds_of(scenario)
-    out = out_folder(args, scenario, list(OUTPUT_FILES))
-    if note:
-        print(note, file=sys.stderr)
-    runner = open_runner(args, out)
-    try:
-        table = goodput(scenario, runner, seeds, args.target, args.tolerance)
-    finally:
-        runner.close()
-    w = scenario.workload
-    window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
-    info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
-                    store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
-             f"{'s' * (len(seeds) > 1)}; {window})")
-    picture = None
-    if not args.no_plots:
-        from ..plots.capacity import save_goodput
-
-        picture = lambda folder: save_goodput(table, folder / "goodput.png", title)  # noqa: E731
-    write_all(out, {"goodput.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
-    if args.json:
-        print(json_rows(table))
-    else:
-        print(f"{title}; bisection to {args.tolerance:g} requests/s")
-        print(format_goodput(table))
-        print(f"results in {out}/")
-    print(skipped_line(runner), file=sys.stderr)
-    return 0
+    return run_batch(argv, build_goodput_parser(), "goodput", _goodput)

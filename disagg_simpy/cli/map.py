@@ -3,14 +3,13 @@ which way of using the GPUs keeps the most replies on time, and where the answer
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
-from .batch import batch_parser, json_rows, load, open_runner, out_folder, run_info, seeds_of, skipped_line, write_all
+from .batch import Batch, Job, batch_parser, output_files, run_batch
 from .common import int_at_least
 from .plan import chunks_flag
 
-OUTPUT_FILES = ("map.csv", "map.png", "run.json")
+OUTPUT_FILES = output_files("map")
 MAP_SEEDS = 5  # default seeds per cell (not the scenario's: a map has hundreds of cells)
 
 
@@ -29,21 +28,13 @@ def build_map_parser():
     return p
 
 
-def map_command(argv: Sequence[str]) -> int:
-    """Map where the best way to use N GPUs flips, over offered rate and a traffic knob."""
-    import json
-
+def _cells(args, scenario):
+    """The map's axes and arrangements, every y value checked before any run."""
     from ..errors import InputError
-    from ..results.csv_text import csv_text
     from ..sweep.grid import parse_rates
     from ..sweep.plan import candidates, with_candidates
-    from ..sweep.winners import default_y, parse_y, point_scenario, winners
+    from ..sweep.winners import parse_y, point_scenario
 
-    args = build_map_parser().parse_args(argv)
-    if args.seeds is None:
-        args.seeds = MAP_SEEDS
-    scenario = load(args)
-    seeds, note = seeds_of(scenario)
     key, values = parse_y(scenario, args.y)
     start = scenario.workload.rate_per_s
     if args.rate is not None:
@@ -53,36 +44,39 @@ def map_command(argv: Sequence[str]) -> int:
     else:
         rates = [float(f"{start * 1.5 * i / 20:.4g}") for i in range(1, 21)]
     arranged = with_candidates(scenario, candidates(args.gpus, args.chunks, split_chunks=()), "--gpus")
-    for v in values:  # every y value checked before any run
+    for v in values:
         point_scenario(arranged, rates[0], key, v)
-    out = out_folder(args, scenario, list(OUTPUT_FILES))
-    if note:
-        print(note, file=sys.stderr)
-    runner = open_runner(args, out)
-    try:
-        cells = winners(arranged, rates, key, values, seeds, runner)
-    finally:
-        runner.close()
+    return key, values, rates, arranged
+
+
+def _map(job: Job) -> Batch:
+    from ..sweep.winners import default_y, winners
+
+    scenario, seeds, args = job.scenario, job.seeds, job.args
+    key, values, rates, arranged = job.prepared
+    cells = winners(arranged, rates, key, values, seeds, job.runner)
+    start = scenario.workload.rate_per_s
     marker = (float(start), default_y(scenario, key)) if start is not None else None
-    info = run_info(argv, scenario, seeds, gpus=args.gpus, rates=rates, y_key=key, y_values=[str(v) for v in values],
-                    arrangements=[a.name for a in arranged.arrangements], store=str(runner.store.path),
-                    runs_skipped=runner.skipped, runs_done=runner.ran)
     title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
              f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} each)")
-    picture = None
-    if not args.no_plots:
+    names = [a.name for a in arranged.arrangements]
+    wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
+    close = int(cells["too_close"].sum())
+
+    def picture(folder):
         from ..plots.capacity import save_map
 
-        names = [a.name for a in arranged.arrangements]
-        picture = lambda folder: save_map(cells, folder / "map.png", title, marker, names)  # noqa: E731
-    write_all(out, {"map.csv": csv_text(cells), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
-    if args.json:
-        print(json_rows(cells))
-    else:
-        print(title)
-        wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
-        close = int(cells["too_close"].sum())
-        print("cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}")
-        print(f"results in {out}/")
-    print(skipped_line(runner), file=sys.stderr)
-    return 0
+        return save_map(cells, folder / "map.png", title, marker, names)
+
+    return Batch(
+        cells,
+        info={"gpus": args.gpus, "rates": rates, "y_key": key, "y_values": [str(v) for v in values],
+              "arrangements": names},
+        lines=[title, "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],
+        picture=picture,
+    )
+
+
+def map_command(argv: Sequence[str]) -> int:
+    """Map where the best way to use N GPUs flips, over offered rate and a traffic knob."""
+    return run_batch(argv, build_map_parser(), "map", _map, prepare=_cells, default_seeds=MAP_SEEDS)

@@ -8,21 +8,11 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import InputError
-from .batch import (
-    batch_parser,
-    json_rows,
-    load,
-    open_runner,
-    out_folder,
-    run_info,
-    seeds_of,
-    skipped_line,
-    target_flag,
-    write_all,
-)
+from ..texts import aligned
+from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
 from .common import int_at_least, positive_float
 
-OUTPUT_FILES = ("plan.csv", "plan.png", "run.json")
+OUTPUT_FILES = output_files("plan")
 
 
 def chunks_flag(text: str) -> tuple[int, ...]:
@@ -91,6 +81,8 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
 
 
 def format_plan(table) -> str:
+    import pandas as pd
+
     header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
     rows = []
     for r in table.itertuples():
@@ -98,84 +90,74 @@ def format_plan(table) -> str:
         goodput = f"{r.goodput_per_s:.2f}{interval}"
         if not math.isnan(r.goodput_below_per_s):  # not searched: below the runner-up, by its bound
             goodput = f"below {r.goodput_below_per_s:.2f} (bound; not searched)"
-        gpus = f"{r.gpus}" if r.kind == "colocated" else f"{r.reading_gpus}+{r.writing_gpus}"
+        gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
                      "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
-    widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
-    left = {1}
-    return "\n".join("  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(x, widths)))
-                     for x in [header, *rows])
+    return "\n".join(aligned([header, *rows], left={1}))
 
 
-def plan_command(argv: Sequence[str]) -> int:
-    """Rank every way to use N GPUs (or find the fewest GPUs for a rate) for the scenario's traffic."""
-    import json
+def _check(args, scenario) -> None:
+    """Every check before any run: --splits against --gpus, the candidates, the plan's cost."""
+    from ..sweep.plan import candidates, with_candidates
+    from .common import seeds_to_run
 
-    from ..results.csv_text import csv_text
-    from ..sweep.grid import RATE, resolve
-    from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
-
-    args = build_plan_parser().parse_args(argv)
-    scenario = load(args)
-    seeds, note = seeds_of(scenario)
-    out = out_folder(args, scenario, list(OUTPUT_FILES))
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")
     if args.splits is not None and any(r >= args.gpus for r in args.splits):
         raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
                          f"--gpus {args.gpus} (a split keeps a writing GPU)")
-    if args.gpus is not None:  # refuse before any run
+    if args.gpus is not None:
         arrangements = candidates(args.gpus, args.chunks, splits=args.splits)
-        cost_note = check_cost(args, scenario, arrangements, seeds)
+        cost_note = check_cost(args, scenario, arrangements, seeds_to_run(scenario)[0])
         with_candidates(scenario, arrangements, "--gpus")
         if cost_note:
             print(cost_note, file=sys.stderr)
-    if note:
-        print(note, file=sys.stderr)
-    runner = open_runner(args, out)
-    try:
-        n_gpus, passing = args.gpus, None
-        if args.rate is not None:
-            n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks)
-        table = None
-        if n_gpus is not None:
-            planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits), "--gpus")
-            if args.rate is not None:
-                planned = resolve(planned, {RATE: args.rate})
-            table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive)
-    finally:
-        runner.close()
-    if table is None:
+
+
+def _plan(job: Job) -> Batch | None:
+    from ..sweep.grid import RATE, resolve
+    from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
+
+    scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
+    n_gpus, passing = args.gpus, None
+    if args.rate is not None:
+        n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks)
+    if n_gpus is None:
         print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
               f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
-        print(skipped_line(runner), file=sys.stderr)
-        return 0
+        return None
+    planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits), "--gpus")
+    if args.rate is not None:
+        planned = resolve(planned, {RATE: args.rate})
+    table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive)
     best = table.iloc[0]
     line = recommendation(table, args.target)
     if args.rate is not None:
         line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
                 f"({', '.join(passing or [])}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
-    info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
-                    recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
     title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
              f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
              f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
-    picture = None
-    if not args.no_plots:
+    labels = {a.name: a.label for a in planned.arrangements}
+
+    def picture(folder):
         from ..plots.capacity import save_plan
 
-        picture = lambda folder: save_plan(table, folder / "plan.png", title)  # noqa: E731
-    write_all(out, {"plan.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, picture)
-    if args.json:
-        print(json_rows(table))
-    else:
-        print(f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s")
-        print(format_plan(table))
-        print(line)
-        print(f"as a scenario arrangement: {arrangement_text(arrangement)}")
-        print(f"results in {out}/")
-    print(skipped_line(runner), file=sys.stderr)
-    return 0
+        return save_plan(table, folder / "plan.png", title, labels)
+
+    return Batch(
+        table,
+        info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
+              "recommendation": line},
+        lines=[f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s", format_plan(table), line,
+               f"as a scenario arrangement: {arrangement_text(arrangement)}"],
+        picture=picture,
+    )
+
+
+def plan_command(argv: Sequence[str]) -> int:
+    """Rank every way to use N GPUs (or find the fewest GPUs for a rate) for the scenario's traffic."""
+    return run_batch(argv, build_plan_parser(), "plan", _plan, prepare=_check)

@@ -7,8 +7,7 @@ import math
 from pathlib import Path
 
 from ..errors import InputError
-
-Window = tuple[float, float]
+from ..units import Window
 
 
 def parse_window(text: str) -> Window:

@@ -26,7 +26,7 @@ from ..files import (
     make_folder,
     same_file,
 )
-from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
+from .common import NotWritten, Parser, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
 from .plot_flags import add_plot_arguments, plot_flag_error
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
@@ -76,23 +76,6 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     return p
 
 
-def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
-    """Flag values as scenario keys, and the flag behind each key (for error messages). On a
-    trace, --rate replaces any time_scale."""
-    from ..scenario.schema import DROP, TraceWorkload
-
-    changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": args.rate, "workload.measure_s": args.measure_s}
-    flags = {
-        "seed": f"--seed {args.seed}",
-        "seeds": "--seeds",
-        "workload.rate_per_s": f"--rate {args.rate:g}" if args.rate is not None else "--rate",
-        "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
-    }
-    if args.rate is not None and isinstance(scenario.workload, TraceWorkload):
-        changes["workload.time_scale"] = DROP
-    return changes, flags
-
-
 @dataclass
 class Outputs:
     """Where a run writes: checked before the run, so a bad path costs no simulation."""
@@ -110,34 +93,19 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
     args = build_parser(commands).parse_args(argv)  # before the heavy imports: --help stays fast
     scenario = load(args)
     outputs = check_outputs(args, scenario)
-    seeds = list(range(scenario.seed, scenario.seed + (scenario.seeds if draws_requests(scenario, scenario.seeds) else 1)))
+    chosen, note = seeds_to_run(scenario)
+    if note:
+        print(note, file=sys.stderr)
+    seeds = list(chosen)
     check_seeds(scenario, seeds)
     summary, kept, run_info = simulate_and_write(args, argv, outputs, scenario, seeds)
     report(args, scenario, outputs, summary, run_info, kept)
     return 0
 
 
-def draws_requests(scenario, n_seeds: int) -> bool:
-    """Whether the seed changes the requests (synthetic traffic, a `lengths` trace); if not and
-    several seeds were asked for, say so on stderr: every seed would rerun the same input."""
-    from ..scenario.schema import SyntheticWorkload
-
-    w = scenario.workload
-    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
-        return True
-    if n_seeds > 1:
-        print(f"warning: --seeds {n_seeds}: the {w.format} trace {w.trace} fixes every request and the model draws "
-              f"nothing, so every seed would give the same figures; ran seed {scenario.seed} once", file=sys.stderr)
-    return False
-
-
 def load(args: argparse.Namespace):
-    """The scenario file with the flags' overrides, validated as one."""
-    from ..scenario.loading import load_scenario
-
-    scenario = load_scenario(args.scenario)
-    changes, flags = _overrides(args, scenario)
-    return scenario.with_overrides(flags=flags, **changes)
+    """The scenario file with the flags' overrides (--rate sets the rate), validated as one."""
+    return load_with_flags(args, rate=args.rate)
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
@@ -170,12 +138,11 @@ def check_seeds(scenario, seeds: list[int]) -> None:
     """Refuse up front what one seed's run would keep beyond the limits (seeds are run one at a
     time, so they do not multiply what is kept)."""
     from ..scenario.limits import MAX_WRITTEN_ROWS, count_text, requests_problem
-    from ..scenario.schema import SyntheticWorkload
 
     if seeds[-1] >= 2**63:
         raise InputError(f"--seeds: got {len(seeds)} from seed {seeds[0]}, expected seeds below 2**63")
     w = scenario.workload
-    if isinstance(w, SyntheticWorkload) or w.format == "lengths":
+    if scenario.draws_requests:
         expected = w.rate_per_s * scenario.cap_s(None)
         _check_seeds(requests_problem(expected, len(scenario.arrangements)))
         rows = expected * len(scenario.arrangements) * len(seeds)

@@ -3,23 +3,11 @@ grid, every seed, every arrangement; a tidy table (Parquet and CSV) and `sweep.p
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
-from .batch import (
-    batch_parser,
-    json_rows,
-    load,
-    open_runner,
-    out_folder,
-    run_info,
-    seeds_of,
-    skipped_line,
-    target_flag,
-    write_all,
-)
+from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
 
-OUTPUT_FILES = ("sweep.parquet", "sweep.csv", "sweep.png", "run.json")
+OUTPUT_FILES = output_files("sweep", parquet=True)
 
 
 def build_sweep_parser():
@@ -35,47 +23,39 @@ def build_sweep_parser():
     return p
 
 
-def sweep_command(argv: Sequence[str]) -> int:
-    """Run every point of a grid (rates x --set values), every seed, every arrangement."""
-    import json
-
-    from ..results.csv_text import csv_text
+def _grid(args, scenario):
     from ..sweep.grid import make_grid
+
+    return make_grid(scenario, args.rate, args.set)
+
+
+def _sweep(job: Job) -> Batch:
     from ..sweep.table import format_bands, on_time_bands, sweep
 
-    args = build_sweep_parser().parse_args(argv)
-    scenario = load(args)
-    grid = make_grid(scenario, args.rate, args.set)
-    seeds, note = seeds_of(scenario)
-    out = out_folder(args, scenario, list(OUTPUT_FILES))
-    if note:
-        print(note, file=sys.stderr)
-    runner = open_runner(args, out)
-    try:
-        table = sweep(scenario, grid, seeds, runner)
-    finally:
-        runner.close()
+    scenario, seeds, grid = job.scenario, job.seeds, job.prepared
+    table = sweep(scenario, grid, seeds, job.runner)
     bands = on_time_bands(table, grid.keys)
-    info = run_info(argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
-                    store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     n_points = len(grid.points())
     title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
              "with 95% band")
-    picture = None
-    if not args.no_plots:
+    n = table["arrangement"].nunique()
+    counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
+
+    def picture(folder):
         from ..plots.capacity import save_sweep
 
-        picture = lambda folder: save_sweep(bands, grid.keys, folder / "sweep.png", title, args.target)  # noqa: E731
-    write_all(out, {"sweep.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"},
-              {"sweep.parquet": table}, picture)
-    if args.json:
-        print(json_rows(table))
-    else:
-        n = table["arrangement"].nunique()
-        counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
-        print(f"{scenario.name}: {counts}; on time (%)" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""))
-        print(format_bands(bands, grid.keys))
-        print(f"results in {out}/")
-    print(skipped_line(runner), file=sys.stderr)
-    return 0
+        return save_sweep(bands, grid.keys, folder / "sweep.png", title, job.args.target)
 
+    return Batch(
+        table,
+        info={"grid": {"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}}},
+        lines=[f"{scenario.name}: {counts}; on time (%)" + (", mean ± 95% half-width over seeds" if len(seeds) > 1
+                                                             else ""),
+               format_bands(bands, grid.keys)],
+        picture=picture,
+    )
+
+
+def sweep_command(argv: Sequence[str]) -> int:
+    """Run every point of a grid (rates x --set values), every seed, every arrangement."""
+    return run_batch(argv, build_sweep_parser(), "sweep", _sweep, prepare=_grid, parquet=True)

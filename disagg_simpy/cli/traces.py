@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ..texts import aligned
 from ..workload.catalog import CATALOG, ENV_FOLDER, ENV_URL, FETCH_COMMAND, FetchError, cache_folder, fetch, sha256_of
 from .common import EXIT_INTERNAL, EXIT_INTERRUPTED, Parser
 
@@ -62,9 +63,8 @@ def _list() -> int:
         if path.is_file():
             state = "yes" if sha256_of(path) == t.sha256 else "wrong SHA-256"
         rows.append((t.id, t.format, t.size_text, state, t.licence, t.source))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    for line in aligned(rows, left=range(len(rows[0])), pad_last=False):
+        print(line)
     licences = dict(sorted((t.licence, t.licence_url) for t in CATALOG.values()))
     print(f"fetch with: {FETCH_COMMAND} [ID ...] (it prints each trace's attribution)")
     print("licences: " + "; ".join(f"{name} {url}" for name, url in licences.items()))

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import simpy
 
-from ..scenario.schema import Colocated, Scenario
+from ..scenario.schema import Scenario
 from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
-from .phases import PHASE_ARRIVE, PHASE_STOP, Slot, events_scheduled
+from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
 from .router import Side
@@ -53,33 +53,27 @@ class Engine:
         writing = CostNs.from_cost(writing_cost, ship_ms)
         self.arrangement = arrangement
         self.requests = requests
-        self.env = simpy.Environment()
-        self.split = not isinstance(arrangement, Colocated)
-        n_reading = arrangement.n_reading
+        self.env = Environment()
+        self.split = arrangement.is_split
         chunk = arrangement.chunk_tokens
-        capacity = arrangement.kv_capacity_tokens
-        if self.split:
-            self.local_max = arrangement.local_prompt_max_tokens  # E6
-            self.gpus = [Gpu(i, True, False, chunk, self.cost, capacity, reserve_reply=False)
-                         for i in range(n_reading)] + [
-                Gpu(n_reading + i, False, True, chunk if self.local_max else None, writing, capacity)
-                for i in range(arrangement.writing_gpus)
-            ]
-        else:
-            self.local_max = None
-            self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
-        self.reading = Side([g for g in self.gpus if g.reads])
-        self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
-        link = arrangement.kv_link if self.split else "independent"
-        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
+        reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
+        kv_on = arrangement.kv_limited
+        self.local_max = arrangement.local_prompt_limit  # E6
+        # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
+        self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
+                     for i, role in enumerate(arrangement.roles)]
+        self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
+        self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
+        link = arrangement.kv_link_mode
+        self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
-        self.handoff: deque[Request] | None = deque() if self.split and capacity is not None else None
+        self.handoff: deque[Request] | None = deque() if self.split and kv_on else None
         for g in self.gpus:
             g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
             # at this instant, and a ship started by a link at a ship end may be over at once (a
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
-            g.always_defer = capacity is not None or link != "independent"
+            g.always_defer = kv_on or link != "independent"
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -89,6 +83,15 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+
+    def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
+        """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
+        'reads' reserves no reply memory (E4); 'writes' reads only local prompts (E6)."""
+        if role == "both":
+            return Gpu(number, True, True, chunk, self.cost, capacity)
+        if role == "reads":
+            return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False)
+        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity)
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -158,7 +161,7 @@ class Engine:
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
-            r.read.succeed()
+            r.read.succeed()  # type: ignore[union-attr]  # (set when its process started, before any GPU saw it)
 
     def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
         """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
@@ -190,7 +193,7 @@ class Engine:
                 and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
             self.n_late_mean_gap += 1
             self._check_give_up()
-        r.done.succeed()
+        r.done.succeed()  # type: ignore[union-attr]  # (as r.read)
         r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
@@ -198,6 +201,7 @@ class Engine:
                 Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def _check_give_up(self) -> None:
+        assert self.give_up is not None  # (counted only with give_up)
         if not self.gave_up and self.n_late_first_word + self.n_late_mean_gap >= self.give_up.max_late:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
@@ -224,6 +228,6 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
-            kv_capacity_tokens=self.arrangement.kv_capacity_tokens,
-            kv_link=self.arrangement.kv_link if self.split else None,
+            kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
+            kv_link=self.arrangement.kv_link_mode if self.split else None,
         )

@@ -36,7 +36,9 @@ REQUEST_FIELDS = (
 class GpuLog(Protocol):
     """What `collect` reads of a GPU: its role and its flat int64 logs (array('q'))."""
 
-    role: str
+    @property
+    def role(self) -> str: ...
+
     started_at_ns: Any
     ended_at_ns: Any
     n_replies_written: Any
@@ -62,10 +64,16 @@ class ArrangementRecords:
     stopped_at_ns: int
     cap_ns: int
     n_events: int  # SimPy events the run scheduled (a structural cost measure)
-    kv_capacity_tokens: int | None = None  # E4, per GPU; None: no limit (no KV figures)
+    kv_capacity_tokens: np.ndarray | None = None  # E4, by GPU (instance); None: no limit (no KV figures)
     kv_link: str | None = None  # E5 on a split ("independent" = the page's model); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
+
+    @property
+    def is_split(self) -> bool:
+        """Whether prompts were read on other GPUs than their replies were written on (the engine
+        records a split's `kv_link`, and none for any other arrangement)."""
+        return self.kv_link is not None
 
     @property
     def n_unfinished(self) -> int:
@@ -79,7 +87,7 @@ class ArrangementRecords:
 
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
-                stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: int | None = None,
+                stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order."""
@@ -114,7 +122,7 @@ class ArrangementRecords:
             stopped_at_ns=stopped_at_ns,
             cap_ns=cap_ns,
             n_events=n_events,
-            kv_capacity_tokens=kv_capacity_tokens,
+            kv_capacity_tokens=np.array(kv_capacity_tokens, dtype=np.int64) if kv else None,
             kv_link=kv_link,
             kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,

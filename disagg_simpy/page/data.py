@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..results.columns import PAGE_COLUMNS, SHARE
+from ..units import NS_PER_S
 
 FORMAT_VERSION = 1
-NS = 1_000_000_000
 #: Longest stretch of iterations the page embeds by default (a one-hour run stays small).
 MAX_SPAN_S = 60.0
 #: Late-reason bits: which limit a reply broke.
@@ -38,7 +39,7 @@ FIRST_WORD_GRID_S = np.round(np.logspace(-3, 3, 151), 7)
 def _ns(seconds) -> np.ndarray:
     """Frame seconds back to the model's whole nanoseconds; -1 where empty."""
     s = np.asarray(seconds, dtype=float)
-    return np.where(np.isnan(s), -1, np.round(np.nan_to_num(s) * NS)).astype(np.int64)
+    return np.where(np.isnan(s), -1, np.round(np.nan_to_num(s) * NS_PER_S)).astype(np.int64)
 
 
 def _nullable(column: pd.Series) -> list[int]:
@@ -60,21 +61,10 @@ def _clean(value):
     return value
 
 
-def measured_span_s(result) -> tuple[float, float]:
-    """The measured window [warmup_s, measure_s); a trace without measure_s ends at its last
-    measured arrival."""
-    w = result.scenario.workload
-    end = w.measure_s
-    if end is None:
-        arrived = result.requests["arrived_at_s"]
-        end = float(arrived.max()) if len(arrived) else w.warmup_s + 1
-    return float(w.warmup_s), float(end)
-
-
 def default_span_s(result) -> tuple[float, float]:
     """The measured window, at most MAX_SPAN_S long; for a trace measured whole (no measure_s),
     until the last iteration of any arrangement (also at most MAX_SPAN_S)."""
-    lo, hi = measured_span_s(result)
+    lo, hi = result.measured_span_s
     if result.scenario.workload.measure_s is None:
         ended = result.iterations["ended_at_s"]
         hi = max(hi, float(ended.max()) if len(ended) else hi)
@@ -100,7 +90,7 @@ def first_word_shares(requests: pd.DataFrame) -> list[float]:
     waits = np.sort(waits[waits >= 0])
     if not len(requests):
         return []
-    at = np.searchsorted(waits, np.round(FIRST_WORD_GRID_S * NS) + 1, side="right")
+    at = np.searchsorted(waits, np.round(FIRST_WORD_GRID_S * NS_PER_S) + 1, side="right")
     return np.round(at / len(requests) * 100, 3).tolist()
 
 
@@ -142,13 +132,20 @@ def _iterations_in(iterations: pd.DataFrame, n_gpus: int, lo_ns: int, hi_ns: int
     return out
 
 
+def page_columns() -> list[dict]:
+    """The table's columns, from the registry (`results/columns.py`): key, label, meaning, and
+    digits ("share": one decimal below 10, none above)."""
+    return [{"key": c.name, "label": c.label, "meaning": c.meaning,
+             "digits": "share" if c.page_digits == SHARE else c.page_digits} for c in PAGE_COLUMNS]
+
+
 def page_data(result, reference=None, span_s: tuple[float, float] | None = None) -> dict:
     """Everything the page shows, as a JSON-ready dict (see the module docstring)."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
         raise InputError(f"page span: got {lo_s:g} to {hi_s:g} s, expected an end after the start")
-    lo_ns, hi_ns = round(lo_s * NS), round(hi_s * NS)
+    lo_ns, hi_ns = round(lo_s * NS_PER_S), round(hi_s * NS_PER_S)
     all_requests = result.requests
     frames = {n: all_requests[all_requests["arrangement"] == n].reset_index(drop=True) for n in names}
     keep = np.zeros(len(frames[names[0]]) if names else 0, dtype=bool)
@@ -160,6 +157,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
     ids = first["request_id"].to_numpy()
     arrived = _ns(first["arrived_at_s"])
     slo = result.scenario.slo
+    described = {a.name: a for a in result.scenario.arrangements}
     arrangements = []
     for name in names:
         everyone = frames[name]
@@ -173,6 +171,10 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         arrangements.append({
             "name": name,
             "kind": result.records[name].kind,
+            "description": described[name].description,
+            "is_split": described[name].is_split,
+            "lanes": [described[name].instance_name(g) for g in range(len(roles))],
+            "unit": described[name].unit,
             "roles": roles,
             "summary": {k: _clean(v) for k, v in summary.items() if k != "arrangement"},
             "requests": {
@@ -198,11 +200,12 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
             "name": result.scenario.name,
             "seed": int(result.seed),
             "rate_per_s": getattr(w, "rate_per_s", None),
-            "measured_s": list(measured_span_s(result)),
+            "measured_s": list(result.measured_span_s),
             "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},
         },
         "span_ns": [lo_ns, hi_ns],
         "reference": {str(k): float(v) for k, v in reference.items()} if reference else None,
+        "columns": page_columns(),
         "gap_grid_ms": GAP_GRID_MS.tolist(),
         "first_word_grid_s": FIRST_WORD_GRID_S.tolist(),
         "requests": {

@@ -50,7 +50,7 @@ function decodeArrangement(a, index) {
     return {first: g.first, start, end, tok: g.tok, rep: g.rep};
   });
   return {
-    name: a.name, kind: a.kind, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
+    name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
           maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},
@@ -63,24 +63,20 @@ const ARR = D.arrangements.map(decodeArrangement);
 const MAX_TOKENS = REQ.prompt.reduce((m, p) => Math.max(m, p), 1);
 
 // ---- the comparison table ----
-const COLUMNS = [
-  ["arrangement", "arrangement", null],
-  ["on_time_pct", "on time %", pct],
-  ["reference", "page's figure %", (x) => (x === null ? "–" : String(x))],
-  ["late_first_word_pct", "first word late %", pct],
-  ["late_mean_gap_pct", "words too slow %", pct],
-  ["froze_pct", "froze %", pct],
-  ["first_word_p50_s", "first word p50 s", (x) => fmt(x, 2)],
-  ["first_word_p90_s", "first word p90 s", (x) => fmt(x, 2)],
-  ["median_mean_gap_ms", "median mean gap ms", (x) => fmt(x, 1)],
-  ["longest_gap_ms", "longest gap ms", (x) => fmt(x, 0)],
-  ["p99_gap_ms", "p99 gap ms", (x) => fmt(x, 0)],
-  ["reading_busy_pct", "reading busy %", (x) => fmt(x, 0)],
-  ["writing_busy_pct", "writing busy %", (x) => fmt(x, 0)],
-  ["words_per_s", "words/s", (x) => fmt(x, 0)],
-  ["n_requests", "requests", (x) => String(x)],
-  ["n_unfinished", "unfinished", (x) => String(x)],
-].filter((c) => c[0] !== "reference" || D.reference);
+// Columns come from the embedded data (the registry of output columns); the reference figure,
+// when the scenario gives one, follows the on-time share.
+function formatter(digits) {
+  if (digits === "share") return pct;
+  return (x) => fmt(x, digits);
+}
+const COLUMNS = [];
+D.columns.forEach((c) => {
+  COLUMNS.push([c.key, c.label, c.key === "arrangement" ? null : formatter(c.digits), c.meaning]);
+  if (c.key === "on_time_pct" && D.reference) {
+    COLUMNS.push(["reference", "page's figure %", (x) => (x === null ? "–" : String(x)),
+                  "the on-time share the scenario gives as reference"]);
+  }
+});
 
 function cell(a, key) {
   if (key === "arrangement") return a.name;
@@ -92,8 +88,8 @@ function drawTable() {
   const table = document.getElementById("arrangements");
   const head = el("tr", {}, table.tHead);
   let sortKey = null, sortDir = 1;
-  COLUMNS.forEach(([key, label]) => {
-    const th = el("th", {scope: "col", "aria-sort": "none"}, head);
+  COLUMNS.forEach(([key, label, , meaning]) => {
+    const th = el("th", {scope: "col", "aria-sort": "none", title: meaning}, head);
     const b = el("button", {type: "button", "data-key": key}, th, label);
     b.addEventListener("click", () => {
       sortDir = sortKey === key ? -sortDir : (key === "arrangement" ? 1 : -1);

@@ -90,11 +90,8 @@ const Player = {
     document.getElementById("player").dataset.arrangement = this.arr.name;
     document.querySelectorAll("[data-testid=arrangement-row]").forEach((tr) =>
       tr.setAttribute("aria-selected", String(tr.dataset.arrangement === this.arr.name)));
-    const kind = this.arr.kind === "disaggregated"
-      ? `${this.arr.roles.filter((r) => r === "reads").length} GPUs read prompts, ${this.arr.roles.filter((r) => r === "writes").length} write replies; KV caches ship between them`
-      : `${this.arr.roles.length} GPUs, each reads prompts and writes replies`;
     document.getElementById("player-h").textContent =
-      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${kind}`;
+      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
     this.render();
     if (this.pinned !== null) this.detail(this.pinned);
   },
@@ -161,7 +158,7 @@ const Player = {
     const a = this.arr, stage = document.getElementById("stage");
     const W = Math.max(720, stage.clientWidth || 1000);
     this.plotW = W - LABEL_W - 12;
-    const split = a.roles.includes("reads") && a.roles.includes("writes");
+    const split = a.isSplit;
     const nReads = a.roles.filter((r) => r === "reads").length;
     const gpuY = (g) => TOP + (g + (split && g >= nReads ? 1 : 0)) * LANE_H;
     const shipY = TOP + nReads * LANE_H;
@@ -183,13 +180,13 @@ const Player = {
     // GPU lanes
     a.roles.forEach((role, g) => {
       const lane = el("svg:g", {"data-testid": "gpu-lane", "data-gpu": g, "data-role": role}, svg);
-      el("svg:text", {x: 4, y: gpuY(g) + LANE_H / 2 + 4, class: "lane-label"}, lane, `GPU ${g}: ${ROLE_TEXT[role]}`);
+      el("svg:text", {x: 4, y: gpuY(g) + LANE_H / 2 + 4, class: "lane-label"}, lane, `${a.lanes[g]}: ${ROLE_TEXT[role]}`);
       const it = a.gpus[g], i0 = lowerBound(it.end, lo + 1), y = gpuY(g) + 2;
       for (let i = i0; i < it.start.length && it.start[i] < hi; i++) {
         const x0 = X(it.start[i]), x1 = X(it.end[i]), tok = it.tok[i];
         const rect = el("svg:rect", {x: x0, y, width: Math.max(0.5, x1 - x0), height: LANE_H - 4,
                                      fill: tok > 0 ? readShade(tok) : WRITE_FILL, class: "it"}, lane);
-        el("svg:title", {}, rect, `GPU ${g}, iteration ${it.first + i}: ${((it.end[i] - it.start[i]) / 1e6).toFixed(2)} ms, ` +
+        el("svg:title", {}, rect, `${a.lanes[g]}, iteration ${it.first + i}: ${((it.end[i] - it.start[i]) / 1e6).toFixed(2)} ms, ` +
           `${(it.start[i] / NS).toFixed(3)}–${(it.end[i] / NS).toFixed(3)} s; writes ${it.rep[i]} word${it.rep[i] === 1 ? "" : "s"}` +
           (tok ? `, reads ${tok.toLocaleString("en")} prompt tokens` : ""));
         if (tok && x1 - x0 > 70) el("svg:text", {x: (x0 + x1) / 2, y: y + LANE_H / 2 + 2, "text-anchor": "middle",
@@ -226,7 +223,7 @@ const Player = {
     const lane = el("svg:g", {"data-testid": "reply-lane", "data-request-id": id, class: "reply" +
       (r.late[i] ? " late" : "") + (id === this.follow ? " followed" : ""), tabindex: "0"}, svg);
     el("svg:rect", {x: 0, y, width: this.x(hi) + 2, height: REPLY_H, class: "reply-bg"}, lane);
-    const gp = r.wg[i] >= 0 && r.wg[i] !== r.rg[i] ? `GPU ${r.rg[i]}→${r.wg[i]}` : `GPU ${r.rg[i]}`;
+    const gp = r.wg[i] >= 0 && r.wg[i] !== r.rg[i] ? `${a.unit} ${r.rg[i]}→${r.wg[i]}` : `${a.unit} ${r.rg[i]}`;
     el("svg:text", {x: 4, y: mid + 4, class: "reply-label"}, lane, `#${id} ${gp} ${shortLate(r.late[i])}`);
     const span = (t0, t1, cls) => {
       if (t0 < 0) return;

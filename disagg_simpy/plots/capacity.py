@@ -95,13 +95,13 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
         return st.save_figure(fig, path)
 
 
-def save_plan(table: pd.DataFrame, path: Path, title: str) -> Path:
+def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str]) -> Path:
     """A bar per evaluated arrangement, best on top: its goodput, with the 95% interval of the
-    seeds' own goodputs as a black line."""
+    seeds' own goodputs as a black line; bars coloured by the arrangement's `label` (`labels`,
+    by name: 'same GPU', 'chunks', 'split', ...)."""
     names = [str(n) for n in table["arrangement"]]
-    kinds = ["same GPU" if k == "colocated" and (isinstance(c, float) or c is None or pd.isna(c)) else
-             "chunks" if k == "colocated" else "split" for k, c in zip(table["kind"], table["chunk_tokens"])]
-    colours = {"same GPU": st.ARRANGEMENT_COLOURS[0], "chunks": st.ARRANGEMENT_COLOURS[1], "split": st.ARRANGEMENT_COLOURS[2]}
+    kinds = [labels[n] for n in names]
+    colours = dict(zip(dict.fromkeys(["same GPU", "chunks", "split", *kinds]), st.ARRANGEMENT_COLOURS))
     y = np.arange(len(names))[::-1]
     good = table["goodput_per_s"].to_numpy(dtype=float)
     low = table["goodput_low_per_s"].to_numpy(dtype=float)

@@ -13,14 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-
-#: A time window in seconds, [start, end).
-Window = tuple[float, float]
+from ..units import NS_PER_S, SLACK_NS, Window
 
 #: Default timeline window: this long, starting a third of the way into the measured window.
 DEFAULT_WINDOW_S = 4.0
-#: D8: a gap is over a limit only above limit + 1 ns.
-SLACK_S = 1e-9
 
 def frames_of(result, name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """One arrangement's rows of `requests`, `iterations` and `reads`."""
@@ -28,18 +24,8 @@ def frames_of(result, name: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     return pick(result.requests), pick(result.iterations), pick(result.reads)
 
 
-def measured_span(result) -> Window:
-    """The measured window [warmup_s, measure_s); a trace without measure_s ends at its last
-    measured arrival."""
-    w = result.scenario.workload
-    end = w.measure_s
-    if end is None:
-        end = float(result.requests["arrived_at_s"].max()) if len(result.requests) else w.warmup_s + 1
-    return float(w.warmup_s), float(end)
-
-
 def default_window(result) -> Window:
-    lo, hi = measured_span(result)
+    lo, hi = result.measured_span_s
     start = lo + (hi - lo) / 3
     return start, start + DEFAULT_WINDOW_S
 
@@ -123,7 +109,7 @@ class Gaps:
     to_s: np.ndarray
 
     def over(self, limit_s: float) -> Gaps:
-        keep = self.to_s - self.from_s > limit_s + SLACK_S
+        keep = self.to_s - self.from_s > limit_s + SLACK_NS / NS_PER_S
         return Gaps(self.request_id[keep], self.from_s[keep], self.to_s[keep])
 
     def in_window(self, window: Window) -> Gaps:
@@ -149,7 +135,7 @@ def late_reason(row, slo) -> str:
     if pd.isna(row.finished_at_s):
         return "unfinished"
     reasons = []
-    if pd.isna(row.first_word_s) or row.first_word_s > slo.first_word_s + SLACK_S:
+    if pd.isna(row.first_word_s) or row.first_word_s > slo.first_word_s + SLACK_NS / NS_PER_S:
         reasons.append("slow 1st word")
     if pd.notna(row.mean_gap_ms) and row.mean_gap_ms > slo.mean_gap_ms + 1e-6:
         reasons.append("slow words")

@@ -34,6 +34,7 @@ def journey(result, name: str, request_id: int) -> dict:
         "words": result.words(name, [request_id]),
         "iterations": iterations,
         "roles": result.gpu_roles(name),
+        "gpu_name": next(a for a in result.scenario.arrangements if a.name == name).instance_name,  # TP: instances
         "stop_s": result.stream.cap_ns / 1e9,  # where a capped run stopped (an unfinished reply's end)
     }
 
@@ -113,11 +114,11 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
     if pd.notna(first):
         ax.scatter([first - t0], [y], marker="D", s=36, c="black", zorder=3)
 
-    ticks_y, labels = [lanes["read"], y], [f"GPU {int(r.reading_gpu)}: {ROLE_TEXT[j['roles'][int(r.reading_gpu)]]}",
+    ticks_y, labels = [lanes["read"], y], [f"{j['gpu_name'](int(r.reading_gpu))}: {ROLE_TEXT[j['roles'][int(r.reading_gpu)]]}",
                                              f"request #{int(r.request_id)}"]
     if "write" in lanes:
         ticks_y.insert(1, lanes["write"])
-        labels.insert(1, f"GPU {int(r.writing_gpu)}: {ROLE_TEXT[j['roles'][int(r.writing_gpu)]]}")
+        labels.insert(1, f"{j['gpu_name'](int(r.writing_gpu))}: {ROLE_TEXT[j['roles'][int(r.writing_gpu)]]}")
     ax.set_yticks(ticks_y)
     ax.set_yticklabels(labels, fontsize=9)
     ax.set_ylim(-0.6, 2.6)
@@ -132,7 +133,7 @@ def story(j: dict, slo) -> tuple[str, str]:
     r = j["row"]
     ri = j["read_iterations"]
     parts = []
-    gpu = f"GPU {int(r.reading_gpu)}"
+    gpu = j["gpu_name"](int(r.reading_gpu))
     if pd.isna(r.read_started_at_s):
         parts.append(f"still waiting for {gpu} when the run stopped")
     else:
@@ -149,13 +150,13 @@ def story(j: dict, slo) -> tuple[str, str]:
     before, parts = parts, []
     if pd.notna(r.joined_at_s) and r.joined_at_s > r.first_word_at_s:
         ship_ms = 1000 * (r.joined_at_s - r.first_word_at_s)
-        parts.append(f"KV cache shipped in {ship_ms:.0f} ms to GPU {int(r.writing_gpu)}")
+        parts.append(f"KV cache shipped in {ship_ms:.0f} ms to {j['gpu_name'](int(r.writing_gpu))}")
     if r.n_reply_words > 1 and pd.notna(r.writing_gpu):
         n_fz = int(r.n_freezes) if pd.notna(r.n_freezes) else 0
         gap = f", mean gap {r.mean_gap_ms:.0f} ms" if pd.notna(r.mean_gap_ms) else ""
         written = f"{r.n_reply_words} words" if pd.notna(r.finished_at_s) else (
             f"{len(j['words'])} of {r.n_reply_words} words (when the run stopped)")
-        parts.append(f"{written} written on GPU {int(r.writing_gpu)}{gap}, {n_fz} freeze{'s' * (n_fz != 1)}")
+        parts.append(f"{written} written on {j['gpu_name'](int(r.writing_gpu))}{gap}, {n_fz} freeze{'s' * (n_fz != 1)}")
     verdict = "✓ on time" if r.on_time else f"✗ not on time ({late_reason(r, slo)})"
     return "; ".join(before), "; ".join(parts + [verdict])
 

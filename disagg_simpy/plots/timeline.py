@@ -47,13 +47,15 @@ def ship_lane_y(roles: list[str]) -> float:
 
 def draw_gpu_lanes(
     ax: Axes, iterations: pd.DataFrame, requests: pd.DataFrame, roles: list[str], window: Window, norm: Normalize,
-    kv_capacity: int | None = None,
+    kv_capacity=None, names: list[str] | None = None,
 ) -> Axes:
-    """One lane per GPU; a block per iteration in `window` (clipped to it): orange shaded by
+    """One lane per GPU (with TP, per instance: `names` labels the lanes, default 'GPU g'); a
+    block per iteration in `window` (clipped to it): orange shaded by
     prompt tokens read, grey if it only writes. A split gets a lane between its reading and
     writing GPUs with a falling line per KV cache ship, from its start to its end, and a dotted
     line while a ship waits for its link (E5). With a KV memory limit (E4) a thin band under each
-    lane shows how full the GPU's memory is at each iteration (darker = fuller)."""
+    lane shows how full the GPU's memory is at each iteration (darker = fuller); `kv_capacity` is
+    one number or one per GPU."""
     start, end = window
     n = len(roles)
     it = iterations[(iterations["started_at_s"] < end) & (iterations["ended_at_s"] > start)]
@@ -86,7 +88,8 @@ def draw_gpu_lanes(
     if "reads" in roles:
         _draw_ships(ax, requests, window, ship_lane_y(roles))
 
-    labels = [f"GPU {g}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
+    names = names or [f"GPU {g}" for g in range(n)]
+    labels = [f"{names[g]}: {ROLE_TEXT[r]}" for g, r in enumerate(roles)]
     ticks = list(gpu_lane_y(np.arange(n), roles))
     if "reads" in roles:
         labels.append("KV cache ships ↓")
@@ -127,9 +130,12 @@ def _draw_ships(ax: Axes, requests: pd.DataFrame, window: Window, y: float) -> N
     ax.add_collection(dotted)
 
 
-def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity: int) -> None:
+def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity) -> None:
     """E4: a thin band under each GPU lane, one block per iteration, shaded by the share of the
     GPU's KV memory held when it started (reading R10)."""
+    capacity = np.asarray(capacity)
+    if capacity.ndim:  # one per GPU (a split's sides may differ)
+        capacity = capacity[it["gpu"].to_numpy()]
     share = it["kv_used_tokens"].to_numpy(dtype=float, na_value=np.nan) / capacity
     band = PolyCollection(st.boxes(x0, x1, y - LANE / 2 - 0.07, 0.1), array=share, cmap=KV_CMAP,
                           norm=Normalize(0, 1), edgecolors="none")
@@ -137,7 +143,8 @@ def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y:
     ax.add_collection(band)
 
 
-def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window) -> Axes:
+def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window,
+                     unit: str = "GPU") -> Axes:
     """One lane per sampled reply (earliest on top): a dotted line while its prompt waits, an
     orange line while it is read, a diamond at word 1, a blue bar while its KV cache ships, a
     tick per later word, a red bar over each gap above the freeze limit; replies that are not
@@ -193,7 +200,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     dots = ax.scatter(first["at_s"], lane.loc[first["request_id"]], marker="D", s=28, c="black", zorder=3)
     dots.set_gid("first-words")
 
-    labels = [f"#{r.request_id} {_gpus(r)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
+    labels = [f"#{r.request_id} {_gpus(r, unit)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
               for r in sample.itertuples()]
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=8)
@@ -221,26 +228,17 @@ def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n
     return text + "\nrequest id, reading→writing GPU, verdict over the whole reply; evenly by arrival"
 
 
-def _gpus(r) -> str:
-    """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3)."""
+def _gpus(r, unit: str = "GPU") -> str:
+    """'GPU 1' (colocated) or 'GPU 0→3' (read on 0, written on 3); 'instance 0→1' with TP."""
     read, write = r.reading_gpu, r.writing_gpu
     if pd.isna(write) or write == read:
-        return f"GPU {read}"
-    return f"GPU {read}→{write}"
+        return f"{unit} {read}"
+    return f"{unit} {read}→{write}"
 
 
 def _secs(x: float) -> str:
     """Seconds with at most 2 decimals: 1.33, 5, 12.5."""
     return f"{x:.2f}".rstrip("0").rstrip(".")
-
-
-def _gpu_count(n: int) -> str:
-    return f"{n} GPU" if n == 1 else f"{n} GPUs"
-
-
-def _gpus_do(n: int, verb: str) -> str:
-    """'1 GPU reads', '2 GPUs read'."""
-    return f"1 GPU {verb}s" if n == 1 else f"{n} GPUs {verb}"
 
 
 def pct_text(value: float) -> str:
@@ -281,7 +279,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
     on_time_share = summary["on_time_pct"] / 100
     sample = sample_replies(requests, window, n_replies, on_time_share)
     words = result.words(name, sample["request_id"])
-    split = arrangement.kind == "disaggregated"
+    split = arrangement.is_split
     slo = result.scenario.slo
 
     with st.style():
@@ -290,16 +288,11 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         top, bottom = fig.subplots(
             2, 1, sharex=True, height_ratios=[0.55 * n_lanes + 0.5, 0.24 * max(len(sample), 3) + 0.4]
         )
-        kv_capacity = arrangement.kv_capacity_tokens
-        draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity)
-        draw_reply_lanes(bottom, sample, words, slo, window)
-        if split:
-            how = (f"{_gpus_do(arrangement.reading_gpus, 'read')} prompts, "
-                   f"{_gpus_do(arrangement.writing_gpus, 'write')} replies; KV caches ship between them")
-        else:
-            how = f"{_gpu_count(arrangement.gpus)}, each reads prompts and writes replies"
-            if arrangement.chunk_tokens:
-                how += f"; an iteration reads at most {arrangement.chunk_tokens} prompt tokens"
+        kv_capacity = result.records[name].kv_capacity_tokens
+        names = [arrangement.instance_name(g) for g in range(len(roles))]
+        draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity, names)
+        draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit)
+        how = arrangement.description
         fig.suptitle(
             f"{name}, seed {result.seed}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
             "measured replies on time\n"
@@ -316,7 +309,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             label="prompt tokens read",
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
-        link = split and arrangement.kv_link != "independent"
+        link = arrangement.kv_link_mode != "independent"
         fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link), loc="outside right lower",
                    frameon=False)
         return st.save_figure(fig, path)

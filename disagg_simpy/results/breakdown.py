@@ -18,14 +18,20 @@ import numpy as np
 from ..model.records import ArrangementRecords
 from ..units import NS_PER_S
 from .blame import FREEZE_SUMMARY_COLUMNS, freeze_summary, iteration_gaps, long_prompt_tokens, reply_spans
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps
+from .columns import SUMMARY_COLUMNS, WHY_LATE_COLUMNS, checked
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, summary_row
 
 TIME_PARTS = ("queued", "reading", "shipping", "joining", "writing")
 
-#: breakdown columns of `summary.csv`
-LATE_COLUMNS = ("late_first_word_only_pct", "late_mean_gap_only_pct", "late_froze_only_pct", "late_several_pct")
-#: what `summary.csv` adds to the model's figures: which limit late requests broke, and freezes
-WHY_LATE_COLUMNS = (*LATE_COLUMNS, *FREEZE_SUMMARY_COLUMNS)
+#: breakdown columns of `summary.csv` (the registry's `why_late` family, less the freezes')
+LATE_COLUMNS = tuple(c for c in WHY_LATE_COLUMNS if c not in FREEZE_SUMMARY_COLUMNS)
+
+
+def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict:
+    """One arrangement's whole summary row (a run's, or a sweep point's): the model's figures,
+    the options' and why late, checked against the registry's `SUMMARY_COLUMNS`."""
+    row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
+    return checked(row, SUMMARY_COLUMNS, "summary row")
 
 
 def why_late_row(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict:

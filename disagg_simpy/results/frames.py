@@ -45,8 +45,8 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
             "n_freezes": _count_or_empty(gaps.n_freezes),
             "on_time": gaps.on_time,
             "handoff_wait_s": _wait(r["first_word_at_ns"], r["handoff_at_ns"], rec.kv_capacity_tokens is not None
-                                    and rec.kv_link is not None),
-            "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.kv_link not in (None, "independent")),
+                                    and rec.is_split),
+            "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.is_split and rec.kv_link != "independent"),
         }
     )
 

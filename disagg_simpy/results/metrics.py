@@ -13,9 +13,10 @@ import numpy as np
 
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Slo
-from ..units import NS_PER_MS, NS_PER_S, nearest_ns
+from ..units import NS_PER_MS, NS_PER_S, SLACK_NS, nearest_ns
+from .columns import FIGURE_COLUMNS, OPTION_COLUMNS
 
-SLACK_NS = 1  # D8: a gap is over a limit only above limit + 1 ns
+__all__ = ["SLACK_NS", "LimitsNs", "ReplyGaps", "reply_gaps", "summary_row", "option_figures", "weighted_percentile"]
 
 
 @dataclass(frozen=True)
@@ -136,33 +137,13 @@ def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> flo
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-#: Summary figures of the options E4 and E5: empty when the option is off.
-OPTION_COLUMNS = ("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct")
-
-SUMMARY_COLUMNS = (
-    "arrangement",
-    "n_requests",
-    "n_unfinished",
-    "on_time_pct",
-    "late_first_word_pct",
-    "late_mean_gap_pct",
-    "froze_pct",
-    "first_word_p50_s",
-    "first_word_p90_s",
-    "median_mean_gap_ms",
-    "longest_gap_ms",
-    "p99_gap_ms",
-    "reading_iterating_pct",
-    "writing_iterating_pct",
-    "replies_per_writing_iteration",
-    "prompt_tokens_per_reading_iteration",
-    "words_per_s",
-    *OPTION_COLUMNS,
-)
+#: The model's figures and the options' in a summary row (the registry's, `columns.py`).
+SUMMARY_COLUMNS = FIGURE_COLUMNS
 
 
 def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
-    """One arrangement's figures (the `summary.csv` columns)."""
+    """One arrangement's figures (`FIGURE_COLUMNS` of `summary.csv`; `breakdown.summary_figures`
+    adds the rest)."""
     r = rec.requests
     n = len(gaps.rows)
     pct = lambda mask: 100.0 * float(mask.sum()) / n if n else float("nan")  # noqa: E731
@@ -228,7 +209,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     if rec.kv_capacity_tokens is not None and rec.kv_peak_tokens is not None:  # (both set with E4)
         for side, role in (("reading", "reads"), ("writing", "writes")):
             gpus = (roles == role) | (roles == "both")
-            out[f"kv_peak_{side}_pct"] = 100.0 * float(rec.kv_peak_tokens[gpus].max()) / rec.kv_capacity_tokens
+            out[f"kv_peak_{side}_pct"] = float((100.0 * rec.kv_peak_tokens[gpus] / rec.kv_capacity_tokens[gpus]).max())
     r = {k: rec.requests[k][gaps.rows] for k in ("first_word_at_ns", "handoff_at_ns", "ship_started_at_ns",
                                                 "n_reply_words", "reading_gpu")}
     n = len(gaps.rows)
@@ -242,8 +223,8 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
 
     read_on = roles[np.maximum(r["reading_gpu"], 0)] if len(roles) else np.zeros(0, str)
     shipped = (r["n_reply_words"] > 1) & (read_on == "reads")  # not one-word replies nor local prompts (E6)
-    if rec.kv_capacity_tokens is not None and rec.kv_link is not None:
+    if rec.kv_capacity_tokens is not None and rec.is_split:
         out["handoff_waited_pct"] = waited(np.where(shipped, r["first_word_at_ns"], -1), r["handoff_at_ns"])
-    if rec.kv_link not in (None, "independent"):
+    if rec.is_split and rec.kv_link != "independent":
         out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
     return out

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .metrics import OPTION_COLUMNS
+from ..texts import aligned
+from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
 
 # Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (
@@ -40,33 +41,8 @@ def mean_half_width(values: pd.Series) -> tuple[float, float]:
     return float(v.mean()), t975(len(v) - 1) * float(v.std(ddof=1)) / math.sqrt(len(v))
 
 
-_DECIMALS = {"_pct": 1, "_ms": 1, "_s": 2, "_iteration": 1}
-
-
-def _decimals(column: str) -> int:
-    if column == "words_per_s":
-        return 0
-    for suffix, d in _DECIMALS.items():
-        if column.endswith(suffix):
-            return d
-    return 0
-
-
 def _cell(value: float, decimals: int) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
-
-
-#: The table's columns unless `wide`: what a reader needs to compare arrangements (the CSV keeps all).
-TABLE_COLUMNS = (
-    "on_time_pct",
-    "late_first_word_pct",
-    "late_mean_gap_pct",
-    "froze_pct",
-    "first_word_p50_s",
-    "first_word_p90_s",
-    "median_mean_gap_ms",
-    "longest_gap_ms",
-)
 
 
 def _two_lines(column: str) -> tuple[str, str]:
@@ -84,15 +60,15 @@ def _two_lines(column: str) -> tuple[str, str]:
 def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width.
 
-    By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
+    By default the registry's console columns (`columns.CONSOLE_COLUMNS`), each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in CONSOLE_COLUMNS)
                and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]
         for col in columns:
-            d = _decimals(col)
+            d = summary_column(col).decimals
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
                 mean, hw = mean_half_width(block[col])
                 cells.append(f"{_cell(mean, d)}±{_cell(hw, d)}")
@@ -104,13 +80,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     else:
         split = [_two_lines(c) for c in columns]
         headers = [["", *(a for a, _ in split)], ["arrangement", *(b for _, b in split)]]
-    widths = [max(len(r[i]) for r in [*headers, *rows]) for i in range(len(headers[0]))]
-    lines = []
-    for r in [*headers, *rows]:
-        left = r[0].ljust(widths[0])
-        rest = [cell.rjust(w) for cell, w in zip(r[1:], widths[1:])]
-        lines.append("  ".join([left, *rest]).rstrip())
-    return "\n".join(lines)
+    return "\n".join(aligned([*headers, *rows], strip=True))
 
 
 def summary_json(summary: pd.DataFrame) -> list[dict]:

@@ -16,9 +16,10 @@ from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
-from .breakdown import WHY_LATE_COLUMNS, time_columns, why_late_row
+from .breakdown import summary_figures, time_columns
+from .columns import SUMMARY_COLUMNS
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import SUMMARY_COLUMNS, LimitsNs, ReplyGaps, summary_row
+from .metrics import LimitsNs, ReplyGaps
 
 
 @dataclass
@@ -44,10 +45,9 @@ class RunResult:
         """One row per arrangement: the `summary.csv` columns (docs/outputs.md)."""
         def build() -> pd.DataFrame:
             arrangements = {a.name: a for a in self.scenario.arrangements}
-            rows = [summary_row(self.records[n], self.gaps[n])
-                    | why_late_row(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
+            rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
-            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
+            return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
         return self._frame("summary", build)
 
@@ -104,6 +104,17 @@ class RunResult:
     def reads(self) -> pd.DataFrame:
         """Which iteration read how many tokens of which prompt: `reads.csv`."""
         return self._frame("reads", lambda: _concat([reads_frame(r) for r in self.records.values()], list(self.records)))
+
+    @property
+    def measured_span_s(self) -> tuple[float, float]:
+        """The measured window [warmup_s, measure_s); a trace without measure_s ends at its last
+        measured arrival."""
+        w = self.scenario.workload
+        end = w.measure_s
+        if end is None:
+            arrived = self.requests["arrived_at_s"]
+            end = float(arrived.max()) if len(arrived) else w.warmup_s + 1
+        return float(w.warmup_s), float(end)
 
     @property
     def capped(self) -> list[str]:

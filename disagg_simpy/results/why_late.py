@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..texts import aligned
 from .blame import CAUSES, cause_counts, top_prompts
 from .breakdown import LATE_COLUMNS
 
@@ -51,10 +52,9 @@ def why_late_block(summary: pd.DataFrame, freezes: dict[str, FreezeFacts], n_see
     rows = [["arrangement", *_HEADERS]]
     for name, row in means.iterrows():
         rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in LATE_COLUMNS)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     per = " (mean of seeds)" if many else ""
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
-    lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
+    lines += aligned(rows)
 
     for name, facts in freezes.items():
         n_long = facts.n_long

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import InputError
+from .arrangements import KINDS, side_cost_keys
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS_CV,
@@ -29,9 +30,7 @@ from .limits import (
 )
 from .schema import (
     _NAME,
-    Colocated,
     Cost,
-    Disaggregated,
     PromptClass,
     Scenario,
     SideCost,
@@ -81,7 +80,7 @@ _EXPECT = {
     "first_word_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "mean_gap_ms": f"a number of ms > 0, up to {MAX_MEAN_GAP_MS:g}",
     "freeze_ms": f"a number of ms > 0, up to {MAX_TIME_S * 1e3:g}",
-    "kind": "'colocated' or 'disaggregated'",
+    "kind": " or ".join(repr(k) for k in KINDS),
     "gpus": f"a whole number from 1 to {MAX_GPUS}",
     "reading_gpus": f"a whole number from 1 to {MAX_GPUS}",
     "writing_gpus": f"a whole number from 1 to {MAX_GPUS}",
@@ -93,6 +92,11 @@ _EXPECT = {
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
+    "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
+    "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
+    "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",
+    "reading_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per reading instance)",
+    "writing_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per writing instance)",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",
@@ -101,7 +105,6 @@ _ITEM_EXPECT = {  # a list's items, by the list's key
     "reply_words": "a whole number of words from 1 to 2**53",
 }
 _RANGES = ("tokens", "reply_words")
-_ARRANGEMENT_TAGS: dict[str, type[BaseModel]] = {"colocated": Colocated, "disaggregated": Disaggregated}
 _WORKLOAD_TAGS: dict[str, type[BaseModel]] = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
 
 
@@ -133,8 +136,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         if isinstance(p, str) and p in _WORKLOAD_TAGS and clean[-1:] == ["workload"]:
             model = _WORKLOAD_TAGS[p]
             continue
-        if isinstance(p, str) and p in _ARRANGEMENT_TAGS and len(clean) >= 2 and clean[-2] == "arrangements" and isinstance(clean[-1], int):
-            model = _ARRANGEMENT_TAGS[p]
+        if isinstance(p, str) and p in KINDS and len(clean) >= 2 and clean[-2] == "arrangements" and isinstance(clean[-1], int):
+            model = KINDS[p]
             continue
         if isinstance(p, str) and p.startswith("function-"):
             continue
@@ -146,7 +149,7 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         elif model is Scenario:
             parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
             model = parts.get(p)
-        elif model in (Colocated, Disaggregated) and p in ("cost", "reading_cost", "writing_cost"):
+        elif model is not None and model in KINDS.values() and p in side_cost_keys(model):  # type: ignore[arg-type]
             model = SideCost
         else:
             model = None
@@ -180,15 +183,16 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     if model is None:
         return "unknown key"
     allowed = [f for f in model.model_fields if f != "source"]
-    siblings: dict[type[BaseModel] | None, type[BaseModel]] = {
-        SyntheticWorkload: TraceWorkload, TraceWorkload: SyntheticWorkload, Colocated: Disaggregated, Disaggregated: Colocated}
-    other = siblings.get(model)
-    what = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
-            Colocated: "a colocated arrangement", Disaggregated: "a disaggregated arrangement"}
+    siblings: dict[type[BaseModel], list[type[BaseModel]]] = {
+        SyntheticWorkload: [TraceWorkload], TraceWorkload: [SyntheticWorkload],
+        **{kind: [k for k in KINDS.values() if k is not kind] for kind in KINDS.values()}}
+    other = next((m for m in siblings.get(model, []) if bad in m.model_fields), None)
+    what: dict[type[BaseModel], str] = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
+                                        **{cls: f"a {name} arrangement" for name, cls in KINDS.items()}}
     if model is SideCost and bad == "kv_ship_ms_per_token":
         return (f"unknown key in a cost mapping (a split sets kv_ship_ms_per_token on the arrangement itself); "
                 f"expected one of {', '.join(allowed)}")
-    if other is not None and bad in other.model_fields:
+    if other is not None:
         return f"unknown key for {what[model]} (it belongs to {what[other]}); expected one of {', '.join(allowed)}"
     close = difflib.get_close_matches(bad, allowed, n=1, cutoff=0.6)
     if not close:

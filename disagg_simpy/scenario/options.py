@@ -16,11 +16,12 @@ def reservation(arrangement, prompt, reply):
     one-word reply) and for a local prompt (E6); the prompt alone on a split's reading GPU."""
     prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)
     whole = prompt + reply
-    if arrangement.kind == "colocated":
+    if not arrangement.is_split:
         return whole
     out = np.where(reply > 1, whole, prompt)
-    if arrangement.local_prompt_max_tokens is not None:
-        out = np.where(prompt <= arrangement.local_prompt_max_tokens, whole, out)
+    local = arrangement.local_prompt_limit
+    if local is not None:
+        out = np.where(prompt <= local, whole, out)
     return out
 
 
@@ -32,25 +33,52 @@ def sizes_text(prompt: int, reply: int, needed: int) -> str:
     return f"prompt {prompt:,} + reply {reply:,} = {needed:,} tokens"
 
 
-def largest_draw(arrangement, prompt_ranges, reply_range) -> tuple[int, int, int]:
-    """(prompt, reply, reservation) of the largest reservation a synthetic workload can draw
-    (E4f): its largest prompt with its largest reply and, with local prompts (E6), its largest
-    local prompt with its largest reply (reservations grow with both sizes)."""
+def side_needs(arrangement, prompt, reply) -> list[tuple[str, int, np.ndarray]]:
+    """E4f per side with a KV limit: (the key that sets it, its capacity per instance, the largest
+    reservation each request makes on one instance of that side). A split's reading side holds
+    the prompt alone (nothing for a local prompt, E6); its writing side prompt + reply (nothing
+    for a one-word reply read elsewhere); a colocated instance prompt + reply."""
+    prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)
+    whole = prompt + reply
+    reading_cap, writing_cap = arrangement.kv_capacities
+    if not arrangement.is_split:
+        return [] if reading_cap is None else [(arrangement.kv_capacity_key("both"), reading_cap, whole)]
+    local = arrangement.local_prompt_limit
+    is_local = prompt <= local if local is not None else np.zeros(len(prompt), bool)
+    sides = (("reads", reading_cap, np.where(is_local, 0, prompt)),
+             ("writes", writing_cap, np.where((reply > 1) | is_local, whole, 0)))
+    return [(arrangement.kv_capacity_key(role), cap, need) for role, cap, need in sides if cap is not None]
+
+
+def largest_draw(arrangement, prompt_ranges, reply_range) -> tuple[str, int, int, int, int] | None:
+    """E4f on synthetic traffic: None, or (key, capacity, prompt, reply, reservation) of the
+    largest reservation the workload can draw on a side whose instances cannot hold it. Its
+    largest prompt with its largest reply and, with local prompts (E6), its largest local prompt
+    with its largest reply are the candidates (reservations grow with both sizes)."""
     biggest = max(hi for _, hi in prompt_ranges)
     candidates = [biggest]
-    local = getattr(arrangement, "local_prompt_max_tokens", None)
+    local = arrangement.local_prompt_limit
     if local is not None:
         candidates += [min(hi, local) for lo, hi in prompt_ranges if lo <= local]
     reply = reply_range[1]
-    need = reservation(arrangement, candidates, [reply] * len(candidates))
-    i = int(np.argmax(need))
-    return int(candidates[i]), reply, int(need[i])
+    worst = None
+    for key, cap, need in side_needs(arrangement, candidates, [reply] * len(candidates)):
+        i = int(np.argmax(need))
+        if need[i] > cap and (worst is None or need[i] > worst[4]):
+            worst = (key, cap, int(candidates[i]), reply, int(need[i]))
+    return worst
 
 
-def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray) -> int | None:
-    """Index of the first request whose reservation exceeds `kv_capacity_tokens` (E4f), or None."""
-    cap = arrangement.kv_capacity_tokens
-    if cap is None or not len(prompt):
+def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray) -> tuple[int, str, int, int] | None:
+    """E4f on a trace: None, or (index, key, capacity, reservation) of the first request whose
+    reservation exceeds its side's capacity (the largest such reservation of that request)."""
+    if not len(prompt):
         return None
-    over = np.flatnonzero(reservation(arrangement, prompt, reply) > cap)
-    return int(over[0]) if len(over) else None
+    found = None
+    for key, cap, need in side_needs(arrangement, prompt, reply):
+        over = np.flatnonzero(need > cap)
+        if len(over):
+            i = int(over[0])
+            if found is None or i < found[0] or (i == found[0] and need[i] > found[3]):
+                found = (i, key, cap, int(need[i]))
+    return found

@@ -212,7 +212,7 @@ class Scenario(_Strict):
                 f"@max_sim_s: got {self.max_sim_s:g}, expected at least workload.measure_s ({w.measure_s:g})"
             )
         cap = self.cap_s(None)
-        if w.rate_per_s is not None and (isinstance(w, SyntheticWorkload) or w.format == "lengths"):
+        if w.rate_per_s is not None and self.draws_requests:
             problem = requests_problem(w.rate_per_s * cap, len(self.arrangements))
             if problem:
                 raise ValueError(
@@ -235,9 +235,8 @@ class Scenario(_Strict):
         """(key, ms per token) of each split's KV ship cost, by the key that sets it (E1)."""
         out = []
         for i, a in enumerate(self.arrangements):
-            if isinstance(a, Disaggregated):
-                own = a.kv_ship_ms_per_token is not None
-                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if own else "cost.kv_ship_ms_per_token",
+            if a.is_split:
+                out.append((f"arrangements[{i}].kv_ship_ms_per_token" if a.own_ship_cost else "cost.kv_ship_ms_per_token",
                             a.kv_ship_ms(self.cost)))
         return out
 
@@ -245,19 +244,27 @@ class Scenario(_Strict):
         """E5 (reading R13): free shipping only with independent ships; E4f on synthetic traffic."""
         w = self.workload
         for i, a in enumerate(self.arrangements):
-            if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
+            if a.kv_link_mode != "independent" and a.kv_ship_ms(self.cost) == 0:
                 raise ValueError(
-                    f"@arrangements[{i}].kv_link: got {a.kv_link!r} with a KV ship cost of 0 ms per token, "
+                    f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
-            if a.kv_capacity_tokens is not None and isinstance(w, SyntheticWorkload):
-                prompt, reply, need = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
-                if need > a.kv_capacity_tokens:
+            if a.kv_limited and isinstance(w, SyntheticWorkload):
+                problem = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
+                if problem is not None:
+                    key, cap, prompt, reply, need = problem
                     raise ValueError(
-                        f"@arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but the workload can "
-                        f"draw a request reserving {sizes_text(prompt, reply, need)} on one GPU (its largest prompt "
-                        f"and reply); expected at least {need:,}"
+                        f"@arrangements[{i}].{key}: got {cap:,}, but the workload can draw a request reserving "
+                        f"{sizes_text(prompt, reply, need)} on one {a.unit} (its largest prompt and reply); "
+                        f"expected at least {need:,}"
                     )
+
+    @property
+    def draws_requests(self) -> bool:
+        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace); a trace
+        with its own arrival times gives the same requests whatever the seed."""
+        w = self.workload
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths"
 
     @property
     def cap_known(self) -> bool:

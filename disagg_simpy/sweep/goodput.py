@@ -29,17 +29,14 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from ..errors import InputError
+from ..results.columns import names
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
-#: goodput.csv's columns (docs/outputs.md)
-GOODPUT_COLUMNS = (
-    "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",
-    "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct", "failing_on_time_pct", "binding_limit",
-    "passing_on_time_half_width_pct", "failing_on_time_half_width_pct", "n_probes",
-)
+#: goodput.csv's columns (docs/outputs.md; the registry, results/columns.py)
+GOODPUT_COLUMNS = names("goodput")
 #: binding_limit values, by the summary column of the share that broke each limit
 LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze"}
 STEP = 1.25  # the first step from the start rate; each next step squares the factor

@@ -12,10 +12,12 @@ says how to write it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
 from ..errors import InputError
+from ..results.columns import names
 from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
@@ -26,30 +28,43 @@ from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 
-PLAN_COLUMNS = (
-    "rank", "arrangement", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens", "goodput_per_s",
-    "goodput_per_gpu_per_s", "goodput_low_per_s", "goodput_high_per_s", "on_time_pct_at_rate", "binding_limit",
-    "goodput_below_per_s",
-)
+PLAN_COLUMNS = names("plan")
 #: arrangements searched together, the likeliest first, before the next are checked against the bounds
 WAVE = 8
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
-               splits: tuple[int, ...] | None = None) -> list[dict]:
-    """Every arrangement of `n_gpus`: same GPU whole and in each chunk size; every split
+               splits: tuple[int, ...] | None = None, tps: tuple[int, ...] = (1,),
+               tp_cost: Callable[[int], dict] | None = None) -> list[dict]:
+    """Every arrangement of `n_gpus` GPUs: same GPU whole and in each chunk size; every split
     r + w = n (or those with r reading GPUs in `splits`), whole and with chunked reading
-    (`split_chunks`, default the same sizes)."""
+    (`split_chunks`, default the same sizes). With TP degrees `tps`, also each of those whose
+    sides' GPUs the degrees divide (GPUs stay GPUs), named with `-tpT` (a split `-tpR-W`), each
+    TP side with the cost block `tp_cost(T)` (its instances' costs); a TP of 1 keeps the plain
+    names and the scenario's costs."""
     split_chunks = chunks if split_chunks is None else split_chunks
-    out = [{"name": "same-gpu", "kind": "colocated", "gpus": n_gpus}]
-    out += [{"name": f"chunked-{c}", "kind": "colocated", "gpus": n_gpus, "chunk_tokens": c} for c in chunks]
+
+    def own(tp: int, key: str, cost_key: str) -> dict:
+        return {} if tp == 1 else {key: tp, **({cost_key: tp_cost(tp)} if tp_cost else {})}
+
+    out = []
+    for tp in (t for t in tps if n_gpus % t == 0):
+        tag = "" if tp == 1 else f"-tp{tp}"
+        same = {"name": f"same-gpu{tag}", "kind": "colocated", "gpus": n_gpus, **own(tp, "tp", "cost")}
+        out.append(same)
+        out += [{**same, "name": f"chunked-{c}{tag}", "chunk_tokens": c} for c in chunks]
     for r in range(1, n_gpus):
         if splits is not None and r not in splits:
             continue
-        split = {"name": f"split-{r}-{n_gpus - r}", "kind": "disaggregated", "reading_gpus": r,
-                 "writing_gpus": n_gpus - r}
-        out.append(split)
-        out += [{**split, "name": f"{split['name']}-chunked-{c}", "chunk_tokens": c} for c in split_chunks]
+        for rtp in (t for t in tps if r % t == 0):
+            for wtp in (t for t in tps if (n_gpus - r) % t == 0):
+                tag = "" if rtp == wtp == 1 else f"-tp{rtp}-{wtp}"
+                split = {"name": f"split-{r}-{n_gpus - r}{tag}", "kind": "disaggregated", "reading_gpus": r,
+                         "writing_gpus": n_gpus - r, **own(rtp, "reading_tp", "reading_cost"),
+                         **own(wtp, "writing_tp", "writing_cost")}
+                out.append(split)
+                out += [{**split, "name": f"split-{r}-{n_gpus - r}-chunked-{c}{tag}", "chunk_tokens": c}
+                        for c in split_chunks]
     return out
 
 
@@ -97,7 +112,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
                 out[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
         return out
 
-    todo, below, found = names, {}, {}
+    todo, below = names, {}
+    found: dict[tuple[str, int | None], tuple] = {}
     bounds = None if exhaustive else Bounds(scenario, seeds, target)
     if bounds is not None:
         todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
@@ -121,8 +137,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         low, high = (mean - half, mean + half) if not math.isnan(half) else (math.nan, math.nan)
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
-            "writing_gpus": a.writing_gpus if a.kind == "disaggregated" else None,
+            "reading_gpus": a.n_reading_gpus if a.is_split else None,
+            "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens,
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
@@ -178,11 +194,12 @@ def recommendation(table: pd.DataFrame, target: float) -> str:
 
 
 def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, rate: float,
-                max_gpus: int, chunks: tuple[int, ...]) -> tuple[int | None, list[str]]:
+                max_gpus: int, chunks: tuple[int, ...], tps: tuple[int, ...] = (1,),
+                tp_cost: Callable[[int], dict] | None = None) -> tuple[int | None, list[str]]:
     """The fewest GPUs (1..max_gpus) with an arrangement whose mean on-time share at `rate`
     meets the target, and those arrangements; (None, []) if none up to max_gpus does."""
     for n in range(1, max_gpus + 1):
-        s = resolve(with_candidates(scenario, candidates(n, chunks), "--rate"), {RATE: rate})
+        s = resolve(with_candidates(scenario, candidates(n, chunks, tps=tps, tp_cost=tp_cost), "--rate"), {RATE: rate})
         prober = Prober(s, runner, target)
         probes = {a.name: probe_rate(a.name, rate, seeds, target) for a in s.arrangements}
         found = drive(probes, prober.run_batch)

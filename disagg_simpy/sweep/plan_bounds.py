@@ -50,6 +50,8 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     if any(getattr(arrangement, k, 1) not in (1, None) for k in ("tp", "reading_tp", "writing_tp")):
         return None
     w, slo = scenario.workload, scenario.slo
+    if not isinstance(w, SyntheticWorkload) or w.measure_s is None:
+        return None
     read_ms = (w.measure_s + slo.first_word_s) * 1e3
     write_ms = read_ms + (w.reply_words[1] - 1) * slo.mean_gap_ms
     reading, writing = arrangement.side_costs(scenario.cost)
@@ -71,12 +73,13 @@ class Bounds:
     def __init__(self, scenario: Scenario, seeds: tuple[int, ...], target: float):
         self.scenario, self.target = scenario, target / 100.0 - EPS
         w = scenario.workload
-        self.ok = isinstance(w, SyntheticWorkload) and w.warmup_s == 0 and w.measure_s is not None
+        self.ok = False
         self.top = MAX_REQUESTS / scenario.cap_s(None)  # no search probes a higher rate (limits)
         self.streams: list = []
-        if self.ok:
+        if isinstance(w, SyntheticWorkload) and w.warmup_s == 0 and w.measure_s is not None:
             from ..workload.stream import _synthetic
 
+            self.ok, self.measure_s = True, w.measure_s
             unit = w.model_copy(update={"rate_per_s": 1.0})
             horizon = self.top * w.measure_s * (1 + 1e-6)
             for seed in seeds:
@@ -87,7 +90,7 @@ class Bounds:
             self.least_words = w.reply_words[0] - 1
 
     def _n(self, t: np.ndarray, rate: float, side: float) -> int:
-        return int(np.searchsorted(t, rate * self.scenario.workload.measure_s * (1 + side * EPS)))
+        return int(np.searchsorted(t, rate * self.measure_s * (1 + side * EPS)))
 
     def share_at_most(self, arrangement, rate: float) -> list[float] | None:
         """Each seed's on-time share at `rate` can be at most this (0-1); None if unknown."""
@@ -140,7 +143,7 @@ def capacity_proxy(scenario: Scenario, arrangement) -> float:
     """Requests/s an arrangement's busiest side could serve on average (instances over mean work
     per request): only the order in which a plan searches, never a verdict."""
     w = scenario.workload
-    if not isinstance(w, SyntheticWorkload):
+    if not isinstance(w, SyntheticWorkload) or w.measure_s is None:
         return 0.0
     tokens = sum(c.share * (c.tokens[0] + c.tokens[1]) / 2 for c in w.prompt_mix)
     words = (w.reply_words[0] + w.reply_words[1]) / 2 - 1

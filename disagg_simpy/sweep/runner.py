@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
-from ..results.breakdown import why_late_row
-from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
+from ..results.breakdown import summary_figures
+from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps
 from ..scenario.limits import one_arrangement_at_a_time
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
@@ -99,7 +99,7 @@ def _run_task(task: Task) -> list[dict]:
                    "below_target": True}
         else:
             gaps = reply_gaps(rec, limits)
-            row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
+            row = summary_figures(scenario, arrangement, rec, gaps, limits)
             row["below_target"] = False
         row["full"] = not task.verdicts_only
         rows.append({"seed": task.seed, **row})

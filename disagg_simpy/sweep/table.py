@@ -7,10 +7,10 @@ import math
 
 import pandas as pd
 
-from ..results.breakdown import WHY_LATE_COLUMNS
-from ..results.metrics import SUMMARY_COLUMNS
+from ..results.columns import SEED, SUMMARY_COLUMNS
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
+from ..texts import aligned
 from .grid import Grid, resolve, shown
 from .runner import Runner, Task
 
@@ -30,7 +30,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
-    columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
+    columns = [*grid.keys, SEED.name, *SUMMARY_COLUMNS]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
@@ -59,5 +59,4 @@ def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
         cells[row[len(keys)]] = cell(row[len(keys) + 1], row[len(keys) + 2])
     header = [*keys, *names]
     lines = [[*p, *(cells.get(n, "") for n in names)] for p, cells in points.items()]
-    widths = [max(len(r[i]) for r in [header, *lines]) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header, *lines])
+    return "\n".join(aligned([header, *lines], left=()))

@@ -15,14 +15,14 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
+from ..results.columns import names
 from ..results.paired import paired_difference
 from ..scenario.schema import Scenario, SyntheticWorkload
 from .grid import RATE, check_key, parse_rates, parse_set, resolve, shown
 from .runner import Runner, Task
 
 LONG_SHARE = "long_prompt_share"  # the default y: the share of requests in the longest prompt class
-MAP_COLUMNS = ("rate_per_s", "y_key", "y_value", "winner", "winner_on_time_pct", "runner_up",
-               "runner_up_on_time_pct", "too_close")
+MAP_COLUMNS = names("map")
 
 
 def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:

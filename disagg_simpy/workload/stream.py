@@ -17,7 +17,7 @@ import pandas as pd
 from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
-from ..scenario.options import capacity_problem, reservation, sizes_text
+from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
@@ -190,18 +190,18 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
 def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd.DataFrame) -> None:
     """E4f: refuse a trace with a request whose KV reservation could never fit a GPU, naming the
     first such row (its number among the trace's data rows) and its sizes."""
-    if all(a.kv_capacity_tokens is None for a in scenario.arrangements):
+    if not any(a.kv_limited for a in scenario.arrangements):
         return
     prompt = lengths["n_prompt_tokens"].to_numpy(np.int64)
     reply = lengths["n_reply_words"].to_numpy(np.int64)
     for i, a in enumerate(scenario.arrangements):
-        first = capacity_problem(a, prompt, reply)
-        if first is not None:
+        problem = capacity_problem(a, prompt, reply)
+        if problem is not None:
+            first, key, cap, need = problem
             p, r = int(prompt[first]), int(reply[first])
-            need = int(reservation(a, p, r))
             raise InputError(
-                f"{scenario.source}: arrangements[{i}].kv_capacity_tokens: got {a.kv_capacity_tokens:,}, but row "
-                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one GPU; expected at "
+                f"{scenario.source}: arrangements[{i}].{key}: got {cap:,}, but row "
+                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one {a.unit}; expected at "
                 f"least {need:,} (or a shorter request)"
             )
 

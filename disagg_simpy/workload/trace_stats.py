@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..texts import aligned
 from ..units import NS_PER_S as _NS_PER_S
 
 _PERCENTILES = (50, 90, 99)
@@ -84,8 +85,6 @@ def format_description(stats: dict) -> str:
     for name, *_ in _LENGTHS:
         table.append([name.replace("_", " ")] + [_fmt(stats[f"{name}_{c}"], ",.1f" if c in ("p90", "p99", "mean")
                                                       else ",.0f") for c in columns])
-    widths = [max(len(row[j]) for row in table) for j in range(len(columns) + 1)]
     lines.append("")
-    for row in table:
-        lines.append("  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]))
+    lines += aligned(table)
     return "\n".join(lines)

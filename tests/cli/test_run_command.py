@@ -142,6 +142,6 @@ def test_seeds_on_a_fixed_trace_warn_and_run_once(tmp_path, capsys):
     path = write_scenario(tmp_path, [(0.0, 100, 3), (0.5, 50, 2)])
     assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--seeds", "3"]) == 0
     out, err = capsys.readouterr()
-    assert err.startswith("warning: --seeds 3:") and err.count("\n") == 1 and "same figures" in err
+    assert err.startswith("warning: 3 seeds:") and err.count("\n") == 1 and "same figures" in err
     assert "±" not in out and "seed 1;" in out
     assert "seed" not in pd.read_csv(tmp_path / "out" / "summary.csv").columns

@@ -76,8 +76,8 @@ def arrangement(draw, trace_rows):
         a["chunk_tokens"] = c
     if draw(st.booleans()):
         class View:  # what `reservation` reads of an arrangement
-            kind = a["kind"]
-            local_prompt_max_tokens = a.get("local_prompt_max_tokens")
+            is_split = a["kind"] == "disaggregated"
+            local_prompt_limit = a.get("local_prompt_max_tokens")
         need = int(reservation(View, [r[1] for r in trace_rows], [r[2] for r in trace_rows]).max())
         a["kv_capacity_tokens"] = need + draw(st.integers(0, 2500))
     return a

@@ -111,7 +111,7 @@ def side_cost(draw):
 
 
 @st.composite
-def arrangement(draw, i):
+def arrangement(draw, i, tp=False):
     chunk = draw(st.none() | st.sampled_from(CHUNKS))
     if draw(st.booleans()):
         a = {"name": f"c{i}", "kind": "colocated", "gpus": draw(st.integers(1, 4))}
@@ -135,20 +135,40 @@ def arrangement(draw, i):
         a["chunk_tokens"] = chunk
     if draw(st.booleans()):
         a["kv_capacity_tokens"] = -draw(st.sampled_from((0, 0, 0, 4, 20, 80)))  # slack above the largest need, set below
+    if tp:
+        a.update(draw(tp_degrees(a)))
     return a
 
 
 @st.composite
-def tiny_scenario(draw):
+def tp_degrees(draw, a):
+    """TP instances: a degree dividing each side's GPUs (GPUs stay GPUs, instances = GPUs / TP),
+    and on a split, maybe one side's own KV capacity (slack set like kv_capacity_tokens)."""
+    out = {}
+    sides = [("tp", a["gpus"])] if a["kind"] == "colocated" else [
+        ("reading_tp", a["reading_gpus"]), ("writing_tp", a["writing_gpus"])]
+    for key, gpus in sides:
+        if draw(st.booleans()):
+            out[key] = draw(st.sampled_from([d for d in range(1, gpus + 1) if gpus % d == 0]))
+    if a["kind"] == "disaggregated" and "kv_capacity_tokens" in a:
+        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            if draw(st.booleans()):
+                out[key] = -draw(st.sampled_from((0, 4, 20, 200)))
+    return out
+
+
+@st.composite
+def tiny_scenario(draw, tp=False):
     n = draw(st.integers(1, 12))
     ms = sorted(draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((8, 8, 16, 24, 32, 48, 64, 4, 5, 13)), min_size=n, max_size=n))
     words = draw(st.lists(st.sampled_from((1, 1, 2, 3, 5, 9)), min_size=n, max_size=n))
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
-    arrangements = [draw(arrangement(i)) for i in range(draw(st.integers(1, 2)))]
+    arrangements = [draw(arrangement(i, tp)) for i in range(draw(st.integers(1, 2)))]
     for a in arrangements:
-        if "kv_capacity_tokens" in a:
-            a["kv_capacity_tokens"] = max(p + w for p, w in zip(prompts, words)) - a["kv_capacity_tokens"]
+        for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            if key in a:
+                a[key] = max(p + w for p, w in zip(prompts, words)) - a[key]
     cost = {"kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
     cost.update(draw(side_cost()) or {})
     workload = {}
@@ -162,6 +182,14 @@ def tiny_scenario(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario())
 def test_simulator_equals_reference(tmp_path, case):
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=tiny_scenario(tp=True))
+def test_simulator_equals_reference_with_tp_instances(tmp_path, case):
+    """TP instances (tp, reading_tp, writing_tp, each side's KV capacity) to the nanosecond."""
     rows, arrangements, cost, workload, slo = case
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
 

@@ -36,7 +36,7 @@ class Run:
         self.summary = pd.read_csv(folder / "summary.csv")
         self.roles = {}
         for a in load_scenario(DEFAULT).arrangements:
-            if a.kind == "colocated":
+            if not a.is_split:
                 self.roles[a.name] = ["both"] * a.gpus
             else:
                 self.roles[a.name] = ["reads"] * a.reading_gpus + ["writes"] * a.writing_gpus

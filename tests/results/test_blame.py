@@ -149,7 +149,7 @@ def test_the_time_parts_add_up_to_arrival_to_last_word_exactly(runs):
             assert (parts["frozen"][done] <= parts["writing"][done]).all()
             one = done & (r["n_reply_words"] == 1)
             assert all((parts[p][one] == 0).all() for p in ("shipping", "joining", "writing", "frozen"))
-            if rec.kind == "colocated":
+            if not rec.is_split:
                 assert (parts["shipping"][done] == 0).all() and (parts["joining"][done] == 0).all()
             assert (parts["frozen"][~done] == -1).all() and (parts["writing"][~done] == -1).all()
             n_checked += int(done.sum())

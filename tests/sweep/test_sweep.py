@@ -231,7 +231,7 @@ def test_the_goodput_command_writes_its_table(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["goodput", scenario.source, "--out", str(out), "--tolerance", "0.5", "--workers", "1"]) == 0
     printed = capsys.readouterr()
-    assert "note: the trace fixes every arrival" not in printed.err  # one seed declared: nothing to say
+    assert "fixes every request" not in printed.err  # one seed declared: nothing to say
     table = pd.read_csv(out / "goodput.csv")
     assert list(table.columns[:12]) == [
         "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",

@@ -1,0 +1,200 @@
+"""The registry of output columns: every column a command writes, with its unit, a short label,
+a one-line meaning and the table it belongs to.
+
+Summary rows (`summary.csv`, `RunResult.summary`, a sweep's rows), the console table, the sweep
+table and the page's table are all built from this list; a test checks it against the docs'
+outputs reference. To add a column: add it here, in the order the table shows it, and fill it
+where its family is computed (`metrics.summary_row`, `metrics.option_figures`,
+`breakdown.why_late_row`, ...): `summary_figures` refuses a row whose names differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+#: The tables, by the file each is written to.
+TABLES = ("summary", "goodput", "plan", "map")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One output column. `family` says which code fills it (summary columns: `figures` of the
+    model, `options` of E4/E5, empty when off, `why_late`); `decimals` is the console table's
+    precision; `page_digits` the page table's (None: not on the page; -1: a share, shown with
+    one decimal below 10 and none above); `console`: in the console table by default."""
+
+    name: str
+    unit: str
+    label: str
+    meaning: str
+    table: str = "summary"
+    family: str = "figures"
+    decimals: int = 0
+    console: bool = False
+    page_digits: int | None = None
+
+
+SHARE = -1  # page_digits of a share: 4.2 but 42
+
+
+def _in(table: str, *shared: Column) -> tuple[Column, ...]:
+    """Columns shared by several tables, placed in `table`."""
+    return tuple(replace(c, table=table) for c in shared)
+
+
+_GOODPUT = (Column("goodput_per_s", "requests/s", "goodput/s", "the highest rate found to pass the target"),
+            Column("goodput_per_gpu_per_s", "requests/s", "per GPU", "goodput divided by the GPUs"))
+_BINDING = Column("binding_limit", "", "fails first",
+                  "the limit broken by the most measured requests at the failing rate")
+
+COLUMNS: tuple[Column, ...] = (
+    # -- summary.csv: the model's figures (metrics.summary_row) --------------------------------
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario"),
+    Column("n_requests", "count", "requests", "measured requests", page_digits=0),
+    Column("n_unfinished", "count", "unfinished", "measured requests the safety cap cut off (they count as late)",
+           page_digits=0),
+    Column("on_time_pct", "%", "on time %", "share of measured requests on time (all three limits met)",
+           decimals=1, console=True, page_digits=SHARE),
+    Column("late_first_word_pct", "%", "first word late %", "share whose first word came after the first-word limit",
+           decimals=1, console=True, page_digits=SHARE),
+    Column("late_mean_gap_pct", "%", "words too slow %", "share whose mean gap was over the mean-gap limit",
+           decimals=1, console=True, page_digits=SHARE),
+    Column("froze_pct", "%", "froze %", "share with a gap over the freeze limit (or unfinished)",
+           decimals=1, console=True, page_digits=SHARE),
+    Column("first_word_p50_s", "s", "first word p50 s", "median wait for the first word (finished requests)",
+           decimals=2, console=True, page_digits=2),
+    Column("first_word_p90_s", "s", "first word p90 s", "90th percentile of the wait for the first word",
+           decimals=2, console=True, page_digits=2),
+    Column("median_mean_gap_ms", "ms", "median mean gap ms",
+           "median over replies of each reply's mean gap: the average that hides freezes",
+           decimals=1, console=True, page_digits=1),
+    Column("longest_gap_ms", "ms", "longest gap ms", "the longest gap between two words of a measured reply",
+           decimals=1, console=True, page_digits=0),
+    Column("p99_gap_ms", "ms", "p99 gap ms", "99th percentile of all gaps of measured replies, pooled",
+           decimals=1, page_digits=0),
+    Column("reading_iterating_pct", "%", "reading iterating %",
+           "share of the span the reading GPUs spend in iterations (not headroom)", decimals=1, page_digits=0),
+    Column("writing_iterating_pct", "%", "writing iterating %",
+           "share of the span the writing GPUs spend in iterations (not headroom)", decimals=1, page_digits=0),
+    Column("replies_per_writing_iteration", "replies", "replies per writing iteration",
+           "mean replies written per iteration of the writing GPUs: how full the writing is", decimals=1),
+    Column("prompt_tokens_per_reading_iteration", "tokens", "prompt tokens per reading iteration",
+           "mean prompt tokens read per iteration of the reading GPUs", decimals=1),
+    Column("words_per_s", "words/s", "words/s", "all words written over the span, per second", page_digits=0),
+    # -- summary.csv: the options' figures (metrics.option_figures), empty when off -----------
+    Column("kv_peak_reading_pct", "%", "KV peak reading %",
+           "E4: the most KV cache any reading GPU held, as a share of its capacity", family="options", decimals=1),
+    Column("kv_peak_writing_pct", "%", "KV peak writing %",
+           "E4: the most KV cache any writing GPU held, as a share of its capacity", family="options", decimals=1),
+    Column("handoff_waited_pct", "%", "waited for memory %",
+           "E4 on a split: share of measured requests that waited for a writing GPU's memory",
+           family="options", decimals=1),
+    Column("link_waited_pct", "%", "waited for link %", "E5: share of measured requests whose ship waited for its link",
+           family="options", decimals=1),
+    # -- summary.csv: why late (breakdown.why_late_row) ----------------------------------------
+    Column("late_first_word_only_pct", "%", "late on first word only %", "share late on the first-word limit alone",
+           family="why_late", decimals=1),
+    Column("late_mean_gap_only_pct", "%", "late on mean gap only %", "share late on the mean-gap limit alone",
+           family="why_late", decimals=1),
+    Column("late_froze_only_pct", "%", "late on freezes only %", "share late on the freeze limit alone",
+           family="why_late", decimals=1),
+    Column("late_several_pct", "%", "late on several %", "share late on two or three limits",
+           family="why_late", decimals=1),
+    Column("n_freezes", "count", "freezes", "freezes of measured replies (the rows of freezes.csv)",
+           family="why_late"),
+    Column("freezes_by_long_prompt_pct", "%", "freezes by a long prompt %",
+           "share of the freezes blamed on a prompt over N tokens", family="why_late", decimals=1),
+    # -- goodput.csv (sweep.goodput) -----------------------------------------------------------
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "goodput"),
+    Column("n_gpus", "count", "gpus", "GPUs the arrangement uses", "goodput"),
+    Column("target_pct", "%", "target %", "the on-time share to meet", "goodput"),
+    Column("seeds", "count", "seeds", "seeds averaged at each rate", "goodput"),
+    Column("measure_s", "s", "measured until s", "the end of the measured window", "goodput"),
+    *_in("goodput", *_GOODPUT),
+    Column("passing_rate_per_s", "requests/s", "passes at", "the passing end of the bisection's bracket", "goodput"),
+    Column("failing_rate_per_s", "requests/s", "fails at", "the failing end of the bracket (empty: none failed)",
+           "goodput"),
+    Column("passing_on_time_pct", "%", "on time % passing", "mean on-time share over seeds at the passing rate",
+           "goodput"),
+    Column("failing_on_time_pct", "%", "on time % failing", "mean on-time share over seeds at the failing rate",
+           "goodput"),
+    *_in("goodput", _BINDING),
+    Column("passing_on_time_half_width_pct", "%", "half-width passing", "95% half-width at the passing rate",
+           "goodput"),
+    Column("failing_on_time_half_width_pct", "%", "half-width failing", "95% half-width at the failing rate",
+           "goodput"),
+    Column("n_probes", "count", "probes", "rates probed", "goodput"),
+    # -- plan.csv (sweep.plan) -------------------------------------------------------------------
+    Column("rank", "count", "rank", "1 = the most goodput (ties: the higher on-time share at the rate)", "plan"),
+    Column("arrangement", "", "arrangement", "the name a scenario would give it", "plan"),
+    Column("kind", "", "kind", "the arrangement's kind", "plan"),
+    Column("gpus", "count", "gpus", "GPUs in all", "plan"),
+    Column("reading_gpus", "count", "reading GPUs", "a split's reading GPUs (empty otherwise)", "plan"),
+    Column("writing_gpus", "count", "writing GPUs", "a split's writing GPUs (empty otherwise)", "plan"),
+    Column("chunk_tokens", "tokens", "chunk", "the chunk size (empty: whole prompts)", "plan"),
+    *_in("plan", *_GOODPUT),
+    Column("goodput_low_per_s", "requests/s", "low", "95% interval of the mean of the seeds' own goodputs: low end",
+           "plan"),
+    Column("goodput_high_per_s", "requests/s", "high", "the same interval's high end", "plan"),
+    Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
+    *_in("plan", _BINDING),
+    Column("goodput_below_per_s", "requests/s", "below", "not searched: its bound fails every rate from this (the "
+           "runner-up's goodput) up, so its goodput is below it (empty when searched)", "plan"),
+    # -- map.csv (sweep.winners) -------------------------------------------------------------------
+    Column("rate_per_s", "requests/s", "rate", "the cell's offered rate", "map"),
+    Column("y_key", "", "y key", "the traffic knob on the y axis", "map"),
+    Column("y_value", "", "y value", "its value in the cell (a list as its YAML text)", "map"),
+    Column("winner", "", "winner", "the arrangement with the most replies on time", "map"),
+    Column("winner_on_time_pct", "%", "winner on time %", "its mean on-time share over seeds", "map"),
+    Column("runner_up", "", "runner-up", "the second", "map"),
+    Column("runner_up_on_time_pct", "%", "runner-up on time %", "its mean on-time share over seeds", "map"),
+    Column("too_close", "", "too close", "the paired 95% interval of their difference includes 0", "map"),
+)
+
+#: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
+SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
+VS_BEST = Column("on_time_vs_best_pct", "%", "on time vs best", "on-time share minus the best arrangement's in "
+                 "the same seed, in points (several seeds)", decimals=1)
+
+
+def columns(table: str, *families: str) -> tuple[Column, ...]:
+    """The columns of `table` (of the given families, or all), in order."""
+    return tuple(c for c in COLUMNS if c.table == table and (not families or c.family in families))
+
+
+def names(table: str, *families: str) -> tuple[str, ...]:
+    return tuple(c.name for c in columns(table, *families))
+
+
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST)}
+
+
+def summary_column(name: str) -> Column:
+    """A summary column by name (`seed` and `on_time_vs_best_pct` included)."""
+    return _BY_NAME[name]
+
+
+#: summary.csv's columns, in order (`seed` and `on_time_vs_best_pct` come with several seeds)
+SUMMARY_COLUMNS = names("summary")
+#: the model's figures and the options' (`metrics.summary_row`)
+FIGURE_COLUMNS = names("summary", "figures", "options")
+#: the options' figures (E4, E5): empty when the option is off
+OPTION_COLUMNS = names("summary", "options")
+#: which limit late requests broke, and freezes (`breakdown.why_late_row`)
+WHY_LATE_COLUMNS = names("summary", "why_late")
+#: the console table's columns unless `--wide`
+CONSOLE_COLUMNS = tuple(c.name for c in columns("summary") if c.console)
+#: the page's table, in this order (each with its `page_digits`)
+PAGE_ORDER = ("arrangement", "on_time_pct", "late_first_word_pct", "late_mean_gap_pct", "froze_pct",
+              "first_word_p50_s", "first_word_p90_s", "median_mean_gap_ms", "longest_gap_ms", "p99_gap_ms",
+              "reading_iterating_pct", "writing_iterating_pct", "words_per_s", "n_requests", "n_unfinished")
+PAGE_COLUMNS = tuple(_BY_NAME[n] for n in PAGE_ORDER)
+
+
+def checked(row: dict, expected: tuple[str, ...], what: str) -> dict:
+    """`row` if its keys are exactly `expected` (in any order); else a loud error naming the
+    difference, so no column is silently dropped or left empty."""
+    if set(row) != set(expected):
+        missing, extra = sorted(set(expected) - set(row)), sorted(set(row) - set(expected))
+        raise AssertionError(f"{what}: columns missing {missing}, not in the registry {extra}")
+    return row
