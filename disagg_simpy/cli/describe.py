@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..files import check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder
-from .common import NotWritten, Parser, path_flag
+from ..scenario.lengths import MAX_BINS
+from .common import NotWritten, Parser, int_at_least, path_flag
 
 
 def build_describe_parser() -> argparse.ArgumentParser:
@@ -23,6 +24,12 @@ def build_describe_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, help="trace format (default csv; a public trace's own)")
     p.add_argument("--plot", type=path_flag("--plot", "a file name"), metavar="FILE",
                    help="also write a PNG of arrivals over time and lengths")
+    p.add_argument("--fit", action="store_true",
+                   help="print instead, as YAML, the trace's prompt and reply lengths as histogram length "
+                   "distributions: the prompt_mix and reply_words of a synthetic workload shaped like the trace")
+    p.add_argument("--bins", type=int_at_least("--bins", 1, MAX_BINS), default=20, metavar="N",
+                   help=f"bins of --fit (default 20, at most {MAX_BINS:,}): one per distinct length when there "
+                   "are at most N, else edges at the lengths' quantiles")
     return p
 
 
@@ -39,7 +46,12 @@ def describe(argv: Sequence[str]) -> int:
         check_output_file(args.plot, "--plot")
         check_outputs_apart({f"--plot {args.plot}": args.plot}, {"trace file": Path(path)})
     table = read_trace(path, fmt)
-    print(format_description(describe_trace(table)))
+    if args.fit:
+        from ..workload.trace_stats import fit_text
+
+        print(fit_text(table, args.bins, args.trace), end="")
+    else:
+        print(format_description(describe_trace(table)))
     if table.attrs.get("ignored_columns"):
         print(f"note: {args.trace}: ignored column(s) {ignored_text(table.attrs['ignored_columns'])}, "
               f"which the {fmt} format does not use", file=sys.stderr)

@@ -141,9 +141,8 @@ def check_seeds(scenario, seeds: list[int]) -> None:
 
     if seeds[-1] >= 2**63:
         raise InputError(f"--seeds: got {len(seeds)} from seed {seeds[0]}, expected seeds below 2**63")
-    w = scenario.workload
-    if scenario.draws_requests:
-        expected = w.rate_per_s * scenario.cap_s(None)
+    expected = scenario.expected_requests()  # (n_requests, or rate x the cap; None: a trace's own rows)
+    if expected is not None:
         _check_seeds(requests_problem(expected, len(scenario.arrangements)))
         rows = expected * len(scenario.arrangements) * len(seeds)
         if rows > MAX_WRITTEN_ROWS:

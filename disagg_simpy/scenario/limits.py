@@ -59,6 +59,9 @@ MIN_ITERATION_MS = 1e-6
 MAX_COST_MS = MAX_TIME_S * 1e3
 #: burstiness_cv of made-up Gamma arrivals.
 MAX_BURSTINESS_CV = 100.0
+#: burstiness (the Gamma shape of synthetic arrivals, CV = 1/sqrt(shape)): the CV from 0.001 to 100.
+MIN_BURSTINESS = 1 / MAX_BURSTINESS_CV**2
+MAX_BURSTINESS = 1e6
 #: Scenario files (YAML) and trace files, in bytes; trace rows (parsing 5 million rows takes
 #: about 4 GB and 30 s).
 MAX_SCENARIO_BYTES = 1 << 20

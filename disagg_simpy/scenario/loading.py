@@ -17,15 +17,19 @@ from pydantic_core import ErrorDetails
 
 from ..errors import InputError
 from .arrangements import KINDS, side_cost_keys
+from .lengths import LENGTH_TAGS, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
 from .limits import (
     MAX_ARRANGEMENTS,
+    MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
     MAX_COST_MS,
     MAX_GPUS,
     MAX_MEAN_GAP_MS,
+    MAX_REQUESTS,
     MAX_SCENARIO_BYTES,
     MAX_SEEDS,
     MAX_TIME_S,
+    MIN_BURSTINESS,
     MIN_ITERATION_MS,
 )
 from .schema import (
@@ -44,14 +48,17 @@ from .yaml_file import parse_yaml, read_text_file
 # -- one-line errors ---------------------------------------------------------------------------
 
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
-_SIDE_COST = "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms"
+_LENGTH = _RANGE + ", or {fixed: N}, {histogram: {edges: [...], weights: [...]}} or {lognormal: {mean, sd, min, max}}"
+_SIDE_COST = ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms, "
+              "per_attention_pair_ms")
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
     "seeds": f"a whole number of seeds from 1 to {MAX_SEEDS}",
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
-    "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, per_context_token_ms",
+    "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
+             "per_context_token_ms, per_attention_pair_ms"),
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms",
     "arrangements": f"a list of 1 to {MAX_ARRANGEMENTS} arrangements like {{name: same-gpu, kind: colocated, gpus: 4}}",
     "reference": "a mapping {source: TEXT, on_time_pct: {ARRANGEMENT: PERCENT, ...}}",
@@ -61,8 +68,20 @@ _EXPECT = {
     "warmup_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g}",
     "measure_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "prompt_mix": "a list of 1 to 1000 prompt classes like {share: 0.3, tokens: [3000, 8000]}",
-    "reply_words": _RANGE,
-    "tokens": _RANGE,
+    "reply_words": _LENGTH,
+    "tokens": _LENGTH,
+    "n_requests": f"a whole number of requests from 1 to {MAX_REQUESTS:,}",
+    "arrivals": "one of poisson, gamma, constant",
+    "burstiness": f"a number from {MIN_BURSTINESS:g} to {MAX_BURSTINESS:g} (the Gamma shape; 1 is Poisson)",
+    "fixed": "a whole number from 1 to 2**53",
+    "histogram": "a mapping {edges: [e0, e1, ...], weights: [w1, ...]}",
+    "edges": "a list of 2 to 10,001 whole numbers from 1 to 2**53, increasing",
+    "weights": "a list of numbers >= 0 (one per bin), not all zero",
+    "lognormal": "a mapping {mean: M, sd: S, min: A, max: B}",
+    "mean": "a number > 0",
+    "sd": "a number > 0",
+    "min": "a whole number from 1 to 2**53",
+    "max": "a whole number from 1 to 2**53",
     "share": "a number > 0 and <= 1",
     "trace": "a trace file path or a public trace's id",
     "format": "one of csv, azure, mooncake, lengths",
@@ -87,11 +106,14 @@ _EXPECT = {
     "chunk_tokens": "a whole number of tokens from 1 to 2**53",
     "per_reread_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "per_context_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
+    "per_attention_pair_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "reading_cost": _SIDE_COST,
     "writing_cost": _SIDE_COST,
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
+    "max_batch_replies": "a whole number of replies from 1 to 2**53",
+    "max_batch_tokens": "a whole number of tokens from 2 to 2**53",
     "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
     "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",
@@ -103,9 +125,13 @@ _ITEM_EXPECT = {  # a list's items, by the list's key
     "prompt_mix": "a mapping like {share: 0.3, tokens: [3000, 8000]}",
     "tokens": "a whole number of tokens from 1 to 2**53",
     "reply_words": "a whole number of words from 1 to 2**53",
+    "edges": "a whole number from 1 to 2**53",
+    "weights": "a number >= 0",
 }
 _RANGES = ("tokens", "reply_words")
 _WORKLOAD_TAGS: dict[str, type[BaseModel]] = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
+_LENGTH_MODELS: dict[str, type[BaseModel]] = {"<histogram>": HistogramLength, "<lognormal>": LognormalLength,
+                                              "<fixed>": FixedLength}
 
 
 def _key_text(loc: tuple) -> str:
@@ -139,7 +165,9 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         if isinstance(p, str) and p in KINDS and len(clean) >= 2 and clean[-2] == "arrangements" and isinstance(clean[-1], int):
             model = KINDS[p]
             continue
-        if isinstance(p, str) and p.startswith("function-"):
+        if isinstance(p, str) and (p.startswith("function-") or p in LENGTH_TAGS):
+            if p in LENGTH_TAGS:
+                model = _LENGTH_MODELS.get(p)
             continue
         clean.append(p)
         models.append(model)
@@ -151,6 +179,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             model = parts.get(p)
         elif model is not None and model in KINDS.values() and p in side_cost_keys(model):  # type: ignore[arg-type]
             model = SideCost
+        elif model in (HistogramLength, LognormalLength) and p in ("histogram", "lognormal"):
+            model = Histogram if p == "histogram" else Lognormal
         else:
             model = None
     return tuple(clean), models

@@ -25,21 +25,24 @@ from .base import (
     Seconds,
     _as_tuple,
     _not_only_dots,
-    _ordered_range,
     _show,
     _Strict,
 )
+from .lengths import Length, length_bounds, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
+    MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
     MAX_MEAN_GAP_MS,
+    MAX_REQUESTS,
     MAX_SEEDS,
     MAX_TIME_S,
+    MIN_BURSTINESS,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
-from .options import largest_draw, sizes_text
+from .options import largest_draw, preset_tp_problem, sizes_text
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -53,26 +56,33 @@ DROP = object()  # with_overrides: remove a key
 
 
 class PromptClass(_Strict):
-    """One class of prompts: drawn with probability `share`, tokens uniform in `tokens` (inclusive)."""
+    """One class of prompts: drawn with probability `share`, tokens from `tokens` (a `[low, high]`
+    range, inclusive, or another length distribution: `lengths.py`)."""
 
     share: Annotated[float, Field(gt=0, le=1)]
-    tokens: tuple[Count, Count]
+    tokens: Length
 
     _tuple = field_validator("tokens", mode="before")(_as_tuple)
-    _range = field_validator("tokens")(_ordered_range)
+    _range = field_validator("tokens")(ordered_length)
 
 
 class SyntheticWorkload(_Strict):
-    """Poisson arrivals at `rate_per_s`; prompt class by share; lengths uniform (M6)."""
+    """Arrivals at `rate_per_s` (Poisson, Gamma or evenly spaced); prompt class by share; lengths
+    from each class's distribution (M6: uniform ranges). Measured: arrivals in
+    [warmup_s, measure_s) with traffic going on after (D6), or exactly `n_requests` arrivals, all
+    measured and nothing after (a benchmark client's `--num-prompts`)."""
 
     rate_per_s: Annotated[float, Field(gt=0)]
     warmup_s: NonNegSeconds = 0.0
-    measure_s: Seconds
+    measure_s: Seconds | None = None
+    n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
+    arrivals: Literal["poisson", "gamma", "constant"] = "poisson"
+    burstiness: Annotated[float, Field(ge=MIN_BURSTINESS, le=MAX_BURSTINESS)] | None = None
     prompt_mix: tuple[PromptClass, ...] = Field(min_length=1, max_length=1000)
-    reply_words: tuple[Count, Count]
+    reply_words: Length
 
     _tuple = field_validator("reply_words", "prompt_mix", mode="before")(_as_tuple)
-    _range = field_validator("reply_words")(_ordered_range)
+    _range = field_validator("reply_words")(ordered_length)
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticWorkload:
@@ -81,9 +91,24 @@ class SyntheticWorkload(_Strict):
             shares = " + ".join(f"{c.share:g}" for c in self.prompt_mix[:6])
             more = " + ..." if len(self.prompt_mix) > 6 else ""
             raise ValueError(f"@prompt_mix: got shares {shares}{more} = {total:g}, expected shares summing to 1")
-        if self.warmup_s >= self.measure_s:
+        if self.n_requests is not None:
+            if self.measure_s is not None:
+                raise ValueError(f"@n_requests: got {self.n_requests} together with measure_s {self.measure_s:g}, expected "
+                                 "one of them (n_requests measures exactly that many arrivals, all of them)")
+            if self.warmup_s > 0:
+                raise ValueError(f"@warmup_s: got {self.warmup_s:g} with n_requests, expected 0 (n_requests measures every arrival)")
+        elif self.measure_s is None:
+            raise ValueError("@measure_s: missing, expected a number of seconds > 0 (the measured window's end) or n_requests")
+        elif self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
+        if self.burstiness is not None and self.arrivals != "gamma":
+            raise ValueError(f"@burstiness: got {self.burstiness:g} with arrivals {self.arrivals!r}, expected arrivals: gamma "
+                             "(burstiness is the Gamma shape)")
         return self
+
+    def length_bounds(self) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+        """(each class's (smallest, largest) prompt, (smallest, largest) reply) it can draw."""
+        return [length_bounds(c.tokens) for c in self.prompt_mix], length_bounds(self.reply_words)
 
 
 class TraceWorkload(_Strict):
@@ -212,16 +237,21 @@ class Scenario(_Strict):
                 f"@max_sim_s: got {self.max_sim_s:g}, expected at least workload.measure_s ({w.measure_s:g})"
             )
         cap = self.cap_s(None)
-        if w.rate_per_s is not None and self.draws_requests:
-            problem = requests_problem(w.rate_per_s * cap, len(self.arrangements))
+        expected = self.expected_requests()
+        if expected is not None and getattr(w, "n_requests", None) is None:
+            problem = requests_problem(expected, len(self.arrangements))
             if problem:
                 raise ValueError(
                     f"@workload.rate_per_s: got {w.rate_per_s:g}, which expects, up to the cap at {cap:g} s, "
                     f"{problem}; expected a lower rate_per_s or max_sim_s"
                 )
+        elif expected is not None:
+            problem = requests_problem(expected, len(self.arrangements))
+            if problem:
+                raise ValueError(f"@workload.n_requests: got {problem}; expected fewer requests or arrangements")
         if isinstance(w, SyntheticWorkload):
             for key, ms in self.ship_costs():
-                problem = ship_problem(ms, max(c.tokens[1] for c in w.prompt_mix))
+                problem = ship_problem(ms, max(hi for _, hi in w.length_bounds()[0]))
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
@@ -249,8 +279,11 @@ class Scenario(_Strict):
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
+            tp_problem = preset_tp_problem(a, self.cost)
+            if tp_problem is not None:
+                raise ValueError(f"@arrangements[{i}].{tp_problem[0]}: {tp_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
-                problem = largest_draw(a, [c.tokens for c in w.prompt_mix], w.reply_words)
+                problem = largest_draw(a, *w.length_bounds())
                 if problem is not None:
                     key, cap, prompt, reply, need = problem
                     raise ValueError(
@@ -268,8 +301,18 @@ class Scenario(_Strict):
 
     @property
     def cap_known(self) -> bool:
-        """Whether the cap is known without reading the trace."""
+        """Whether the cap is known without drawing or reading the requests."""
         return self.max_sim_s is not None or self.workload.measure_s is not None
+
+    def expected_requests(self) -> float | None:
+        """Requests a run expects before drawing them (`n_requests`, or rate x the cap), None for
+        a trace with its own arrivals (its rows tell)."""
+        w = self.workload
+        if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
+            return float(w.n_requests)
+        if w.rate_per_s is not None and self.draws_requests:
+            return w.rate_per_s * self.cap_s(None)
+        return None
 
     def cap_s(self, last_arrival_s: float | None) -> float:
         """The safety cap on simulated time (D6): max_sim_s, or the window's end + 600 s."""

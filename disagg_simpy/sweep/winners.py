@@ -17,6 +17,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import names
 from ..results.paired import paired_difference
+from ..scenario.lengths import length_bounds, length_raw
 from ..scenario.schema import Scenario, SyntheticWorkload
 from .grid import RATE, check_key, parse_rates, parse_set, resolve, shown
 from .runner import Runner, Task
@@ -68,13 +69,13 @@ def with_long_share(scenario: Scenario, share: float) -> Scenario:
     their proportions (a class whose share comes to 0 is left out)."""
     assert isinstance(scenario.workload, SyntheticWorkload)  # (the map's y-axis flag checks it first)
     mix = list(scenario.workload.prompt_mix)
-    longest = max(range(len(mix)), key=lambda i: mix[i].tokens[1])
+    longest = max(range(len(mix)), key=lambda i: length_bounds(mix[i].tokens)[1])
     rest = 1 - mix[longest].share
     classes: list[dict[str, Any]] = []
     for i, c in enumerate(mix):
         s = share if i == longest else (1 - share) * (c.share / rest if rest > 0 else 1 / (len(mix) - 1))
         if s > 0:
-            classes.append({"share": s, "tokens": list(c.tokens)})
+            classes.append({"share": s, "tokens": length_raw(c.tokens)})
     total = sum(c["share"] for c in classes)
     for cls in classes:
         cls["share"] /= total
@@ -92,7 +93,7 @@ def default_y(scenario: Scenario, key: str) -> Any:
     if key == LONG_SHARE:
         assert isinstance(scenario.workload, SyntheticWorkload)  # (the map's y-axis flag checks it first)
         mix = scenario.workload.prompt_mix
-        return max(mix, key=lambda c: c.tokens[1]).share
+        return max(mix, key=lambda c: length_bounds(c.tokens)[1]).share
     node: Any = scenario.model_dump(mode="python")
     node["arrangements"] = {a["name"]: a for a in node["arrangements"]}
     for part in key.split("."):

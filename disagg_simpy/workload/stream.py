@@ -21,6 +21,7 @@ from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
+from .lengths import draw_lengths
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
 from .traces import TIME_RULES, read_trace
 
@@ -63,7 +64,7 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
     w = scenario.workload
     seed = scenario.seed if seed is None else seed
     if isinstance(w, SyntheticWorkload):
-        stream = _synthetic(w, scenario.cap_s(None), seed)
+        stream = _synthetic(w, scenario, seed)
     else:
         stream = _from_trace(w, scenario, seed)
     check_stream(scenario, stream)
@@ -88,36 +89,77 @@ def check_stream(scenario: Scenario, stream: Requests) -> None:
         raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
 
-def _synthetic(w: SyntheticWorkload, cap_s: float, seed: int) -> Requests:
+def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
+    """Arrivals until past the cap (or exactly n_requests), then each request's class and lengths
+    from one uniform each, in arrival order (`lengths.py`)."""
     rng = make_streams(seed)
+    if w.n_requests is not None:
+        arrived = _arrival_times(w, rng["arrivals"], 0, 0.0, w.n_requests)
+        cap_s = scenario.cap_s(float(arrived[-1]))
+        if arrived[-1] > cap_s:
+            raise InputError(
+                f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {w.n_requests:,} of n_requests arrives at "
+                f"{arrived[-1]:.6g} s; expected at least that (n_requests sends every request)"
+            )
+        n = w.n_requests
+    else:
+        cap_s = scenario.cap_s(None)
+        block = int(w.rate_per_s * cap_s * 1.02) + 64
+        blocks = [_arrival_times(w, rng["arrivals"], 0, 0.0, block)]
+        while blocks[-1][-1] <= cap_s:
+            blocks.append(_arrival_times(w, rng["arrivals"], block * len(blocks), float(blocks[-1][-1]), block))
+        arrived = np.concatenate(blocks)
+        n = int(np.searchsorted(arrived, cap_s, side="right"))
     shares = np.cumsum([c.share for c in w.prompt_mix])
     shares[-1] = 1.0
-    lows = np.array([c.tokens[0] for c in w.prompt_mix], dtype=np.int64)
-    highs = np.array([c.tokens[1] for c in w.prompt_mix], dtype=np.int64)
-    block = int(w.rate_per_s * cap_s * 1.02) + 64
-    arrived_s, prompts, replies = [], [], []
-    last_s = 0.0
-    while last_s <= cap_s:
-        gaps = -np.log1p(-rng["arrivals"].random(block)) / w.rate_per_s
-        times = last_s + np.cumsum(gaps)
-        cls = np.searchsorted(shares, rng["prompt_class"].random(block), side="right")
-        span = highs[cls] - lows[cls] + 1
-        prompts.append(lows[cls] + np.floor(rng["prompt_tokens"].random(block) * span).astype(np.int64))
-        lo, hi = w.reply_words
-        replies.append(lo + np.floor(rng["reply_words"].random(block) * (hi - lo + 1)).astype(np.int64))
-        arrived_s.append(times)
-        last_s = float(times[-1])
-    arrived = np.concatenate(arrived_s)
-    n = int(np.searchsorted(arrived, cap_s, side="right"))
+    cls = np.searchsorted(shares, rng["prompt_class"].random(n), side="right")
+    prompts = _class_lengths(w, cls, rng["prompt_tokens"].random(n))
+    replies = draw_lengths(w.reply_words, rng["reply_words"].random(n))
     arrived_ns = seconds_to_ns(arrived[:n])
+    measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
+    info = {"kind": "synthetic", "seed": seed, "n_generated": n}
+    if w.arrivals != "poisson":  # (run.json unchanged for the page's traffic)
+        info.update(arrivals=w.arrivals, burstiness=w.burstiness)
     return Requests(
         arrived_at_ns=arrived_ns,
-        n_prompt_tokens=np.concatenate(prompts)[:n],
-        n_reply_words=np.concatenate(replies)[:n],
-        measured=_window(arrived_ns, w.warmup_s, w.measure_s),
+        n_prompt_tokens=prompts,
+        n_reply_words=replies,
+        measured=measured,
         cap_ns=int(seconds_to_ns(cap_s)),
-        info={"kind": "synthetic", "seed": seed, "n_generated": n},
+        info=info,
     )
+
+
+def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, last_s: float, n: int) -> np.ndarray:
+    """The next n arrival times (s) after `done` arrivals, the last at `last_s`: gaps
+    -ln(1 - u) / rate (Poisson), Gamma(shape burstiness, scale 1 / (rate x burstiness)) as vLLM's
+    benchmark draws them, or the k-th arrival (from 1) at exactly k / rate (constant)."""
+    if w.arrivals == "constant":
+        return np.arange(done + 1, done + n + 1, dtype=np.float64) / w.rate_per_s
+    if w.arrivals == "gamma":
+        shape = 1.0 if w.burstiness is None else w.burstiness
+        gaps = rng.gamma(shape, 1.0 / (w.rate_per_s * shape), n)
+    else:
+        gaps = -np.log1p(-rng.random(n)) / w.rate_per_s
+    return last_s + np.cumsum(gaps)
+
+
+def _class_lengths(w: SyntheticWorkload, cls: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Prompt tokens of requests of classes `cls`, from their uniforms `u`, each by its class's
+    distribution (all-range mixes at once, as the page's traffic always was)."""
+    ranges = [c.tokens for c in w.prompt_mix]
+    if all(isinstance(r, tuple) for r in ranges):
+        bounds = [r for r in ranges if isinstance(r, tuple)]
+        lows = np.array([r[0] for r in bounds], dtype=np.int64)
+        highs = np.array([r[1] for r in bounds], dtype=np.int64)
+        return lows[cls] + np.floor(u * (highs[cls] - lows[cls] + 1)).astype(np.int64)
+    out = np.empty(len(cls), dtype=np.int64)
+    order = np.argsort(cls, kind="stable")
+    starts = np.searchsorted(cls[order], np.arange(len(ranges) + 1))
+    for k, spec in enumerate(ranges):
+        rows = order[starts[k]:starts[k + 1]]
+        out[rows] = draw_lengths(spec, u[rows])
+    return out
 
 
 def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) -> np.ndarray:

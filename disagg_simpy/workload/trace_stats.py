@@ -88,3 +88,18 @@ def format_description(stats: dict) -> str:
     lines.append("")
     lines += aligned(table)
     return "\n".join(lines)
+
+
+def fit_text(df: pd.DataFrame, bins: int, name: str) -> str:
+    """The lengths of a trace as YAML a synthetic workload takes: `prompt_mix` (one class) and
+    `reply_words`, each a histogram (`lengths.fit_histogram`). Prompt and reply lengths are
+    drawn independently from it: their correlation in the trace is not kept."""
+    from .lengths import fit_histogram
+
+    lines = [f"# lengths of {name} ({len(df):,} requests) as histograms (describe --fit --bins {bins});",
+             "# paste under a synthetic workload (prompt and reply lengths are drawn independently)"]
+    for key, column in (("prompt_mix", "n_prompt_tokens"), ("reply_words", "n_reply_words")):
+        edges, weights = fit_histogram(df[column].to_numpy(dtype=np.int64), bins)
+        block = f"histogram: {{edges: [{', '.join(map(str, edges))}], weights: [{', '.join(map(str, weights))}]}}"
+        lines.append(f"prompt_mix:\n  - share: 1\n    tokens: {{{block}}}" if key == "prompt_mix" else f"reply_words: {{{block}}}")
+    return "\n".join(lines) + "\n"
