@@ -50,8 +50,9 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     if any(getattr(arrangement, k, 1) not in (1, None) for k in ("tp", "reading_tp", "writing_tp")):
         return None
     w, slo = scenario.workload, scenario.slo
-    if not isinstance(w, SyntheticWorkload) or w.measure_s is None:
+    if not _plain(w):
         return None
+    assert isinstance(w, SyntheticWorkload) and w.measure_s is not None and isinstance(w.reply_words, tuple)
     read_ms = (w.measure_s + slo.first_word_s) * 1e3
     write_ms = read_ms + (w.reply_words[1] - 1) * slo.mean_gap_ms
     reading, writing = arrangement.side_costs(scenario.cost)
@@ -76,18 +77,19 @@ class Bounds:
         self.ok = False
         self.top = MAX_REQUESTS / scenario.cap_s(None)  # no search probes a higher rate (limits)
         self.streams: list = []
-        if isinstance(w, SyntheticWorkload) and w.warmup_s == 0 and w.measure_s is not None:
+        if _plain(w) and isinstance(w, SyntheticWorkload) and w.warmup_s == 0 and w.measure_s is not None:
             from ..workload.stream import _synthetic
 
             self.ok, self.measure_s = True, w.measure_s
             unit = w.model_copy(update={"rate_per_s": 1.0})
             horizon = self.top * w.measure_s * (1 + 1e-6)
+            at_unit = scenario.model_copy(update={"workload": unit, "max_sim_s": horizon})  # (not run: no limits)
             for seed in seeds:
-                s = _synthetic(unit, horizon, seed)
+                s = _synthetic(unit, at_unit, seed)
                 self.streams.append((s.arrived_at_ns / 1e9, s.n_prompt_tokens.astype(float),
                                      np.maximum(s.n_reply_words - 1, 0).astype(float)))
-            self.least_tokens = min(c.tokens[0] for c in w.prompt_mix)
-            self.least_words = w.reply_words[0] - 1
+            self.least_tokens = min(c.tokens[0] for c in w.prompt_mix if isinstance(c.tokens, tuple))
+            self.least_words = w.reply_words[0] - 1 if isinstance(w.reply_words, tuple) else 0
 
     def _n(self, t: np.ndarray, rate: float, side: float) -> int:
         return int(np.searchsorted(t, rate * self.measure_s * (1 + side * EPS)))
@@ -134,6 +136,13 @@ class Bounds:
         return True
 
 
+def _plain(w) -> bool:
+    """Synthetic traffic of uniform lengths (as [low, high]) over a measured window: the traffic the
+    bound knows (length distributions and n_requests are searched without one)."""
+    return (isinstance(w, SyntheticWorkload) and w.measure_s is not None and getattr(w, "n_requests", None) is None
+            and isinstance(w.reply_words, tuple) and all(isinstance(c.tokens, tuple) for c in w.prompt_mix))
+
+
 def _fit(costs: np.ndarray, budget: float) -> int:
     """How many of the cheapest `costs` fit in `budget`."""
     return int(np.searchsorted(np.cumsum(np.sort(costs)), budget, side="right"))
@@ -143,9 +152,10 @@ def capacity_proxy(scenario: Scenario, arrangement) -> float:
     """Requests/s an arrangement's busiest side could serve on average (instances over mean work
     per request): only the order in which a plan searches, never a verdict."""
     w = scenario.workload
-    if not isinstance(w, SyntheticWorkload) or w.measure_s is None:
+    if not _plain(w):
         return 0.0
-    tokens = sum(c.share * (c.tokens[0] + c.tokens[1]) / 2 for c in w.prompt_mix)
+    assert isinstance(w, SyntheticWorkload) and w.measure_s is not None and isinstance(w.reply_words, tuple)
+    tokens = sum(c.share * (c.tokens[0] + c.tokens[1]) / 2 for c in w.prompt_mix if isinstance(c.tokens, tuple))
     words = (w.reply_words[0] + w.reply_words[1]) / 2 - 1
     found = budgets(scenario, arrangement) or []
     rates = []
