@@ -68,12 +68,22 @@ def time_means(requests: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return means.reindex(index)
 
 
+def ship_label(requests: pd.DataFrame) -> str:
+    """'KV ship', saying what else that part holds when an option adds a wait to it: the wait
+    for KV memory on the writing side (E4) and for the link (E5) come before the ship ends."""
+    waits = [what for column, what in (("handoff_wait_s", "KV memory"), ("link_wait_s", "the link"))
+             if column in requests and requests[column].notna().any()]
+    return "KV ship" + (f" (with the wait for {' and '.join(waits)})" if waits else "")
+
+
 def draw_time_parts(ax: Axes, requests: pd.DataFrame, names: list[str]) -> Axes:
     """Two bars per arrangement, late and on time: the mean time from arrival to last word, by part."""
     means = time_means(requests, names)
     y = (3 * len(names) - 1) - np.concatenate([[3 * i, 3 * i + 1] for i in range(len(names))])
     left = np.zeros(len(means))
     for column, (label, colour) in PARTS.items():
+        if column == "shipping_s":
+            label = ship_label(requests)
         width = np.nan_to_num(means[column].to_numpy(dtype=float))
         bars = ax.barh(y, width, left=left, color=colour, label=label, height=0.85)
         for bar in bars:
@@ -100,7 +110,7 @@ def save_late(result, path: Path) -> Path:
         draw_late_limits(limits, result.summary)
         draw_time_parts(parts, result.requests, names)
         fig.suptitle(
-            f"{result.scenario.name} (seed {result.seed}): why replies are late (first word within "
+            f"{result.scenario.name} ({result.seed_text}): why replies are late (first word within "
             f"{slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, no gap over {slo.freeze_ms:g} ms)",
             fontsize=12, fontweight="bold",
         )

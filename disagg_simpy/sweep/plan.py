@@ -2,9 +2,9 @@
 
 Every arrangement that fits the budget is searched for its goodput (as `goodput` does: the
 highest rate whose mean on-time share over the seeds meets the target), and ranked by it.
-Its interval is the 95% Student-t interval of the mean of the seeds' own goodputs (each seed
-bisected alone; a seed's verdict is exact even when its run stops early), so two arrangements
-whose intervals overlap are too close to call. Candidates are named as a scenario file would
+Its 95% interval is goodput's own (sweep/goodput.py `goodput_search`: where the on-time
+share's interval crosses the target), so the point lies in it; two arrangements whose
+intervals overlap are too close to call. Candidates are named as a scenario file would
 name them (`same-gpu`, `chunked-512`, `split-2-2`, `split-2-2-chunked-512`), and each plan row
 says how to write it.
 """
@@ -18,10 +18,9 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
-from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, Search, drive, goodput_row, probe_rate, search
+from .goodput import Prober, Search, drive, goodput_row, goodput_search, probe_rate
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
@@ -104,23 +103,16 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     prober = Prober(scenario, runner, target)
     by_name = {a.name: a for a in scenario.arrangements}
     names = list(by_name)
-
-    def searches_of(name: str) -> dict:
-        out: dict[tuple[str, int | None], Search] = {(name, None): search(name, start, seeds, target, tolerance, prober.fits)}
-        if len(seeds) > 1:
-            for seed in seeds:  # each seed's own goodput, for the interval
-                out[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
-        return out
-
     todo, below = names, {}
-    found: dict[tuple[str, int | None], tuple] = {}
+    found: dict[str, tuple] = {}
     bounds = None if exhaustive else Bounds(scenario, seeds, target)
     if bounds is not None:
         todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
     while todo:
         wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
-        found |= drive({key: gen for n in wave for key, gen in searches_of(n).items()}, prober.run_batch)
-        best = sorted((_goodput(found[n, None]) for n in names if (n, None) in found), reverse=True)
+        searches: dict[str, Search] = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits) for n in wave}
+        found |= drive(searches, prober.run_batch)
+        best = sorted((_goodput(found[n]) for n in found), reverse=True)
         if bounds is not None and len(best) >= 2 and best[1] > 0:
             for n in [n for n in todo if bounds.fails_from(by_name[n], best[1])]:
                 below[n] = best[1]
@@ -131,17 +123,14 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         if a.name in below:
             rows.append(_not_searched(a, below[a.name], on_time))
             continue
-        g = goodput_row(scenario, a.name, seeds, target, *found[a.name, None])
-        own = pd.Series([_goodput(found[a.name, s]) for s in seeds]) if len(seeds) > 1 else pd.Series([], dtype=float)
-        mean, half = mean_half_width(own)
-        low, high = (mean - half, mean + half) if not math.isnan(half) else (math.nan, math.nan)
+        g = goodput_row(scenario, a.name, seeds, target, *found[a.name][:5])
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
             "reading_gpus": a.n_reading_gpus if a.is_split else None,
             "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens,
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
-            "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
+            "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
             "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
             "goodput_below_per_s": math.nan,
         })
@@ -151,29 +140,28 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
-    table.attrs["per_seed"] = {a.name: [_goodput(found[a.name, s]) for s in seeds] for a in scenario.arrangements
-                               if a.name not in below} if len(seeds) > 1 else {}
+    table.attrs["curves"] = {name: found[name][5] for name in found}  # for the --html page
     return table
 
 
 def _not_searched(a, below: float, on_time: dict) -> dict:
     """The row of an arrangement not searched: its goodput is below `below` (the runner-up's)."""
     return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.reading_gpus if a.kind == "disaggregated" else None,
-            "writing_gpus": a.writing_gpus if a.kind == "disaggregated" else None,
+            "reading_gpus": a.n_reading_gpus if a.is_split else None,
+            "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
             "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
             "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": "", "goodput_below_per_s": below}
 
 
 def _goodput(found: tuple) -> float:
-    lo, _, _ = found
+    lo = found[0]
     return lo.rate if lo is not None else 0.0
 
 
 def recommendation(table: pd.DataFrame, target: float) -> str:
-    """One line: the best arrangement, and whether it beats the runner-up: the seeds' own
-    goodputs compared seed by seed (same requests), a 95% interval of the difference."""
+    """One line: the best arrangement, and whether it beats the runner-up: it does when their
+    95% goodput intervals do not overlap (best's low end above the runner-up's high end)."""
     if table.empty or table["goodput_per_s"].iloc[0] <= 0:
         return f"no arrangement reaches {target:g}% on time at any rate tried"
     best = table.iloc[0]
@@ -181,16 +169,13 @@ def recommendation(table: pd.DataFrame, target: float) -> str:
     if len(table) < 2:
         return text
     second = table.iloc[1]
-    per_seed = table.attrs.get("per_seed", {})
-    if best.arrangement not in per_seed:
+    if math.isnan(best.goodput_low_per_s) or math.isnan(second.goodput_high_per_s):
         return f"{text}; next {second.arrangement} ({second.goodput_per_s:.2f}; one seed: no interval)"
-    diff = pd.Series(per_seed[best.arrangement]) - pd.Series(per_seed[second.arrangement])
-    mean, half = mean_half_width(diff)
-    lead = f"{mean:.2f} ± {half:.2f} requests/s per seed (paired over {len(diff)} seeds)"
-    if mean - half > 0:
-        return f"{text}; it beats {second.arrangement} ({second.goodput_per_s:.2f}) by {lead}"
-    return (f"{text}; too close to call against {second.arrangement} ({second.goodput_per_s:.2f}): the seeds' own "
-            f"goodputs differ by {lead}, an interval that includes 0")
+    ranges = (f"{best.goodput_low_per_s:.2f}-{best.goodput_high_per_s:.2f} against "
+              f"{second.goodput_low_per_s:.2f}-{second.goodput_high_per_s:.2f}, 95% intervals")
+    if best.goodput_low_per_s > second.goodput_high_per_s:
+        return f"{text}; it beats {second.arrangement} ({second.goodput_per_s:.2f}): {ranges}"
+    return f"{text}; too close to call against {second.arrangement} ({second.goodput_per_s:.2f}): {ranges} overlap"
 
 
 def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, rate: float,
