@@ -1,4 +1,4 @@
-"""Print the README's claims table: each seed-page figure beside this model's, for one seed and
+"""Print the README's claims table: each of the explainer's figures beside this model's, for one seed and
 for the mean over many seeds (with the 95% half-width).
 
     python benchmarks/claims_table.py --seeds 30

@@ -75,7 +75,7 @@ def test_memory_failures_that_are_not_memory_errors_say_out_of_memory(tmp_path, 
 
 
 def test_follow_a_request_of_a_run_capped_before_any_iteration_ended(tmp_path):
-    """The README says such a prompt is no error: the picture shows the request waiting."""
+    """docs/guarantees.md says such a prompt is no error: the picture shows the request waiting."""
     from helpers import run_rows
 
     from disagg_simpy.plots import save_follow

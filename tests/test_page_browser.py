@@ -1,7 +1,7 @@
 """The HTML page in a real browser: Debian's headless Chromium driven by Playwright for Python.
 
 Skipped, with the reason, where Playwright or Chromium is missing (`.ci/run` installs both;
-see the README's development section). Set DISAGG_SIMPY_CHROMIUM to use another Chromium.
+see docs/development.md). Set DISAGG_SIMPY_CHROMIUM to use another Chromium.
 """
 
 from __future__ import annotations

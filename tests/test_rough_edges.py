@@ -220,12 +220,12 @@ def test_the_profile_script_without_pyinstrument_says_how_to_install_it():
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and 'pip install -e ".[dev]"' in done.stderr
 
 
-def test_the_readme_examples_write_under_runs():
+def test_the_documented_examples_write_under_runs():
     import re
 
     from helpers import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    plots = re.findall(r"--plot (\S+)", readme)
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    plots = [p for doc in docs for p in re.findall(r"--plot (\S+)", doc.read_text())]
     assert plots and all(p.startswith(("runs/", "FILE")) for p in plots), plots
     assert "/runs/" in (ROOT / ".gitignore").read_text().split()

@@ -52,7 +52,7 @@ def _check_not_a_misspelt_command(word: str) -> None:
         raise InputError(f"got {word!r}, which is neither a command nor a scenario file; did you mean {near[0]!r}? "
                          f"(commands: {', '.join(COMMANDS)}; see --help)")
 
-_OUT_OF_MEMORY = "error: out of memory; see README 'Errors and limits' for the sizes a run may take"
+_OUT_OF_MEMORY = "error: out of memory; see docs/guarantees.md for the sizes a run may take"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

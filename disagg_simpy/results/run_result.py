@@ -41,7 +41,7 @@ class RunResult:
 
     @property
     def summary(self) -> pd.DataFrame:
-        """One row per arrangement: the `summary.csv` columns (README, Outputs)."""
+        """One row per arrangement: the `summary.csv` columns (docs/outputs.md)."""
         def build() -> pd.DataFrame:
             arrangements = {a.name: a for a in self.scenario.arrangements}
             rows = [summary_row(self.records[n], self.gaps[n])

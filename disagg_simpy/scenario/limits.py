@@ -1,7 +1,7 @@
 """Documented limits: every run stays bounded in memory and time, and every time fits int64 ns.
 
 A scenario past a limit is refused with a one-line error (exit code 2) before anything runs.
-The numbers are in README "Errors and limits"; change them here and there together.
+The numbers are in docs/guarantees.md ("Limits"); change them here and there together.
 """
 
 from __future__ import annotations

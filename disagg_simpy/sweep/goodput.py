@@ -33,7 +33,7 @@ from ..scenario.schema import Scenario
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
-#: goodput.csv's columns (README, Outputs)
+#: goodput.csv's columns (docs/outputs.md)
 GOODPUT_COLUMNS = (
     "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",
     "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct", "failing_on_time_pct", "binding_limit",

@@ -72,7 +72,7 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
 
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
-    """Refuse a stream past the documented limits (README "Errors and limits")."""
+    """Refuse a stream past the documented limits (docs/guarantees.md)."""
     problem = requests_problem(len(stream), len(scenario.arrangements))
     if problem:
         raise InputError(

@@ -331,7 +331,7 @@ _CSV_LAYOUTS = {  # fmt: (arrival column, prompt column, reply column)
     "lengths": (None, "num_prefill_tokens", "num_decode_tokens"),
 }
 
-#: How each format's arrival times are read (README, "Trace formats").
+#: How each format's arrival times are read (docs/traces.md, "Trace formats").
 TIME_RULES = {
     "csv": "seconds since the start of traffic, as written",
     "azure": "wall-clock timestamps, counted from the first row",
