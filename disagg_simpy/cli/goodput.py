@@ -61,7 +61,7 @@ def goodput_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
-    from ..sweep.goodput import goodput
+    from ..sweep.goodput import criterion_text, goodput
 
     args = build_goodput_parser().parse_args(argv)
     scenario = load(args)
@@ -90,6 +90,7 @@ def goodput_command(argv: Sequence[str]) -> int:
         print(json_rows(table))
     else:
         print(f"{title}; bisection to {args.tolerance:g} requests/s")
+        print(f"criterion: {criterion_text(scenario.slo, args.target)}")
         print(format_goodput(table))
         print(f"results in {out}/")
     print(skipped_line(runner), file=sys.stderr)

@@ -75,6 +75,7 @@ def plan_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
+    from ..sweep.goodput import criterion_text
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
@@ -126,6 +127,7 @@ def plan_command(argv: Sequence[str]) -> int:
         print(json_rows(table))
     else:
         print(f"{title}; on time % at {float(planned.workload.rate_per_s):g} requests/s")
+        print(f"criterion: {criterion_text(scenario.slo, args.target)}")
         print(format_plan(table))
         print(line)
         print(f"as a scenario arrangement: {arrangement_text(arrangement)}")

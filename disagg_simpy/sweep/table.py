@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from ..results.breakdown import WHY_LATE_COLUMNS
-from ..results.metrics import SUMMARY_COLUMNS
+from ..results.metrics import CRITERION_COLUMNS, SUMMARY_COLUMNS
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
 from .grid import Grid, resolve, shown
@@ -31,17 +31,20 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
     columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
+    if scenario.slo.criterion == "percentiles":
+        columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
-def on_time_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per point x arrangement: `on_time_pct` mean, `half_width_pct` (95%, over seeds), `seeds`."""
+def on_time_bands(table: pd.DataFrame, keys: list[str], column: str = "on_time_pct") -> pd.DataFrame:
+    """Per point x arrangement: `on_time_pct` mean, `half_width_pct` (95%, over seeds), `seeds`
+    (or the mean and half-width of another `column`, under those names)."""
     columns = [*keys, "arrangement"]
     groups = table.groupby(columns, sort=False)
     out = []
     for group in table[columns].drop_duplicates().itertuples(index=False, name=None):  # in grid order
         block = groups.get_group(group)
-        mean, half = mean_half_width(block["on_time_pct"])
+        mean, half = mean_half_width(block[column])
         out.append({**dict(zip(columns, group)), "on_time_pct": mean, "half_width_pct": half, "seeds": len(block)})
     return pd.DataFrame(out, columns=[*columns, "on_time_pct", "half_width_pct", "seeds"])
 
@@ -50,7 +53,7 @@ def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
     """Text table: a row per point (in grid order), a column per arrangement, cells
     'mean±half-width'."""
     names = list(dict.fromkeys(bands["arrangement"]))
-    cell = lambda m, h: f"{m:.1f}" + ("" if math.isnan(h) else f"±{h:.1f}")  # noqa: E731
+    cell = lambda m, h: (f"{m:.1f}" + ("" if math.isnan(h) else f"±{h:.1f}")) if m < 100 else f"{m:.3g}"  # noqa: E731
     value = lambda v: f"{v:g}" if isinstance(v, float) else str(v)  # noqa: E731
     points: dict[tuple, dict[str, str]] = {}
     at = [bands.columns.get_loc(k) for k in keys]
