@@ -125,3 +125,18 @@ def test_bad_limits_are_one_line_exit_2(tmp_path, capsys, slo, fragment):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+
+
+def test_a_probe_under_percentiles_is_judged_by_the_mean_figures_not_the_on_time_share():
+    from disagg_simpy.scenario.schema import Slo
+    from disagg_simpy.sweep.goodput import Probe, decide
+
+    slo = Slo(first_word_s=1.0, mean_gap_ms=50.0, freeze_ms=None, criterion="percentiles", percentile=90)
+    rows = [{"seed": 1, "below_target": False, "on_time_pct": 50.0, "slo_first_word_s": 0.8, "slo_mean_gap_ms": 45.0},
+            {"seed": 2, "below_target": False, "on_time_pct": 60.0, "slo_first_word_s": 1.2, "slo_mean_gap_ms": 40.0}]
+    assert decide(Probe(10.0, rows), 90.0, slo) is True  # means 1.0 s and 42.5 ms: within
+    assert decide(Probe(10.0, rows), 90.0) is False  # per request: 55% on time
+    rows[1]["slo_mean_gap_ms"] = 56.0  # mean 50.5 ms
+    assert decide(Probe(10.0, rows), 90.0, slo) is False
+    rows[1]["slo_mean_gap_ms"] = float("inf")  # a seed whose P90 reply never finished
+    assert decide(Probe(10.0, rows), 90.0, slo) is False
