@@ -252,15 +252,17 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
 
 
 def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-            names: list[str] | None = None) -> pd.DataFrame:
-    """goodput.csv: one row per arrangement, searched together."""
+            names: list[str] | None = None, starts: dict[str, float] | None = None) -> pd.DataFrame:
+    """goodput.csv: one row per arrangement, searched together (from `starts[name]`, e.g. a rate
+    per GPU x its GPUs, else the scenario's rate)."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search "
                          "from (goodput scales the traffic's rate)")
     names = names or [a.name for a in scenario.arrangements]
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    searches = {n: search(n, start, seeds, target, tolerance, prober.fits, slo=scenario.slo) for n in names}
+    searches = {n: search(n, (starts or {}).get(n, start), seeds, target, tolerance, prober.fits, slo=scenario.slo)
+                for n in names}
     found = drive(searches, prober.run_batch)
     rows = [goodput_row(scenario, n, seeds, target, *found[n]) for n in names]
     return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))

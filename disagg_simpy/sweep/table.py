@@ -11,7 +11,7 @@ from ..results.breakdown import WHY_LATE_COLUMNS
 from ..results.metrics import CRITERION_COLUMNS, SUMMARY_COLUMNS
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
-from .grid import Grid, resolve, shown
+from .grid import ONLY, RATE, Grid, resolve, shown
 from .runner import Runner, Task
 
 
@@ -20,9 +20,14 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
     point's values as the table shows them."""
     tasks = []
     for point in grid.points():
-        resolved = resolve(scenario, point)
         labels = {k: shown(v) for k, v in point.items()}
-        tasks += [Task(resolved, seed, labels=labels) for seed in seeds]
+        if not grid.per_gpu:
+            tasks += [Task(resolve(scenario, point), seed, labels=labels) for seed in seeds]
+            continue
+        for a in scenario.arrangements:  # each at its own rate: the rate per GPU x its GPUs
+            resolved = resolve(scenario, {**point, ONLY: a.name})
+            at = labels | {RATE: float(resolved.workload.rate_per_s)}
+            tasks += [Task(resolved, seed, labels=at) for seed in seeds]
     return tasks
 
 
@@ -30,7 +35,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
-    columns = [*grid.keys, "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
+    columns = [*grid.keys, *([RATE] if grid.per_gpu else []), "seed", *SUMMARY_COLUMNS, *WHY_LATE_COLUMNS]
     if scenario.slo.criterion == "percentiles":
         columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
     return pd.DataFrame(rows).reindex(columns=columns)
@@ -45,8 +50,11 @@ def on_time_bands(table: pd.DataFrame, keys: list[str], column: str = "on_time_p
     for group in table[columns].drop_duplicates().itertuples(index=False, name=None):  # in grid order
         block = groups.get_group(group)
         mean, half = mean_half_width(block[column])
-        out.append({**dict(zip(columns, group)), "on_time_pct": mean, "half_width_pct": half, "seeds": len(block)})
-    return pd.DataFrame(out, columns=[*columns, "on_time_pct", "half_width_pct", "seeds"])
+        out.append({**dict(zip(columns, group)), "on_time_pct": mean, "half_width_pct": half, "seeds": len(block),
+                    # each limit alone (--limits): the share within it, NaN when it is off
+                    "first_word_ok_pct": 100.0 - float(block["late_first_word_pct"].mean()),
+                    "mean_gap_ok_pct": 100.0 - float(block["late_mean_gap_pct"].mean())})
+    return pd.DataFrame(out, columns=[*columns, "on_time_pct", "half_width_pct", "seeds", "first_word_ok_pct", "mean_gap_ok_pct"])
 
 
 def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
