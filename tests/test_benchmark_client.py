@@ -88,13 +88,13 @@ def test_vary_slo_finds_the_scale_placed_by_construction(tmp_path, capsys, first
 
 
 def test_slo_scale_rows_equal_single_runs_with_the_limits_scaled(tmp_path, capsys):
-    path = write(tmp_path, "scaled", arrangements=FOUR, slo={"first_word_s": 0.5, "mean_gap_ms": 20, "freeze_ms": 80})
+    path = write(tmp_path, "scaled", arrangements=FOUR, slo={"first_word_s": 0.5, "mean_gap_ms": 20, "freeze_ms": 30})
     assert main(["sweep", str(path), "--slo-scale", "0.5:1.5:0.5", "--out", str(tmp_path / "s"), "--workers", "1"]) == 0
     table = pd.read_csv(tmp_path / "s" / "sweep.csv")
     assert sorted(set(table["slo_scale"])) == [0.5, 1.0, 1.5]
     assert (tmp_path / "s" / "sweep.png").exists()
     for s in (0.5, 1.5):
-        single = write(tmp_path, f"single-{s}", slo={"first_word_s": 0.5 * s, "mean_gap_ms": 20 * s, "freeze_ms": 80 * s})
+        single = write(tmp_path, f"single-{s}", slo={"first_word_s": 0.5 * s, "mean_gap_ms": 20 * s, "freeze_ms": 30 * s})
         assert main([str(single), "--out", str(tmp_path / f"r{s}"), "--no-plots"]) == 0
         summary = pd.read_csv(tmp_path / f"r{s}" / "summary.csv")
         rows = table[table["slo_scale"] == s].reset_index(drop=True)
