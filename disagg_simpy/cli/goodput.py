@@ -91,7 +91,8 @@ def goodput_command(argv: Sequence[str]) -> int:
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
     info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} (mean of {len(seeds)} seed"
              f"{'s' * (len(seeds) > 1)}; {window})")
     picture = None
     if not args.no_plots:

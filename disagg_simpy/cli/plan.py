@@ -114,9 +114,10 @@ def plan_command(argv: Sequence[str]) -> int:
     info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} on {n_gpus} GPUs (mean of {len(seeds)} "
              f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
-             f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
+             f"{scenario.name}: goodput {at} on {n_gpus} GPUs")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_plan
