@@ -75,13 +75,15 @@ def one_word(folder, first_word_s, criterion="per_request"):
                  {"first_word_s": first_word_s, "mean_gap_ms": None, "freeze_ms": None, "criterion": criterion})
 
 
-@pytest.mark.parametrize(("first_word_s", "threshold"), [(0.1, 0.5), (0.02, 2.5)])
-def test_vary_slo_finds_the_scale_placed_by_construction(tmp_path, capsys, first_word_s, threshold):
-    path = one_word(tmp_path, first_word_s)
+@pytest.mark.parametrize(("first_word_s", "threshold", "criterion"),
+                         [(0.1, 0.5, "per_request"), (0.02, 2.5, "per_request"), (0.1, 0.5, "percentiles")])
+def test_vary_slo_finds_the_scale_placed_by_construction(tmp_path, capsys, first_word_s, threshold, criterion):
+    path = one_word(tmp_path, first_word_s, criterion)
     assert main(["goodput", str(path), "--vary", "slo", "--target", "100", "--out", str(tmp_path / "g"), "--no-plots",
                  "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "the smallest SLO scale meeting 100% on time (per request: first word within" in out
+    assert "the smallest SLO scale meeting " + ("100% on time (per request: first word within" if criterion == "per_request"
+                                                else "P90 of each: first word within") in out
     row = pd.read_csv(tmp_path / "g" / "slo_scale.csv").iloc[0]
     assert row["failing_scale"] < threshold <= row["passing_scale"] <= row["failing_scale"] + 0.01
     assert row["passing_on_time_pct"] == 100 and row["failing_on_time_pct"] == 0

@@ -44,11 +44,12 @@ class ScaleProber(Prober):
         return self.resolved[rate, name]
 
 
-def search_scale(name: str, seeds: tuple[int, ...], target: float, tolerance: float, fits, slo
+def search_scale(name: str, seeds: tuple[int, ...], target: float, tolerance: float, fits, slo_at
                  ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """Bisect one arrangement's smallest passing scale; returns (failing probe below it, passing
-    probe, probe count), None where never found."""
-    first, ok = yield from probe_rate(name, 1.0, seeds, target, slo)
+    probe, probe count), None where never found. `slo_at(s)`: the limits scaled by s (the
+    percentiles criterion compares its figures with them)."""
+    first, ok = yield from probe_rate(name, 1.0, seeds, target, slo_at(1.0))
     n = 1
     fail, good = (None, first) if ok else (first, None)
     s, factor = 1.0, 2.0
@@ -59,14 +60,15 @@ def search_scale(name: str, seeds: tuple[int, ...], target: float, tolerance: fl
         factor *= factor
         if not MIN_SCALE <= s <= MAX_SCALE or not fits(s):
             break
-        probe, ok = yield from probe_rate(name, s, seeds, target, slo)
+        probe, ok = yield from probe_rate(name, s, seeds, target, slo_at(s))
         n += 1
         if ok:
             good = probe
         else:
             fail = probe
     while fail is not None and good is not None and good.rate - fail.rate > tolerance:
-        probe, ok = yield from probe_rate(name, (fail.rate + good.rate) / 2, seeds, target, slo)
+        mid = (fail.rate + good.rate) / 2
+        probe, ok = yield from probe_rate(name, mid, seeds, target, slo_at(mid))
         n += 1
         if ok:
             good = probe
@@ -81,8 +83,10 @@ def slo_scales(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     """slo_scale.csv: one row per arrangement, searched together."""
     prober = ScaleProber(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    found = drive({n: search_scale(n, seeds, target, tolerance, prober.fits, scenario.slo) for n in names},
-                  prober.run_batch)
+    def slo_at(s: float):
+        return prober.at(s).slo  # (a scale probed has passed `fits`)
+
+    found = drive({n: search_scale(n, seeds, target, tolerance, prober.fits, slo_at) for n in names}, prober.run_batch)
     rows = []
     for a in scenario.arrangements:
         fail, good, n = found[a.name]
