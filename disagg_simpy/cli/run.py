@@ -73,7 +73,7 @@ def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
     from ..scenario.schema import DROP, TraceWorkload
 
     rate, rate_flag = args.rate, f"--rate {args.rate:g}" if args.rate is not None else "--rate"
-    if args.rate_per_gpu is not None:
+    if getattr(args, "rate_per_gpu", None) is not None:  # (explain shares these flags but not this one)
         rate, rate_flag = rate_per_gpu(args, scenario.arrangements), f"--rate-per-gpu {args.rate_per_gpu:g}"
     changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": rate, "workload.measure_s": args.measure_s}
     flags = {
