@@ -144,6 +144,11 @@ def gaps_of(words: pd.DataFrame) -> Gaps:
     return Gaps(rid[1:][same], at[:-1][same], at[1:][same])
 
 
+def freeze_s(slo) -> float | None:
+    """The freeze limit in seconds, None when it is off."""
+    return None if slo.freeze_ms is None else slo.freeze_ms / 1000
+
+
 def late_reason(row, slo) -> str:
     """Why a reply is not on time, in a few words ('' if it is on time)."""
     if row.on_time:

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from . import style as st
-from .data import frames_of, gaps_of, late_reason
+from .data import frames_of, freeze_s, gaps_of, late_reason
 from .timeline import ROLE_TEXT
 
 
@@ -98,7 +98,7 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
                                          linestyles=[s[2] for s in styles]))
 
     words = j["words"]
-    gaps = gaps_of(words).over(slo.freeze_s)
+    gaps = gaps_of(words).over(freeze_s(slo))
     gy = np.full(len(gaps), y)
     freezes = LineCollection(st.segments(gaps.from_s - t0, gy, gaps.to_s - t0, gy),
                              colors=st.FREEZE_COLOUR, linewidths=5)

@@ -200,10 +200,6 @@ class Slo(_Strict):
         """The percentile of the `percentiles` criterion (default 90)."""
         return 90.0 if self.percentile is None else self.percentile
 
-    @property
-    def freeze_s(self) -> float | None:
-        return None if self.freeze_ms is None else self.freeze_ms / 1000
-
     def words(self) -> str:
         """The limits that are on, in words: 'first word within 2 s, mean gap within 50 ms, no
         gap over 250 ms' (and the criterion when it is percentiles)."""
