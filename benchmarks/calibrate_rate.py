@@ -50,10 +50,10 @@ def main() -> None:
             }
         )
     table = pd.DataFrame(on_time)
-    page = pd.Series(base.reference.on_time_pct)[table.columns]
-    table["off by"] = (table[page.index] - page).abs().sum(axis=1)
-    print(f"Mean on-time % over seeds 1..{args.seeds} ({args.scenario}); 'off by' sums |mean - page|:\n")
-    print(markdown(pd.concat([table, page.to_frame("explainer").T]), "rate (req/s)"))
+    explainer = pd.Series(base.reference.on_time_pct)[table.columns]
+    table["off by"] = (table[explainer.index] - explainer).abs().sum(axis=1)
+    print(f"Mean on-time % over seeds 1..{args.seeds} ({args.scenario}); 'off by' sums |mean - explainer|:\n")
+    print(markdown(pd.concat([table, explainer.to_frame("explainer").T]), "rate (req/s)"))
     print("\nFigures behind C1, C3, C4, C5 (means):\n")
     print(markdown(pd.DataFrame(details).set_index("rate"), "rate (req/s)"))
 

@@ -59,10 +59,10 @@ def main() -> None:
             values[i].append(claim[3](summary, figures))
     print(f"| id | figure | explainer | seed {scenario.seed} | mean of {args.seeds} seeds | test band |")
     print("|---|---|---:|---:|---:|---|")
-    for i, (cid, what, page, _, band) in enumerate(CLAIMS):
+    for i, (cid, what, explainer, _, band) in enumerate(CLAIMS):
         mean, hw = mean_half_width(pd.Series(values[i]))
         d = 2 if "(s)" in what else 1
-        print(f"| {cid} | {what} | {page} | {values[i][0]:.{d}f} | {mean:.{d}f} ± {hw:.{d}f} | {band} |")
+        print(f"| {cid} | {what} | {explainer} | {values[i][0]:.{d}f} | {mean:.{d}f} ± {hw:.{d}f} | {band} |")
     # C11: split-2-2 on time beats split-1-3, split-3-1 and same-gpu, for seed 1 and on the mean
     on_time = {name: values[i] for i, name in C11_ROWS.items()}
     first = all(on_time["split-2-2"][0] > v[0] for k, v in on_time.items() if k != "split-2-2")

@@ -22,7 +22,7 @@ from disagg_simpy import load_scenario, run
 from disagg_simpy.page import write_page
 
 ROOT = Path(__file__).resolve().parent.parent
-#: On-time shares the seed's page reports (claims C2, C6, C7, C9, C10 in claims.md).
+#: On-time shares the explainer reports (claims C2, C6, C7, C9, C10 in docs/explainer.md).
 SEED_PAGE = {"same-gpu": 1.0, "chunked-512": 89.0, "split-2-2": 100.0, "split-1-3": 10.0, "split-3-1": 10.0}
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]

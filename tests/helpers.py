@@ -26,7 +26,7 @@ NS_PER_S = 1_000_000_000
 TRACE_HEADER = "arrived_at_s,n_prompt_tokens,n_reply_words"
 COLOCATED_1 = [{"name": "same", "kind": "colocated", "gpus": 1}]
 SPLIT_1_1 = [{"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}]
-#: The page's five arrangements of four GPUs (as in scenarios/default.yaml).
+#: The explainer's five arrangements of four GPUs (as in scenarios/default.yaml).
 PAGE_ARRANGEMENTS = [
     {"name": "same-gpu", "kind": "colocated", "gpus": 4},
     {"name": "chunked-512", "kind": "colocated", "gpus": 4, "chunk_tokens": 512},
@@ -34,7 +34,7 @@ PAGE_ARRANGEMENTS = [
     {"name": "split-1-3", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 3},
     {"name": "split-3-1", "kind": "disaggregated", "reading_gpus": 3, "writing_gpus": 1},
 ]
-#: The page's traffic mix (M6), at a rate and window of the caller's choosing.
+#: The explainer's traffic mix (M6), at a rate and window of the caller's choosing.
 PAGE_MIX = {"prompt_mix": [{"share": 0.3, "tokens": [3000, 8000]}, {"share": 0.7, "tokens": [200, 1200]}],
             "reply_words": [100, 400]}
 

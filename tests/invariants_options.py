@@ -1,7 +1,7 @@
-"""Invariants of the options of extensions.md that have state of their own: KV memory (E4) and
+"""Invariants of the optional rules (docs/rules.md) that have state of their own: KV memory (E4) and
 links (E5). Rebuilt from the request records alone, independently of the model's counters.
 
-- memory: what a GPU holds at each iteration start (reading 10) equals the reservations made and
+- memory: what a GPU holds at each iteration start (reading R10) equals the reservations made and
   not yet freed by then, never above its capacity; the model's peak and what it still holds when
   the run stops agree; every reservation of a request that finished is freed;
 - taking (E4d): on each GPU prompts begin to be read in arrival order (none overtakes);

@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(claims.md M1-M7, D1-D10; extensions.md E1-E6 and its "Readings fixed"), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E6 and readings R1-R13), to check the
 simulator's records for exact equality (tests/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -64,7 +64,7 @@ class Gpu:
         return sum(r.pending for r in self.queue)
 
     def n_replies(self) -> int:
-        """Writing side's count (D3, E6, reading 5)."""
+        """Writing side's count (D3, E6, reading R5)."""
         return len(self.replies) + self.shipping + self.local_unread
 
     def free(self) -> float | int:

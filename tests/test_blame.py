@@ -100,7 +100,7 @@ def test_an_iteration_long_from_its_replies_alone_blames_nobody(tmp_path):
     assert (f.gap_s == 0.312).all()
 
 
-#: the default traffic through arrangements with the options of extensions.md on (E1-E6), with a
+#: the default traffic through arrangements with the optional rules E1-E6 on, with a
 #: tighter freeze limit so that every cause occurs
 EXTENSIONS = {
     "cost": {"per_reread_token_ms": 0.0005, "per_context_token_ms": 0.00005},

@@ -194,3 +194,21 @@ def test_a_first_word_exactly_at_the_limit_is_on_time(tmp_path, extra_ns, late):
     assert b.first_word_at_s == seconds(500 * MS + wait)
     assert b.first_word_s == seconds(wait)
     assert bool(b.on_time) is not late
+
+
+@pytest.mark.parametrize(("over_ns", "late"), FREEZE_CASES)
+def test_the_mean_gap_limit_has_1_ns_of_slack_per_gap(tmp_path, over_ns, late):
+    # A 3-word reply alone on one GPU: word 1 ends its read, words 2 and 3 each end an
+    # iteration of one reply (12.4 ms), so both gaps are 12.4 ms. With the limit set to
+    # 12.4 ms - `over_ns`, each gap is limit + over_ns: the mean is over the limit only above
+    # limit + 1 ns, that is when the total of 2 gaps is above 2 x (limit + 1 ns). (Slack added
+    # once to the total would make gaps of limit + 1 ns late.)
+    gap = iteration_ns(1, 0)
+    limit_ns = gap - over_ns
+    res = run_rows(tmp_path, [(0.0, 100, 3)], slo={"mean_gap_ms": float(Decimal(limit_ns) / 10**6)})
+    first = iteration_ns(0, 100)
+    assert words_at(res, "same", 0) == [seconds(first), seconds(first + gap), seconds(first + 2 * gap)]
+    a = request(res, "same", 0)
+    assert a.first_word_s == seconds(first) and a.n_freezes == 0  # only the mean gap can be late
+    assert bool(a.on_time) is not late
+    assert res.summary.iloc[0].late_mean_gap_pct == (100.0 if late else 0.0)

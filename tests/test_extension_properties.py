@@ -1,6 +1,6 @@
-"""The options of extensions.md on random tiny scenarios: every invariant holds with them on
+"""The optional rules E1-E6 on random tiny scenarios: every invariant holds with them on
 (memory never over capacity, one ship per link at a time, every reservation freed), and the
-metamorphic checks: options set to their neutral values are the page's model, a `shared` link
+metamorphic checks: options set to their neutral values are the explainer's model, a `shared` link
 never ships faster than independent ships, and more KV memory never lowers the on-time share on
 average over 30 seeds."""
 
@@ -127,13 +127,13 @@ PAGE_COLUMNS = ["request_id", "reading_gpu", "read_started_at_s", "first_word_at
     cost=costs)
 def test_neutral_options_are_the_pages_model(trace_rows, arrangement_list, cost):
     """Re-read and context costs of 0, each side's costs equal to the scenario's, independent
-    ships stated, and a memory that holds every request at once: the page's model exactly."""
+    ships stated, and a memory that holds every request at once: the explainer's model exactly."""
     cost = {**cost, "per_reread_token_ms": 0, "per_context_token_ms": 0}
-    page = [{"name": f"a{i}", **a} for i, a in enumerate(arrangement_list)]
+    plain = [{"name": f"a{i}", **a} for i, a in enumerate(arrangement_list)]
     everything = sum(p + w for _, p, w in trace_rows)
     side = {k: cost[k] for k in ("iteration_ms", "per_reply_ms", "per_prompt_token_ms")}
     neutral = []
-    for a in page:
+    for a in plain:
         a = {**a, "kv_capacity_tokens": everything}
         if a["kind"] == "colocated":
             a["cost"] = {**side, "per_reread_token_ms": 0}
@@ -141,8 +141,8 @@ def test_neutral_options_are_the_pages_model(trace_rows, arrangement_list, cost)
             a.update(reading_cost=side, writing_cost={"per_context_token_ms": 0}, kv_link="independent",
                      kv_ship_ms_per_token=cost["kv_ship_ms_per_token"])
         neutral.append(a)
-    spec = {"name": "page", "workload": {"trace": "t.csv"}, "cost": cost}
-    a, b = run_spec(trace_rows, {**spec, "arrangements": page}), run_spec(trace_rows, {**spec, "arrangements": neutral})
+    spec = {"name": "plain", "workload": {"trace": "t.csv"}, "cost": cost}
+    a, b = run_spec(trace_rows, {**spec, "arrangements": plain}), run_spec(trace_rows, {**spec, "arrangements": neutral})
     assert a.requests[PAGE_COLUMNS].equals(b.requests[PAGE_COLUMNS])
     cols = ["gpu", "iteration", "started_at_s", "ended_at_s", "n_replies_written", "n_prompt_tokens_read"]
     assert a.iterations[cols].equals(b.iterations[cols])

@@ -1,4 +1,4 @@
-"""Hand-timed micro-scenarios for the options of extensions.md (E1-E6), in exact nanoseconds.
+"""Hand-timed micro-scenarios for the optional rules E1-E6 (docs/rules.md), in exact nanoseconds.
 
 Costs unless a test says otherwise: an iteration is 10 ms + 1 ms per reply written + 0.01 ms per
 prompt token read (10 us); a ship is 0.001 ms (1 us) per prompt token. Every time below is
@@ -76,11 +76,11 @@ def test_e2_each_prompt_an_iteration_reads_pays_for_its_own_earlier_chunks(tmp_p
 def test_e2_a_reread_cost_of_0_is_the_pages_model(tmp_path):
     rows = [(0.0, 2000, 5), (0.003, 700, 3), (0.004, 1500, 2)]
     arrangements = [same("chunked", chunk_tokens=512), split("split", chunk_tokens=300)]
-    page = run_rows(tmp_path, rows, arrangements, cost=COST)
+    plain = run_rows(tmp_path, rows, arrangements, cost=COST)
     zero = run_rows(tmp_path, rows, arrangements, cost=cost(per_reread_token_ms=0, per_context_token_ms=0))
     for name in ("chunked", "split"):
-        assert page.words(name).equals(zero.words(name))
-    assert page.iterations.equals(zero.iterations)
+        assert plain.words(name).equals(zero.words(name))
+    assert plain.iterations.equals(zero.iterations)
 
 
 # -- E3 context cost of writing ----------------------------------------------------------------
@@ -188,7 +188,7 @@ def test_e6_a_short_prompt_read_on_a_writing_gpu_freezes_the_replies_there(tmp_p
     # word 2 from 21 to 32 ms. L (500 tokens <= 500, 3 words) arrives at 25 ms and goes to GPU 1:
     # its read (5 ms) lengthens the iteration that writes A's word 3 to 16 ms, over the 15 ms limit.
     rows = [(0.0, 1000, 5), (0.025, 500, 3)]
-    arrangements = [split("local", local_prompt_max_tokens=500), split("page")]
+    arrangements = [split("local", local_prompt_max_tokens=500), split("plain")]
     res = run_rows(tmp_path, rows, arrangements, cost=COST, slo={"freeze_ms": 15})
     assert words_ns(res, "local", 0) == [20 * MS, 32 * MS, 48 * MS, 60 * MS, 72 * MS]
     assert words_ns(res, "local", 1) == [48 * MS, 60 * MS, 72 * MS]
@@ -197,9 +197,9 @@ def test_e6_a_short_prompt_read_on_a_writing_gpu_freezes_the_replies_there(tmp_p
     assert (local.reading_gpu, local.writing_gpu) == (1, 1)
     assert local.read_started_at_s == seconds(32 * MS) and local.joined_at_s == seconds(48 * MS)
     assert math.isnan(local.link_wait_s)
-    # the page's model reads L on GPU 0 (25 + 10 + 5 = 40 ms) and ships it (0.5 ms): A never freezes
-    assert request(res, "page", 0).n_freezes == 0
-    assert words_ns(res, "page", 1)[0] == 40 * MS
+    # the explainer's model reads L on GPU 0 (25 + 10 + 5 = 40 ms) and ships it (0.5 ms): A never freezes
+    assert request(res, "plain", 0).n_freezes == 0
+    assert words_ns(res, "plain", 1)[0] == 40 * MS
 
 
 # -- bad options: one line, exit 2, nothing written ---------------------------------------------
@@ -256,7 +256,7 @@ def test_e4f_a_trace_row_too_large_for_the_memory_is_named(tmp_path):
     from helpers import scenario_text, write_trace
 
     write_trace(tmp_path, [(0.0, 100, 5), (0.5, 300, 1), (1.0, 900, 200), (1.5, 2000, 2)], name="bad")
-    cases = [  # a one-word reply on a split reserves its prompt only (reading 9); E6 prompt + reply
+    cases = [  # a one-word reply on a split reserves its prompt only (reading R9); E6 prompt + reply
         (split("a", kv_capacity_tokens=1099), "row 3 of bad.csv reserves prompt 900 + reply 200 = 1,100 tokens"),
         (same("a", kv_capacity_tokens=1100), "row 4 of bad.csv reserves prompt 2,000 + reply 2 = 2,002 tokens"),
         (split("a", kv_capacity_tokens=300, local_prompt_max_tokens=300),
@@ -279,7 +279,7 @@ def test_timeline_shows_kv_use_under_each_gpu_and_link_waits_on_the_ship_lane(tm
     from disagg_simpy.plots.style import tokens_norm
 
     rows = [(0.0, 1000, 2), (0.0, 1000, 2), (0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)]
-    res = run_rows(tmp_path, rows, [split("kv", 2, 1, kv_capacity_tokens=1300, kv_link="shared"), split("page", 2, 1)],
+    res = run_rows(tmp_path, rows, [split("kv", 2, 1, kv_capacity_tokens=1300, kv_link="shared"), split("plain", 2, 1)],
                    cost=COST)
     window = (0.0, 0.2)
 
@@ -296,5 +296,5 @@ def test_timeline_shows_kv_use_under_each_gpu_and_link_waits_on_the_ship_lane(tm
     assert np.allclose(band.get_array(), shown["kv_used_tokens"].to_numpy(dtype=float) / 1300)
     waited = requests["link_wait_s"] > 0
     assert waited.sum() > 0 and len(drawn["link-waits"].get_segments()) == int(waited.sum())
-    drawn, _, _ = gids("page", None)
+    drawn, _, _ = gids("plain", None)
     assert "kv-use" not in drawn and len(drawn["link-waits"].get_segments()) == 0

@@ -170,6 +170,23 @@ def test_a_rename_failing_part_way_says_which_files_were_replaced(tmp_path, caps
     assert not [p for p in o.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_failed_rename_leaves_the_previous_runs_files_and_its_stale_ones_in_place(tmp_path, capsys, monkeypatch):
+    """The previous run also wrote trace.csv into the folder; this run does not, so it is stale
+    and goes, but only after every rename: when the first rename fails, nothing is lost."""
+    o = tmp_path / "o"
+    assert run_cli(tmp_path, "--out", str(o), "--no-plots", "--save-trace", str(o / "trace.csv"))[0] == 0
+    before = tree(o)
+    assert "trace.csv" in before
+
+    def failing(src, dst):
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(files.os, "replace", failing)
+    code, err = run_cli(tmp_path, "--out", str(o), "--no-plots", capsys=capsys)
+    assert code == 1 and "earlier results were left as they were" in err, err
+    assert tree(o) == before
+
+
 # -- 5: SIGTERM, and stale temporaries ----------------------------------------------------------
 
 _SIGNAL_WHILE_WRITING = """

@@ -152,3 +152,24 @@ def test_bad_plan_and_map_arguments_are_one_line_errors(tmp_path, capsys, args, 
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_equal_goodputs_rank_the_higher_on_time_share_at_the_rate_first(tmp_path):
+    """Twenty 1,760-token prompts with one-word replies, evenly spaced at 9.5/s (105 ms apart),
+    first word within 0.2 s, target 50%. Read whole (100 ms) a prompt keeps up: 100% on time;
+    read in chunks of 1,000 tokens (62 + 50 ms) the queue grows: fewer on time, still over 50%.
+    At the next probe (11.875/s) both fall under 50%, and a tolerance of 4/s ends both searches
+    there: equal goodputs (9.5/s). The whole read, listed second, must rank first."""
+    scenario = load_scenario(write_scenario(
+        tmp_path, [(float(t), 1760, 1) for t in range(20)],
+        arrangements=[{"name": "chunked", "kind": "colocated", "gpus": 1, "chunk_tokens": 1000},
+                      {"name": "whole", "kind": "colocated", "gpus": 1}],
+        workload={"duration_s": 20.0, "rate_per_s": 9.5}, slo={"first_word_s": 0.2},
+    ))
+    r = runner(tmp_path)
+    table = plan(scenario, r, (1,), target=50.0, tolerance=4.0).set_index("arrangement")
+    r.close()
+    assert table.loc["chunked", "goodput_per_s"] == table.loc["whole", "goodput_per_s"] == 9.5
+    assert table.loc["whole", "on_time_pct_at_rate"] == 100.0
+    assert 50.0 <= table.loc["chunked", "on_time_pct_at_rate"] < 100.0
+    assert table["rank"].to_dict() == {"whole": 1, "chunked": 2}

@@ -229,7 +229,7 @@ def _summary_figure(result, monkeypatch) -> Figure:
 
 
 def test_reference_diamonds_only_where_the_scenario_declares_them(res, monkeypatch):
-    """The default scenario declares the page's figures; the same arrangements in a scenario
+    """The default scenario declares the explainer's figures; the same arrangements in a scenario
     without `reference:` (another model, another trace) get no diamond."""
     fig = _summary_figure(res, monkeypatch)
     bars = fig.axes[0]

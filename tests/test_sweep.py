@@ -130,6 +130,17 @@ def test_bad_grids_and_targets_are_one_line_errors(tmp_path, capsys, args, fragm
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(("text", "rates"), [
+    ("0.1:0.3:0.1", (0.1, 0.2, 0.3)),  # (0.3 - 0.1) / 0.1 is 1.9999999999999998 in floats
+    ("0.1:0.7:0.1", (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)),
+    ("1.1:1.4:0.1", (1.1, 1.2, 1.3, 1.4)),
+    ("4:24:5", (4.0, 9.0, 14.0, 19.0, 24.0)),
+    ("4:23:5", (4.0, 9.0, 14.0, 19.0)),  # STOP not reached by a whole step: not included
+])
+def test_a_rate_range_includes_stop_when_decimal_steps_reach_it(text, rates):
+    assert make_grid(load_scenario(DEFAULT), text, []).rates == rates
+
+
 @pytest.mark.parametrize("target", ["0", "-5", "101", "nan"])
 def test_goodput_refuses_a_target_outside_0_100(tmp_path, capsys, target):
     assert main(["goodput", str(tiny_default(tmp_path)), "--target", target]) == 2
@@ -286,3 +297,44 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_next_command_resumes(tmp_path):
     assert done.returncode == 0
     skipped = int(done.stderr.split(" of 24 runs were already in")[0].rsplit("\n", 1)[-1])
     assert 1 <= skipped < 24
+
+
+def test_late_warm_up_replies_never_stop_a_probe_early(tmp_path):
+    """Four warm-up requests arrive together at 0 s and are read in one 812 ms iteration
+    (12 + 0.05 x 16,000 ms), past the 0.5 s first-word limit; the ten measured ones (from 2 s,
+    100 tokens, 3 words) are all on time. A probe that gives up below 90% must count only
+    measured replies (D6), so its verdict is the full run's."""
+    rows = [(0.0, 4000, 1)] * 4 + [(2.0 + 0.1 * k, 100, 3) for k in range(10)]
+    scenario = load_scenario(write_scenario(tmp_path, rows, workload={"warmup_s": 1.5, "measure_s": 3.5},
+                                            slo={"first_word_s": 0.5}))
+    full = run_task(Task(scenario, 1))[0]
+    probe = run_task(Task(scenario, 1, give_up_below_pct=90.0))[0]
+    assert full["n_requests"] == 10 and full["on_time_pct"] == 100.0
+    assert not probe["below_target"] and probe["on_time_pct"] == full["on_time_pct"]
+
+
+@pytest.mark.parametrize("command", [
+    ["sweep", "--rate", "9"],
+    ["goodput", "--tolerance", "2"],
+    ["plan", "--gpus", "1", "--chunks", "none", "--tolerance", "2"],
+])
+def test_the_batch_commands_measure_the_window_measure_s_sets(tmp_path, capsys, command):
+    """Ten light requests (17 ms reads) then ten heavy ones (100 ms), 1/rate apart, first word
+    within 0.1 s: `--measure-s 1` must give the table of a file that says measure_s: 1 (at 7/s
+    only light requests are measured), not that of the file's own window (every request)."""
+    rows = [(float(t), 100 if t < 10 else 1760, 1) for t in range(20)]
+    workload = {"duration_s": 20.0, "rate_per_s": 7.0}
+    whole = write_scenario(tmp_path, rows, name="whole", workload=workload, slo={"first_word_s": 0.1})
+    cut = write_scenario(tmp_path, rows, name="cut", workload={**workload, "measure_s": 1.0}, slo={"first_word_s": 0.1})
+    name, *flags = command
+    table = f"{name}.csv"
+
+    def output(path, *more) -> str:
+        out = tmp_path / f"{path.stem}{len(more)}"
+        assert main([name, str(path), *flags, "--out", str(out), "--no-plots", "--workers", "1", *more]) == 0
+        return (out / table).read_text()
+
+    flagged = output(whole, "--measure-s", "1")
+    assert flagged == output(cut)
+    assert flagged != output(whole)
+    capsys.readouterr()

@@ -1,4 +1,4 @@
-"""PNG pictures of a run, for design docs: what the seed's page shows, as files.
+"""PNG pictures of a run, for design docs: what the explainer shows, as files.
 
     write_plots(result, folder)  ->  summary.png, late.png, timeline-<arrangement>.png, [follow-<id>.png]
 

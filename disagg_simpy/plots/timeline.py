@@ -129,7 +129,7 @@ def _draw_ships(ax: Axes, requests: pd.DataFrame, window: Window, y: float) -> N
 
 def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y: np.ndarray, capacity: int) -> None:
     """E4: a thin band under each GPU lane, one block per iteration, shaded by the share of the
-    GPU's KV memory held when it started (reading 10)."""
+    GPU's KV memory held when it started (reading R10)."""
     share = it["kv_used_tokens"].to_numpy(dtype=float, na_value=np.nan) / capacity
     band = PolyCollection(st.boxes(x0, x1, y - LANE / 2 - 0.07, 0.1), array=share, cmap=KV_CMAP,
                           norm=Normalize(0, 1), edgecolors="none")

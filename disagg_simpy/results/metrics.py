@@ -147,7 +147,7 @@ def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> flo
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-#: Summary figures of extensions.md's options (E4, E5): empty when the option is off.
+#: Summary figures of the options E4 and E5: empty when the option is off.
 OPTION_COLUMNS = ("kv_peak_reading_pct", "kv_peak_writing_pct", "handoff_waited_pct", "link_waited_pct")
 
 SUMMARY_COLUMNS = (

@@ -1,5 +1,5 @@
 """Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6 of extensions.md)."""
+options E1, E4-E6)."""
 
 from __future__ import annotations
 

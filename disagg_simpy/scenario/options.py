@@ -1,4 +1,4 @@
-"""The optional model rules of `extensions.md` (E1-E6) as a scenario states them: which are on,
+"""The optional model rules (E1-E6) as a scenario states them: which are on,
 and the checks that need the workload's sizes (E4f: a reservation larger than a GPU's memory).
 
 Pure functions over the validated models; `schema` calls them from its checks and the workload
@@ -11,7 +11,7 @@ import numpy as np
 
 
 def reservation(arrangement, prompt, reply):
-    """E4f (reading 9): the largest KV reservation each request makes on one GPU of
+    """E4f (reading R9): the largest KV reservation each request makes on one GPU of
     `arrangement`: prompt + reply on a colocated GPU, on a split's writing GPU (nothing there for a
     one-word reply) and for a local prompt (E6); the prompt alone on a split's reading GPU."""
     prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)

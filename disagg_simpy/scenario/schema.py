@@ -1,4 +1,4 @@
-"""Scenario files: read YAML safely, validate with pydantic, report one-line errors.
+"""The scenario as pydantic models: everything a scenario file may say, validated.
 
 A scenario names the traffic (synthetic or a trace), the cost model (M1, M4), the on-time
 limits (M7) and the arrangements of GPUs to compare. Everything a run depends on is here, so
@@ -310,7 +310,7 @@ class Scenario(_Strict):
         return out
 
     def _check_options(self) -> None:
-        """E5 (reading 13): free shipping only with independent ships; E4f on synthetic traffic."""
+        """E5 (reading R13): free shipping only with independent ships; E4f on synthetic traffic."""
         w = self.workload
         for i, a in enumerate(self.arrangements):
             if isinstance(a, Disaggregated) and a.kv_link != "independent" and a.kv_ship_ms(self.cost) == 0:
