@@ -22,6 +22,7 @@ from .batch import (
 from .common import positive_float
 
 OUTPUT_FILES = ("goodput.csv", "goodput.png", "run.json")
+SLO_OUTPUT_FILES = ("slo_scale.csv", "run.json")  # --vary slo
 
 
 def build_goodput_parser():
@@ -29,8 +30,14 @@ def build_goodput_parser():
                      "on-time share over the seeds is at least the target: its goodput.")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT",
                    help="on-time share to meet, in percent (default 90)")
-    p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
-                   help="stop when the passing and failing rates are this close (default 0.1 requests/s)")
+    p.add_argument("--tolerance", type=positive_float("--tolerance"), default=None, metavar="PER_S",
+                   help="stop when the passing and failing rates are this close (default 0.1 requests/s; "
+                   "with --vary slo, scales: default 0.01)")
+    p.add_argument("--rate-per-gpu", type=positive_float("--rate-per-gpu"), metavar="PER_S",
+                   help="start each arrangement's search at this rate per GPU x its GPUs (instead of the scenario's rate)")
+    p.add_argument("--vary", choices=("rate", "slo"), default="rate",
+                   help="rate (default): the highest rate meeting the target; slo: at the scenario's rate, the smallest "
+                   "SLO scale s (every limit that is on times s) meeting it, into slo_scale.csv")
     return p
 
 
@@ -61,24 +68,31 @@ def goodput_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
-    from ..sweep.goodput import goodput
+    from ..sweep.goodput import criterion_text, goodput
 
     args = build_goodput_parser().parse_args(argv)
     scenario = load(args)
+    if args.vary == "slo":
+        return _vary_slo(args, argv, scenario)
     seeds, note = seeds_of(scenario)
+    starts = None
+    if args.rate_per_gpu is not None:
+        starts = {a.name: args.rate_per_gpu * a.n_gpus for a in scenario.arrangements}
     out = out_folder(args, scenario, list(OUTPUT_FILES))
     if note:
         print(note, file=sys.stderr)
+    args.tolerance = 0.1 if args.tolerance is None else args.tolerance
     runner = open_runner(args, out)
     try:
-        table = goodput(scenario, runner, seeds, args.target, args.tolerance)
+        table = goodput(scenario, runner, seeds, args.target, args.tolerance, starts=starts)
     finally:
         runner.close()
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
     info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance_per_s=args.tolerance,
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} (mean of {len(seeds)} seed"
              f"{'s' * (len(seeds) > 1)}; {window})")
     picture = None
     if not args.no_plots:
@@ -90,7 +104,46 @@ def goodput_command(argv: Sequence[str]) -> int:
         print(json_rows(table))
     else:
         print(f"{title}; bisection to {args.tolerance:g} requests/s")
+        print(f"criterion: {criterion_text(scenario.slo, args.target)}")
         print(format_goodput(table))
+        print(f"results in {out}/")
+    print(skipped_line(runner), file=sys.stderr)
+    return 0
+
+
+def _vary_slo(args, argv: Sequence[str], scenario) -> int:
+    """goodput --vary slo: each arrangement's smallest SLO scale meeting the target at the
+    scenario's rate, into slo_scale.csv."""
+    import json
+
+    from ..errors import InputError
+    from ..results.csv_text import csv_text
+    from ..sweep.goodput import criterion_text
+    from ..sweep.slo_scale import format_scales, slo_scales
+
+    if args.rate_per_gpu is not None:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} with --vary slo, expected the scenario's own rate "
+                         "(the SLO scale is searched at one rate; set it with the scenario's rate_per_s)")
+    seeds, note = seeds_of(scenario)
+    out = out_folder(args, scenario, list(SLO_OUTPUT_FILES))
+    if note:
+        print(note, file=sys.stderr)
+    tolerance = 0.01 if args.tolerance is None else args.tolerance
+    runner = open_runner(args, out)
+    try:
+        table = slo_scales(scenario, runner, seeds, args.target, tolerance)
+    finally:
+        runner.close()
+    info = run_info(argv, scenario, seeds, target_pct=args.target, tolerance=tolerance, vary="slo",
+                    store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
+    write_all(out, {"slo_scale.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"}, {}, None)
+    if args.json:
+        print(json_rows(table))
+    else:
+        rate = scenario.workload.rate_per_s
+        print(f"{scenario.name}: the smallest SLO scale meeting {criterion_text(scenario.slo, args.target)} at "
+              f"{rate:g} requests/s (mean of {len(seeds)} seed{'s' * (len(seeds) > 1)}; bisection to {tolerance:g})")
+        print(format_scales(table))
         print(f"results in {out}/")
     print(skipped_line(runner), file=sys.stderr)
     return 0

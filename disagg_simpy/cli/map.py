@@ -80,6 +80,8 @@ def map_command(argv: Sequence[str]) -> int:
         print(json_rows(cells))
     else:
         print(title)
+        print("criterion: " + ("most on time (per request: " + scenario.slo.words() + ")" if scenario.slo.criterion == "per_request"
+                               else f"lowest worst figure / limit ({scenario.slo.words()}, mean over seeds)"))
         wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
         close = int(cells["too_close"].sum())
         print("cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}")

@@ -75,6 +75,7 @@ def plan_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
+    from ..sweep.goodput import criterion_text
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
@@ -113,9 +114,10 @@ def plan_command(argv: Sequence[str]) -> int:
     info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     w = scenario.workload
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} on {n_gpus} GPUs (mean of {len(seeds)} "
              f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
-             f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
+             f"{scenario.name}: goodput {at} on {n_gpus} GPUs")
     picture = None
     if not args.no_plots:
         from ..plots.capacity import save_plan
@@ -126,6 +128,7 @@ def plan_command(argv: Sequence[str]) -> int:
         print(json_rows(table))
     else:
         print(f"{title}; on time % at {float(planned.workload.rate_per_s):g} requests/s")
+        print(f"criterion: {criterion_text(scenario.slo, args.target)}")
         print(format_plan(table))
         print(line)
         print(f"as a scenario arrangement: {arrangement_text(arrangement)}")

@@ -30,6 +30,15 @@ def build_sweep_parser():
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
                    help="also vary a scenario key (repeatable), e.g. arrangements.chunked-512.chunk_tokens=256,512 "
                    "or workload.reply_words=[50,100],[100,400]")
+    p.add_argument("--rate-per-gpu", metavar="RATES",
+                   help="offered rates per GPU instead of --rate (same forms): each arrangement runs at the rate x its "
+                   "GPUs, so arrangements of different sizes compare at equal load per GPU; sweep.png's x is per GPU")
+    p.add_argument("--slo-scale", metavar="SCALES",
+                   help="also vary an SLO scale, START:STOP:STEP or S1,S2,...: every limit that is on multiplied by it "
+                   "(e.g. 0.5:2:0.1); with one rate, sweep.png draws on time against the scale")
+    p.add_argument("--limits", action="store_true",
+                   help="sweep.png also draws, per arrangement, the share within the first-word limit alone and within "
+                   "the mean-gap limit alone (dashed, dotted) beside the joint on-time line")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT",
                    help="on-time share drawn as a line on sweep.png (default 90)")
     return p
@@ -40,12 +49,12 @@ def sweep_command(argv: Sequence[str]) -> int:
     import json
 
     from ..results.csv_text import csv_text
-    from ..sweep.grid import make_grid
+    from ..sweep.grid import SLO_SCALE, make_grid
     from ..sweep.table import format_bands, on_time_bands, sweep
 
     args = build_sweep_parser().parse_args(argv)
     scenario = load(args)
-    grid = make_grid(scenario, args.rate, args.set)
+    grid = make_grid(scenario, args.rate, args.set, args.slo_scale, args.rate_per_gpu)
     seeds, note = seeds_of(scenario)
     out = out_folder(args, scenario, list(OUTPUT_FILES))
     if note:
@@ -55,8 +64,9 @@ def sweep_command(argv: Sequence[str]) -> int:
         table = sweep(scenario, grid, seeds, runner)
     finally:
         runner.close()
-    bands = on_time_bands(table, grid.keys)
-    info = run_info(argv, scenario, seeds, grid={"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}},
+    percentiles = scenario.slo.criterion == "percentiles"
+    bands = on_time_bands(table, grid.keys, "slo_ratio" if percentiles else "on_time_pct")
+    info = run_info(argv, scenario, seeds, grid={grid.rate_key: list(grid.rates), **{k: list(v) for k, v in grid.sets}},
                     store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
     n_points = len(grid.points())
     title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
@@ -65,7 +75,10 @@ def sweep_command(argv: Sequence[str]) -> int:
     if not args.no_plots:
         from ..plots.capacity import save_sweep
 
-        picture = lambda folder: save_sweep(bands, grid.keys, folder / "sweep.png", title, args.target)  # noqa: E731
+        on_time = on_time_bands(table, grid.keys)  # (the picture draws on-time shares whatever the criterion)
+        x = SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key
+        picture = lambda folder: save_sweep(on_time, grid.keys, folder / "sweep.png", title, args.target,  # noqa: E731
+                                            x=x, limits=args.limits)
     write_all(out, {"sweep.csv": csv_text(table), "run.json": json.dumps(info, indent=2) + "\n"},
               {"sweep.parquet": table}, picture)
     if args.json:
@@ -73,7 +86,10 @@ def sweep_command(argv: Sequence[str]) -> int:
     else:
         n = table["arrangement"].nunique()
         counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
-        print(f"{scenario.name}: {counts}; on time (%)" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""))
+        what = ("on time (%)" if not percentiles else
+                f"criterion percentiles: the worst P{scenario.slo.level:g} figure / its limit (at most 1 meets)")
+        print(f"{scenario.name}: {counts}; {what}" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""))
+        print(f"limits: {scenario.slo.words()}")
         print(format_bands(bands, grid.keys))
         print(f"results in {out}/")
     print(skipped_line(runner), file=sys.stderr)

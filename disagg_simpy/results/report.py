@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from .metrics import OPTION_COLUMNS
+from .metrics import LIMIT_COLUMNS, OPTION_COLUMNS
+
+LIMITS_JUDGING = {c for cols in LIMIT_COLUMNS.values() for c in cols}
 
 # Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
 _T975 = (
@@ -66,6 +68,10 @@ TABLE_COLUMNS = (
     "first_word_p90_s",
     "median_mean_gap_ms",
     "longest_gap_ms",
+    "slo_first_word_s",  # these three and slo_met with the percentiles criterion only
+    "slo_mean_gap_ms",
+    "slo_longest_gap_ms",
+    "slo_met",
 )
 
 
@@ -87,7 +93,8 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     By default the `TABLE_COLUMNS`, each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line."""
     columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in TABLE_COLUMNS)
-               and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
+               and not (c in OPTION_COLUMNS and summary[c].isna().all())  # E4, E5 figures only when on
+               and not (c in LIMITS_JUDGING and summary[c].isna().all())]  # nor those of a limit that is off
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]

@@ -18,7 +18,16 @@ from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import WHY_LATE_COLUMNS, time_columns, why_late_row
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import SUMMARY_COLUMNS, LimitsNs, ReplyGaps, summary_row
+from .metrics import (
+    CRITERION_COLUMNS,
+    SUMMARY_COLUMNS,
+    LimitsNs,
+    ReplyGaps,
+    blank_off,
+    criterion_figures,
+    off_columns,
+    summary_row,
+)
 
 
 @dataclass
@@ -44,10 +53,13 @@ class RunResult:
         """One row per arrangement: the `summary.csv` columns (docs/outputs.md)."""
         def build() -> pd.DataFrame:
             arrangements = {a.name: a for a in self.scenario.arrangements}
-            rows = [summary_row(self.records[n], self.gaps[n])
-                    | why_late_row(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
+            slo = self.scenario.slo
+            rows = [blank_off(summary_row(self.records[n], self.gaps[n])
+                              | why_late_row(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits), slo)
+                    | (criterion_figures(self.gaps[n], slo) if slo.criterion == "percentiles" else {})
                     for n in self.records]
-            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS])
+            extra = [*CRITERION_COLUMNS.values(), "slo_met"] if slo.criterion == "percentiles" else []
+            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *WHY_LATE_COLUMNS, *extra])
 
         return self._frame("summary", build)
 
@@ -58,7 +70,10 @@ class RunResult:
 
     def _requests_frame(self, name: str) -> pd.DataFrame:
         rec, gaps = self.records[name], self.gaps[name]
-        return requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+        frame = requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+        for column in off_columns(self.scenario.slo) & set(frame.columns):  # a limit that is off judges nothing
+            frame[column] = np.nan
+        return frame
 
     @property
     def freezes(self) -> pd.DataFrame:

@@ -18,9 +18,10 @@ def why_late_text(results: list) -> str:
     summary = pd.concat([r.summary for r in results], ignore_index=True)
     means = summary.groupby("arrangement", sort=False, observed=True).mean(numeric_only=True)
     many = len(results) > 1
-    rows = [["arrangement", *_HEADERS]]
+    shown = [c for c in LATE_COLUMNS if not summary[c].isna().all()]  # a limit that is off: no column
+    rows = [["arrangement", _HEADERS[0], *(h for h, c in zip(_HEADERS[1:], LATE_COLUMNS) if c in shown)]]
     for name, row in means.iterrows():
-        rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in LATE_COLUMNS)])
+        rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in shown)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     per = " (mean of seeds)" if many else ""
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]

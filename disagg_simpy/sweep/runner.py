@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
 from ..results.breakdown import why_late_row
-from ..results.metrics import SLACK_NS, LimitsNs, reply_gaps, summary_row
+from ..results.metrics import SLACK_NS, LimitsNs, blank_off, criterion_figures, reply_gaps, summary_row
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
 from .store import Store
@@ -90,7 +90,9 @@ def run_task(task: Task) -> list[dict]:
                    "below_target": True}
         else:
             gaps = reply_gaps(rec, limits)
-            row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
+            row = blank_off(summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits), scenario.slo)
+            if scenario.slo.criterion == "percentiles":
+                row |= criterion_figures(gaps, scenario.slo)
             row["below_target"] = False
         row["full"] = not task.verdicts_only
         rows.append({"seed": task.seed, **row})
