@@ -1,8 +1,11 @@
-"""Fixtures only: tiny hand-written runs, and the default scenario over 30 seeds; and the hooks that
-skip the tests of the public traces when they are not at hand. Plain helpers
-(paths, scenario text, traces) live in helpers.py."""
+"""Fixtures only: tiny hand-written runs, the default scenario over 30 seeds, placeholder pictures;
+and the hooks that skip the tests of the public traces when they are not at hand. Plain helpers
+(paths, scenario text, traces) live in helpers.py, importable from every folder of tests/
+(pyproject's `pythonpath`). The folders mirror the package: see docs/development.md."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -33,6 +36,22 @@ def default_summary(default_runs) -> pd.DataFrame:
     """Mean of each summary figure over the 30 seeds, indexed by arrangement."""
     frames = [r.summary for r in default_runs]
     return pd.concat(frames).groupby("arrangement", sort=False).mean(numeric_only=True)
+
+
+@pytest.fixture
+def quick_plots(monkeypatch):
+    """write_plots writing placeholder PNGs under the real names (the pictures cost seconds)."""
+    from disagg_simpy.files import atomic_write_text
+    from disagg_simpy.files import make_folder as make
+
+    def fake(result, folder, window=None, n_replies=25, follow=None, by_seed=None):
+        folder = make(Path(folder), "plots folder")
+        names = ["summary.png", *(f"timeline-{a.name}.png" for a in result.scenario.arrangements)]
+        for name in names:
+            atomic_write_text(folder / name, "png")
+        return [folder / name for name in names]
+
+    monkeypatch.setattr("disagg_simpy.plots.write_plots", fake)
 
 
 # -- tests marked real_traces need the public traces: they run when $DISAGG_SIMPY_TRACES holds them

@@ -87,6 +87,26 @@ def seconds(ns: int) -> float:
     return ns / NS_PER_S
 
 
+#: One GPU three ways: whole prompts, chunked prompts, split reading and writing (1 + 1).
+ONE_GPU_THREE_WAYS = [
+    {"name": "same", "kind": "colocated", "gpus": 1},
+    {"name": "chunked", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
+    *SPLIT_1_1,
+]
+#: Light synthetic traffic: 6 requests/s, 3 s measured, short prompts and replies.
+SMALL_TRAFFIC = {
+    "rate_per_s": 6, "measure_s": 3,
+    "prompt_mix": [{"share": 1.0, "tokens": [50, 400]}], "reply_words": [3, 12],
+}
+
+
+def small_traffic_scenario(folder: Path, arrangements=ONE_GPU_THREE_WAYS, **workload) -> Path:
+    """`synthetic.yaml`: SMALL_TRAFFIC (keys replaced by `workload`) through `arrangements`, capped at 20 s."""
+    path = folder / "synthetic.yaml"
+    path.write_text(scenario_text("synthetic", {**SMALL_TRAFFIC, **workload}, arrangements=arrangements, max_sim_s=20))
+    return path
+
+
 def golden_trace_csv() -> str:
     """benchmarks/golden.py's fixed trace: 600 requests in about 10 s, bursts of same-instant
     arrivals on a 1 ms grid, one-word replies, prompts of exactly one chunk (copied here so the

@@ -1,6 +1,6 @@
 """A plain reference implementation of the model's rules, written only from the spec
 (docs/rules.md: M1-M7, D1-D10, E1-E6 and readings R1-R13), to check the
-simulator's records for exact equality (tests/test_reference.py).
+simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
 figures, one rounding per iteration or ship, halves up: D10), and a loop over instants that

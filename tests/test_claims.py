@@ -1,6 +1,6 @@
 """The explainer's claims (C1-C11, docs/explainer.md), each for the mean over 30 seeds of the default scenario.
 
-Bands come from the issue that set them, not from what the code prints. One seed is one
+Bands are set by the explainer's figures (docs/explainer.md), not by what the code prints. One seed is one
 draw: single-seed figures swing by several points, so no claim is tested on one seed.
 """
 

@@ -4,7 +4,7 @@ The cases of benchmarks/golden.py: scenarios/default.yaml with seeds 1..3, and i
 scenario that stresses one instant's order (D5) with same-instant arrivals, iteration ends,
 ship ends and arrivals on one 1 ms grid, one-word replies and prompts of exactly one chunk.
 Each table is hashed as its CSV text (`to_csv(index=False)`: the bytes the CLI writes); the
-expected values were taken on main before the package was split into subpackages (issue 9).
+expected values were taken on main before the package was split into subpackages.
 If a change is meant to move numbers, say why in its commit and update the values here with
 `PYTHONPATH=. python benchmarks/golden.py --seeds 3 --no-events`.
 """

@@ -1,5 +1,5 @@
 """Traces in scenarios: windows, spread ties, scaling, clips, run.json (the bundled scenarios of the
-public traces: test_public_traces.py)."""
+public traces: workload/test_public_traces.py)."""
 
 from __future__ import annotations
 

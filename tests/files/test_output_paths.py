@@ -1,4 +1,4 @@
-"""Never lose a user's file (issue 16, items 1-5, 13, 14): every output path of every command
+"""Never lose a user's file: every output path of every command
 is checked before any work; no output overwrites an input or another output; a symlink is
 written through, a special file or folder refused; all or nothing holds even when a rename
 fails; SIGTERM is cleaned up like Ctrl-C, and our stale temporary files are cleared."""
@@ -46,7 +46,7 @@ def refused(code: int, err: str, *fragments: str) -> None:
         assert f in err, err
 
 
-# -- 1, 14: describe --plot ----------------------------------------------------------------------
+# -- describe --plot ----------------------------------------------------------------------
 
 
 def trace(tmp_path) -> Path:
@@ -81,7 +81,7 @@ def test_describe_plot_writes_through_a_symlink_and_creates_its_folder(tmp_path,
     assert (tmp_path / "new" / "deeper" / "p.png").is_file()
 
 
-# -- 2, 3, 13: the run's outputs ----------------------------------------------------------------
+# -- the run's outputs ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("flags, fragment", [
@@ -113,7 +113,7 @@ def test_an_output_that_would_replace_another_an_input_or_a_special_file_is_refu
 
 
 def test_a_folder_where_an_output_goes_is_refused_before_the_run(tmp_path, capsys):
-    """Item 4's reproduction: a folder where one picture (or CSV) should go."""
+    """A folder where one picture (or CSV) should go."""
     for blocked in ("plots/summary.png", "plots/timeline-same.png", "requests.csv"):
         o = tmp_path / blocked.replace("/", "_")
         (o / blocked).mkdir(parents=True)
@@ -136,7 +136,7 @@ def test_save_trace_writes_through_a_symlink_into_a_new_folder_and_keeps_long_na
     capsys.readouterr()
 
 
-# -- 4: all or nothing when a rename fails ------------------------------------------------------
+# -- all or nothing when a rename fails ------------------------------------------------------
 
 
 def test_every_target_is_checked_before_the_first_rename(tmp_path):
@@ -187,7 +187,7 @@ def test_a_failed_rename_leaves_the_previous_runs_files_and_its_stale_ones_in_pl
     assert tree(o) == before
 
 
-# -- 5: SIGTERM, and stale temporaries ----------------------------------------------------------
+# -- SIGTERM, and stale temporaries ----------------------------------------------------------
 
 _SIGNAL_WHILE_WRITING = """
 import os, signal, sys

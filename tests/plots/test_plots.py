@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers import DEFAULT, ONE_GPU_THREE_WAYS, ROOT, small_traffic_scenario
 from matplotlib.figure import Figure
 
 from disagg_simpy import load_scenario, run
@@ -39,8 +40,6 @@ from disagg_simpy.plots.data import (
 from disagg_simpy.plots.style import tokens_norm
 from disagg_simpy.plots.timeline import gpu_lane_y
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT / "scenarios" / "default.yaml"
 SLACK_S = 1e-9
 
 
@@ -472,3 +471,11 @@ def test_capped_runs_and_one_word_replies_still_draw():
                 j = journey(small, name, int(rid))
                 ax = draw_journey(Figure().add_subplot(), j, (-1.0, 100.0), small.scenario.slo)
                 assert n_paths(by_gid(ax, "words")) == max(len(j["words"]) - 1, 0)
+
+
+def test_an_empty_timeline_window_warns_naming_when_replies_were_written(tmp_path, capsys, quick_plots):
+    path = small_traffic_scenario(tmp_path, ONE_GPU_THREE_WAYS[:1], warmup_s=2)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--window", "0:1", "--replies", "2"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("warning: --window 0:1: no measured reply is in progress") and err.count("\n") == 1
+    assert "measured replies were written from 2." in err

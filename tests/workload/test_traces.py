@@ -1,22 +1,24 @@
 """Trace reading, arrival shaping, clipping, made-up arrivals and statistics (the public traces
-themselves: test_public_traces.py)."""
+themselves: workload/test_public_traces.py)."""
 
+import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import ROOT, write_scenario
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from disagg_simpy.cli import main
 from disagg_simpy.errors import InputError
 from disagg_simpy.plots.trace import plot_description
 from disagg_simpy.workload.shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
 from disagg_simpy.workload.trace_stats import describe_trace, format_description
 from disagg_simpy.workload.traces import FORMATS, read_trace
 
-DATA = Path(__file__).parent / "data"
+DATA = ROOT / "tests" / "data"
 BAD = DATA / "bad"
 S = 1_000_000_000
 
@@ -247,3 +249,28 @@ def test_spread_ties_keeps_order_and_the_last_group(seconds):
     assert np.all(np.diff(spread) >= 0)
     assert np.all(spread >= t) and np.all(spread[t == t[-1]] == t[-1])
     assert np.all(spread[1:][t[1:] != t[:-1]] == t[1:][t[1:] != t[:-1]])
+
+
+def test_csv_arrivals_are_as_written_and_other_formats_count_from_the_first_row(tmp_path):
+    (tmp_path / "t.csv").write_text("arrived_at_s,n_prompt_tokens,n_reply_words\n2.5,10,3\n4,10,3\n")
+    assert read_trace(tmp_path / "t.csv")["arrived_at_ns"].tolist() == [2_500_000_000, 4_000_000_000]
+    (tmp_path / "m.jsonl").write_text('{"timestamp": 2500, "input_length": 1, "output_length": 1}\n'
+                                      '{"timestamp": 4000, "input_length": 1, "output_length": 1}\n')
+    assert read_trace(tmp_path / "m.jsonl", "mooncake")["arrived_at_ns"].tolist() == [0, 1_500_000_000]
+
+
+def test_unknown_columns_are_ignored_in_every_format_and_named_on_stderr(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens,extra\n"
+                                    "2023-11-16 18:17:03.9799600,10,3,x\n")
+    assert read_trace(tmp_path / "a.csv", "azure").attrs["ignored_columns"] == ["extra"]
+    (tmp_path / "m.jsonl").write_text('{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n')
+    assert read_trace(tmp_path / "m.jsonl", "mooncake").attrs["ignored_columns"] == ["hash_ids"]
+    path = write_scenario(tmp_path, [(0.0, 100, 3), (0.5, 50, 2)])
+    (tmp_path / "micro.csv").write_text("user,arrived_at_s,n_prompt_tokens,n_reply_words\n"
+                                        "alice,0.0,100,3\nbob,0.5,50,2\n")
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ignored column(s) 'user'" in err
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["workload"]["ignored_columns"] == ["user"]
+    assert main(["describe", str(tmp_path / "micro.csv")]) == 0
+    assert "ignored column(s) 'user'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import sys
 
 import pandas as pd
 import pytest
-from helpers import DEFAULT, ROOT
+from helpers import DEFAULT, ONE_GPU_THREE_WAYS, ROOT, scenario_text, small_traffic_scenario, write_scenario
 
 from disagg_simpy import __version__
 from disagg_simpy.cli import main
@@ -119,3 +119,27 @@ def test_version_and_a_real_subprocess_error():
     done = subprocess.run([sys.executable, "-m", "disagg_simpy", "missing.yaml"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2
     assert done.stderr == "error: missing.yaml: no such file, expected a scenario YAML file\n"
+
+
+def test_a_saved_trace_replays_the_run_exactly(tmp_path, capsys):
+    """csv times are taken as written: a trace saved by --save-trace measures the same requests
+    (its first arrival is not at 0, so counting from the first row would shift the window)."""
+    first = tmp_path / "first"
+    assert main([str(small_traffic_scenario(tmp_path)), "--out", str(first), "--no-plots",
+                 "--save-trace", str(tmp_path / "t.csv")]) == 0
+    assert pd.read_csv(tmp_path / "t.csv").arrived_at_s.iloc[0] > 0
+    replay = tmp_path / "replay.yaml"
+    replay.write_text(scenario_text("replay", {"trace": "t.csv", "measure_s": 3}, arrangements=ONE_GPU_THREE_WAYS,
+                                    max_sim_s=20))
+    assert main([str(replay), "--out", str(tmp_path / "again"), "--no-plots"]) == 0
+    for name in ("summary.csv", "requests.csv"):
+        assert (tmp_path / "again" / name).read_bytes() == (first / name).read_bytes(), name
+
+
+def test_seeds_on_a_fixed_trace_warn_and_run_once(tmp_path, capsys):
+    path = write_scenario(tmp_path, [(0.0, 100, 3), (0.5, 50, 2)])
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--seeds", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: --seeds 3:") and err.count("\n") == 1 and "same figures" in err
+    assert "±" not in out and "seed 1;" in out
+    assert "seed" not in pd.read_csv(tmp_path / "out" / "summary.csv").columns

@@ -1,4 +1,4 @@
-"""Why late (issue 13): freeze blame on hand-built scenarios whose cause is known by construction,
+"""Why late: freeze blame on hand-built scenarios whose cause is known by construction,
 the binding-limit shares, and the time breakdown, exact to the nanosecond.
 
 Default costs: an iteration is 12 ms + 0.4 ms per reply written + 0.05 ms per prompt token read;

@@ -88,7 +88,7 @@ def test_first_words_of_one_iteration_go_out_in_arrival_order_to_the_least_recen
 # --- D10: arrivals are rounded to the nearest nanosecond, never truncated ---------------------
 
 # Decimal times whose float product with 1e9 (or quotient by 1e-9) lands just below the whole
-# ns: truncating would put them 1 ns early. 0.3 s is the example (0.3 * 1e9 happens to
+# ns: truncating would put them 1 ns early. 0.3 s is the classic example (0.3 * 1e9 happens to
 # be exact in float64, 0.3 / 1e-9 is not); 1.001 * 1e9 = 1000999999.9999999; 1.101 and 0.35
 # (first row at 0.1 s: a csv trace's times are taken as written) fall short too.
 ROUNDING_TRACES = {

@@ -1,4 +1,4 @@
-"""Capacity (issue 10): seeds, paired differences, sweeps, goodput, the store, Dask.
+"""Capacity: seeds, paired differences, sweeps, goodput, the store, Dask.
 
 Scenarios here are tiny (a few seconds of traffic, two or three seeds) so the file runs in a few
 seconds; the one Dask test starts a two-process LocalCluster."""

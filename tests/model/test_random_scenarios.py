@@ -166,7 +166,7 @@ def _assert_clean_error(folder: Path, code: int, out: str, err: str) -> None:
 def test_random_invalid_scenarios_get_the_clean_error(kind, path, junk, key):
     if kind == "delete":
         assume(path in REQUIRED)
-    # a name is the text as written (YAML 1.2 rules, issue 16): a number there, like `.nan` or
+    # a name is the text as written (YAML 1.2 rules): a number there, like `.nan` or
     # `-1`, is a valid name
     assume(not (kind == "junk" and path[-1] == "name" and isinstance(junk, (int, float))))
     spec = _mutated(kind, path, junk, key)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, write_scenario
 
 from disagg_simpy.cli import main
 
@@ -373,3 +373,10 @@ def test_rows_kept_over_seeds_are_checked_after_the_first_seed_of_a_trace(tmp_pa
     err = capsys.readouterr().err
     assert err.startswith("error: --seeds: got ") and "rows kept by the first seed x 2 seeds, above the limit of 30" in err
     assert err.count("\n") == 1 and snapshot(tmp_path) == before
+
+
+def test_the_reference_figures_are_shares(tmp_path, capsys):
+    path = write_scenario(tmp_path, [(0.0, 100, 3)], reference={"source": "a paper", "on_time_pct": {"same": 300}})
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "reference.on_time_pct.same: got 300" in err and "from 0 to 100" in err

@@ -1,4 +1,4 @@
-"""Plan and map (issue 11): answers known by construction, the fewest GPUs for a rate, the map's
+"""Plan and map: answers known by construction, the fewest GPUs for a rate, the map's
 cells against single runs, one-line errors. Tiny traffic (5 s windows, two seeds)."""
 
 from __future__ import annotations

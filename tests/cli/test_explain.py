@@ -126,7 +126,7 @@ def test_a_request_outside_the_measured_window_is_refused(tmp_path, capsys):
 
 
 def test_a_reply_that_waited_for_kv_memory_says_so(tmp_path):
-    # E4 (the case of tests/test_extensions.py): B and C wait 22.4 ms for room on the
+    # E4 (the case of tests/model/test_options.py): B and C wait 22.4 ms for room on the
     # writing GPU, then ship; with freezes over 20 ms, their first gaps freeze, most of it the wait
     cost = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01, "kv_ship_ms_per_token": 0.001}
     split = {"name": "kv", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "kv_capacity_tokens": 1200}

@@ -1,4 +1,4 @@
-"""Hostile environments (issue 16, items 10-12, 15): memory limits, an ASCII terminal, a full
+"""Hostile environments: memory limits, an ASCII terminal, a full
 stdout or disk, a file size limit, a broken MPLBACKEND, a run capped before any iteration. Each
 is one line and the right exit code, never a traceback or "internal error"."""
 
@@ -24,7 +24,7 @@ def cli(tmp_path, *args, env=None, stdout=subprocess.PIPE, preexec_fn=None):
                           preexec_fn=preexec_fn)
 
 
-# -- 10: out of memory -----------------------------------------------------------------------------
+# -- out of memory -----------------------------------------------------------------------------
 
 _UNDER_A_MEMORY_LIMIT = """
 import resource, sys
@@ -71,7 +71,7 @@ def test_memory_failures_that_are_not_memory_errors_say_out_of_memory(tmp_path, 
     assert capsys.readouterr().err.startswith("error: out of memory;")
 
 
-# -- 11: --follow when nothing ran ---------------------------------------------------------------
+# -- --follow when nothing ran ---------------------------------------------------------------
 
 
 def test_follow_a_request_of_a_run_capped_before_any_iteration_ended(tmp_path):
@@ -88,7 +88,7 @@ def test_follow_a_request_of_a_run_capped_before_any_iteration_ended(tmp_path):
     assert (tmp_path / "follow-0.png").read_bytes().startswith(b"\x89PNG")
 
 
-# -- 12: an ASCII terminal -----------------------------------------------------------------------
+# -- an ASCII terminal -----------------------------------------------------------------------
 
 
 def test_an_ascii_terminal_gets_plus_minus_not_a_crash(tmp_path):
@@ -98,7 +98,7 @@ def test_an_ascii_terminal_gets_plus_minus_not_a_crash(tmp_path):
     assert "+/- 95% half-width" in proc.stdout
 
 
-# -- 15: the environment fails -----------------------------------------------------------------------
+# -- the environment fails -----------------------------------------------------------------------
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
