@@ -6,6 +6,8 @@ arrangement, leaving records) -> results (verdicts, then frames on demand, in `R
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .model.engine import Engine
 from .model.records import ArrangementRecords
 from .results.metrics import LimitsNs, reply_gaps
@@ -13,12 +15,23 @@ from .results.run_result import RunResult
 from .scenario.schema import Scenario
 from .workload.stream import Requests, make_requests
 
-__all__ = ["RunResult", "run", "run_arrangement"]
+__all__ = ["RunResult", "run", "run_arrangement", "run_each"]
 
 
 def run_arrangement(scenario: Scenario, arrangement, stream: Requests) -> ArrangementRecords:
     """Run one arrangement on `stream` (the same stream every arrangement gets)."""
     return Engine(scenario, arrangement, stream).run()
+
+
+def run_each(scenario: Scenario, seed: int | None = None) -> Iterator[RunResult]:
+    """`run`, an arrangement at a time: one RunResult per arrangement (all on the same stream),
+    so a caller that writes and drops each holds one arrangement's records at a time."""
+    seed = scenario.seed if seed is None else seed
+    stream = make_requests(scenario, seed)
+    limits = LimitsNs.from_slo(scenario.slo)
+    for arrangement in scenario.arrangements:
+        rec = run_arrangement(scenario, arrangement, stream)
+        yield RunResult(scenario, seed, stream, {arrangement.name: rec}, {arrangement.name: reply_gaps(rec, limits)})
 
 
 def run(scenario: Scenario, seed: int | None = None) -> RunResult:

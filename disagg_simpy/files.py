@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
@@ -103,7 +104,7 @@ def clear_stale_temporaries(folder: Path) -> list[Path]:
     """Remove our own temporary files left in `folder` by a process that no longer runs (killed
     with SIGKILL, or a power cut); returns them. Only names we make are touched, and only
     those of dead processes, so a run writing into the same folder meanwhile keeps its own."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -258,7 +259,7 @@ def signals_as_interrupts() -> Iterator[None]:
     def interrupt(signum, frame):
         raise Interrupted(signum)
 
-    previous = {}
+    previous: dict[int, Any] = {}  # signal number: its handler before
     for name, handler in (("SIGTERM", interrupt), ("SIGHUP", interrupt), ("SIGXFSZ", signal.SIG_IGN)):
         signum = getattr(signal, name, None)
         if signum is not None:

@@ -133,3 +133,17 @@ def real_traces_missing() -> str | None:
         return f"{ENV_FOLDER} is not set"
     missing = [t.file for t in CATALOG.values() if not (Path(folder) / t.file).is_file()]
     return f"{ENV_FOLDER}={folder} lacks {', '.join(missing)}" if missing else None
+
+
+def freezes_by_reply(result, arrangement: str):
+    """Each freeze of each finished measured reply (one row per freeze, by request then time):
+    the rows of `result.freezes` each reply saw, repeated per reply, with its `request_id` and the
+    row's `gpu` as `writing_gpu`. `reply_freezes` pairs them; the cells are the frame's."""
+    from disagg_simpy.results.blame import reply_freezes
+
+    f = result.freezes
+    f = f[f.arrangement == arrangement].reset_index(drop=True)
+    rid, rows = reply_freezes(result.records[arrangement], result.gaps[arrangement], result.blame[arrangement])
+    out = f.iloc[rows].reset_index(drop=True)
+    out.insert(2, "request_id", rid)
+    return out.rename(columns={"gpu": "writing_gpu"})

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 
+import pandas as pd
 import pytest
-from helpers import ROOT, golden_trace_csv, scenario_text
+from helpers import ROOT, freezes_by_reply, golden_trace_csv, scenario_text
 
 from disagg_simpy import load_scenario, run
 
@@ -44,14 +45,17 @@ TRACE_SCENARIO = {
 # compared value for value with pandas against main's outputs and is unchanged.
 # Then (issue 13) requests and summary gain columns (queued_s .. frozen_s; the late-by-one-limit
 # shares, n_freezes, freezes_by_long_prompt_pct), compared the same way and unchanged, and the
-# freezes table is hashed too.
+# freezes table is hashed too. Then (issue 25) freezes.csv has one row per freezing iteration
+# with the replies it froze: its old rows, one per freeze of a reply, are `freezes_by_reply`
+# (each reply paired with the rows it saw, in the old columns), and they hash to the old values.
 EXPECTED = {
     "default/seed1": {
         "requests": "daef55324c7e829f",
         "iterations": "9b3c9af72fb34e5c",
         "reads": "3e3258d239931cc5",
         "summary": "1d81f77714f3a59b",
-        "freezes": "a3d35a6bdc55a1e9",
+        "freezes": "fbb3a28aacb990ee",
+        "freezes_by_reply": "a3d35a6bdc55a1e9",
         "words[same-gpu]": "96ed5df5df89e14a",
         "words[chunked-512]": "500ef93a98a56de2",
         "words[split-2-2]": "2ab939c3da96a73d",
@@ -63,21 +67,24 @@ EXPECTED = {
         "iterations": "6336f1a2dd1d5a63",
         "reads": "a9e5ab1a9ee8a175",
         "summary": "ae1dfb95635695d6",
-        "freezes": "12f0ab6204eb11cc",
+        "freezes": "615191fff9dc2c4d",
+        "freezes_by_reply": "12f0ab6204eb11cc",
     },
     "default/seed3": {
         "requests": "361b3954bbeb3d4c",
         "iterations": "32aec4d43eaa62cc",
         "reads": "28750f2dbfbfa946",
         "summary": "c238bf137988bcb3",
-        "freezes": "e5fb0edc5b3cc04d",
+        "freezes": "4182119546e54b00",
+        "freezes_by_reply": "e5fb0edc5b3cc04d",
     },
     "trace": {
         "requests": "14d5c858e0b07ac6",
         "iterations": "3e15c6d5456601a7",
         "reads": "243491ff3ca172a0",
         "summary": "5162ebd88b9f2414",
-        "freezes": "73e56f37afbfaee8",
+        "freezes": "b5e0af7b98ea061e",
+        "freezes_by_reply": "73e56f37afbfaee8",
         "words[same-gpu]": "0481fc87ef079d70",
         "words[chunked-200]": "f90e9dd1730997cb",
         "words[chunked-1]": "f425e54a8657a2f0",
@@ -93,9 +100,16 @@ def digest(frame) -> str:
     return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()[:16]
 
 
+#: the columns of freezes.csv before issue 25: one row per freeze of a reply
+FREEZES_BY_REPLY = ["arrangement", "seed", "request_id", "gap_started_at_s", "gap_s", "writing_gpu", "cause",
+                    "blamed_request_ids", "blamed_prompt_tokens"]
+
+
 def digests(result, words: bool) -> dict[str, str]:
     """Hash of each table, and of every arrangement's word times if `words`."""
     out = {name: digest(getattr(result, name)) for name in ("requests", "iterations", "reads", "summary", "freezes")}
+    by_reply = [freezes_by_reply(result, a)[FREEZES_BY_REPLY] for a in result.records]
+    out["freezes_by_reply"] = digest(pd.concat(by_reply, ignore_index=True))
     if words:
         out.update({f"words[{a}]": digest(result.words(a)) for a in result.summary["arrangement"]})
     return out

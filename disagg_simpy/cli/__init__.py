@@ -142,7 +142,7 @@ def _interrupted(err: KeyboardInterrupt) -> int:
 _NO_MEMORY_TEXT = ("failed to map segment", "cannot allocate memory", "bad_alloc", "out of memory")
 
 
-def _out_of_memory(err: BaseException) -> bool:
+def _out_of_memory(err: BaseException | None) -> bool:
     """Whether `err`, or one it came from, means memory ran out."""
     seen = set()
     while err is not None and id(err) not in seen:
@@ -169,7 +169,7 @@ def _quiet_unraisable(hook):
     return quiet
 
 
-def _drop(err: BaseException) -> None:
+def _drop(err: BaseException | None) -> None:
     """Let go of the frames (and arrays) a failed step's traceback keeps alive."""
     seen = set()
     while err is not None and id(err) not in seen:

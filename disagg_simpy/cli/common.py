@@ -89,13 +89,13 @@ def say(text: str) -> None:
         pass
 
 
-def _plain(err: UnicodeEncodeError):
+def _plain(err: UnicodeEncodeError) -> tuple[str, int]:
     """Codec error handler: ± as +/- and the like, anything else as a backslash escape."""
     bad = err.object[err.start:err.end]
     return "".join(_PLAIN.get(c) or c.encode("unicode_escape").decode("ascii") for c in bad), err.end
 
 
-codecs.register_error("disagg_simpy_plain", _plain)
+codecs.register_error("disagg_simpy_plain", _plain)  # type: ignore[arg-type]  # used to encode only: always a UnicodeEncodeError
 
 
 def tolerant_output() -> None:
@@ -103,6 +103,6 @@ def tolerant_output() -> None:
     terminal): `±` becomes `+/-`, other characters a backslash escape, never an error."""
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(errors="disagg_simpy_plain")
+            stream.reconfigure(errors="disagg_simpy_plain")  # type: ignore[union-attr]  # (a replaced stream may lack it)
         except (AttributeError, ValueError, OSError):
             pass

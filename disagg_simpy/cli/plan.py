@@ -109,7 +109,7 @@ def plan_command(argv: Sequence[str]) -> int:
     line = recommendation(table, args.target)
     if args.rate is not None:
         line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
-                f"({', '.join(passing)}); {line}")
+                f"({', '.join(passing or [])}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
     info = run_info(argv, scenario, seeds, gpus=int(n_gpus), target_pct=args.target, tolerance_per_s=args.tolerance,
                     recommendation=line, store=str(runner.store.path), runs_skipped=runner.skipped, runs_done=runner.ran)
@@ -127,7 +127,7 @@ def plan_command(argv: Sequence[str]) -> int:
     if args.json:
         print(json_rows(table))
     else:
-        print(f"{title}; on time % at {float(planned.workload.rate_per_s):g} requests/s")
+        print(f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s")
         print(f"criterion: {criterion_text(scenario.slo, args.target)}")
         print(format_plan(table))
         print(line)

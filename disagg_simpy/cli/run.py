@@ -8,6 +8,7 @@ are named below, in order: parse, load, check outputs, simulate, tabulate, write
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -28,8 +29,16 @@ from ..files import (
 from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 from .plot_flags import add_plot_arguments, plot_flag_error
 
-#: What a run writes into --out (pictures go to --plots, default <out>/plots/).
+#: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
+#: --format parquet.
 OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
+
+
+def output_files(fmt: str) -> tuple[str, ...]:
+    """What a run writes into --out in table format `fmt`."""
+    from .run_tables import table_files
+
+    return (*table_files(fmt), "run.json")
 
 
 def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentParser:
@@ -56,6 +65,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
                    help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print mean ± 95%% half-width")
     p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="table files: csv (default) or parquet (the same columns, typed)")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
     p.add_argument("--save-trace", type=path_flag("--save-trace", "a file name"), metavar="FILE",
                    help="also write the request stream used as a CSV trace")
@@ -112,15 +123,15 @@ class Outputs:
 
 
 def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> int:
-    """The run command, step by step (`commands`: the others, for --help)."""
+    """The run command, step by step (`commands`: the others, for --help). Seeds are run and
+    written one at a time (cli/run_tables.py), so memory does not grow with them."""
     args = build_parser(commands).parse_args(argv)  # before the heavy imports: --help stays fast
     scenario = load(args)
     outputs = check_outputs(args, scenario)
     seeds = list(range(scenario.seed, scenario.seed + (scenario.seeds if draws_requests(scenario, scenario.seeds) else 1)))
-    results = simulate(scenario, seeds)
-    files, run_info = tabulate(args, argv, scenario, results)
-    write(args, outputs, results, files, run_info)
-    report(args, scenario, outputs, files["summary.csv"], run_info, results)
+    check_seeds(scenario, seeds)
+    summary, kept, run_info = simulate_and_write(args, argv, outputs, scenario, seeds)
+    report(args, scenario, outputs, summary, run_info, kept)
     return 0
 
 
@@ -154,7 +165,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
-    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in OUTPUT_FILES}
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in output_files(args.format)}
     plots_dir = None
     if not args.no_plots:
         from ..plots import plot_file_names
@@ -173,88 +184,45 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     return Outputs(out, plots_dir, args.save_trace, args.html, tuple(inputs.values()))
 
 
-def simulate(scenario, seeds: list[int]) -> list:
-    """One RunResult per seed, refusing up front (or after the first seed) what would not fit
-    in memory."""
-    from ..api import run as run_scenario
-    from ..scenario.limits import MAX_KEPT_ROWS, count_text, requests_problem
+def check_seeds(scenario, seeds: list[int]) -> None:
+    """Refuse up front what one seed's run would keep beyond the limits (seeds are run one at a
+    time, so they do not multiply what is kept)."""
+    from ..scenario.limits import MAX_WRITTEN_ROWS, count_text, requests_problem
 
     if seeds[-1] >= 2**63:
         raise InputError(f"--seeds: got {len(seeds)} from seed {seeds[0]}, expected seeds below 2**63")
-    n_arrangements = len(scenario.arrangements)
-    expected = scenario.expected_requests()
+    expected = scenario.expected_requests()  # (n_requests, or rate x the cap; None: a trace's own rows)
     if expected is not None:
-        _check_seeds(requests_problem(expected, n_arrangements, len(seeds)))
-    results = []
-    for s in seeds:
-        results.append(run_scenario(scenario, seed=s))
-        if len(results) == 1 and len(seeds) > 1:  # what the first seed kept, times the seeds
-            _check_seeds(requests_problem(len(results[0].stream), n_arrangements, len(seeds)))
-            kept = sum(len(r.requests["request_id"]) + len(r.iterations["gpu"]) + len(r.reads["gpu"])
-                       for r in results[0].records.values())
-            if kept * len(seeds) > MAX_KEPT_ROWS:
-                _check_seeds(f"{count_text(kept)} rows kept by the first seed x {len(seeds)} seeds, above the "
-                             f"limit of {count_text(MAX_KEPT_ROWS)}")
-    return results
+        _check_seeds(requests_problem(expected, len(scenario.arrangements)))
+        rows = expected * len(scenario.arrangements) * len(seeds)
+        if rows > MAX_WRITTEN_ROWS:
+            _check_seeds(f"{count_text(expected)} requests x {len(scenario.arrangements)} arrangements x {len(seeds)} "
+                         f"seeds = {count_text(rows)} rows to write, above the limit of {count_text(MAX_WRITTEN_ROWS)}")
 
 
-def tabulate(args: argparse.Namespace, argv, scenario, results: list) -> tuple[dict, dict]:
-    """The CSV tables (a `seed` column when there are several seeds) and `run.json`."""
+def _check_written(rows: int, n_seeds: int) -> None:
+    """After the first of several seeds: the rows it wrote, times the seeds, within the limit."""
+    from ..scenario.limits import MAX_WRITTEN_ROWS, count_text
+
+    if n_seeds > 1:
+        if rows * n_seeds > MAX_WRITTEN_ROWS:
+            _check_seeds(f"{count_text(rows)} rows written by the first seed x {n_seeds} seeds, above the "
+                         f"limit of {count_text(MAX_WRITTEN_ROWS)} rows written")
+
+
+def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenario, seeds: list[int]):
+    """Run every seed and write every output, all or nothing: the tables block by block as the
+    runs come (a `seed` column when there are several), then the summary, the pictures and the
+    page of the first seed, and `run.json`. Returns the summary, what was kept, run.json."""
+    from contextlib import ExitStack
+
     import pandas as pd
 
-    many = len(results) > 1
-    seeds = [r.seed for r in results]
-
-    def stack(frame_of) -> pd.DataFrame:
-        frames = [frame_of(r).assign(seed=r.seed) if many else frame_of(r) for r in results]
-        return pd.concat(frames, ignore_index=True) if many else frames[0]
-
-    summary = stack(lambda r: r.summary)
-    if many:
-        from ..results.paired import with_paired_difference
-
-        summary = with_paired_difference(summary)
-    files = {
-        "summary.csv": summary,
-        "requests.csv": stack(lambda r: r.requests),
-        "iterations.csv": stack(lambda r: r.iterations),
-        "reads.csv": stack(lambda r: r.reads),
-        "freezes.csv": pd.concat([r.freezes for r in results], ignore_index=True),  # always has `seed`
-    }
-    capped = {
-        str(r.seed): {name: r.records[name].n_unfinished for name in r.capped} for r in results if r.capped
-    }
-    run_info = {
-        "version": __version__,
-        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
-        "seed": seeds[0] if not many else None,
-        "seeds": seeds,
-        "scenario": scenario.model_dump(mode="json"),
-        "scenario_file": str(args.scenario),
-        "workload": results[0].stream.info,
-        "max_sim_s": results[0].stream.cap_ns / 1e9,
-        "capped": capped,
-    }
-    return files, run_info
-
-
-def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict, run_info: dict) -> None:
-    """Every output, all or nothing; picture options are checked against the run first."""
     from ..files import PartlyWritten, all_or_nothing, atomic_write_text
-    from ..results.csv_text import csv_text
     from ..workload.stream import write_trace
+    from .run_tables import TableFiles, run_seeds
 
-    if outputs.plots is not None:
-        from ..plots import PlotOptionError, check_plot_options, empty_window_note, write_plots
-
-        try:
-            window = check_plot_options(results[0], args.window, args.follow)  # before anything is written
-        except PlotOptionError as err:
-            raise plot_flag_error(err) from None
-        note = empty_window_note(results[0], window)
-        if note:
-            flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
-            print(f"warning: {flag}: {note}", file=sys.stderr)
+    many = len(seeds) > 1
     extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
     with folders_undone_on_failure(outputs.out, outputs.plots, *extra):  # a failed write leaves no new folder
         make_folder(outputs.out, "--out")
@@ -263,21 +231,35 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                 make_folder(path.parent, flag)
         previous = owned_files(outputs.out)
         try:
-            with all_or_nothing() as commit:  # every output is new, or none is
-                written = [outputs.out / name for name in files]
-                for name, frame in files.items():
-                    atomic_write_text(outputs.out / name, csv_text(frame))  # = frame.to_csv(index=False), faster
+            with all_or_nothing() as commit, ExitStack() as stack:  # every output is new, or none is
+                tables = TableFiles(outputs.out, args.format, stack)
+                keep_first = outputs.plots is not None or outputs.html is not None
+                kept = run_seeds(scenario, seeds, tables, keep_first,
+                                 lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)))
+                summary = pd.concat(kept.summaries, ignore_index=True)
+                if many:
+                    from ..results.paired import with_paired_difference
+
+                    summary = with_paired_difference(summary)
+                tables.write_whole("summary", summary)
+                tables.close()
+                written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
+                                                                               "reads", "freezes")]
+                run_info = _run_info(args, argv, scenario, seeds, kept)
+                first = kept.first
                 if outputs.save_trace is not None:
-                    write_trace(results[0].stream, outputs.save_trace)
+                    write_trace(kept.stream, outputs.save_trace)
                     written.append(outputs.save_trace)
                 if outputs.plots is not None:
-                    written += write_plots(results[0], outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=files["summary.csv"] if len(results) > 1 else None)
+                    from ..plots import write_plots
+
+                    written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
+                                           follow=args.follow, by_seed=summary if many else None)
                 if outputs.html is not None:
                     from ..page import write_page
 
-                    reference = results[0].scenario.reference
-                    write_page(results[0], outputs.html, reference=reference.on_time_pct if reference else None)
+                    reference = first.scenario.reference
+                    write_page(first, outputs.html, reference=reference.on_time_pct if reference else None)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
@@ -293,10 +275,45 @@ def write(args: argparse.Namespace, outputs: Outputs, results: list, files: dict
                 f"the others were left as they were"
             ) from None
         except OSError as err:  # a full disk, a folder removed meanwhile...
+            if err.errno == errno.ENOMEM:  # memory ran out (while running or writing): main says so
+                raise
             where = f" ({err.filename})" if err.filename else ""
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
             ) from None
+    return summary, kept, run_info
+
+
+def _after_first(args: argparse.Namespace, outputs: Outputs, first, n_rows: int, n_seeds: int) -> None:
+    """Once the first seed ran: the rows the seeds will write, and the picture options (before
+    any file is in place)."""
+    _check_written(n_rows, n_seeds)
+    if outputs.plots is not None:
+        from ..plots import PlotOptionError, check_plot_options, empty_window_note
+
+        try:
+            window = check_plot_options(first, args.window, args.follow)
+        except PlotOptionError as err:
+            raise plot_flag_error(err) from None
+        note = empty_window_note(first, window)
+        if note:
+            flag = f"--window {args.window[0]:g}:{args.window[1]:g}" if args.window else "the default window"
+            print(f"warning: {flag}: {note}", file=sys.stderr)
+
+
+def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) -> dict:
+    """`run.json`, but for its list of files."""
+    return {
+        "version": __version__,
+        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "seed": seeds[0] if len(seeds) == 1 else None,
+        "seeds": seeds,
+        "scenario": scenario.model_dump(mode="json"),
+        "scenario_file": str(args.scenario),
+        "workload": kept.stream.info,
+        "max_sim_s": kept.stream.cap_ns / 1e9,
+        "capped": kept.capped,
+    }
 
 
 def _inside(folder: Path, paths: list[Path]) -> list[str]:
@@ -316,7 +333,7 @@ def owned_files(out: Path) -> list[str]:
     if not isinstance(listed, list):
         return []
     return [f for f in listed if isinstance(f, str) and not Path(f).is_absolute() and os.pardir not in Path(f).parts
-            and Path(f).suffix in (".csv", ".json", ".png")]
+            and Path(f).suffix in (".csv", ".parquet", ".json", ".png")]
 
 
 def stale_files(out: Path, previous: list[str], current: list[str], inputs=()) -> list[Path]:
@@ -343,11 +360,11 @@ def remove_empty_folders(out: Path, removed) -> None:
             pass
 
 
-def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, results: list) -> None:
+def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, kept) -> None:
     """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
     and a warning for each run the safety cap ended."""
     from ..results.report import format_table, summary_json
-    from ..results.why_late import why_late_text
+    from ..results.why_late import why_late_block
     from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
@@ -369,7 +386,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             line = verdict_line(summary)
             if line:
                 print(line)
-        print(why_late_text(results))
+        print(why_late_block(summary, kept.freezes, len(seeds)))
         print(f"results in {outputs.out}/")
         if outputs.plots is not None:
             print(f"pictures in {outputs.plots}/")

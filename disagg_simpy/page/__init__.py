@@ -32,7 +32,7 @@ def _script_safe(text: str) -> str:
 
 def page_html(result, reference=None, span_s=None) -> str:
     """The page as one HTML string. `reference`: {arrangement: on-time %} to show beside ours
-    (e.g. the seed page's figures); `span_s`: (start, end) of the iterations to embed."""
+    (e.g. the explainer's figures); `span_s`: (start, end) of the iterations to embed."""
     data = json.dumps(page_data(result, reference, span_s), separators=(",", ":"), allow_nan=False)
     title = f"disagg_simpy: {result.scenario.name}, seed {result.seed}"
     script = "(function () {\n\"use strict\";\n" + "\n".join(_asset(n) for n in _SCRIPTS) + "\nboot();\n})();"

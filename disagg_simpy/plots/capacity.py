@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
@@ -173,11 +174,11 @@ def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, o
         ax.set_yticks(range(0, len(ys), step))
         ax.set_yticklabels([f"{v:g}" if numeric else str(v) for v in ys[::step]])
         at = _position(marker[1], ys, numeric) if marker is not None else None
-        if at is not None:
+        if marker is not None and at is not None:
             ax.plot(marker[0], at, marker="*", ms=18, color="white", mec="black", mew=1.5, ls="none")
         ax.set_xlabel("offered rate (requests/s)")
         ax.set_ylabel(str(cells["y_key"].iloc[0]).replace("_", " "))
-        handles = [Patch(color=colours[n], label=n) for n in order if n in names]
+        handles: list[Artist] = [Patch(color=colours[n], label=n) for n in order if n in names]
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="too close to call"))
         if at is not None:
             handles.append(Line2D([], [], marker="*", ms=12, color="white", mec="black", ls="none",

@@ -186,7 +186,7 @@ def save_follow(result, request_id: int, path: Path) -> Path:
     r0 = journeys[0]["row"]
     with st.style():
         fig = st.new_figure(16, 1.0 + 2.6 * len(names))
-        rows = np.atleast_1d(fig.subfigures(len(names), 1))
+        rows = fig.subfigures(len(names), 1, squeeze=False)[:, 0]
         shared = None
         for sub, name, j in zip(rows, names, journeys):
             first, rest = story(j, slo)

@@ -9,13 +9,16 @@ red for freezes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
 from ..files import atomic_path
 
@@ -64,18 +67,23 @@ def arrangement_styles(names) -> dict[str, dict]:
     return styles
 
 
-def boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height: float) -> np.ndarray:
+#: Vertices of polygons or segments: an (n, m, 2) array, which matplotlib's collections take as is
+#: (and fastest), typed as their stubs' sequence of array-likes.
+Vertices = Sequence[ArrayLike]
+
+
+def boxes(x0: np.ndarray, x1: np.ndarray, y: np.ndarray, height: float) -> Vertices:
     """Rectangles [x0, x1] x [y - height/2, y + height/2] as PolyCollection vertices."""
     x0, x1, y = (np.asarray(v, dtype=float) for v in (x0, x1, y))
     lo, hi = y - height / 2, y + height / 2
     corners = [np.column_stack(p) for p in ((x0, lo), (x0, hi), (x1, hi), (x1, lo))]
-    return np.stack(corners, axis=1).reshape(len(x0), 4, 2)
+    return cast(Vertices, np.stack(corners, axis=1).reshape(len(x0), 4, 2))
 
 
-def segments(x0, y0, x1, y1) -> np.ndarray:
+def segments(x0, y0, x1, y1) -> Vertices:
     """Line segments (x0, y0)-(x1, y1) as LineCollection vertices."""
     cols = [np.asarray(v, dtype=float) for v in (x0, y0, x1, y1)]
-    return np.stack([np.column_stack(cols[:2]), np.column_stack(cols[2:])], axis=1).reshape(len(cols[0]), 2, 2)
+    return cast(Vertices, np.stack([np.column_stack(cols[:2]), np.column_stack(cols[2:])], axis=1).reshape(len(cols[0]), 2, 2))
 
 
 def style():

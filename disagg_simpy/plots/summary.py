@@ -5,6 +5,7 @@ words."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ from ..results.report import mean_half_width
 from . import style as st
 
 #: How the reference figures look (in the bars and in the figure's legend).
-SEED_MARK = {"marker": "D", "s": 60, "facecolor": "white", "edgecolor": st.SEED_MARKER, "linewidth": 1.6}
+SEED_MARK: dict[str, Any] = {"marker": "D", "s": 60, "facecolor": "white", "edgecolor": st.SEED_MARKER, "linewidth": 1.6}
 
 
 def _plain(x, _pos=None) -> str:
@@ -34,15 +35,17 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
     names = [str(n) for n in summary["arrangement"]]
     pct = summary["on_time_pct"].to_numpy(dtype=float)
     x = np.arange(len(names))
-    many = by_seed is not None and by_seed["seed"].nunique() > 1
-    if many:
+    if by_seed is not None and by_seed["seed"].nunique() < 2:
+        by_seed = None  # one seed: no interval to draw
+    many = by_seed is not None
+    if by_seed is not None:
         groups = {str(k): g["on_time_pct"] for k, g in by_seed.groupby("arrangement", sort=False, observed=True)}
         stats = [mean_half_width(groups[n]) for n in names]
         pct = np.array([m for m, _ in stats])
     bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65, alpha=0.55 if many else 1.0)
     for bar in bars:
         bar.set_gid("on-time-bar")
-    if many:
+    if by_seed is not None:
         jitter = np.random.default_rng(0).uniform(-0.22, 0.22, size=len(by_seed))  # fixed: same picture every run
         for i, n in enumerate(names):
             values = groups[n].to_numpy(dtype=float)
@@ -67,7 +70,7 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
     ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("replies on time (%)")
     ax.set_title("Replies on time" + (f" (mean of {by_seed['seed'].nunique()} seeds, 95% interval; dots: seeds)"
-                                      if many else ""), pad=32, fontsize=10 if many else None)
+                                      if by_seed is not None else ""), pad=32, fontsize=10 if many else None)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 

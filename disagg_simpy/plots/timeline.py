@@ -8,6 +8,7 @@ of a 30 s run. Each collection has a gid ("iterations-reading", "freezes", ...) 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def draw_gpu_lanes(
     tokens = it["n_prompt_tokens_read"].to_numpy()
     reads = tokens > 0
     # white edges separate back-to-back iterations while blocks are a few pixels wide
-    edge = {"edgecolors": "white", "linewidths": 0.5 if len(it) < 300 * n else 0.0}
+    edge: dict[str, Any] = {"edgecolors": "white", "linewidths": 0.5 if len(it) < 300 * n else 0.0}
     writing = PolyCollection(st.boxes(x0[~reads], x1[~reads], y[~reads], LANE), facecolors=st.WRITE_COLOUR, **edge)
     writing.set_gid("iterations-writing")
     ax.add_collection(writing)

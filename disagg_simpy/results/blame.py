@@ -1,4 +1,5 @@
-"""What froze each reply: one row per freeze (a gap over the freeze limit), with its cause.
+"""What froze the replies: one row per freezing iteration (a gap over the freeze limit), with
+its cause and how many replies it froze; `reply_freezes` pairs each reply with the rows it saw.
 
 Where a reply's gaps come from (M2, M4, D8): word 1 ends an iteration of the reading GPU; words
 2..n end iterations J..J+n-2 of the writing GPU, which iterates without pause while the reply is
@@ -16,9 +17,11 @@ Causes, in `CAUSES`:
 - `many_replies`: the iteration read no prompt and was long from the replies it wrote alone
   (0.4 ms each: about 600 replies on one GPU); nothing else is blamed.
 
-Everything is numpy over gaps: freezes are found among the GPUs' iteration gaps and paired with
-the replies that saw them by binary search. Only the blamed-prompt lists are built in Python,
-once per distinct iteration that froze a reply (a few per second of a run at most).
+Everything is numpy over gaps: freezes are found among the GPUs' iteration gaps and counted
+against the replies in progress by binary search. An overloaded writing GPU freezes every reply
+at every iteration (millions of freezes an hour), so `freezes.csv` has a row per freezing
+iteration, not per freeze. Only the blamed-prompt lists are built in Python, once per freezing
+iteration that read a prompt (a few per second of a run at most).
 """
 
 from __future__ import annotations
@@ -37,15 +40,17 @@ from .metrics import SLACK_NS, LimitsNs, ReplyGaps
 CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies")
 PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES = range(len(CAUSES))
 
-#: the columns of `freezes.csv`
+#: the columns of `freezes.csv`: one row per freezing iteration (and per split reply whose
+#: first gap froze), with how many measured replies it froze
 FREEZE_COLUMNS = (
     "arrangement",
     "seed",
-    "request_id",
+    "gpu",
+    "iteration",
     "gap_started_at_s",
     "gap_s",
-    "writing_gpu",
     "cause",
+    "n_replies_frozen",
     "blamed_request_ids",
     "blamed_prompt_tokens",
 )
@@ -96,93 +101,120 @@ def iteration_gaps(rec: ArrangementRecords) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FreezeBlame:
-    """One arrangement's freezes, by request then time; times in int64 ns. What is blamed is
-    kept once per distinct list (a freezing iteration freezes every reply on its GPU)."""
+    """One arrangement's freezes, one row per freezing iteration of a GPU (and one per split
+    reply whose first gap froze: its ship, or its wait to join), by the iteration that ends the
+    gap; times in int64 ns. `n_replies` is how many finished measured replies the row froze:
+    a freezing iteration freezes every reply in progress on its GPU, so the rows stay as many
+    as the iterations however many replies wait (their sum is the summary's `n_freezes`)."""
 
-    request_id: np.ndarray
+    end_row: np.ndarray  # global iteration row whose end closes the gap (word 2 for a first gap)
     started_at_ns: np.ndarray  # the word before the gap
     gap_ns: np.ndarray
-    writing_gpu: np.ndarray
+    gpu: np.ndarray
+    iteration: np.ndarray  # the GPU's iteration number of `end_row`
     cause: np.ndarray  # index into CAUSES
+    n_replies: np.ndarray
+    own_request: np.ndarray  # a split first gap's reply (request id); -1 on iteration rows
     blamed: np.ndarray  # index into the blamed lists below; -1 if nothing is blamed
     blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
     blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
     blamed_first: np.ndarray  # the first id of each list
 
     def __len__(self) -> int:
-        return len(self.request_id)
+        return len(self.end_row)
+
+
+def _first_gaps(rec: ArrangementRecords, s: Spans, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each reply's first gap (word 1 to the end of iteration `first_row`), and whether it froze."""
+    ended = rec.iterations["ended_at_ns"]
+    first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
+    return first_gap, first_gap > limit
 
 
 def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> FreezeBlame:
-    """Every freeze of the finished measured replies (their `n_freezes`, summed) and its cause.
-
-    Freezes are counted in the millions when a writing GPU is overloaded, so each is a few
-    array elements: the iteration gaps that freeze are found once (`frozen`), and each
-    freeze row is an index into them, or a reply's first gap."""
+    """Every freeze of the finished measured replies and its cause, one row per freezing
+    iteration (a colocated reply's first gap is the iteration that ends it, like its later
+    gaps) plus one per split reply whose first gap froze."""
     s = reply_spans(rec, gaps)
     diffs = iteration_gaps(rec)
     ended = rec.iterations["ended_at_ns"]
     read_tokens = rec.iterations["n_prompt_tokens_read"]
     limit = limits.freeze + SLACK_NS
 
-    # gaps 2..n-1 of reply m are diffs[first_row : first_row + n - 2]: its later freezes are
-    # frozen[lo[m]:hi[m]]; its first gap runs from word 1 to the end of iteration first_row
-    frozen = np.flatnonzero(diffs > limit)
-    lo = np.searchsorted(frozen, s.first_row)
-    hi = np.searchsorted(frozen, s.first_row + s.n_words - 2)
-    first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
-    has_first = first_gap > limit
-    # rows by reply, then time: a reply's first-gap freeze, then its later ones (frozen[j])
-    count = hi - lo + has_first
-    offset = np.cumsum(count) - count
-    reply = np.repeat(np.arange(len(s.rows), dtype=np.int32), count)
-    j = np.arange(len(reply)) - np.repeat(offset - lo + has_first, count)
-    first = offset[has_first]  # rows of first-gap freezes (their j is meaningless)
-    m = np.flatnonzero(has_first)  # ... and their replies
+    # the iteration ending at row e spans the gap diffs[e - 1]; reply m sees the ends
+    # first_row+1 .. first_row+n-2 (and first_row itself when colocated: word 1 ended row first_row-1)
+    ends = np.flatnonzero(diffs > limit) + 1
+    starts = np.sort(s.first_row + s.split)
+    stops = np.sort(s.first_row + s.n_words - 2)
+    weight = np.searchsorted(starts, ends, side="right") - np.searchsorted(stops, ends, side="left")
+    ends, weight = ends[weight > 0], weight[weight > 0]
+    reads = read_tokens[ends] > 0
+    ids, tokens, firsts = _reads_by_iteration(rec, ends[reads])
+    blamed = np.full(len(ends), -1, np.int32)
+    blamed[reads] = np.arange(int(reads.sum()))
 
-    # what each distinct freezing iteration read: blamed lists by iteration row
-    reads_f = read_tokens[frozen + 1] > 0 if len(frozen) else np.zeros(0, bool)
-    reads_m = ~s.split[m] & (read_tokens[s.first_row[m]] > 0)
-    read_rows = np.unique(np.concatenate([frozen[reads_f] + 1, s.first_row[m][reads_m]]))
-    ids, tokens, firsts = _reads_by_iteration(rec, read_rows)
-
-    by_frozen = np.full(len(frozen) + 1, -1, np.int32)  # [-1]: a placeholder for first gaps
-    by_frozen[:-1][reads_f] = np.searchsorted(read_rows, frozen[reads_f] + 1)
-    cause_f = np.append(np.where(reads_f, PROMPT_READ, MANY_REPLIES), MANY_REPLIES).astype(np.int8)
-    pick = j
-    pick[first] = len(frozen)
-    start = np.append(ended[frozen], 0)[pick]
-    gap = np.append(diffs[frozen], 0)[pick]
-    cause = cause_f[pick]
-    blamed = by_frozen[pick]
-
-    # first gaps: colocated, like any other iteration; split, the ship or the wait to join
-    start[first], gap[first] = s.first_at[m], first_gap[m]
-    code_m = np.full(len(m), -1, np.int32)
-    code_m[reads_m] = np.searchsorted(read_rows, s.first_row[m][reads_m])
-    cause_m = np.where(reads_m, PROMPT_READ, MANY_REPLIES)
+    # split replies whose first gap froze: the ship, or the wait to join
+    first_gap, has_first = _first_gaps(rec, s, limit)
+    m = np.flatnonzero(has_first & s.split)
     ship = s.joined_at[m] - s.first_at[m]
-    own = s.split[m] & (ship >= first_gap[m] - ship)
-    cause_m[s.split[m]] = JOIN_WAIT
-    cause_m[own] = KV_SHIP
-    code_m[own] = len(ids) + np.arange(int(own.sum()))
+    own = ship >= first_gap[m] - ship
     own_id = s.rows[m[own]]
+    code_m = np.full(len(m), -1, np.int32)
+    code_m[own] = len(ids) + np.arange(len(own_id))
     prompts = rec.requests["n_prompt_tokens"]
     ids += [str(x) for x in own_id.tolist()]
     tokens += [str(x) for x in prompts[own_id].tolist()]
-    cause[first], blamed[first] = cause_m, code_m
 
+    end_row = np.concatenate([ends, s.first_row[m]])
+    order = np.argsort(end_row, kind="stable")  # a split first gap ends before its later gaps
+    gpu = np.searchsorted(rec.gpu_offsets, end_row, side="right") - 1
     return FreezeBlame(
-        request_id=rec.requests["request_id"][s.rows][reply],
-        started_at_ns=start,
-        gap_ns=gap,
-        writing_gpu=rec.requests["writing_gpu"][s.rows][reply],
-        cause=cause,
-        blamed=blamed,
+        end_row=end_row[order],
+        started_at_ns=np.concatenate([ended[ends - 1], s.first_at[m]])[order],
+        gap_ns=np.concatenate([diffs[ends - 1], first_gap[m]])[order],
+        gpu=gpu[order].astype(np.int32),
+        iteration=(end_row - rec.gpu_offsets[gpu])[order],
+        cause=np.concatenate([np.where(reads, PROMPT_READ, MANY_REPLIES),
+                              np.where(own, KV_SHIP, JOIN_WAIT)]).astype(np.int8)[order],
+        n_replies=np.concatenate([weight, np.ones(len(m), np.int64)])[order],
+        own_request=np.concatenate([np.full(len(ends), -1, np.int64), s.rows[m]])[order],
+        blamed=np.concatenate([blamed, code_m])[order],
         blamed_ids=ids,
         blamed_tokens=tokens,
         blamed_first=np.concatenate([np.asarray(firsts, np.int64), own_id]),
     )
+
+
+def reply_freezes(rec: ArrangementRecords, gaps: ReplyGaps, blame: FreezeBlame,
+                  request_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of `blame` froze which reply: (request id, blame row), by request then time,
+    one pair per freeze (the `n_freezes` of requests.csv, summed), for the finished measured
+    replies among `request_ids` (default: all of them)."""
+    s = reply_spans(rec, gaps)
+    if request_ids is not None:
+        keep = np.isin(s.rows, request_ids)
+        s = Spans(*(getattr(s, f)[keep] for f in ("rows", "first_row", "n_words", "first_at", "joined_at", "split")))
+    on_iterations = blame.own_request < 0
+    it_rows = np.flatnonzero(on_iterations)
+    lo = np.searchsorted(blame.end_row[it_rows], s.first_row + s.split)
+    hi = np.searchsorted(blame.end_row[it_rows], s.first_row + s.n_words - 2, side="right")
+    own_rows = np.flatnonzero(~on_iterations)
+    own_rows = own_rows[np.argsort(blame.own_request[own_rows], kind="stable")]
+    own_at = np.searchsorted(blame.own_request[own_rows], s.rows) if len(own_rows) else np.zeros(len(s.rows), np.int64)
+    has_own = np.zeros(len(s.rows), bool)
+    if len(own_rows):
+        has_own = blame.own_request[own_rows][np.minimum(own_at, len(own_rows) - 1)] == s.rows
+    count = hi - lo + has_own
+    offset = np.cumsum(count) - count
+    reply = np.repeat(np.arange(len(s.rows)), count)
+    j = np.arange(len(reply)) - np.repeat(offset - lo + has_own, count)  # into it_rows
+    first = offset[has_own]  # a split reply's own first-gap row comes first (its j is meaningless)
+    later = np.ones(len(reply), bool)
+    later[first] = False
+    rows = np.empty(len(reply), np.int64)
+    rows[later] = it_rows[j[later]]
+    rows[first] = own_rows[own_at[has_own]]
+    return rec.requests["request_id"][s.rows][reply], rows
 
 
 def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list]:
@@ -252,10 +284,17 @@ def freeze_summary(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs, n
     return {"n_freezes": n, "freezes_by_long_prompt_pct": 100.0 * n_over / n}
 
 
+def cause_counts(blame: FreezeBlame) -> np.ndarray:
+    """Freezes of replies by cause (`CAUSES` order): each row counted once per reply it froze."""
+    return np.bincount(blame.cause, weights=blame.n_replies, minlength=len(CAUSES)).astype(np.int64)
+
+
 def top_prompts(blame: FreezeBlame, prompts: np.ndarray, k: int = 3) -> list[tuple[int, int, int]]:
-    """The `k` prompts blamed first in the most freezes: (request id, prompt tokens, freezes),
-    the most freezes first, ties by request id. `prompts` is `records.requests["n_prompt_tokens"]`."""
-    per_list = np.bincount(blame.blamed[blame.blamed >= 0], minlength=len(blame.blamed_ids))
+    """The `k` prompts blamed first in the most freezes of replies: (request id, prompt tokens,
+    freezes), the most freezes first, ties by request id. `prompts` is
+    `records.requests["n_prompt_tokens"]`."""
+    has = blame.blamed >= 0
+    per_list = np.bincount(blame.blamed[has], weights=blame.n_replies[has], minlength=len(blame.blamed_ids))
     if not per_list.sum():
         return []
     ids = np.unique(blame.blamed_first)
@@ -265,16 +304,18 @@ def top_prompts(blame: FreezeBlame, prompts: np.ndarray, k: int = 3) -> list[tup
 
 
 def freezes_frame(name: str, seed: int, blame: FreezeBlame) -> pd.DataFrame:
-    """One row per freeze (the `freezes.csv` columns); empty blame cells when nothing is blamed."""
+    """One row per freezing iteration (the `freezes.csv` columns); empty blame cells when
+    nothing is blamed."""
     return pd.DataFrame(
         {
             "arrangement": pd.Categorical.from_codes(np.zeros(len(blame), np.int8), categories=[name]),
             "seed": np.full(len(blame), seed, dtype=np.int64),
-            "request_id": blame.request_id,
+            "gpu": blame.gpu,
+            "iteration": blame.iteration,
             "gap_started_at_s": blame.started_at_ns / NS_PER_S,
             "gap_s": blame.gap_ns / NS_PER_S,
-            "writing_gpu": blame.writing_gpu.astype(np.int32),  # (not int64: pandas would copy it into one block with the others)
             "cause": pd.Categorical.from_codes(blame.cause, categories=list(CAUSES)),
+            "n_replies_frozen": blame.n_replies.astype(np.int64),
             "blamed_request_ids": _labels(blame.blamed, blame.blamed_ids),
             "blamed_prompt_tokens": _labels(blame.blamed, blame.blamed_tokens),
         },
@@ -284,6 +325,9 @@ def freezes_frame(name: str, seed: int, blame: FreezeBlame) -> pd.DataFrame:
 
 def _labels(codes: np.ndarray, texts: list[str]) -> pd.Categorical:
     """`texts[code]` for each code (empty for -1), as a categorical: each text is made once."""
-    categories, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True) if texts else ([], [])
+    categories: np.ndarray | list[str] = []
+    inverse: np.ndarray | list[int] = []
+    if texts:
+        categories, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     remap = np.append(np.asarray(inverse, np.int64), -1)  # code -1 stays -1
     return pd.Categorical.from_codes(remap[codes], categories=list(categories))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -24,15 +25,21 @@ MAX_TABLE = 1 << 20
 
 def csv_text(frame: pd.DataFrame) -> str:
     """`frame.to_csv(index=False)`, written faster for the column types of the output frames."""
+    return "".join(csv_chunks(frame))
+
+
+def csv_chunks(frame: pd.DataFrame, header: bool = True) -> Iterator[str]:
+    """`csv_text(frame)` in pieces of up to ROWS_PER_CHUNK rows (the header line first, if
+    `header`), so a big table is written without its whole text in memory."""
     if frame.shape[1] < 2 or not all(_supported(frame[c]) for c in frame.columns):
-        return frame.to_csv(index=False)
+        yield frame.to_csv(index=False, header=header)
+        return
     formats = [_formatter(frame[c]) for c in frame.columns]
-    parts = [_csv_line(frame.columns)]
+    if header:
+        yield _csv_line(frame.columns)
     for start in range(0, len(frame), ROWS_PER_CHUNK):
         columns = [f(start, start + ROWS_PER_CHUNK) for f in formats]
-        parts.append("\n".join(map(",".join, zip(*columns))))
-        parts.append("\n")
-    return "".join(parts)
+        yield "\n".join(map(",".join, zip(*columns))) + "\n"
 
 
 def _supported(column: pd.Series) -> bool:

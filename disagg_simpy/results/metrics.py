@@ -236,7 +236,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     nan = float("nan")
     out = dict.fromkeys(OPTION_COLUMNS, nan)
     roles = np.asarray(rec.gpu_roles)
-    if rec.kv_capacity_tokens is not None:
+    if rec.kv_capacity_tokens is not None and rec.kv_peak_tokens is not None:  # (both set with E4)
         for side, role in (("reading", "reads"), ("writing", "writes")):
             gpus = (roles == role) | (roles == "both")
             out[f"kv_peak_{side}_pct"] = 100.0 * float(rec.kv_peak_tokens[gpus].max()) / rec.kv_capacity_tokens

@@ -81,6 +81,16 @@ class RunResult:
         return self._frame("freezes", lambda: _concat(
             [freezes_frame(n, self.seed, self.blame[n]) for n in self.records], list(self.records)))
 
+    def tables_of(self, name: str) -> dict[str, pd.DataFrame]:
+        """Arrangement `name`'s rows of `requests`, `iterations`, `reads` and `freezes`, built
+        now and not kept (a command writing a table a block at a time keeps none)."""
+        rec = self.records[name]
+        tables = {"requests": self._requests_frame(name), "iterations": iterations_frame(rec),
+                  "reads": reads_frame(rec), "freezes": freezes_frame(name, self.seed, self.blame[name])}
+        for frame in tables.values():
+            frame["arrangement"] = pd.Categorical.from_codes(np.zeros(len(frame), np.int8), categories=[name])
+        return tables
+
     @property
     def blame(self) -> dict[str, FreezeBlame]:
         """Each arrangement's freezes and their causes, as arrays (`freezes` is the frame)."""

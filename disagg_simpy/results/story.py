@@ -1,8 +1,8 @@
 """One request's story in one arrangement, in words: where its time went and why it was late.
 
 `story_facts` gathers every number the story tells from the run's frames (`requests`,
-`freezes`, `iterations`, `reads`) and verdicts, unchanged; `story_text` only words and rounds
-them, so the story and the CSVs always agree.
+`iterations`, `reads`), its freeze rows (`blame`: the rows of `freezes.csv`) and verdicts,
+unchanged; `story_text` only words and rounds them, so the story and the CSVs always agree.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import textwrap
 
 import numpy as np
 import pandas as pd
+
+from ..units import NS_PER_S
+from .blame import CAUSES, reply_freezes
 
 #: blamed prompts named in one phrase before "and N more"
 N_NAMED = 2
@@ -27,8 +30,8 @@ def story_facts(result, arrangement: str, request_id: int) -> dict:
     at = int(np.searchsorted(gaps.rows, request_id))
     it = result.iterations[result.iterations["arrangement"] == arrangement]
     reads = result.reads[result.reads["arrangement"] == arrangement]
-    fz = result.freezes
-    freezes = fz[(fz["arrangement"] == arrangement) & (fz["request_id"] == request_id)]
+    blame = result.blame[arrangement]
+    _, rows = reply_freezes(result.records[arrangement], gaps, blame, np.array([request_id]))
     facts = {k: _plain(row[k]) for k in row.index if k != "arrangement"}
     facts["arrangement"] = arrangement
     facts["finished"] = bool(gaps.finished[at])
@@ -52,11 +55,13 @@ def story_facts(result, arrangement: str, request_id: int) -> dict:
     facts["read_with"] = _prompts_read(reads, gpu, mine["iteration"], exclude=request_id)
 
     told = []
-    for f in freezes.itertuples(index=False):
-        item = {"gap_started_at_s": f.gap_started_at_s, "gap_s": f.gap_s, "cause": str(f.cause),
-                "writing_gpu": int(f.writing_gpu), "blamed": _blamed(f.blamed_request_ids, f.blamed_prompt_tokens)}
+    for i in rows.tolist():
+        code = int(blame.blamed[i])
+        item = {"gap_started_at_s": blame.started_at_ns[i] / NS_PER_S, "gap_s": blame.gap_ns[i] / NS_PER_S,
+                "cause": CAUSES[blame.cause[i]], "writing_gpu": int(blame.gpu[i]),
+                "blamed": _blamed(blame.blamed_ids[code], blame.blamed_tokens[code]) if code >= 0 else []}
         if item["cause"] == "many_replies":
-            w = it[(it["gpu"] == f.writing_gpu) & (it["started_at_s"] == f.gap_started_at_s)]
+            w = it[(it["gpu"] == blame.gpu[i]) & (it["iteration"] == blame.iteration[i])]
             item["n_replies_written"] = int(w["n_replies_written"].iloc[0]) if len(w) else None
         told.append(item)
     facts["freezes"] = told
@@ -78,9 +83,7 @@ def _prompts_read(reads: pd.DataFrame, gpu, iterations: pd.Series, exclude: int)
     return [(int(k), int(v)) for k, v in order]
 
 
-def _blamed(ids, tokens) -> list[tuple[int, int]]:
-    if pd.isna(ids):
-        return []
+def _blamed(ids: str, tokens: str) -> list[tuple[int, int]]:
     return [(int(i), int(t)) for i, t in zip(str(ids).split(";"), str(tokens).split(";"))]
 
 

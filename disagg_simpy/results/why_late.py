@@ -3,10 +3,12 @@ caused the freezes (the top offending prompts for one seed)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
-from .blame import CAUSES, top_prompts
+from .blame import CAUSES, cause_counts, top_prompts
 from .breakdown import LATE_COLUMNS
 
 _HEADERS = ("late", "first word only", "mean gap only", "freezes only", "several")
@@ -16,8 +18,36 @@ def why_late_text(results: list) -> str:
     """The block for one or several seeds (RunResults of one scenario); several: means per seed."""
     first = results[0]
     summary = pd.concat([r.summary for r in results], ignore_index=True)
+    freezes = {name: FreezeFacts.of(first, name) for name in first.records}
+    for r in results[1:]:
+        for name in r.records:
+            freezes[name].add(r.blame[name])
+    return why_late_block(summary, freezes, len(results))
+
+
+@dataclass
+class FreezeFacts:
+    """What the block says of one arrangement's freezes: counts by cause, summed over seeds, and
+    the first seed's most-blamed prompts and long-prompt size (kept without the seed's rows)."""
+
+    counts: np.ndarray
+    top: list
+    n_long: int | None
+
+    @classmethod
+    def of(cls, result, name: str) -> FreezeFacts:
+        blame = result.blame[name]
+        top = top_prompts(blame, result.records[name].requests["n_prompt_tokens"])
+        return cls(cause_counts(blame), top, result.long_prompt_tokens[name])
+
+    def add(self, blame) -> None:
+        self.counts = self.counts + cause_counts(blame)
+
+
+def why_late_block(summary: pd.DataFrame, freezes: dict[str, FreezeFacts], n_seeds: int) -> str:
+    """The block from every seed's summary rows and each arrangement's `FreezeFacts`."""
     means = summary.groupby("arrangement", sort=False, observed=True).mean(numeric_only=True)
-    many = len(results) > 1
+    many = n_seeds > 1
     shown = [c for c in LATE_COLUMNS if not summary[c].isna().all()]  # a limit that is off: no column
     rows = [["arrangement", _HEADERS[0], *(h for h, c in zip(_HEADERS[1:], LATE_COLUMNS) if c in shown)]]
     for name, row in means.iterrows():
@@ -27,25 +57,25 @@ def why_late_text(results: list) -> str:
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
     lines += ["  ".join([r[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(r[1:], widths[1:]))]) for r in rows]
 
-    for name in first.records:
-        n_long = first.long_prompt_tokens[name]
+    for name, facts in freezes.items():
+        n_long = facts.n_long
         over = f"prompts over {n_long:,} tokens" if n_long is not None else "long prompts"
-        counts = np.sum([np.bincount(r.blame[name].cause, minlength=len(CAUSES)) for r in results], axis=0)
+        counts = facts.counts
         total = int(counts.sum())
         if total == 0:
             continue
-        per_seed = counts / len(results)
+        per_seed = counts / n_seeds
         causes = ", ".join(f"{CAUSES[c]} {per_seed[c]:,.0f}" for c in np.argsort(-counts, kind="stable") if counts[c])
-        n_text = f"{total / len(results):,.0f}" + (" per seed" if many else "")
+        n_text = f"{total / n_seeds:,.0f}" + (" per seed" if many else "")
         line = f"freezes in {name}: {n_text} ({causes}); {_pct(means.loc[name, 'freezes_by_long_prompt_pct'])}% caused by {over}"
         lines.append(line)
-        top = [t for t in top_prompts(first.blame[name], first.records[name].requests["n_prompt_tokens"]) if t[2] > 1]
+        top = [t for t in facts.top if t[2] > 1]
         if top and not many:  # (a prompt blamed once each is no pattern: no line)
             (i, t, k), rest = top[0], top[1:]
             lines.append(f"  blamed most: request {i} ({t:,} tokens, {k} freezes)"
                          + "".join(f", {i} ({t:,}, {k})" for i, t, k in rest))
     if len(lines) > len(rows) + 1:
-        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; freezes.csv has each one)")
+        lines.append("  (a prompt over that many tokens, read whole, takes over the freeze limit by itself; freezes.csv has each freeze)")
     return "\n".join(lines)
 
 

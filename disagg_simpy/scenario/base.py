@@ -27,7 +27,8 @@ class _Strict(BaseModel):
 
 def _joined(texts, budget: int) -> str:
     """Comma-joined texts, ending in '...' once about `budget` characters are used."""
-    parts, used = [], 2
+    parts: list[str] = []
+    used = 2
     for text in texts:
         if used + len(text) > budget and parts:
             parts.append("...")

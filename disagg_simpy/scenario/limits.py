@@ -12,15 +12,19 @@ MAX_REQUESTS = 5_000_000
 #: Iterations one arrangement could run before the cap: GPUs x max_sim_s / iteration_ms
 #: (each iteration lasts at least iteration_ms). About 300 bytes each while it runs.
 MAX_ITERATIONS = 10_000_000
-#: Rows a run keeps for its results, over all arrangements and seeds (requests seen, iterations
-#: and reads; about 100-150 bytes each, CSV text included): checked before the run from the
-#: expected requests and the iteration bounds, and after the first of several seeds from what it kept.
+#: Rows one seed's run keeps for its results, over all arrangements (requests seen, iterations
+#: and reads; about 100-150 bytes each): checked before the run from the expected requests and
+#: the iteration bounds.
 MAX_KEPT_ROWS = 25_000_000
+#: Rows a run writes over all its seeds (requests, iterations, reads, freezes), checked after
+#: the first of several seeds from what it wrote: seeds run one at a time and are not kept, so
+#: this bounds the files (about 60-90 bytes a row as CSV: 20 GB), not memory.
+MAX_WRITTEN_ROWS = 250_000_000
 #: GPUs in one arrangement (reading + writing on a split).
 MAX_GPUS = 1024
 #: Arrangements in one scenario.
 MAX_ARRANGEMENTS = 100
-#: seeds a scenario or --seeds may ask for (the run command keeps every seed's rows)
+#: seeds a scenario or --seeds may ask for
 MAX_SEEDS = 10_000
 #: Any time the model keeps, in seconds: max_sim_s, windows, arrivals, a KV ship, an SLO
 #: (about 31.7 years; int64 nanoseconds hold 292 years, so sums of two never overflow).

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import InputError
 from .lengths import LENGTH_TAGS, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
@@ -121,9 +122,10 @@ _ITEM_EXPECT = {  # a list's items, by the list's key
     "weights": "a number >= 0",
 }
 _RANGES = ("tokens", "reply_words")
-_ARRANGEMENT_TAGS = {"colocated": Colocated, "disaggregated": Disaggregated}
-_WORKLOAD_TAGS = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
-_LENGTH_MODELS = {"<histogram>": HistogramLength, "<lognormal>": LognormalLength, "<fixed>": FixedLength}
+_ARRANGEMENT_TAGS: dict[str, type[BaseModel]] = {"colocated": Colocated, "disaggregated": Disaggregated}
+_WORKLOAD_TAGS: dict[str, type[BaseModel]] = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
+_LENGTH_MODELS: dict[str, type[BaseModel]] = {"<histogram>": HistogramLength, "<lognormal>": LognormalLength,
+                                              "<fixed>": FixedLength}
 
 
 def _key_text(loc: tuple) -> str:
@@ -167,7 +169,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             parent = clean[-2] if len(clean) >= 2 else None
             model = PromptClass if parent == "prompt_mix" else None
         elif model is Scenario:
-            model = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}.get(p)
+            parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
+            model = parts.get(p)
         elif model in (Colocated, Disaggregated) and p in ("cost", "reading_cost", "writing_cost"):
             model = SideCost
         elif model in (HistogramLength, LognormalLength) and p in ("histogram", "lognormal"):
@@ -204,7 +207,8 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     if model is None:
         return "unknown key"
     allowed = [f for f in model.model_fields if f != "source"]
-    siblings = {SyntheticWorkload: TraceWorkload, TraceWorkload: SyntheticWorkload, Colocated: Disaggregated, Disaggregated: Colocated}
+    siblings: dict[type[BaseModel] | None, type[BaseModel]] = {
+        SyntheticWorkload: TraceWorkload, TraceWorkload: SyntheticWorkload, Colocated: Disaggregated, Disaggregated: Colocated}
     other = siblings.get(model)
     what = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
             Colocated: "a colocated arrangement", Disaggregated: "a disaggregated arrangement"}
@@ -221,7 +225,7 @@ def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     return f"unknown key, expected one of {', '.join(allowed)}"
 
 
-def _pick(errors: list[dict]) -> dict:
+def _pick(errors: list[ErrorDetails]) -> ErrorDetails:
     """The error to report: an unknown key first (it usually explains a missing one)."""
     for e in errors:
         if e["type"] == "extra_forbidden":
@@ -235,7 +239,7 @@ def _format_error(
     e = _pick(err.errors(include_url=False))
     loc, models = _clean_loc(tuple(e["loc"]))
     kind = e["type"]
-    got = e.get("input")
+    got: Any = e.get("input")
     msg = e["msg"].removeprefix("Value error, ")
     if kind == "value_error" and msg.startswith("@"):  # a check that names its own key
         sub, _, msg = msg[1:].partition(": ")

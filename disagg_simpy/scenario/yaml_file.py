@@ -132,9 +132,9 @@ def parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     try:
         loader = _Loader(text)
     except yaml.reader.ReaderError as err:  # a control character: refused before parsing
-        line = text[: err.position].count("\n") + 1
+        line_no = text[: err.position].count("\n") + 1
         raise InputError(
-            f"{source}:{line}: got the character {chr(err.character)!r} (U+{err.character:04X}), expected printable text"
+            f"{source}:{line_no}: got the character {chr(err.character)!r} (U+{err.character:04X}), expected printable text"
         ) from None
     try:
         node = loader.get_single_node()

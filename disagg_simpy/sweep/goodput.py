@@ -22,8 +22,9 @@ to the runner as one batch (parallel, resumable, local or Dask).
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Hashable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -82,6 +83,9 @@ def decide(probe: Probe, target: float, slo: Slo | None = None) -> bool | None:
 #: shares); "full" runs to the end (every figure, for the failing rate reported).
 Request = tuple[str, float, tuple[int, ...], str]
 MODES = {"probe": (True, True), "verdicts": (False, True), "full": (False, False)}  # (give up, verdicts only)
+#: A search as `drive` advances it: yields run requests, receives their rows, returns its answer.
+Search = Generator[Request, list[dict], Any]
+Key = TypeVar("Key", bound=Hashable)
 
 
 def percentiles_pass(rows: pd.DataFrame, slo: Slo) -> bool:
@@ -159,10 +163,10 @@ def search(name: str, start: float, seeds: tuple[int, ...], target: float, toler
     return lo, hi, n
 
 
-def drive(searches: dict[str, Generator], run_batch) -> dict[str, tuple]:
+def drive(searches: dict[Key, Search], run_batch) -> dict[Key, Any]:
     """Advance every search together: each round runs all pending requests as one batch."""
-    results: dict[str, tuple] = {}
-    pending: dict[str, Request] = {}
+    results: dict[Key, Any] = {}
+    pending: dict[Key, Request] = {}
     for name, gen in searches.items():
         pending[name] = next(gen)
     while pending:
@@ -188,7 +192,7 @@ class Prober:
         under that arrangement only), or None where it breaks a documented limit."""
         if (rate, name) not in self.resolved:
             try:
-                point = {RATE: rate}
+                point: dict[str, Any] = {RATE: rate}
                 if name is not None:
                     point[ONLY] = name
                 self.resolved[rate, name] = resolve(self.scenario, point)
@@ -204,7 +208,7 @@ class Prober:
         for i, (name, rate, seeds, mode) in enumerate(requests):
             s = self.at(rate, name)
             if s is None:  # only the start can get here: `search` checks the rest
-                resolve(self.scenario, {RATE: rate})  # raises the one-line error
+                s = resolve(self.scenario, {RATE: rate})  # raises the one-line error
             give_up, verdicts_only = MODES[mode if s.slo.criterion == "per_request" else "full"]  # (percentiles: whole runs)
             for seed in seeds:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
@@ -231,7 +235,7 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
         if scenario.slo.criterion == "percentiles":  # the figure furthest over its limit
             shares = {k.removesuffix("_s").removesuffix("_ms"): float(frame[CRITERION_COLUMNS[k]].mean()) / v
                       for k, v in scenario.slo.on.items()}
-        binding = max(shares, key=shares.get) if shares else ""
+        binding = max(shares, key=lambda k: shares[k]) if shares else ""
     return {
         "arrangement": name,
         "n_gpus": arrangement.n_gpus,

@@ -56,7 +56,9 @@ def parse_rates(text: str, flag: str = "--rate") -> list[float]:
 
 def _split_top(text: str) -> list[str]:
     """Split on commas outside brackets and braces: `[50,100],[100,400]` -> 2 parts."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[{":
             depth += 1
@@ -201,7 +203,7 @@ def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str], s
         rates = [float(scenario.workload.rate_per_s)]
     else:
         rates = parse_rates(rate_text)
-    sets = []
+    sets: list[tuple[str, tuple[Any, ...]]] = []
     for text in set_texts:
         key, values = parse_set(text)
         if key in (k for k, _ in sets):
@@ -218,7 +220,7 @@ def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str], s
         raise InputError(f"--set: got a grid of {n:,} points, expected at most {MAX_POINTS:,}")
     first = {grid.rate_key: rates[0]} | ({ONLY: scenario.arrangements[0].name} if grid.per_gpu else {})
     resolve(scenario, first)
-    for key, values in sets:  # each value alone, at the first rate: errors name it
-        for v in values:
+    for key, point_values in sets:  # each value alone, at the first rate: errors name it
+        for v in point_values:
             resolve(scenario, {**first, key: v})
     return grid

@@ -19,7 +19,7 @@ from ..errors import InputError
 from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, drive, goodput_row, probe_rate, search
+from .goodput import Prober, Search, drive, goodput_row, probe_rate, search
 from .grid import RATE, resolve
 from .runner import Runner, Task
 
@@ -76,7 +76,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    searches = {}
+    searches: dict[tuple[str, int | None], Search] = {}
     for name in names:
         searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits, slo=scenario.slo)
         if len(seeds) > 1:

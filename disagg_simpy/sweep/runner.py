@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..model.engine import Engine, GiveUp
@@ -23,6 +23,9 @@ from ..results.metrics import SLACK_NS, LimitsNs, blank_off, criterion_figures, 
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
 from .store import Store
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import Pool
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class LocalPool:
 
     def __init__(self, workers: int):
         self.workers = workers
-        self.pool = None
+        self.pool: Pool | None = None
 
     def run(self, fn: Callable, tasks: list) -> Iterator[tuple[int, Any]]:
         if self.workers <= 1 or len(tasks) <= 1:
@@ -179,7 +182,7 @@ class DaskPool:
             raise InputError("--dask: got an address, but dask.distributed is not installed; expected "
                              "`pip install 'disagg_simpy[dask]'`") from None
         try:
-            self.client = address if hasattr(address, "submit") else Client(address, timeout="10s")
+            self.client: Any = address if hasattr(address, "submit") else Client(address, timeout="10s")  # or a test's
             self.owned = not hasattr(address, "submit")
         except (OSError, TimeoutError, ValueError) as err:
             raise InputError(f"--dask: got {address!r}, which did not answer ({err}), expected the address of "
@@ -218,7 +221,7 @@ class Runner:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.skipped = 0
         self.ran = 0
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar once a run is due (tqdm is imported only then)
 
     def run(self, tasks: Iterable[Task], what: str = "runs") -> list[list[dict]]:
         """Each task's rows, in task order."""

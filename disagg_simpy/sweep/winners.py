@@ -67,17 +67,18 @@ def _range(values: str, flag: str = f"--y {LONG_SHARE}") -> list[float]:
 def with_long_share(scenario: Scenario, share: float) -> Scenario:
     """The traffic with `share` of requests in the longest prompt class; the other classes keep
     their proportions (a class whose share comes to 0 is left out)."""
+    assert isinstance(scenario.workload, SyntheticWorkload)  # (the map's y-axis flag checks it first)
     mix = list(scenario.workload.prompt_mix)
     longest = max(range(len(mix)), key=lambda i: length_bounds(mix[i].tokens)[1])
     rest = 1 - mix[longest].share
-    classes = []
+    classes: list[dict[str, Any]] = []
     for i, c in enumerate(mix):
         s = share if i == longest else (1 - share) * (c.share / rest if rest > 0 else 1 / (len(mix) - 1))
         if s > 0:
             classes.append({"share": s, "tokens": length_raw(c.tokens)})
     total = sum(c["share"] for c in classes)
-    for c in classes:
-        c["share"] /= total
+    for cls in classes:
+        cls["share"] /= total
     return scenario.with_overrides(flags={"workload.prompt_mix": f"--y {LONG_SHARE}={share:g}"},
                                    **{"workload.prompt_mix": classes})
 
@@ -90,6 +91,7 @@ def point_scenario(scenario: Scenario, rate: float, key: str, value: Any) -> Sce
 def default_y(scenario: Scenario, key: str) -> Any:
     """The scenario's own value of the y knob (the marker on the map)."""
     if key == LONG_SHARE:
+        assert isinstance(scenario.workload, SyntheticWorkload)  # (the map's y-axis flag checks it first)
         mix = scenario.workload.prompt_mix
         return max(mix, key=lambda c: length_bounds(c.tokens)[1]).share
     node: Any = scenario.model_dump(mode="python")

@@ -136,11 +136,12 @@ def resolve_trace(trace: str, fmt: str, folder: Path, where: str) -> Path:
     if fmt != known.format:
         raise InputError(f"{where}.format: got {fmt!r}, expected {known.format!r} for the public trace {trace}")
     command = f"{FETCH_COMMAND} {trace}"
-    path = cached_path(known)
-    if path is None:
+    cached = cached_path(known)
+    if cached is None:
         raise InputError(
             f"{where}.trace: the public trace {trace} is not in {cache_folder()}; fetch it ({known.size_text}) with: {command}"
         )
+    path = cached
     digest = sha256_of(path)
     if digest != known.sha256:
         raise InputError(

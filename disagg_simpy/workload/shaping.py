@@ -123,7 +123,9 @@ def lengths_arrivals(n, rate_per_s, burstiness_cv, rng_arrivals, *, source="<sce
     1/cv^2 and mean 1/rate; the first request arrives after the first gap. Returns int64 ns."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise _error(source, None, "n_requests", repr(n), "a whole number >= 0")
-    mean_gap_s = 1.0 / _positive(source, "rate_per_s", rate_per_s, allow_none=False)
+    rate = _positive(source, "rate_per_s", rate_per_s, allow_none=False)
+    assert rate is not None  # (allow_none=False)
+    mean_gap_s = 1.0 / rate
     cv = _positive(source, "burstiness_cv", burstiness_cv)
     if cv is None or cv == 1.0:
         gaps_s = rng_arrivals.exponential(mean_gap_s, size=n)

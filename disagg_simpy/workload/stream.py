@@ -182,6 +182,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         info["public_trace"] = w.trace
     if w.format == "lengths":
         cap_s = scenario.cap_s(None)
+        assert w.rate_per_s is not None  # (a lengths trace needs it: schema.TraceWorkload)
         n = _expected_arrivals(w.rate_per_s, cap_s)
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)

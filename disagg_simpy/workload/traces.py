@@ -284,7 +284,8 @@ def _jsonl_problem(line: str, keys) -> tuple[str, str, str]:
 def _jsonl_fields(path, lines, keys) -> tuple[dict[str, np.ndarray], _Problems, list[str]]:
     """Pick the numbers under `keys` out of every non-blank JSON Lines line, up to any bad line;
     also the other keys seen (ignored)."""
-    records, line_nos, stopped, seen = [], [], None, set()
+    records, line_nos, stopped = [], [], None
+    seen: set[str] = set()
     for line_no, line in enumerate(lines, start=1):
         if line.strip():
             line_nos.append(line_no)
@@ -361,9 +362,9 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     cols, problems, ignored = _csv_columns(path, lines, required)
     prompt = _counts(problems, cols[prompt_col], prompt_col)
     reply = _counts(problems, cols[reply_col], reply_col)
-    if fmt == "csv":
+    if fmt == "csv" and arrival_col is not None:
         arrived_at_ns = _seconds_ns(problems, cols[arrival_col], arrival_col)
-    elif fmt == "azure":
+    elif fmt == "azure" and arrival_col is not None:
         arrived_at_ns = _azure_ns(problems, cols[arrival_col], arrival_col)
     else:
         arrived_at_ns = None

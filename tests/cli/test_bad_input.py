@@ -223,9 +223,9 @@ CATALOGUE = [
      ["max_sim_s: got 5, expected at least workload.measure_s (10) (with --measure-s 10 from the command line)"]),
     ("flag-seeds-zero", BASE_TEXT, {}, ["--seeds", "0"], ["--seeds: got '0', expected a whole number from 1 to 10000"]),
     ("flag-seed-negative", BASE_TEXT, {}, ["--seed", "-3"], ["--seed: got '-3'"]),
-    ("flag-seeds-too-many-rows", BASE_TEXT, {}, ["--rate", "1000", "--seeds", "30"],
-     ["--seeds: got 602,000 requests x 2 arrangements x 30 seeds = 36,120,000 rows to keep, above the limit of "
-      "25,000,000; expected fewer seeds"]),
+    ("flag-seeds-too-many-rows", BASE_TEXT, {}, ["--rate", "1000", "--seeds", "300"],
+     ["--seeds: got 602,000 requests x 2 arrangements x 300 seeds = 361,200,000 rows to write, above the limit of "
+      "250,000,000; expected fewer seeds"]),
     ("too-many-rows-to-keep", spec(lambda d: d.update(
         arrangements=[{"name": f"a{i}", "kind": "colocated", "gpus": 1} for i in range(10)],
         workload={**d["workload"], "rate_per_s": 5000})), {}, [],
@@ -332,7 +332,7 @@ def test_an_internal_error_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(disagg_simpy.api, "run", broken)
+    monkeypatch.setattr(disagg_simpy.api, "run_each", broken)
     argv = setup_case(tmp_path, BASE_TEXT, {}, [])
     before = snapshot(tmp_path)
     assert main(argv) == 1
@@ -360,18 +360,20 @@ def test_size_limits_scaled_down_are_one_line_errors(tmp_path, capsys, monkeypat
     assert snapshot(tmp_path) == before
 
 
-def test_rows_kept_over_seeds_are_checked_after_the_first_seed_of_a_trace(tmp_path, capsys, monkeypatch):
-    """What a run keeps is known only once it ran: the first seed's kept rows x the seeds decide.
+def test_rows_written_over_seeds_are_checked_after_the_first_seed_of_a_trace(tmp_path, capsys, monkeypatch):
+    """What a run writes is known only once it ran: the first seed's rows x the seeds decide
+    (seeds are not kept, so the limit is on the files): up front, 6 requests x 2 arrangements x
+    2 seeds = 24 rows pass a limit of 100, but the first seed writes each reply's iterations too.
     (A `lengths` trace: seeds draw its requests; on a csv trace every seed would be the same.)"""
-    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_KEPT_ROWS", 30)
+    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_WRITTEN_ROWS", 100)
     workload = {"trace": "t.csv", "format": "lengths", "rate_per_s": 2, "measure_s": 2}
-    scenario = spec(lambda d: d.update(workload=workload, max_sim_s=3, cost={"iteration_ms": 1000}))
-    lengths = "num_prefill_tokens,num_decode_tokens\n100,5\n200,6\n"
+    scenario = spec(lambda d: d.update(workload=workload, max_sim_s=3, cost={"iteration_ms": 10}))
+    lengths = "num_prefill_tokens,num_decode_tokens\n100,50\n200,60\n"
     argv = setup_case(tmp_path, scenario, {"t.csv": lengths}, ["--seeds", "2"])
     before = snapshot(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: --seeds: got ") and "rows kept by the first seed x 2 seeds, above the limit of 30" in err
+    assert err.startswith("error: --seeds: got ") and "rows written by the first seed x 2 seeds, above the limit of 100 rows written" in err
     assert err.count("\n") == 1 and snapshot(tmp_path) == before
 
 

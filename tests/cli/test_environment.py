@@ -65,7 +65,7 @@ def test_memory_failures_that_are_not_memory_errors_say_out_of_memory(tmp_path, 
                 raise RuntimeError("could not convert") from err
         raise failure
 
-    monkeypatch.setattr(disagg_simpy.api, "run", fails)
+    monkeypatch.setattr(disagg_simpy.api, "run_each", fails)
     scenario = write_scenario(tmp_path, [(0.0, 10, 2)])
     assert main([str(scenario), "--out", str(tmp_path / "o")]) == 1
     assert capsys.readouterr().err.startswith("error: out of memory;")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from helpers import ROOT, SPLIT_1_1, run_rows, write_scenario
+from helpers import ROOT, SPLIT_1_1, freezes_by_reply, run_rows, write_scenario
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main
@@ -35,8 +35,7 @@ def flat(text: str) -> str:
 
 
 def a_frozen_request(res) -> int:
-    f = res.freezes
-    return int(f[f.arrangement == "same-gpu"].request_id.iloc[0])
+    return int(freezes_by_reply(res, "same-gpu").request_id.iloc[0])
 
 
 def test_the_story_numbers_are_the_frames_numbers(small):
@@ -47,7 +46,8 @@ def test_the_story_numbers_are_the_frames_numbers(small):
         row = res.requests[(res.requests.arrangement == name) & (res.requests.request_id == rid)].iloc[0]
         for key in FRAME_KEYS:
             assert facts[key] == row[key], (name, key)
-        frozen = res.freezes[(res.freezes.arrangement == name) & (res.freezes.request_id == rid)]
+        by_reply = freezes_by_reply(res, name)
+        frozen = by_reply[by_reply.request_id == rid]
         assert [f["gap_s"] for f in facts["freezes"]] == frozen.gap_s.tolist()
         assert [f["gap_started_at_s"] for f in facts["freezes"]] == frozen.gap_started_at_s.tolist()
         assert [f["cause"] for f in facts["freezes"]] == frozen.cause.astype(str).tolist()
@@ -131,7 +131,7 @@ def test_a_reply_that_waited_for_kv_memory_says_so(tmp_path):
     cost = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01, "kv_ship_ms_per_token": 0.001}
     split = {"name": "kv", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "kv_capacity_tokens": 1200}
     res = run_rows(tmp_path, [(0.0, 400, 3), (0.0, 700, 150), (0.0, 100, 2)], [split], cost=cost, slo={"freeze_ms": 20})
-    f = res.freezes
+    f = freezes_by_reply(res, "kv")
     assert list(zip(f.request_id, f.cause.astype(str))) == [(1, "kv_ship"), (2, "kv_ship")]
     row = res.requests.set_index("request_id").loc[2]
     text = flat(story_text(story_facts(res, "kv", 2)))

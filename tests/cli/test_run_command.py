@@ -50,12 +50,14 @@ def test_default_run_writes_every_output_with_its_columns(tmp_path, capsys):
     assert list(reads.columns) == ["arrangement", "gpu", "iteration", "request_id", "n_tokens"]
     freezes = pd.read_csv(tmp_path / "freezes.csv")
     assert list(freezes.columns) == [
-        "arrangement", "seed", "request_id", "gap_started_at_s", "gap_s", "writing_gpu", "cause",
+        "arrangement", "seed", "gpu", "iteration", "gap_started_at_s", "gap_s", "cause", "n_replies_frozen",
         "blamed_request_ids", "blamed_prompt_tokens",
     ]
     assert set(freezes.cause) <= {"prompt_read", "kv_ship", "join_wait", "many_replies"}
-    assert freezes.groupby("arrangement").size().to_dict() == summary.set_index("arrangement").n_freezes[
+    assert freezes.groupby("arrangement").n_replies_frozen.sum().to_dict() == summary.set_index("arrangement").n_freezes[
         lambda n: n > 0].to_dict()
+    assert requests.groupby("arrangement").n_freezes.sum()[lambda n: n > 0].to_dict() == (
+        freezes.groupby("arrangement").n_replies_frozen.sum().to_dict())
     # the why-late block under the table, not more columns in it
     assert "late_first_word_only_pct" not in table and "why late:" in table
     assert "freezes in same-gpu:" in table and "caused by prompts over 4,760 tokens" in table

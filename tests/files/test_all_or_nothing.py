@@ -40,7 +40,7 @@ def test_ctrl_c_during_the_run_exits_130_and_leaves_earlier_results(tmp_path, ca
     out = tmp_path / "out"
     earlier_results(out)
     before = files_under(tmp_path)
-    monkeypatch.setattr(disagg_simpy.api, "run", interrupted)
+    monkeypatch.setattr(disagg_simpy.api, "run_each", interrupted)
     assert main([str(DEFAULT), "--out", str(out), *SHORT]) == 130
     assert capsys.readouterr().err == "interrupted: earlier results were left as they were\n"
     assert files_under(tmp_path) == before

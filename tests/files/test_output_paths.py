@@ -193,13 +193,13 @@ _SIGNAL_WHILE_WRITING = """
 import os, signal, sys
 import disagg_simpy.results.csv_text as c
 from disagg_simpy.cli import main
-real, n = c.csv_text, []
-def csv_text(frame):
+real, n = c.csv_chunks, []
+def csv_chunks(frame, header=True):
     n.append(1)
     if len(n) == 3:  # two CSVs wait as temporary files: a signal now
         os.kill(os.getpid(), getattr(signal, sys.argv[1]))
-    return real(frame)
-c.csv_text = csv_text
+    return real(frame, header)
+c.csv_chunks = csv_chunks
 sys.exit(main(sys.argv[2:]))
 """
 

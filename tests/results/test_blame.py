@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import NS_PER_S, ROOT, SPLIT_1_1, golden_trace_csv, run_rows, scenario_text
+from helpers import NS_PER_S, ROOT, SPLIT_1_1, freezes_by_reply, golden_trace_csv, run_rows, scenario_text
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.results.blame import FREEZE_COLUMNS
@@ -22,8 +22,7 @@ MS_NS = 1_000_000
 
 
 def freezes_of(result, arrangement):
-    f = result.freezes
-    return f[f.arrangement == arrangement].reset_index(drop=True)
+    return freezes_by_reply(result, arrangement)
 
 
 def test_one_long_prompt_freezes_each_of_three_replies_once_and_is_blamed(tmp_path):
@@ -31,8 +30,9 @@ def test_one_long_prompt_freezes_each_of_three_replies_once_and_is_blamed(tmp_pa
     # iteration); a 6,000-token prompt arrives at 0.1 s: its reading iteration takes
     # 12 + 3 x 0.4 + 6000 x 0.05 = 313.2 ms, one freeze for each reply, nothing else long
     res = run_rows(tmp_path, [(0.0, 100, 40), (0.0, 100, 40), (0.0, 100, 40), (0.1, 6000, 5)])
+    assert list(res.freezes.columns) == list(FREEZE_COLUMNS)
+    assert len(res.freezes) == 1 and res.freezes.n_replies_frozen.tolist() == [3]  # one iteration froze three replies
     f = freezes_of(res, "same")
-    assert list(f.columns) == list(FREEZE_COLUMNS)
     assert f.request_id.tolist() == [0, 1, 2]
     assert (f.cause == "prompt_read").all() and (f.writing_gpu == 0).all() and (f.seed == 1).all()
     assert f.blamed_request_ids.astype(str).tolist() == ["3"] * 3
@@ -192,6 +192,28 @@ def test_freezes_and_frozen_time_match_the_word_times(runs):
             expect = expect.reindex(got.index, fill_value=0.0)
             np.testing.assert_allclose(got.to_numpy(), expect.to_numpy(), rtol=0, atol=1e-8)
             assert (got > 0).sum() == len(f.request_id.unique())
+
+
+def test_freezes_csv_has_one_row_per_freezing_iteration_with_the_replies_it_froze(runs):
+    """A row on an iteration is that iteration of iterations.csv (its start and length), once; a
+    row of a split reply's first gap is that reply's alone; the replies frozen add up to n_freezes."""
+    for res in runs[:4]:
+        f, it = res.freezes, res.iterations
+        for name in res.records:
+            mine = f[f.arrangement == name]
+            on_it = mine[mine.cause.isin(["prompt_read", "many_replies"])]
+            assert not on_it.duplicated(["gpu", "iteration"]).any()
+            its = it[it.arrangement == name].set_index(["gpu", "iteration"])
+            hit = its.loc[list(zip(on_it.gpu, on_it.iteration))]
+            np.testing.assert_array_equal(hit.started_at_s.to_numpy(), on_it.gap_started_at_s.to_numpy())
+            np.testing.assert_allclose(hit.ended_at_s.to_numpy() - hit.started_at_s.to_numpy(), on_it.gap_s, atol=1e-9)
+            np.testing.assert_array_equal(hit.n_prompt_tokens_read.to_numpy() > 0, (on_it.cause == "prompt_read").to_numpy())
+            assert (mine.loc[mine.cause.isin(["kv_ship", "join_wait"]), "n_replies_frozen"] == 1).all()
+            assert (mine.n_replies_frozen >= 1).all()
+            n = int(res.summary.set_index("arrangement").n_freezes[name])
+            assert mine.n_replies_frozen.sum() == n == len(freezes_of(res, name))
+    busy = runs[0].freezes
+    assert busy.n_replies_frozen.max() > 1 and len(busy) < busy.n_replies_frozen.sum()
 
 
 def test_the_limit_shares_add_up_to_the_late_share(runs):
