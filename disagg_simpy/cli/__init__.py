@@ -40,6 +40,10 @@ COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goo
             "plan": plan_command, "map": map_command, "explain": explain}
 
 
+#: the commands whose runs keep summary rows only, an arrangement at a time (sweep/runner.py)
+BATCH_COMMANDS = ("sweep", "goodput", "plan", "map")
+
+
 def command_help() -> dict[str, str]:
     """Each subcommand's one-line summary (its entry function's first docstring line), for --help."""
     return {name: (entry.__doc__ or "").strip().split("\n")[0] for name, entry in COMMANDS.items()}
@@ -77,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str], argv) -> int:
     try:
         command = COMMANDS.get(args[0]) if args else None
+        if command is not None and args[0] in BATCH_COMMANDS:
+            from ..scenario.limits import one_arrangement_at_a_time
+
+            with one_arrangement_at_a_time():  # their tasks keep one arrangement's rows at a time
+                return command(args[1:])
         if command is not None:
             return command(args[1:])
         if args:

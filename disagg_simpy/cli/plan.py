@@ -53,7 +53,39 @@ def build_plan_parser():
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")
     p.add_argument("--chunks", type=chunks_flag, default=(256, 512, 1024, 2048), metavar="C1,C2",
                    help="chunk sizes tried, on the same GPU and on a split's reading GPUs (default 256,512,1024,2048)")
+    p.add_argument("--splits", type=splits_flag, metavar="R1,R2",
+                   help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
     return p
+
+
+def splits_flag(text: str) -> tuple[int, ...]:
+    """--splits: the reading GPU counts of the splits to try, e.g. 2,3,4 (or 'none')."""
+    if text.strip() == "none":
+        return ()
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--splits: got {text!r}, expected reading GPU counts like 2,4,6 (or none)") from None
+    if any(v < 1 for v in values) or len(set(values)) != len(values):
+        raise InputError(f"--splits: got {text!r}, expected distinct whole numbers of reading GPUs >= 1")
+    return values
+
+
+def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
+    """Refuse a plan that would run for hours, saying how long and how to narrow it; the note
+    for stderr of one that takes minutes ('' if not)."""
+    import os
+
+    from ..sweep.plan_cost import plan_cost_problem
+
+    narrow = "--splits R1,R2 (the reading GPUs of the splits to try), --chunks none (or fewer sizes)"
+    narrow += ", --tp" if hasattr(args, "tp") else ""
+    narrow += ", fewer --seeds, or more --workers or a --dask cluster"
+    workers = None if args.dask else (args.workers or os.cpu_count() or 1)
+    problem, note = plan_cost_problem(scenario, arrangements, len(seeds), workers, narrow)
+    if problem:
+        raise InputError(problem)
+    return note
 
 
 def format_plan(table) -> str:
@@ -83,8 +115,17 @@ def plan_command(argv: Sequence[str]) -> int:
     scenario = load(args)
     seeds, note = seeds_of(scenario)
     out = out_folder(args, scenario, list(OUTPUT_FILES))
-    if args.gpus is not None:
-        with_candidates(scenario, candidates(args.gpus, args.chunks), "--gpus")  # refuse before any run
+    if args.splits is not None and args.gpus is None:
+        raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")
+    if args.splits is not None and any(r >= args.gpus for r in args.splits):
+        raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
+                         f"--gpus {args.gpus} (a split keeps a writing GPU)")
+    if args.gpus is not None:  # refuse before any run
+        arrangements = candidates(args.gpus, args.chunks, splits=args.splits)
+        cost_note = check_cost(args, scenario, arrangements, seeds)
+        with_candidates(scenario, arrangements, "--gpus")
+        if cost_note:
+            print(cost_note, file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
     runner = open_runner(args, out)
@@ -94,7 +135,7 @@ def plan_command(argv: Sequence[str]) -> int:
             n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks)
         table = None
         if n_gpus is not None:
-            planned = with_candidates(scenario, candidates(n_gpus, args.chunks), "--gpus")
+            planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits), "--gpus")
             if args.rate is not None:
                 planned = resolve(planned, {RATE: args.rate})
             table = plan(planned, runner, seeds, args.target, args.tolerance)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -35,7 +36,7 @@ class TableFiles:
 
     def __init__(self, folder: Path, fmt: str, stack: ExitStack):
         self.folder, self.fmt, self.stack = folder, fmt, stack
-        self._open: dict[str, object] = {}  # name: text file, or (temporary path, ParquetWriter)
+        self._open: dict[str, Any] = {}  # name: text file, or (temporary path, ParquetWriter)
         self.n_rows = 0  # rows appended so far
 
     def append(self, name: str, frame: pd.DataFrame) -> None:
@@ -51,9 +52,10 @@ class TableFiles:
 
             handle = self._open[name]
             for chunk in csv_chunks(frame, header=first):
-                handle.write(chunk)  # type: ignore[attr-defined]
+                handle.write(chunk)
         else:
-            self._open[name] = _append_parquet(*self._open[name], frame)  # type: ignore[misc]
+            target, writer = self._open[name]
+            self._open[name] = _append_parquet(target, writer, frame)
 
     def write_whole(self, name: str, frame: pd.DataFrame) -> None:
         self.append(name, frame)
@@ -64,9 +66,9 @@ class TableFiles:
         for key in [name] if name else list(self._open):
             handle = self._open.pop(key)
             if self.fmt == "csv":
-                handle.close()  # type: ignore[attr-defined]
-            elif handle[1] is not None:  # type: ignore[index]
-                handle[1].close()  # type: ignore[index]
+                handle.close()
+            elif handle[1] is not None:
+                handle[1].close()
 
 
 def _append_parquet(target, writer, frame: pd.DataFrame):
@@ -92,8 +94,8 @@ class Kept:
 
     summaries: list[pd.DataFrame] = field(default_factory=list)
     freezes: dict = field(default_factory=dict)  # arrangement: why_late.FreezeFacts
-    first: object = None  # RunResult of the first seed (all arrangements), if kept
-    stream: object = None  # the first seed's request stream
+    first: Any = None  # RunResult of the first seed (all arrangements), if kept
+    stream: Any = None  # the first seed's request stream (workload.stream.Requests)
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
 
 
@@ -108,7 +110,7 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
     kept = Kept()
     many = len(seeds) > 1
     for seed in seeds:
-        parts = []
+        parts: list[Any] = []  # the seed's RunResults (None where not kept)
         for one in run_each(scenario, seed):
             (name, rec), = one.records.items()
             for table, frame in one.tables_of(name).items():

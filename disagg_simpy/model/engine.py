@@ -21,7 +21,7 @@ from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
-from .phases import PHASE_ARRIVE, PHASE_STOP, Slot, events_scheduled
+from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
 from .router import Side
@@ -53,7 +53,7 @@ class Engine:
         writing = CostNs.from_cost(writing_cost, ship_ms)
         self.arrangement = arrangement
         self.requests = requests
-        self.env = simpy.Environment()
+        self.env = Environment()
         self.split = not isinstance(arrangement, Colocated)
         n_reading = arrangement.n_reading
         chunk = arrangement.chunk_tokens
@@ -68,8 +68,8 @@ class Engine:
         else:
             self.local_max = None
             self.gpus = [Gpu(i, True, True, chunk, self.cost, capacity) for i in range(arrangement.gpus)]
-        self.reading = Side([g for g in self.gpus if g.reads])
-        self.writing = Side([g for g in self.gpus if g.writes and not g.reads])
+        self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
+        self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         link = arrangement.kv_link if self.split else "independent"
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=capacity is not None)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
@@ -158,7 +158,7 @@ class Engine:
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
-            r.read.succeed()
+            r.read.succeed()  # type: ignore[union-attr]  # (set when its process started, before any GPU saw it)
 
     def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
         """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
@@ -190,7 +190,7 @@ class Engine:
                 and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
             self.n_late_mean_gap += 1
             self._check_give_up()
-        r.done.succeed()
+        r.done.succeed()  # type: ignore[union-attr]  # (as r.read)
         r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
@@ -198,6 +198,7 @@ class Engine:
                 Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def _check_give_up(self) -> None:
+        assert self.give_up is not None  # (counted only with give_up)
         if not self.gave_up and self.n_late_first_word + self.n_late_mean_gap >= self.give_up.max_late:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)

@@ -21,7 +21,7 @@ from typing import Protocol
 import simpy
 
 from .costs import CostNs
-from .phases import PHASE_END, PHASE_START, Slot, fire
+from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
 
 
@@ -75,7 +75,7 @@ class Gpu:
         self.kv_used_tokens = array("q")  # E4 only
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         if kv_capacity is None:
-            self.has_work = self._has_work_page
+            self.has_work = self._has_work_page  # type: ignore[method-assign]  # bound per GPU, for speed
 
     @property
     def role(self) -> str:
@@ -167,7 +167,9 @@ class Gpu:
         fits the free tokens (less what prompts taken before it reserved); the first that does
         not fit stops the taking. Chunked, a prompt is considered only if the budget reaches it."""
         waiting = self.waiting
-        free = self.kv_capacity - self.kv_used
+        capacity = self.kv_capacity
+        assert capacity is not None  # (taken so only under E4)
+        free = capacity - self.kv_used
         taken = []
         budget = self.chunk_tokens
         while waiting and budget != 0:
@@ -185,10 +187,10 @@ class Gpu:
                 waiting.popleft()
             else:
                 break
-        self.reserve(self.kv_capacity - free - self.kv_used)
+        self.reserve(capacity - free - self.kv_used)
         return taken
 
-    def run(self, env: simpy.Environment, host: Host):
+    def run(self, env: Environment, host: Host):
         """The GPU's SimPy process: the page's loop when no option touches this GPU (the loop of
         M1-M5, D1-D10 alone, for speed), else the loop with the options (E2-E4). Both give the
         same times with the options at neutral values (tests/test_extension_properties.py)."""
@@ -196,7 +198,7 @@ class Gpu:
                      or self.always_defer)
         return self._run_page(env, host) if plain else self._run_options(env, host)
 
-    def _run_page(self, env: simpy.Environment, host: Host):
+    def _run_page(self, env: Environment, host: Host):
         cost = self.cost
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -236,7 +238,7 @@ class Gpu:
             if self.has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
 
-    def _run_options(self, env: simpy.Environment, host: Host):
+    def _run_options(self, env: Environment, host: Host):
         cost = self.cost
         extra_terms = cost.extra_terms
         kv = self.kv_capacity is not None

@@ -18,10 +18,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
-import simpy
-
 from .gpu import Gpu
-from .phases import PHASE_ARRIVE, Slot
+from .phases import PHASE_ARRIVE, Environment, Slot
 from .request import Request
 
 
@@ -38,7 +36,7 @@ class Link:
 class KvLink:
     """Ships in flight, by the time they end (so a GPU can tell if one lands this instant)."""
 
-    def __init__(self, env: simpy.Environment, ship_ns: Callable[[int], int], gpus: Sequence[Gpu],
+    def __init__(self, env: Environment, ship_ns: Callable[[int], int], gpus: Sequence[Gpu],
                  mode: str = "independent", kv: bool = False):
         self.env = env
         self.ship_ns = ship_ns  # prompt tokens -> ship time (M4, D10)

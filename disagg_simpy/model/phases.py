@@ -11,7 +11,19 @@ SimPy numbers its events with (`_eid`). These names are stable across SimPy 4.x 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import simpy
+
+if TYPE_CHECKING:
+    class Environment(simpy.Environment):
+        """SimPy's environment as the model drives it: every delay is whole ns (D10), so the
+        time is an int (SimPy types it int | float). For the type checker only."""
+
+        @property
+        def now(self) -> int: ...
+else:
+    Environment = simpy.Environment
 
 PHASE_END = 10  # (1) iterations that end, by GPU number
 PHASE_ARRIVE = 10**7  # (2) ship ends and arrivals, by request id
@@ -27,14 +39,14 @@ class Slot(simpy.events.Event):
         self.callbacks = []
         self._value = None
         self._ok = True
-        env.schedule(self, priority, delay)
+        env.schedule(self, priority, delay)  # type: ignore[arg-type]  # SimPy types a priority as a NewType of int
 
 
 def fire(event: simpy.events.Event, priority: int) -> None:
     """`event.succeed()` in a chosen phase of the current instant."""
     event._ok = True
     event._value = None
-    event.env.schedule(event, priority, 0)
+    event.env.schedule(event, priority, 0)  # type: ignore[arg-type]  # (as in Slot)
 
 
 def events_scheduled(env: simpy.Environment) -> int:

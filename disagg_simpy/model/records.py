@@ -36,7 +36,9 @@ REQUEST_FIELDS = (
 class GpuLog(Protocol):
     """What `collect` reads of a GPU: its role and its flat int64 logs (array('q'))."""
 
-    role: str
+    @property
+    def role(self) -> str: ...
+
     started_at_ns: Any
     ended_at_ns: Any
     n_replies_written: Any

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar, overload
 
 # min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
 # also break the last tie (never-assigned GPUs) by lowest number (D2).
@@ -28,31 +28,39 @@ class Routable(Protocol):
     last_assignment: int  # -1 if never assigned
 
 
-class Side:
+G = TypeVar("G", bound=Routable)
+
+
+class Side(Generic[G]):
     """One side's candidates and its assignment counter."""
 
     __slots__ = ("gpus", "n_assignments")
 
-    def __init__(self, gpus: Sequence[Routable]):
+    def __init__(self, gpus: Sequence[G]):
         self.gpus = tuple(gpus)
         self.n_assignments = 0
 
-    def _assign(self, gpu: Routable) -> Routable:
+    def _assign(self, gpu: G) -> G:
         gpu.last_assignment = self.n_assignments
         self.n_assignments += 1
         return gpu
 
-    def least_queued(self) -> Routable:
+    def least_queued(self) -> G:
         """The reading GPU with the least work queued (M3, D1, D2)."""
         return self._assign(min(self.gpus, key=_READING_KEY))
 
-    def fewest_replies(self, need: int | None = None) -> Routable | None:
+    @overload
+    def fewest_replies(self) -> G: ...
+    @overload
+    def fewest_replies(self, need: int | None) -> G | None: ...
+
+    def fewest_replies(self, need: int | None = None) -> G | None:
         """The writing GPU with the fewest replies, counting those shipping to it and, under E6,
         local prompts not yet read (M3, D3, D2). With `need` (E4e): only among the GPUs whose
         free KV memory holds that many tokens; None if none does."""
-        gpus = self.gpus
-        if need is not None:
-            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need]
+        gpus: Sequence[G] = self.gpus
+        if need is not None:  # (E4: every GPU has a capacity)
+            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need]  # type: ignore[operator]
             if not gpus:
                 return None
         return self._assign(min(gpus, key=lambda g: (g.n_replies + g.n_shipping + g.n_local, g.last_assignment)))

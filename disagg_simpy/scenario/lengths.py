@@ -113,7 +113,7 @@ class FixedLength(_Strict):
 
 
 _FORMS = {"histogram": "<histogram>", "lognormal": "<lognormal>", "fixed": "<fixed>"}
-_MODELS = {HistogramLength: "<histogram>", LognormalLength: "<lognormal>", FixedLength: "<fixed>"}
+_MODELS: dict[type, str] = {HistogramLength: "<histogram>", LognormalLength: "<lognormal>", FixedLength: "<fixed>"}
 LENGTH_TAGS = ("<range>", *_FORMS.values())
 
 

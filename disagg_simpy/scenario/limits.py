@@ -6,6 +6,25 @@ The numbers are in docs/guarantees.md ("Limits"); change them here and there tog
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+#: set by `one_arrangement_at_a_time`: the limits on rows kept count one arrangement, not all
+_ALONE: ContextVar[bool] = ContextVar("one_arrangement_at_a_time", default=False)
+
+
+@contextmanager
+def one_arrangement_at_a_time() -> Iterator[None]:
+    """Inside this block, scenarios are checked as work that keeps one arrangement's rows at a
+    time (the batch commands: each task runs its arrangements one by one and keeps summary rows
+    only), so the kept-rows limit counts the largest arrangement, not their sum."""
+    token = _ALONE.set(True)
+    try:
+        yield
+    finally:
+        _ALONE.reset(token)
+
 #: Requests a run may expect up to the safety cap (rate x max_sim_s, or a trace's rows). Each
 #: request that arrives costs about 1.3 KB while an arrangement runs (5 million: 6.5 GB, 100 s).
 MAX_REQUESTS = 5_000_000
@@ -80,6 +99,8 @@ def iterations_problem(arrangements, cap_s: float, cost) -> str | None:
                 f"{count_text(MAX_ITERATIONS)}; expected a longer iteration_ms, a lower max_sim_s "
                 f"or fewer GPUs"
             )
+    if _ALONE.get():
+        return None  # each arrangement was checked alone above
     total = sum(iteration_bound(a.n_gpus, cap_s, a.shortest_iteration_ms(cost)) for a in arrangements)
     iteration_ms = min(a.shortest_iteration_ms(cost) for a in arrangements)
     if total > MAX_KEPT_ROWS:
@@ -96,7 +117,7 @@ def requests_problem(n_requests: float, n_arrangements: int, n_seeds: int = 1) -
     """`None`, or why a run would see or keep too many requests (expected, or a trace's rows)."""
     if n_requests > MAX_REQUESTS:
         return f"{count_text(n_requests)} requests, above the limit of {count_text(MAX_REQUESTS)}"
-    kept = n_requests * n_arrangements * n_seeds
+    kept = n_requests * (1 if _ALONE.get() else n_arrangements) * n_seeds
     if kept > MAX_KEPT_ROWS:
         seeds = f" x {n_seeds} seeds" if n_seeds > 1 else ""
         return (

@@ -338,7 +338,7 @@ class Scenario(_Strict):
         w = self.workload
         if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
             return float(w.n_requests)
-        if isinstance(w, SyntheticWorkload) or w.format == "lengths":
+        if w.rate_per_s is not None and (isinstance(w, SyntheticWorkload) or w.format == "lengths"):
             return w.rate_per_s * self.cap_s(None)
         return None
 

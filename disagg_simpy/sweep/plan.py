@@ -31,14 +31,17 @@ PLAN_COLUMNS = (
 )
 
 
-def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None
-               ) -> list[dict]:
+def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
+               splits: tuple[int, ...] | None = None) -> list[dict]:
     """Every arrangement of `n_gpus`: same GPU whole and in each chunk size; every split
-    r + w = n, whole and with chunked reading (`split_chunks`, default the same sizes)."""
+    r + w = n (or those with r reading GPUs in `splits`), whole and with chunked reading
+    (`split_chunks`, default the same sizes)."""
     split_chunks = chunks if split_chunks is None else split_chunks
     out = [{"name": "same-gpu", "kind": "colocated", "gpus": n_gpus}]
     out += [{"name": f"chunked-{c}", "kind": "colocated", "gpus": n_gpus, "chunk_tokens": c} for c in chunks]
     for r in range(1, n_gpus):
+        if splits is not None and r not in splits:
+            continue
         split = {"name": f"split-{r}-{n_gpus - r}", "kind": "disaggregated", "reading_gpus": r,
                  "writing_gpus": n_gpus - r}
         out.append(split)

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..model.engine import Engine, GiveUp
 from ..results.breakdown import why_late_row
 from ..results.metrics import SLACK_NS, LimitsNs, blank_off, criterion_figures, reply_gaps, summary_row
+from ..scenario.limits import one_arrangement_at_a_time
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
 from .store import Store
@@ -68,6 +69,11 @@ def run_task(task: Task) -> list[dict]:
     A run stopped early has `below_target` true, `on_time_pct` empty and `on_time_at_most_pct`,
     the most it could have reached; its other figures are empty: they were never measured.
     `full` says whether every figure is that of a run to its end (not `verdicts_only`)."""
+    with one_arrangement_at_a_time():  # (in a worker process too) summary rows only, one arrangement at a time
+        return _run_task(task)
+
+
+def _run_task(task: Task) -> list[dict]:
     scenario = task.scenario
     stream = make_requests(scenario, task.seed)
     limits = LimitsNs.from_slo(scenario.slo)

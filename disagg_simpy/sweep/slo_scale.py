@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.report import mean_half_width
-from ..scenario.schema import Scenario
+from ..scenario.schema import Scenario, Slo
 from .goodput import Probe, Prober, Request, _rerun, drive, probe_rate
 from .grid import ONLY, SLO_SCALE, resolve
 
@@ -83,8 +83,10 @@ def slo_scales(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     """slo_scale.csv: one row per arrangement, searched together."""
     prober = ScaleProber(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    def slo_at(s: float):
-        return prober.at(s).slo  # (a scale probed has passed `fits`)
+    def slo_at(s: float) -> Slo:
+        scaled = prober.at(s)
+        assert scaled is not None  # a scale probed has passed `fits` (or is 1: the scenario itself)
+        return scaled.slo
 
     found = drive({n: search_scale(n, seeds, target, tolerance, prober.fits, slo_at) for n in names}, prober.run_batch)
     rows = []

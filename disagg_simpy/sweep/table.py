@@ -11,7 +11,7 @@ from ..results.breakdown import WHY_LATE_COLUMNS
 from ..results.metrics import CRITERION_COLUMNS, SUMMARY_COLUMNS
 from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
-from .grid import ONLY, RATE, Grid, resolve, shown
+from .grid import ONLY, RATE, RATE_PER_GPU, Grid, resolve, shown
 from .runner import Runner, Task
 
 
@@ -26,7 +26,7 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
             continue
         for a in scenario.arrangements:  # each at its own rate: the rate per GPU x its GPUs
             resolved = resolve(scenario, {**point, ONLY: a.name})
-            at = labels | {RATE: float(resolved.workload.rate_per_s)}
+            at = labels | {RATE: point[RATE_PER_GPU] * a.n_gpus}  # (the rate resolve set)
             tasks += [Task(resolved, seed, labels=at) for seed in seeds]
     return tasks
 

@@ -149,8 +149,9 @@ def _class_lengths(w: SyntheticWorkload, cls: np.ndarray, u: np.ndarray) -> np.n
     distribution (all-range mixes at once, as the page's traffic always was)."""
     ranges = [c.tokens for c in w.prompt_mix]
     if all(isinstance(r, tuple) for r in ranges):
-        lows = np.array([r[0] for r in ranges], dtype=np.int64)
-        highs = np.array([r[1] for r in ranges], dtype=np.int64)
+        bounds = [r for r in ranges if isinstance(r, tuple)]
+        lows = np.array([r[0] for r in bounds], dtype=np.int64)
+        highs = np.array([r[1] for r in bounds], dtype=np.int64)
         return lows[cls] + np.floor(u * (highs[cls] - lows[cls] + 1)).astype(np.int64)
     out = np.empty(len(cls), dtype=np.int64)
     order = np.argsort(cls, kind="stable")
