@@ -36,16 +36,16 @@ TRACE_SCENARIO = {
     ],
 }
 
-# from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037; then (issue 15) the
+# from `PYTHONPATH=. python benchmarks/golden.py --seeds 3` on main at f8f4037; then the
 # summaries for busy_pct renamed to iterating_pct plus two new columns (old columns' values checked
 # equal), and the trace case for csv times taken as written: its first row is at 5 ms, and the old
-# outputs equal the new ones of the same trace shifted to start at 0. Then (issue 14) requests,
+# outputs equal the new ones of the same trace shifted to start at 0. Then (options E1-E6) requests,
 # iterations and summary gain columns that stay empty with its options off (handoff_wait_s,
 # link_wait_s, kv_used_tokens, kv_peak_*_pct, handoff/link_waited_pct): every older column was
 # compared value for value with pandas against main's outputs and is unchanged.
-# Then (issue 13) requests and summary gain columns (queued_s .. frozen_s; the late-by-one-limit
+# Then (why late) requests and summary gain columns (queued_s .. frozen_s; the late-by-one-limit
 # shares, n_freezes, freezes_by_long_prompt_pct), compared the same way and unchanged, and the
-# freezes table is hashed too. Then (issue 25) freezes.csv has one row per freezing iteration
+# freezes table is hashed too. Then (bounded outputs) freezes.csv has one row per freezing iteration
 # with the replies it froze: its old rows, one per freeze of a reply, are `freezes_by_reply`
 # (each reply paired with the rows it saw, in the old columns), and they hash to the old values.
 EXPECTED = {
@@ -100,7 +100,7 @@ def digest(frame) -> str:
     return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()[:16]
 
 
-#: the columns of freezes.csv before issue 25: one row per freeze of a reply
+#: the columns of freezes.csv before it had one row per freezing iteration: one row per freeze of a reply
 FREEZES_BY_REPLY = ["arrangement", "seed", "request_id", "gap_started_at_s", "gap_s", "writing_gpu", "cause",
                     "blamed_request_ids", "blamed_prompt_tokens"]
 
