@@ -58,6 +58,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR", help="results folder (default: runs/<scenario name>/)")
     p.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
+    p.add_argument("--rate-per-gpu", type=positive_float("--rate-per-gpu"), metavar="PER_S",
+                   help="the arrival rate per GPU: rate = this x the arrangements' GPUs (all of one size)")
     p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
@@ -74,6 +76,39 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
     return p
+
+
+def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
+    """Flag values as scenario keys, and the flag behind each key (for error messages). On a
+    trace, --rate replaces any time_scale."""
+    from ..scenario.schema import DROP, TraceWorkload
+
+    rate, rate_flag = args.rate, f"--rate {args.rate:g}" if args.rate is not None else "--rate"
+    if getattr(args, "rate_per_gpu", None) is not None:  # (explain shares these flags but not this one)
+        rate, rate_flag = rate_per_gpu(args, scenario.arrangements), f"--rate-per-gpu {args.rate_per_gpu:g}"
+    changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": rate, "workload.measure_s": args.measure_s}
+    flags = {
+        "seed": f"--seed {args.seed}",
+        "seeds": "--seeds",
+        "workload.rate_per_s": rate_flag,
+        "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
+    }
+    if rate is not None and isinstance(scenario.workload, TraceWorkload):
+        changes["workload.time_scale"] = DROP
+    return changes, flags
+
+
+def rate_per_gpu(args: argparse.Namespace, arrangements) -> float:
+    """--rate-per-gpu x the GPUs of the arrangements, which one run must share (one request
+    stream for all); refused with --rate, or for arrangements of different sizes."""
+    if args.rate is not None:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} together with --rate {args.rate:g}, expected one of them")
+    sizes = sorted({a.n_gpus for a in arrangements})
+    if len(sizes) > 1:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} for arrangements of {' and '.join(map(str, sizes))} GPUs, "
+                         "expected arrangements of one size (one run shares one request stream; sweep and goodput "
+                         "--rate-per-gpu run each arrangement at its own rate)")
+    return args.rate_per_gpu * sizes[0]
 
 
 @dataclass

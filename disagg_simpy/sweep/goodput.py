@@ -30,8 +30,9 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.metrics import CRITERION_COLUMNS
 from ..results.report import mean_half_width
-from ..scenario.schema import Scenario
+from ..scenario.schema import Scenario, Slo
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
@@ -61,9 +62,12 @@ class Probe:
         return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
 
 
-def decide(probe: Probe, target: float) -> bool | None:
-    """Whether the probe passes: the mean on-time share over seeds is at least the target.
-    None when an early-stopped seed leaves it open."""
+def decide(probe: Probe, target: float, slo: Slo | None = None) -> bool | None:
+    """Whether the probe passes: the mean on-time share over seeds is at least the target; with
+    `slo.criterion` percentiles, the mean over seeds of each percentile figure whose limit is on
+    is within it (the target is not used). None when an early-stopped seed leaves it open."""
+    if slo is not None and slo.criterion == "percentiles":
+        return percentiles_pass(pd.DataFrame(probe.rows), slo)
     if probe.complete:
         return bool(float(probe.on_time().mean()) >= target - 1e-9)
     if float(probe.at_most().mean()) < target - 1e-9:
@@ -81,15 +85,31 @@ Search = Generator[Request, list[dict], Any]
 Key = TypeVar("Key", bound=Hashable)
 
 
-def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float
+def percentiles_pass(rows: pd.DataFrame, slo: Slo) -> bool:
+    """The percentiles criterion over seeds: the mean over the rows (seeds) of each figure whose
+    limit is on is within the limit (1 ns of slack, D8); a seed with a figure never reached
+    (+inf) fails it."""
+    slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
+    return all(float(rows[CRITERION_COLUMNS[k]].mean()) <= limit + slack[k] for k, limit in slo.on.items())
+
+
+def criterion_text(slo: Slo, target: float) -> str:
+    """What a table's pass/fail means: '90% on time (per request: first word within 2 s, ...)'
+    or 'P90 of each: first word within 2 s, ... (criterion percentiles, mean over seeds)'."""
+    if slo.criterion == "percentiles":
+        return f"{slo.words()} (criterion percentiles, mean over seeds)"
+    return f"{target:g}% on time (per request: {slo.words()})"
+
+
+def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, slo: Slo | None = None
                ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
     rows = yield (name, rate, seeds, "probe")
     probe = Probe(rate, rows)
-    verdict = decide(probe, target)
+    verdict = decide(probe, target, slo)
     if verdict is None:
         probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
-        verdict = decide(probe, target)
+        verdict = decide(probe, target, slo)
     return probe, bool(verdict)
 
 
@@ -105,13 +125,14 @@ def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
 
 
 def search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
-           report: bool = True) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
+           report: bool = True, slo: Slo | None = None
+           ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """Bisect one arrangement's goodput: yields run requests, receives their rows; returns
     the passing and failing probes that bracket it (None if never found) and the probe count.
     `fits(rate)` says whether the scenario may run at that rate (the documented limits);
     `report` runs the failing rate's seeds to their end for its every figure."""
     n = 1
-    first, ok = yield from probe_rate(name, start, seeds, target)
+    first, ok = yield from probe_rate(name, start, seeds, target, slo)
     lo, hi = (first, None) if ok else (None, first)
     rate, factor = start, STEP
     for _ in range(MAX_STEPS):
@@ -121,14 +142,14 @@ def search(name: str, start: float, seeds: tuple[int, ...], target: float, toler
         factor *= factor
         if not fits(rate):
             break
-        probe, ok = yield from probe_rate(name, rate, seeds, target)
+        probe, ok = yield from probe_rate(name, rate, seeds, target, slo)
         n += 1
         if ok:
             lo = probe
         else:
             hi = probe
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
-        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target)
+        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target, slo)
         n += 1
         if ok:
             lo = probe
@@ -185,7 +206,7 @@ class Prober:
             s = self.at(rate, name)
             if s is None:  # only the start can get here: `search` checks the rest
                 s = resolve(self.scenario, {RATE: rate})  # raises the one-line error
-            give_up, verdicts_only = MODES[mode]
+            give_up, verdicts_only = MODES[mode if s.slo.criterion == "per_request" else "full"]  # (percentiles: whole runs)
             for seed in seeds:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
                                   verdicts_only=verdicts_only))
@@ -207,7 +228,10 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
     binding = ""
     if hi is not None:
         frame = pd.DataFrame(hi.rows)
-        shares = {LIMITS[c]: float(frame[c].mean()) for c in LIMITS if c in frame}
+        shares = {LIMITS[c]: float(frame[c].mean()) for c in LIMITS if c in frame and frame[c].notna().any()}
+        if scenario.slo.criterion == "percentiles":  # the figure furthest over its limit
+            shares = {k.removesuffix("_s").removesuffix("_ms"): float(frame[CRITERION_COLUMNS[k]].mean()) / v
+                      for k, v in scenario.slo.on.items()}
         binding = max(shares, key=lambda k: shares[k]) if shares else ""
     return {
         "arrangement": name,
@@ -229,15 +253,17 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
 
 
 def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-            names: list[str] | None = None) -> pd.DataFrame:
-    """goodput.csv: one row per arrangement, searched together."""
+            names: list[str] | None = None, starts: dict[str, float] | None = None) -> pd.DataFrame:
+    """goodput.csv: one row per arrangement, searched together (from `starts[name]`, e.g. a rate
+    per GPU x its GPUs, else the scenario's rate)."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search "
                          "from (goodput scales the traffic's rate)")
     names = names or [a.name for a in scenario.arrangements]
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    searches = {n: search(n, start, seeds, target, tolerance, prober.fits) for n in names}
+    searches = {n: search(n, (starts or {}).get(n, start), seeds, target, tolerance, prober.fits, slo=scenario.slo)
+                for n in names}
     found = drive(searches, prober.run_batch)
     rows = [goodput_row(scenario, n, seeds, target, *found[n]) for n in names]
     return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))

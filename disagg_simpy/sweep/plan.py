@@ -97,10 +97,11 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     names = [a.name for a in scenario.arrangements]
     searches: dict[tuple[str, int | None], Search] = {}
     for name in names:
-        searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits)
+        searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits, slo=scenario.slo)
         if len(seeds) > 1:
             for seed in seeds:  # each seed's own goodput, for the interval
-                searches[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False)
+                searches[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False,
+                                              slo=scenario.slo)
     found = drive(searches, prober.run_batch)
     on_time = at_rate(scenario, runner, seeds)
     rows = []
@@ -164,7 +165,7 @@ def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], targ
     for n in range(1, max_gpus + 1):
         s = resolve(with_candidates(scenario, candidates(n, chunks, tps=tps, tp_cost=tp_cost), "--rate"), {RATE: rate})
         prober = Prober(s, runner, target)
-        probes = {a.name: probe_rate(a.name, rate, seeds, target) for a in s.arrangements}
+        probes = {a.name: probe_rate(a.name, rate, seeds, target, s.slo) for a in s.arrangements}
         found = drive(probes, prober.run_batch)
         passing = [name for name, (_, ok) in found.items() if ok]
         if passing:
