@@ -78,26 +78,6 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     return p
 
 
-def _overrides(args: argparse.Namespace, scenario) -> tuple[dict, dict]:
-    """Flag values as scenario keys, and the flag behind each key (for error messages). On a
-    trace, --rate replaces any time_scale."""
-    from ..scenario.schema import DROP, TraceWorkload
-
-    rate, rate_flag = args.rate, f"--rate {args.rate:g}" if args.rate is not None else "--rate"
-    if getattr(args, "rate_per_gpu", None) is not None:  # (explain shares these flags but not this one)
-        rate, rate_flag = rate_per_gpu(args, scenario.arrangements), f"--rate-per-gpu {args.rate_per_gpu:g}"
-    changes = {"seed": args.seed, "seeds": args.seeds, "workload.rate_per_s": rate, "workload.measure_s": args.measure_s}
-    flags = {
-        "seed": f"--seed {args.seed}",
-        "seeds": "--seeds",
-        "workload.rate_per_s": rate_flag,
-        "workload.measure_s": f"--measure-s {args.measure_s:g}" if args.measure_s is not None else "--measure-s",
-    }
-    if rate is not None and isinstance(scenario.workload, TraceWorkload):
-        changes["workload.time_scale"] = DROP
-    return changes, flags
-
-
 def rate_per_gpu(args: argparse.Namespace, arrangements) -> float:
     """--rate-per-gpu x the GPUs of the arrangements, which one run must share (one request
     stream for all); refused with --rate, or for arrangements of different sizes."""
@@ -139,8 +119,14 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
 
 
 def load(args: argparse.Namespace):
-    """The scenario file with the flags' overrides (--rate sets the rate), validated as one."""
-    return load_with_flags(args, rate=args.rate)
+    """The scenario file with the flags' overrides (--rate, or --rate-per-gpu x the GPUs, sets
+    the rate), validated as one."""
+    rate = args.rate
+    if getattr(args, "rate_per_gpu", None) is not None:  # (explain shares run's flags but not this one)
+        from ..scenario.loading import load_scenario
+
+        rate = rate_per_gpu(args, load_scenario(args.scenario).arrangements)
+    return load_with_flags(args, rate=rate)
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
