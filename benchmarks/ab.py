@@ -11,6 +11,11 @@ the least and the median CPU seconds per arrangement and the change from BEFORE 
     git archive <commit> | tar -x -C /tmp/before      # the tree to compare against
     python benchmarks/ab.py /tmp/before .              # a few minutes
     python benchmarks/ab.py /tmp/before . --opcodes    # Python opcodes the simulation executes
+    python benchmarks/ab.py /tmp/before . --after-options '{"max_batch_replies": 64, "cost.per_attention_pair_ms": 1e-6}'
+                                                       # the cost of options on, against them off
+
+`--after-options` sets keys on every arrangement of the AFTER tree's scenario (`cost.KEY`: the
+scenario's cost figures), so the options' cost is measured against today's single run.
 
 `--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
 (`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
 import shutil
 import statistics
 import sys
@@ -58,6 +64,17 @@ def count_opcodes(package, scenario_file: Path, name: str) -> int:
     return count
 
 
+def with_options(scenario, options: dict):
+    """`scenario` with `options` set on each arrangement (validated), `cost.KEY` on its cost."""
+    cost = {k.split(".", 1)[1]: v for k, v in options.items() if k.startswith("cost.")}
+    rest = {k: v for k, v in options.items() if not k.startswith("cost.")}
+    if cost:
+        scenario = scenario.with_overrides(**{f"cost.{k}": v for k, v in cost.items()})
+    arrangements = tuple(type(a).model_validate({**a.model_dump(exclude_none=True), **rest})
+                         for a in scenario.arrangements)
+    return scenario.model_copy(update={"arrangements": arrangements})
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("before", help="source tree to compare against (holds disagg_simpy/ and scenarios/)")
@@ -65,6 +82,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20, help="runs of each tree per arrangement (default 20)")
     p.add_argument("--arrangements", default=ARRANGEMENTS, help=f"comma-separated (default {ARRANGEMENTS})")
     p.add_argument("--opcodes", action="store_true", help="count the simulation's Python opcodes instead of timing")
+    p.add_argument("--after-options", default="{}", help="JSON keys set on every arrangement of the AFTER tree "
+                                                          "('cost.KEY': the scenario's cost)")
     args = p.parse_args()
     scenario_file = Path(args.before) / "scenarios" / "default.yaml"  # the older tree reads it too
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,6 +105,8 @@ def main() -> int:
             for label, package in trees.items():
                 s = package.load_scenario(scenario_file).with_overrides(
                     **{"workload.measure_s": 200.0, "max_sim_s": 800.0})
+                if label == "after":
+                    s = with_options(s, json.loads(args.after_options))
                 scenarios[label] = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
                 package.run(scenarios[label], seed=1)  # warm-up
             times: dict[str, list[float]] = {"before": [], "after": []}

@@ -121,6 +121,13 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (per_iteration == it["n_prompt_tokens_read"]).all(), f"{name}: iteration token counts disagree with reads"
     if arrangement.chunk_tokens is not None:
         assert (it["n_prompt_tokens_read"] <= arrangement.chunk_tokens).all()
+    # E8: no iteration over its budget
+    seats = [x for x in (arrangement.max_batch_replies, arrangement.max_batch_tokens) if x is not None]
+    if seats:
+        assert (it["n_replies_written"] <= min(seats)).all(), f"{name}: an iteration wrote more replies than its seats"
+    if arrangement.max_batch_tokens is not None:
+        assert (it["n_replies_written"] + it["n_prompt_tokens_read"] <= arrangement.max_batch_tokens).all(), (
+            f"{name}: an iteration over its token budget")
     read_total = np.bincount(rd["request_id"], weights=rd["n_tokens"], minlength=n_seen).astype(np.int64)
     first = q["first_word_at_ns"]
     has_first = first >= 0
@@ -184,8 +191,9 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     in_gpu = multi & (join_it >= 0)  # joined its writing GPU before the run stopped
     if split:
         # a reply still shipping when the run stopped has not joined, and only then
-        assert (joined[multi & (join_it < 0)] == -1).all() and (joined[in_gpu] <= stop).all()
-    else:
+        assert seats or (joined[multi & (join_it < 0)] == -1).all()  # (E8: or waits for a seat)
+        assert (joined[in_gpu] <= stop).all()
+    elif not seats:  # (E8: a reply may still wait for a seat when the run stops)
         assert (join_it[multi] >= 0).all()
     g, j = w_gpu[in_gpu], join_it[in_gpu]
     n_it = offsets[g + 1] - offsets[g]
@@ -193,7 +201,8 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (j <= n_it + 1).all()
     has_prev = (j > 0) & (j <= n_it)
     prev_start = started[(offsets[g] + j - 1)[has_prev]]
-    assert (prev_start < joined[in_gpu][has_prev]).all(), f"{name}: a reply missed an iteration that started after it joined"
+    if not seats:  # (E8: a reply waiting for a seat misses iterations)
+        assert (prev_start < joined[in_gpu][has_prev]).all(), f"{name}: a reply missed an iteration that started after it joined"
     has_next = j < n_it
     assert (started[(offsets[g] + j)[has_next]] >= joined[in_gpu][has_next]).all(), f"{name}: a reply got a word before it joined"
     n_written = np.clip(np.minimum(words[in_gpu] - 1, n_it - j), 0, None)
@@ -236,7 +245,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
 
 
 def check_costs(result, arrangement, roles, rec, context) -> None:
-    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, D10), rounded once."""
+    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, E7, D10), rounded once."""
     it, rd, offsets = rec.iterations, rec.reads, rec.gpu_offsets
     started, ended = it["started_at_ns"], it["ended_at_ns"]
     # E2: each read pays for the tokens of its prompt read by earlier iterations
@@ -248,6 +257,8 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
     before_request = np.repeat(total[start_of] - n[start_of], np.diff(np.r_[start_of, len(rid)]))
     earlier = total - n - before_request
     reread = np.bincount(read_rows[order], weights=earlier, minlength=len(started)).astype(np.int64)
+    pairs = np.zeros(len(started), dtype=np.int64)  # E7: each read's n x earlier + n (n + 1) / 2
+    np.add.at(pairs, read_rows[order], n * earlier + n * (n + 1) // 2)
     reading, writing = arrangement.side_costs(result.scenario.cost)
     gpu_is_writer = roles[it["gpu"]] == "writes"
     expected = np.zeros(len(started), dtype=np.int64)
@@ -257,6 +268,7 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
             (_exact_ns_per(side.per_prompt_token_ms), it["n_prompt_tokens_read"][rows]),
             (_exact_ns_per(side.per_reread_token_ms), reread[rows]),
             (_exact_ns_per(side.per_context_token_ms), context[rows]),
+            (_exact_ns_per(side.per_attention_pair_ms), pairs[rows]),
         ]), dtype=np.int64)
     duration = ended - started
     bad = np.flatnonzero(duration != expected)

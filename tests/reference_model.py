@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E6 and readings R1-R13), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8 and readings R1-R22), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -19,7 +19,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 NONE = -1
-COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms")
+COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
+             "per_attention_pair_ms")
 
 
 def exact(ms) -> Fraction:
@@ -43,12 +44,14 @@ class Req:
         self.reading_gpu = self.writing_gpu = NONE
         self.read_started = self.first_word = self.joined = self.join_iteration = NONE
         self.finished = self.handoff_at = self.ship_started = NONE
+        self.seated = NONE  # E8: start of the iteration that writes its word 2 (joined, without E8)
         self.word_times: list[int] = []
 
 
 class Gpu:
-    def __init__(self, number, side, cost, chunk, capacity):
+    def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None):
         self.number, self.side, self.cost, self.chunk, self.capacity = number, side, cost, chunk, capacity
+        self.seats, self.budget = seats, budget  # E8: replies written, and replies + tokens, per iteration
         self.queue: list[Req] = []  # prompts with tokens not yet taken, in arrival order
         self.replies: list[Req] = []  # replies in progress (get a word each iteration)
         self.shipping = 0  # replies shipping to it, or waiting for their link (E5)
@@ -88,6 +91,10 @@ class Reference:
             return own
 
         cap, chunk = a.kv_capacity_tokens, a.chunk_tokens
+        budget = a.max_batch_tokens  # E8
+        self.e8 = a.max_batch_replies is not None or budget is not None
+        seats = min(x for x in (a.max_batch_replies, budget, 2**63) if x is not None)
+        e8 = {"seats": seats, "budget": budget}
         # TP: an instance of `tp` GPUs is one GPU of the rules, with the instance's costs and KV
         # capacity (a side's own capacity, else kv_capacity_tokens); GPUs / TP instances per side
         if self.split:
@@ -95,15 +102,15 @@ class Reference:
             n_r, n_w = a.reading_gpus // (a.reading_tp or 1), a.writing_gpus // (a.writing_tp or 1)
             r_cap = cap if a.reading_kv_capacity_tokens is None else a.reading_kv_capacity_tokens
             w_cap = cap if a.writing_kv_capacity_tokens is None else a.writing_kv_capacity_tokens
-            self.reading = [Gpu(i, "reading", rc, chunk, r_cap) for i in range(n_r)]
-            self.writing = [Gpu(n_r + i, "writing", wc, chunk, w_cap) for i in range(n_w)]
+            self.reading = [Gpu(i, "reading", rc, chunk, r_cap, **e8) for i in range(n_r)]
+            self.writing = [Gpu(n_r + i, "writing", wc, chunk, w_cap, **e8) for i in range(n_w)]
             ship = base.kv_ship_ms_per_token if a.kv_ship_ms_per_token is None else a.kv_ship_ms_per_token
             self.ship_ms = exact(ship)
             self.link = a.kv_link
             self.local_max = a.local_prompt_max_tokens
         else:
             c = side(a.cost)
-            self.reading = [Gpu(i, "colocated", c, chunk, cap) for i in range(a.gpus // (a.tp or 1))]
+            self.reading = [Gpu(i, "colocated", c, chunk, cap, **e8) for i in range(a.gpus // (a.tp or 1))]
             self.writing, self.link, self.local_max = [], "independent", None
         self.gpus = self.reading + self.writing
         self.kv_on = any(g.capacity is not None for g in self.gpus)
@@ -135,31 +142,43 @@ class Reference:
         r.reading_gpu = g.number
         g.queue.append(r)
 
-    # -- iterations (M1, M2, M5, D4, D9, E2-E4) -------------------------------------------------
+    # -- iterations (M1, M2, M5, D4, D9, E2-E4, E7) -------------------------------------------------
     def reservation(self, g: Gpu, r: Req) -> int:
         """E4: what a prompt reserves on `g` when its reading begins."""
         return r.prompt if g.side == "reading" else r.prompt + r.words
 
-    def take(self, g: Gpu):
-        """The prompts (request, tokens) an iteration starting now reads (D4, E4d)."""
+    def take(self, g: Gpu, n_writes: int):
+        """The prompts (request, tokens) an iteration starting now reads (D4, E4d, E8)."""
         reads, budget, free = [], g.chunk, g.free()
+        room = None if g.budget is None else g.budget - n_writes  # E8: tokens left after the replies
+        if budget is not None and room is not None:
+            budget = min(budget, room)  # chunked: min(chunk_tokens, budget - replies)
         for r in g.queue:
             if budget is not None and budget == 0:
                 break
+            n = r.pending if budget is None else min(budget, r.pending)
+            if budget is None and room is not None and n > room:  # E8, whole prompts: it must fit ...
+                if room == 0 or (r.pending == r.prompt and r.prompt <= g.budget):
+                    break
+                n = room  # ... unless larger than the whole budget (or begun so): pieces of the room
             if r.pending == r.prompt:  # reading not begun: it must fit (E4d)
                 need = self.reservation(g, r)
                 if need > free:
                     break
                 free -= need
-            n = r.pending if budget is None else min(budget, r.pending)
             if budget is not None:
                 budget -= n
+            elif room is not None:
+                room -= n
             reads.append((r, n))
         return reads
 
     def start(self, g: Gpu, now: int):
-        writes = list(g.replies)
-        reads = self.take(g)
+        writes = g.replies[:g.seats]  # E8: the first replies that joined; all of them without E8
+        for r in writes:
+            if r.seated == NONE:
+                r.seated, r.join_iteration = now, len(g.iterations)
+        reads = self.take(g, len(writes))
         if not writes and not reads:
             return
         c = g.cost
@@ -167,6 +186,7 @@ class Reference:
         ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
+        ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:
@@ -205,8 +225,8 @@ class Reference:
             elif g.side == "reading":
                 self.handoff.append(r)
             else:  # colocated, or a local prompt (E6): the reply stays here
-                r.writing_gpu, r.joined, r.join_iteration = g.number, now, len(g.iterations)
-                g.replies.append(r)
+                r.writing_gpu, r.joined = g.number, now
+                self.join(g, r, now)
         if self.split:
             self.serve_handoff(now)
 
@@ -241,8 +261,8 @@ class Reference:
     def ship_end(self, r: Req, now: int):
         w = self.gpus[r.writing_gpu]
         w.shipping -= 1
-        w.replies.append(r)
-        r.joined, r.join_iteration = now, len(w.iterations)
+        r.joined = now
+        self.join(w, r, now)
         self.gpus[r.reading_gpu].held -= r.prompt  # E4b
         for link, busy in list(self.link_busy.items()):
             if busy is r:
@@ -252,6 +272,13 @@ class Reference:
                     nxt = waiting.pop(0)
                     self.link_busy[link] = nxt
                     self.start_ship(nxt, now)
+
+    def join(self, g: Gpu, r: Req, now: int):
+        """A reply joins its writing GPU: without E8 its word 2 comes from the next iteration to
+        start; with E8 from the first that gives it a seat (set in `start`)."""
+        g.replies.append(r)
+        if not self.e8:
+            r.seated, r.join_iteration = now, len(g.iterations)
 
     # -- the clock (D5) --------------------------------------------------------------------------
     def run(self):
@@ -305,7 +332,8 @@ class Reference:
             del iterations["kv_used_tokens"]
         words = {r.id: r.word_times for r in self.reqs}
         kv = {"peak": [g.peak for g in self.gpus], "held_at_end": [g.held for g in self.gpus]} if self.kv_on else None
-        return {"requests": requests, "iterations": iterations, "reads": reads, "words": words, "kv": kv}
+        return {"requests": requests, "iterations": iterations, "reads": reads, "words": words, "kv": kv,
+                "seated_at_ns": [r.seated for r in self.reqs]}
 
 
 def reference_records(scenario, arrangement, stream) -> dict:

@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3).
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7).
 
 Each figure is the decimal the scenario wrote, in exact ns, scaled to whole numbers over one
 common denominator, so all terms of one iteration are added before its single rounding to the
@@ -20,7 +20,7 @@ def exact_ns(ms: float) -> Fraction:
 
 @dataclass(frozen=True)
 class CostNs:
-    """One GPU's iteration cost (M1, E2, E3) and the KV ship time (M4) over `denominator`."""
+    """One GPU's iteration cost (M1, E2, E3, E7) and the KV ship time (M4) over `denominator`."""
 
     iteration: int
     per_reply: int
@@ -29,22 +29,23 @@ class CostNs:
     denominator: int = 1
     per_reread_token: int = 0  # E2
     per_context_token: int = 0  # E3
+    per_attention_pair: int = 0  # E7
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
-                per_context_token_ms: float = 0.0) -> CostNs:
+                per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
-                                       per_reread_token_ms, per_context_token_ms)]
+                                       per_reread_token_ms, per_context_token_ms, per_attention_pair_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context = (int(p * den) for p in parts)
-        return cls(it, reply, token, ship, den, reread, context)
+        it, reply, token, ship, reread, context, pair = (int(p * den) for p in parts)
+        return cls(it, reply, token, ship, den, reread, context, pair)
 
     @classmethod
     def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
         """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
-                           cost.per_reread_token_ms, cost.per_context_token_ms)
+                           cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms)
 
     @classmethod
     def from_scenario(cls, scenario) -> CostNs:
@@ -53,17 +54,20 @@ class CostNs:
 
     @property
     def extra_terms(self) -> bool:
-        """Whether re-reading (E2) or context (E3) costs anything."""
-        return bool(self.per_reread_token or self.per_context_token)
+        """Whether re-reading (E2), context (E3) or attention (E7) costs anything."""
+        return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair)
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
         total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
         return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
 
-    def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int) -> int:
-        """M1 plus `n_reread` re-read tokens (E2) and `n_context` context tokens (E3), one rounding."""
+    def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
+                          n_pairs: int = 0) -> int:
+        """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3) and `n_pairs`
+        attention pairs (E7), one rounding."""
         total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
-                 + self.per_reread_token * n_reread + self.per_context_token * n_context)
+                 + self.per_reread_token * n_reread + self.per_context_token * n_context
+                 + self.per_attention_pair * n_pairs)
         return (2 * total + self.denominator) // (2 * self.denominator)
 
     def ship_ns(self, n_tokens: int) -> int:

@@ -4,7 +4,7 @@ Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per req
 arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
-The options of extensions.md live here as state the page's model leaves empty: per-side costs
+The options (docs/rules.md E1-E8) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
 the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """
@@ -59,6 +59,7 @@ class Engine:
         reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
+        self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens}  # E8
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
@@ -87,11 +88,12 @@ class Engine:
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
         'reads' reserves no reply memory (E4); 'writes' reads only local prompts (E6)."""
+        limits = self.batch_limits
         if role == "both":
-            return Gpu(number, True, True, chunk, self.cost, capacity)
+            return Gpu(number, True, True, chunk, self.cost, capacity, **limits)
         if role == "reads":
-            return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False)
-        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity)
+            return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False, **limits)
+        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -151,7 +153,7 @@ class Engine:
             if r.n_reply_words == 1:
                 self._finished(r, now)
             elif ships:
-                if self.handoff is None:  # D3 (the page's model): chosen now, inline for speed
+                if self.handoff is None:  # D3 (the explainer's rules): chosen now, inline for speed
                     writer = self.writing.fewest_replies()
                     r.writing_gpu = writer.number
                     r.handoff_at_ns = now

@@ -1,4 +1,4 @@
-"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6).
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
 
 One iteration writes one word for every reply in progress on the GPU and may read prompt
 tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from typing import Protocol
 
 import simpy
@@ -42,7 +43,8 @@ class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
-                 kv_capacity: int | None = None, reserve_reply: bool = True):
+                 kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
+                 max_tokens: int | None = None):
         self.number = number
         self.reads = reads
         self.writes = writes
@@ -66,6 +68,13 @@ class Gpu:
         self.kv_peak = 0
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
+        # E8: at most `seats` replies written per iteration (the first joined), the others wait
+        # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
+        self.max_tokens = max_tokens
+        limits = [x for x in (max_replies, max_tokens) if x is not None]
+        self.seats = min(limits) if limits else None
+        self.seat_queue: deque[Request] = deque()
+        self.n_seated = 0
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -75,7 +84,7 @@ class Gpu:
         self.kv_used_tokens = array("q")  # E4 only
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         if kv_capacity is None:
-            self.has_work = self._has_work_page  # type: ignore[method-assign]  # bound per GPU, for speed
+            self.has_work = self._has_work_unlimited  # type: ignore[method-assign]  # bound per GPU, for speed
 
     @property
     def role(self) -> str:
@@ -90,8 +99,8 @@ class Gpu:
         head = self.waiting[0]
         return head.unread_tokens < head.n_prompt_tokens or self.kv_need(head) <= self.kv_capacity - self.kv_used
 
-    def _has_work_page(self) -> bool:
-        """`has_work` without a memory limit (the page's model), bound per GPU for speed."""
+    def _has_work_unlimited(self) -> bool:
+        """`has_work` without a memory limit (the explainer's rules), bound per GPU for speed."""
         return self.n_replies > 0 or bool(self.waiting)
 
     def kv_need(self, request: Request) -> int:
@@ -115,30 +124,39 @@ class Gpu:
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
-        """A reply joins: it gets a word from every iteration starting now or later (M2, M4)."""
+        """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
+        or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
-        request.join_iteration = self.n_started
         self.n_replies += 1
+        if self.seats is None:
+            self._seat(request, self.n_started)
+        else:
+            self.seat_queue.append(request)
+        self._wake()
+
+    def _seat(self, request: Request, index: int) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration)."""
+        request.join_iteration = index
         if self.track_context:
-            self.context_base += request.n_prompt_tokens + 1 - self.n_started
-        last = self.n_started + request.n_reply_words - 2
+            self.context_base += request.n_prompt_tokens + 1 - index
+        last = index + request.n_reply_words - 2
         leaving = self.leaving.get(last)
         if leaving is None:
             self.leaving[last] = [request]
         else:
             leaving.append(request)
-        self._wake()
 
     def _wake(self) -> None:
         if self.wake is not None:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens this iteration reads (D4), and how many. They stop counting as
-        queued (D1)."""
-        if self.kv_capacity is not None:
-            taken = self._take_within_memory()
+    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None
+                            ) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose
+        them), and how many. They stop counting as queued (D1)."""
+        if taken is not None:
+            pass
         elif self.chunk_tokens is None:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
@@ -162,87 +180,66 @@ class Gpu:
         self.queued_tokens -= n_tokens
         return taken, n_tokens
 
-    def _take_within_memory(self) -> list[tuple[Request, int]]:
-        """D4 under E4d: a prompt whose reading has not begun is taken only if its reservation
-        fits the free tokens (less what prompts taken before it reserved); the first that does
-        not fit stops the taking. Chunked, a prompt is considered only if the budget reaches it."""
+    def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
+        """D4 under the options, in arrival order, no prompt overtaking another:
+        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the
+          free tokens (less what prompts taken before it reserved); chunked, a prompt is
+          considered only if the budget reaches it;
+        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each
+          iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
+          is read whole if it fits the room, else it waits, unless it is larger than the whole
+          budget (or begun so), when it is read in pieces of the room."""
         waiting = self.waiting
-        capacity = self.kv_capacity
-        assert capacity is not None  # (taken so only under E4)
-        free = capacity - self.kv_used
+        capacity, limit = self.kv_capacity, self.max_tokens
+        free = 0 if capacity is None else capacity - self.kv_used
+        budget = self.chunk_tokens  # tokens left to read this iteration when chunked
+        room = None if limit is None else limit - n_written  # E8, whole prompts
+        if budget is not None and room is not None:
+            budget, room = min(budget, room), None
         taken = []
-        budget = self.chunk_tokens
-        while waiting and budget != 0:
+        while waiting:
             r = waiting[0]
-            if r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
+            n = r.unread_tokens
+            if budget is not None:
+                if budget == 0:
+                    break
+                n = min(n, budget)
+            elif room is not None and n > room:
+                if room == 0 or (n == r.n_prompt_tokens and limit is not None and n <= limit):
+                    break  # a whole prompt waits for room
+                n = room
+            if capacity is not None and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
                 need = self.kv_need(r)
                 if need > free:
                     break
                 free -= need
-            n = r.unread_tokens if budget is None else min(r.unread_tokens, budget)
             taken.append((r, n))
             if budget is not None:
                 budget -= n
+            elif room is not None:
+                room -= n
             if n == r.unread_tokens:
                 waiting.popleft()
             else:
                 break
-        self.reserve(capacity - free - self.kv_used)
+        if capacity is not None:
+            self.reserve(capacity - free - self.kv_used)
         return taken
 
     def run(self, env: Environment, host: Host):
-        """The GPU's SimPy process: the page's loop when no option touches this GPU (the loop of
-        M1-M5, D1-D10 alone, for speed), else the loop with the options (E2-E4). Both give the
-        same times with the options at neutral values (tests/test_extension_properties.py)."""
-        plain = not (self.cost.extra_terms or self.kv_capacity is not None or self.serves_handoff
-                     or self.always_defer)
-        return self._run_page(env, host) if plain else self._run_options(env, host)
+        """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
+        the options (E2-E4, E7, E8).
 
-    def _run_page(self, env: Environment, host: Host):
+        The options' work sits behind one local flag, `options`, tested twice per iteration;
+        with every option off an iteration costs what the former separate loop for the
+        explainer's rules cost (benchmarks/ab.py, see the commit that merged the two loops)."""
         cost = self.cost
-        end_priority = PHASE_END + self.number
-        start_priority = PHASE_START + self.number
-        # the records, appended once per iteration
-        record_start = self.started_at_ns.append
-        record_end = self.ended_at_ns.append
-        record_replies = self.n_replies_written.append
-        record_tokens = self.n_prompt_tokens_read.append
-        while True:
-            if not self.has_work():
-                self.wake = env.event()
-                yield self.wake
-            started = env.now
-            index = self.n_started
-            self.n_started = index + 1
-            n_replies = self.n_replies
-            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
-            yield Slot(env, cost.iteration_ns(n_replies, n_tokens), end_priority)
-
-            now = env.now
-            record_start(started)
-            record_end(now)
-            record_replies(n_replies)
-            record_tokens(n_tokens)
-            leaving = self.leaving.pop(index, None)
-            if leaving:
-                self.n_replies -= len(leaving)
-                host.replies_finished(leaving, now)
-            if taken:
-                finished_reading = []
-                for r, n in taken:
-                    self.reads_log.extend((index, r.request_id, n))
-                    if r.unread_tokens == 0:
-                        finished_reading.append(r)
-                if finished_reading:
-                    host.prompts_read(self, finished_reading, now)
-            if self.has_work() and host.more_may_arrive_now(now):
-                yield Slot(env, 0, start_priority)
-
-    def _run_options(self, env: Environment, host: Host):
-        cost = self.cost
-        extra_terms = cost.extra_terms
-        kv = self.kv_capacity is not None
+        extra_terms = cost.extra_terms  # E2, E3, E7
+        kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
+        options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
+            self.max_tokens is not None)
+        has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
         # the records, appended once per iteration
@@ -250,26 +247,22 @@ class Gpu:
         record_end = self.ended_at_ns.append
         record_replies = self.n_replies_written.append
         record_tokens = self.n_prompt_tokens_read.append
+        taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
-            if not self.has_work():
+            if not has_work():
                 self.wake = env.event()
                 yield self.wake
-                while kv and not self.has_work():  # E4: freed memory may still not fit the head
+                while kv and not has_work():  # E4: freed memory may still not fit the head
                     self.wake = env.event()
                     yield self.wake
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            n_replies = self.n_replies
-            taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
-            if kv:
-                kv_used = self.kv_used
-            if extra_terms:
-                # E2: tokens of these prompts that earlier iterations read
-                n_reread = sum(r.n_prompt_tokens - r.unread_tokens - n for r, n in taken)
-                n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-                duration = cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context)
+            if options:
+                n_replies, taken, n_tokens, duration = self._options_start(started, index)
             else:
+                n_replies = self.n_replies
+                taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
             yield Slot(env, duration, end_priority)
 
@@ -278,15 +271,11 @@ class Gpu:
             record_end(now)
             record_replies(n_replies)
             record_tokens(n_tokens)
-            if kv:
-                self.kv_used_tokens.append(kv_used)
             leaving = self.leaving.pop(index, None)
             if leaving:
                 self.n_replies -= len(leaving)
-                if self.track_context:
-                    self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
-                if kv:
-                    self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)  # E4a, c
+                if options:
+                    self._release(leaving)
                 host.replies_finished(leaving, now)
             if taken:
                 finished_reading = []
@@ -294,11 +283,55 @@ class Gpu:
                     self.reads_log.extend((index, r.request_id, n))
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
-                        if kv and r.n_reply_words == 1:
-                            self.kv_used -= self.kv_need(r)  # a one-word reply ends with its read
                 if finished_reading:
+                    if kv:  # E4: a one-word reply ends with its read
+                        self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
-            if serves_handoff:
-                host.iteration_ended(now)
-            if self.has_work() and (always_defer or host.more_may_arrive_now(now)):
+            if options:
+                if serves_handoff:
+                    host.iteration_ended(now)
+                if has_work() and (always_defer or host.more_may_arrive_now(now)):
+                    yield Slot(env, 0, start_priority)
+            elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
+
+    def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
+        """An iteration starting now under the options: (replies written, prompt tokens taken,
+        how many, duration). Replies waiting for a seat take the free seats in the order they
+        joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3,
+        E7); the KV memory held is logged (E4; a run stopped mid-iteration leaves one extra
+        entry, which `ArrangementRecords.collect` cuts)."""
+        if self.seats is not None:
+            queue = self.seat_queue
+            while queue and self.n_seated < self.seats:
+                self._seat(queue.popleft(), index)
+                self.n_seated += 1
+            n_replies = self.n_seated
+        else:
+            n_replies = self.n_replies
+        taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
+        if self.kv_capacity is not None:
+            self.kv_used_tokens.append(self.kv_used)
+        return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
+
+    def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
+        """An iteration's duration with the options' terms (E2, E3, E7)."""
+        cost = self.cost
+        if not cost.extra_terms:
+            return cost.iteration_ns(n_replies, n_tokens)
+        n_reread = n_pairs = 0
+        for r, n in taken:
+            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            n_reread += before
+            n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
+        n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
+
+    def _release(self, leaving: list[Request]) -> None:
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8)."""
+        if self.seats is not None:
+            self.n_seated -= len(leaving)
+        if self.track_context:
+            self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
+        if self.kv_capacity is not None:
+            self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)

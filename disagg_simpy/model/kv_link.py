@@ -5,7 +5,7 @@ chosen (and, under E4, its memory reserved) when the ship is requested (D3, E4e)
 counts against that GPU while it waits and ships; it joins the GPU's next iteration when the
 ship ends (D5 step 2), which also frees its reading GPU's reservation (E4b).
 
-E5: with `kv_link: independent` (the page's model) ships never wait. Otherwise each link (one
+E5: with `kv_link: independent` (the explainer's rules) ships never wait. Otherwise each link (one
 per reading GPU, one per writing GPU, or one in all) carries one ship at a time; a ship that
 cannot start waits in its link's FIFO queue and starts at the instant the ship before it ends.
 A link is a busy flag and a deque, not a SimPy `Resource`: a Resource grants the next request

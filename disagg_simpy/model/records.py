@@ -65,7 +65,7 @@ class ArrangementRecords:
     cap_ns: int
     n_events: int  # SimPy events the run scheduled (a structural cost measure)
     kv_capacity_tokens: np.ndarray | None = None  # E4, by GPU (instance); None: no limit (no KV figures)
-    kv_link: str | None = None  # E5 on a split ("independent" = the page's model); None: colocated
+    kv_link: str | None = None  # E5 on a split ("independent" = the explainer's rules); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
 
@@ -101,8 +101,8 @@ class ArrangementRecords:
         }
         fields = ["started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"]
         kv = kv_capacity_tokens is not None
-        for f in fields + ["kv_used_tokens"] * kv:
-            iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64) for g in gpus])
+        for f in fields + ["kv_used_tokens"] * kv:  # (kv_used_tokens is logged at the start: cut to the ends)
+            iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64)[:n] for g, n in zip(gpus, counts)])
         logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
         reads_table = np.concatenate(logs)
         reads = {

@@ -16,6 +16,8 @@ Causes, in `CAUSES`:
 - `join_wait`: a split reply's first gap, the wait to join and write longer than the ship.
 - `many_replies`: the iteration read no prompt and was long from the replies it wrote alone
   (0.4 ms each: about 600 replies on one GPU); nothing else is blamed.
+- `batch_full`: a reply's first gap in which it waited for a seat (E8: an iteration of its
+  writing GPU started after it joined without writing it); nothing is blamed.
 
 Everything is numpy over gaps: freezes are found among the GPUs' iteration gaps and counted
 against the replies in progress by binary search. An overloaded writing GPU freezes every reply
@@ -37,10 +39,10 @@ from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from .metrics import SLACK_NS, LimitsNs, ReplyGaps
 
-CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies")
-PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES = range(len(CAUSES))
+CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies", "batch_full")
+PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES, BATCH_FULL = range(len(CAUSES))
 
-#: the columns of `freezes.csv`: one row per freezing iteration (and per split reply whose
+#: the columns of `freezes.csv`: one row per freezing iteration (and per split reply, or reply that waited for a seat, whose
 #: first gap froze), with how many measured replies it froze
 FREEZE_COLUMNS = (
     "arrangement",
@@ -73,19 +75,32 @@ class Spans:
     first_at: np.ndarray  # word 1, ns
     joined_at: np.ndarray  # ns (= first_at when colocated)
     split: np.ndarray  # bool: read on another GPU than the one writing
+    seat_wait: np.ndarray  # bool: waited for a seat before word 2 (E8)
+
+    @property
+    def own_first(self) -> np.ndarray:
+        """Whose first gap is not one iteration of the writing GPU: a ship and a wait to join
+        (split), or a wait for a seat (E8)."""
+        return self.split | self.seat_wait
 
 
 def reply_spans(rec: ArrangementRecords, gaps: ReplyGaps) -> Spans:
     r = rec.requests
     rows = gaps.rows[gaps.finished & (r["n_reply_words"][gaps.rows] >= 2)]
     first_row, _ = rec.word_rows(rows)
+    joined = r["joined_at_ns"][rows]
+    # E8: an iteration of its writing GPU started after it joined, before the one writing word 2
+    prev = first_row - 1
+    seat_wait = (prev >= rec.gpu_offsets[r["writing_gpu"][rows]]) & (
+        rec.iterations["started_at_ns"][np.maximum(prev, 0)] >= joined) if len(rows) else np.zeros(0, bool)
     return Spans(
         rows,
         first_row,
         r["n_reply_words"][rows],
         r["first_word_at_ns"][rows],
-        r["joined_at_ns"][rows],
+        joined,
         r["reading_gpu"][rows] != r["writing_gpu"][rows],
+        seat_wait,
     )
 
 
@@ -114,7 +129,7 @@ class FreezeBlame:
     iteration: np.ndarray  # the GPU's iteration number of `end_row`
     cause: np.ndarray  # index into CAUSES
     n_replies: np.ndarray
-    own_request: np.ndarray  # a split first gap's reply (request id); -1 on iteration rows
+    own_request: np.ndarray  # a split (or seat-waiting, E8) first gap's reply (request id); -1 on iteration rows
     blamed: np.ndarray  # index into the blamed lists below; -1 if nothing is blamed
     blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
     blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
@@ -134,7 +149,7 @@ def _first_gaps(rec: ArrangementRecords, s: Spans, limit: int) -> tuple[np.ndarr
 def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> FreezeBlame:
     """Every freeze of the finished measured replies and its cause, one row per freezing
     iteration (a colocated reply's first gap is the iteration that ends it, like its later
-    gaps) plus one per split reply whose first gap froze."""
+    gaps) plus one per split reply, or reply that waited for a seat (E8), whose first gap froze."""
     s = reply_spans(rec, gaps)
     diffs = iteration_gaps(rec)
     ended = rec.iterations["ended_at_ns"]
@@ -144,7 +159,7 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     # the iteration ending at row e spans the gap diffs[e - 1]; reply m sees the ends
     # first_row+1 .. first_row+n-2 (and first_row itself when colocated: word 1 ended row first_row-1)
     ends = np.flatnonzero(diffs > limit) + 1
-    starts = np.sort(s.first_row + s.split)
+    starts = np.sort(s.first_row + s.own_first)
     stops = np.sort(s.first_row + s.n_words - 2)
     weight = np.searchsorted(starts, ends, side="right") - np.searchsorted(stops, ends, side="left")
     ends, weight = ends[weight > 0], weight[weight > 0]
@@ -153,11 +168,13 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     blamed = np.full(len(ends), -1, np.int32)
     blamed[reads] = np.arange(int(reads.sum()))
 
-    # split replies whose first gap froze: the ship, or the wait to join
+    # split replies whose first gap froze: the ship, or the wait to join; and (E8) replies whose
+    # first gap froze while waiting for a seat
     first_gap, has_first = _first_gaps(rec, s, limit)
-    m = np.flatnonzero(has_first & s.split)
+    m = np.flatnonzero(has_first & s.own_first)
     ship = s.joined_at[m] - s.first_at[m]
-    own = ship >= first_gap[m] - ship
+    seat = s.seat_wait[m]
+    own = ~seat & (ship >= first_gap[m] - ship)
     own_id = s.rows[m[own]]
     code_m = np.full(len(m), -1, np.int32)
     code_m[own] = len(ids) + np.arange(len(own_id))
@@ -175,7 +192,7 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
         gpu=gpu[order].astype(np.int32),
         iteration=(end_row - rec.gpu_offsets[gpu])[order],
         cause=np.concatenate([np.where(reads, PROMPT_READ, MANY_REPLIES),
-                              np.where(own, KV_SHIP, JOIN_WAIT)]).astype(np.int8)[order],
+                              np.where(seat, BATCH_FULL, np.where(own, KV_SHIP, JOIN_WAIT))]).astype(np.int8)[order],
         n_replies=np.concatenate([weight, np.ones(len(m), np.int64)])[order],
         own_request=np.concatenate([np.full(len(ends), -1, np.int64), s.rows[m]])[order],
         blamed=np.concatenate([blamed, code_m])[order],
@@ -193,10 +210,11 @@ def reply_freezes(rec: ArrangementRecords, gaps: ReplyGaps, blame: FreezeBlame,
     s = reply_spans(rec, gaps)
     if request_ids is not None:
         keep = np.isin(s.rows, request_ids)
-        s = Spans(*(getattr(s, f)[keep] for f in ("rows", "first_row", "n_words", "first_at", "joined_at", "split")))
+        s = Spans(*(getattr(s, f)[keep] for f in ("rows", "first_row", "n_words", "first_at", "joined_at", "split",
+                                                   "seat_wait")))
     on_iterations = blame.own_request < 0
     it_rows = np.flatnonzero(on_iterations)
-    lo = np.searchsorted(blame.end_row[it_rows], s.first_row + s.split)
+    lo = np.searchsorted(blame.end_row[it_rows], s.first_row + s.own_first)
     hi = np.searchsorted(blame.end_row[it_rows], s.first_row + s.n_words - 2, side="right")
     own_rows = np.flatnonzero(~on_iterations)
     own_rows = own_rows[np.argsort(blame.own_request[own_rows], kind="stable")]
@@ -278,8 +296,8 @@ def freeze_summary(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs, n
     np.maximum.at(longest, rec.gpu_offsets[r["gpu"]] + r["iteration"], prompts[r["request_id"]])
     n_over = int(weight[longest[frozen + 1] > n_long].sum()) if len(frozen) else 0
     ship = s.joined_at[m] - s.first_at[m]
-    own = s.split[m] & (ship >= first_gap[m] - ship)
-    blamed_longest = np.where(s.split[m], np.where(own, prompts[s.rows[m]], 0), longest[s.first_row[m]])
+    own = s.split[m] & ~s.seat_wait[m] & (ship >= first_gap[m] - ship)
+    blamed_longest = np.where(s.own_first[m], np.where(own, prompts[s.rows[m]], 0), longest[s.first_row[m]])
     n_over += int((blamed_longest > n_long).sum())
     return {"n_freezes": n, "freezes_by_long_prompt_pct": 100.0 * n_over / n}
 

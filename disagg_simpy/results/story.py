@@ -118,6 +118,8 @@ def _freeze_text(f: dict, facts: dict) -> str:
             f": {waited})" if waited else ")")
     if f["cause"] == "join_wait":
         return f"{head}, most of it waiting to join GPU {gpu} and for its first iteration there"
+    if f["cause"] == "batch_full":
+        return f"{head}, waiting for a seat in GPU {gpu}'s full batch (max_batch_replies, max_batch_tokens)"
     n = f.get("n_replies_written")
     return f"{head} while GPU {gpu} wrote {n:,} replies in one iteration" if n else f"{head} (GPU {gpu} writing)"
 

@@ -1,5 +1,5 @@
-"""Cost figures (M1, M4; E1-E3) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6).
+"""Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
+options E1, E4-E6, E8).
 
 Every stage asks an arrangement the same few questions, answered here and nowhere else:
 `roles` (what each GPU does, reading GPUs first), `n_gpus`, `n_instances`, `is_split`, `label`
@@ -27,6 +27,7 @@ class Cost(_Strict):
     kv_ship_ms_per_token: CostMs = 0.01
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
+    per_attention_pair_ms: CostMs = 0.0  # E7
 
 
 class SideCost(_Strict):
@@ -38,10 +39,19 @@ class SideCost(_Strict):
     per_prompt_token_ms: CostMs | None = None
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
+    per_attention_pair_ms: CostMs | None = None  # E7
 
     def over(self, base: Cost) -> Cost:
         """`base` with this mapping's figures in place of its own."""
         return base.model_copy(update=self.model_dump(exclude_none=True))
+
+
+def _check_budget(a):
+    """E8: a token budget must hold one reply and one prompt token."""
+    if a.max_batch_tokens is not None and a.max_batch_tokens < 2:
+        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens}, expected at least 2 "
+                         "(one reply written and one prompt token read)")
+    return a
 
 
 def gpu_count(n: int) -> str:
@@ -78,6 +88,8 @@ class _Arrangement(_Strict):
         kind: str
         chunk_tokens: int | None
         kv_capacity_tokens: int | None
+        max_batch_replies: int | None  # E8
+        max_batch_tokens: int | None  # E8
 
     #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
     #: store's keys) exactly as before they existed.
@@ -197,7 +209,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp",)
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens")
 
     name: Name
     kind: Literal["colocated"]
@@ -206,13 +218,15 @@ class Colocated(_Arrangement):
     cost: SideCost | None = None  # E1
     kv_capacity_tokens: Count | None = None  # E4, per instance
     tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
 
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Colocated:
         _check_tp(self.tp, self.gpus, "tp", "gpus")
-        return self
+        return _check_budget(self)
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:
@@ -258,17 +272,20 @@ class Disaggregated(_Arrangement):
     kv_capacity_tokens: Count | None = None  # E4, per instance
     kv_link: Literal["independent", "per_reading_gpu", "per_writing_gpu", "shared"] = "independent"  # E5
     local_prompt_max_tokens: Count | None = None  # E6
+    max_batch_replies: Count | None = None  # E8
+    max_batch_tokens: Count | None = None  # E8
     reading_tp: Gpus | None = None  # TP: GPUs per reading instance; None: 1
     writing_tp: Gpus | None = None  # TP: GPUs per writing instance; None: 1
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
     writing_kv_capacity_tokens: Count | None = None
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
-                                              "writing_kv_capacity_tokens")
+                                              "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens")
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
+        _check_budget(self)
         if self.reading_gpus + self.writing_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "

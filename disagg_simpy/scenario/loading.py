@@ -49,14 +49,16 @@ from .yaml_file import parse_yaml, read_text_file
 
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
 _LENGTH = _RANGE + ", or {fixed: N}, {histogram: {edges: [...], weights: [...]}} or {lognormal: {mean, sd, min, max}}"
-_SIDE_COST = "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms"
+_SIDE_COST = ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms, "
+              "per_attention_pair_ms")
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
     "seeds": f"a whole number of seeds from 1 to {MAX_SEEDS}",
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
-    "cost": "a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, per_context_token_ms",
+    "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
+             "per_context_token_ms, per_attention_pair_ms"),
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms, criterion, percentile",
     "criterion": "per_request or percentiles",
     "percentile": "a number above 0 and below 100",
@@ -106,11 +108,14 @@ _EXPECT = {
     "chunk_tokens": "a whole number of tokens from 1 to 2**53",
     "per_reread_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "per_context_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
+    "per_attention_pair_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "reading_cost": _SIDE_COST,
     "writing_cost": _SIDE_COST,
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
+    "max_batch_replies": "a whole number of replies from 1 to 2**53",
+    "max_batch_tokens": "a whole number of tokens from 2 to 2**53",
     "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
     "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",

@@ -43,6 +43,7 @@ side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "per_prompt_token_ms": st.integers(0, 50).map(ms),
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
+    "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
 }))
 chunk = st.one_of(st.none(), st.integers(1, 700))
 costs = st.fixed_dictionaries({
@@ -52,6 +53,7 @@ costs = st.fixed_dictionaries({
     "kv_ship_ms_per_token": st.integers(1, 50).map(ms),
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
+    "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
 })
 
 
@@ -80,6 +82,10 @@ def arrangement(draw, trace_rows):
             local_prompt_limit = a.get("local_prompt_max_tokens")
         need = int(reservation(View, [r[1] for r in trace_rows], [r[2] for r in trace_rows]).max())
         a["kv_capacity_tokens"] = need + draw(st.integers(0, 2500))
+    if draw(st.integers(0, 3)) == 0:  # E8
+        a["max_batch_replies"] = draw(st.integers(1, 4))
+    if draw(st.integers(0, 3)) == 0:
+        a["max_batch_tokens"] = draw(st.integers(2, 2000))
     return a
 
 

@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E6, each on or off), and a few hand-picked cases."""
+option combination (E1-E8, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def compare(scenario_path, expect_cap=None):
             got, want = rec.requests[key][measured], want_all[key][measured]
             if rec.capped and key != "reading_gpu":  # the safety cap (D6): what comes after it never happened
                 when = want_all[WHEN.get(key, key)][measured]
+                if key == "join_iteration":  # set when the reply joins, or under E8 when it is seated
+                    when = np.asarray(ref["seated_at_ns"], dtype=np.int64)[measured]
                 if key == "writing_gpu":
                     when = np.where(want_all["handoff_at_ns"] >= 0, want_all["handoff_at_ns"],
                                     want_all["joined_at_ns"])[measured]
@@ -100,6 +102,7 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_prompt_token_ms": (0.0, 0.05, 0.125, 0.25),
     "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
     "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
+    "per_attention_pair_ms": (0.0, 0.0, 0.001, 0.0000005),  # E7; the last: half-ns pairs, one rounding
 }
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
@@ -135,6 +138,10 @@ def arrangement(draw, i, tp=False):
         a["chunk_tokens"] = chunk
     if draw(st.booleans()):
         a["kv_capacity_tokens"] = -draw(st.sampled_from((0, 0, 0, 4, 20, 80)))  # slack above the largest need, set below
+    if draw(st.integers(0, 2)) == 0:  # E8: seats and budgets small enough to bind
+        a["max_batch_replies"] = draw(st.sampled_from((1, 2, 3)))
+    if draw(st.integers(0, 2)) == 0:
+        a["max_batch_tokens"] = draw(st.sampled_from((2, 3, 8, 9, 16, 20, 40)))  # some equal to prompts
     if tp:
         a.update(draw(tp_degrees(a)))
     return a
