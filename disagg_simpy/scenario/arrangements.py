@@ -143,6 +143,11 @@ class _Arrangement(_Strict):
         """Whether some instance spans several GPUs (without, an instance is a GPU)."""
         return any(g > 1 for g in self.instance_gpus)
 
+    @property
+    def side_tps(self) -> dict[str, tuple[str, int]]:
+        """TP degree of each side, by the key of its cost block: {cost key: (TP key, degree)}."""
+        raise NotImplementedError
+
     def instance_name(self, i: int) -> str:
         """'GPU 3' (every instance one GPU), else 'instance 0 (GPUs 0-1)' or 'instance 2 (GPU 4)'."""
         if not self.has_tp:
@@ -238,6 +243,10 @@ class Colocated(_Arrangement):
         return ("both",) * len(self.instance_gpus)
 
     @property
+    def side_tps(self) -> dict[str, tuple[str, int]]:
+        return {"cost": ("tp", self.tp or 1)}
+
+    @property
     def label(self) -> str:
         return "chunks" if self.chunk_tokens else "same GPU"
 
@@ -316,6 +325,10 @@ class Disaggregated(_Arrangement):
         side = "reading" if role == "reads" else "writing"
         own = self.reading_kv_capacity_tokens if role == "reads" else self.writing_kv_capacity_tokens
         return f"{side}_kv_capacity_tokens" if own is not None else "kv_capacity_tokens"
+
+    @property
+    def side_tps(self) -> dict[str, tuple[str, int]]:
+        return {"reading_cost": ("reading_tp", self.reading_tp or 1), "writing_cost": ("writing_tp", self.writing_tp or 1)}
 
     @property
     def kv_capacities(self) -> tuple[int | None, int | None]:

@@ -7,6 +7,8 @@ stage calls `capacity_problem` on a trace's rows.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 
@@ -82,3 +84,18 @@ def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray) -> tupl
             if found is None or i < found[0] or (i == found[0] and need[i] > found[3]):
                 found = (i, key, cap, int(need[i]))
     return found
+
+
+def preset_tp_problem(arrangement, base_cost) -> tuple[str, str] | None:
+    """TP: None, or (key, message) when a side's cost preset (its own block's `preset`, else the
+    scenario's) names another TP degree than the side's: a preset's costs are those of an
+    instance of its TP degree (`.../tp2`), so they cannot be an instance of another."""
+    for cost_key, (tp_key, tp) in arrangement.side_tps.items():
+        own = getattr(getattr(arrangement, cost_key, None), "preset", None)
+        name = own or getattr(base_cost, "preset", None)
+        found = re.search(r"/tp(\d+)$", name) if isinstance(name, str) else None
+        if found and int(found[1]) != tp:
+            where = f"its {cost_key}" if own else "the scenario's cost"
+            return tp_key, (f"got {tp} with preset {name!r} ({where}), a TP{found[1]} instance's costs; expected "
+                            f"{tp_key}: {found[1]}, or a TP{tp} preset for these GPUs")
+    return None

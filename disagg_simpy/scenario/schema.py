@@ -42,7 +42,7 @@ from .limits import (
     requests_problem,
     ship_problem,
 )
-from .options import largest_draw, sizes_text
+from .options import largest_draw, preset_tp_problem, sizes_text
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -317,6 +317,9 @@ class Scenario(_Strict):
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
+            tp_problem = preset_tp_problem(a, self.cost)
+            if tp_problem is not None:
+                raise ValueError(f"@arrangements[{i}].{tp_problem[0]}: {tp_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
                 problem = largest_draw(a, *w.length_bounds())
                 if problem is not None:

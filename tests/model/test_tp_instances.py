@@ -108,3 +108,23 @@ def test_a_tp_run_is_deterministic(tmp_path):
     path = write_scenario(tmp_path, ROWS, [TP2_1, {"name": "c", "kind": "colocated", "gpus": 2, "tp": 2}])
     a, b = run(load_scenario(path)), run(load_scenario(path))
     assert a.requests.equals(b.requests) and a.iterations.equals(b.iterations)
+
+
+def test_a_preset_whose_tp_disagrees_with_the_side_is_refused():
+    from types import SimpleNamespace
+
+    from disagg_simpy.scenario.arrangements import Colocated, Disaggregated
+    from disagg_simpy.scenario.options import preset_tp_problem
+
+    tp1 = SimpleNamespace(preset="a100-80gb/opt-13b/tp1")
+    tp2 = SimpleNamespace(preset="a100-80gb/opt-13b/tp2")
+    split = Disaggregated(name="s", kind="disaggregated", reading_gpus=2, writing_gpus=1, reading_tp=2)
+    assert preset_tp_problem(split, SimpleNamespace(preset=None)) is None  # no preset: the user's own figures
+    key, text = preset_tp_problem(split, tp1)  # the scenario's TP1 preset on a TP2 reading side
+    assert key == "reading_tp" and "got 2 with preset 'a100-80gb/opt-13b/tp1' (the scenario's cost)" in text
+    assert "expected reading_tp: 1, or a TP2 preset" in text
+    own = split.model_copy(update={"reading_cost": tp2})  # each side its own degree's preset
+    assert preset_tp_problem(own, tp1) is None
+    same = Colocated(name="c", kind="colocated", gpus=4, tp=2)
+    assert preset_tp_problem(same, tp2) is None
+    assert preset_tp_problem(same, tp1)[0] == "tp"
