@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from disagg_simpy import load_scenario, run
-from disagg_simpy.results.report import mean_half_width
+from disagg_simpy.results.intervals import mean_half_width
 
 
 def first_gap_figures(result) -> tuple[float, float]:

@@ -1,8 +1,8 @@
 """Measure the default scenario's HTML page: its size, and how soon headless Chromium shows the
-table (and the whole page) after opening the file. Optionally save the screenshot in docs/images/.
+table (and the whole page) after opening the file. Optionally save the screenshot in plots/.
 
     python benchmarks/page_first_paint.py                 # size and first paint, 5 loads
-    python benchmarks/page_first_paint.py --screenshot docs/images/page.png
+    python benchmarks/page_first_paint.py --screenshot plots/page.png
 
 Needs Playwright for Python and Debian's Chromium (`apt-get install -y chromium`); no browser
 download. Prints figures; asserts nothing (speed is measured here, never in the tests).

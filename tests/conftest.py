@@ -44,7 +44,7 @@ def quick_plots(monkeypatch):
     from disagg_simpy.files import atomic_write_text
     from disagg_simpy.files import make_folder as make
 
-    def fake(result, folder, window=None, n_replies=25, follow=None, by_seed=None):
+    def fake(result, folder, window=None, n_replies=25, follow=None, by_seed=None, pooled=None):
         folder = make(Path(folder), "plots folder")
         names = ["summary.png", *(f"timeline-{a.name}.png" for a in result.scenario.arrangements)]
         for name in names:

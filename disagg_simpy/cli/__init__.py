@@ -50,7 +50,11 @@ def command_help() -> dict[str, str]:
 
 
 def _check_not_a_misspelt_command(word: str) -> None:
-    """A first word that is no file but close to a command name is a misspelt command."""
+    """A first word that is no file but close to a command name is a misspelt command; `run`
+    (no file of that name) is how a scenario runs, said plainly."""
+    if word == "run" and not Path(word).exists():
+        raise InputError("there is no command 'run': a scenario runs as `python -m disagg_simpy SCENARIO` "
+                         "(e.g. python -m disagg_simpy scenarios/default.yaml; see --help)")
     near = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
     if near and not word.startswith("-") and not Path(word).exists():
         raise InputError(f"got {word!r}, which is neither a command nor a scenario file; did you mean {near[0]!r}? "

@@ -108,6 +108,34 @@ def tolerant_output() -> None:
             pass
 
 
+def results_owner(out: Path) -> str | None:
+    """Which command wrote the results in `out`, as its run.json says ("run", "sweep", ...);
+    None when there is none (or it cannot be read)."""
+    import json
+
+    try:
+        info = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    if isinstance(info.get("subcommand"), str):
+        return info["subcommand"]
+    command = info.get("command")
+    if isinstance(command, list) and len(command) > 3 and command[3] in ("sweep", "goodput", "plan", "map"):
+        return command[3]  # written before run.json said its subcommand
+    return "run" if isinstance(command, list) else None
+
+
+def check_own_folder(out: Path, mine: str) -> None:
+    """Refuse a results folder another command wrote (its run.json and files would be replaced
+    or mixed with this command's)."""
+    owner = results_owner(out)
+    if owner is not None and owner != mine:
+        what = "a run" if owner == "run" else f"`{owner}`"
+        raise InputError(f"--out {out}: holds the results of {what} (its run.json), expected a new folder or one of "
+                         f"{'a run' if mine == 'run' else f'`{mine}`'}'s own (each command has its own default folder)")
+
 def load_with_flags(args: argparse.Namespace, rate: float | None = None):
     """The scenario file with the flags that override its keys (`--seed`, `--seeds`,
     `--measure-s`, and `rate` when the command's --rate sets the scenario's rate), validated as

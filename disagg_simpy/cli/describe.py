@@ -61,7 +61,7 @@ def describe(argv: Sequence[str]) -> int:
         with folders_undone_on_failure(args.plot.parent):
             make_folder(args.plot.parent, "--plot")
             try:
-                plot_description(table, args.plot)
+                plot_description(table, args.plot, args.trace)
             except OSError as err:
                 raise NotWritten(f"cannot write --plot {args.plot}: {err.strerror or err}; nothing was replaced") from None
         print(f"plot in {args.plot}")

@@ -29,22 +29,22 @@ def build_goodput_parser():
     return p
 
 
-def _pm(mean: float, half: float) -> str:
-    if math.isnan(mean):
-        return "-"
-    return f"{mean:.1f}" + ("" if math.isnan(half) else f"±{half:.1f}")
-
-
 def format_goodput(table) -> str:
-    """Aligned text: goodput, per GPU, the bracketing rates with their on-time shares, the limit."""
-    header = ["arrangement", "gpus", "goodput/s", "per GPU", "passes at", "on time %", "fails at", "on time %",
-              "fails first"]
+    """Aligned text: goodput with its 95% interval, per GPU, the bracketing rates with their
+    on-time shares (mean and interval over seeds), the limit."""
+    from ..results.intervals import Interval
+
+    header = ["arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "passes at", "on time %", "fails at",
+              "on time %", "fails first"]
     rows = []
     for r in table.itertuples():
         rate = lambda x: "-" if math.isnan(x) else f"{x:.2f}"  # noqa: E731
-        rows.append([r.arrangement, str(r.n_gpus), f"{r.goodput_per_s:.2f}", f"{r.goodput_per_gpu_per_s:.2f}",
-                     rate(r.passing_rate_per_s), _pm(r.passing_on_time_pct, r.passing_on_time_half_width_pct),
-                     rate(r.failing_rate_per_s), _pm(r.failing_on_time_pct, r.failing_on_time_half_width_pct),
+        good = f"{r.goodput_per_s:.2f}" + ("" if math.isnan(r.goodput_low_per_s) else
+                                           f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})")
+        passing = Interval(r.passing_on_time_pct, r.passing_on_time_low_pct, r.passing_on_time_high_pct, 0)
+        failing = Interval(r.failing_on_time_pct, r.failing_on_time_low_pct, r.failing_on_time_high_pct, 0)
+        rows.append([r.arrangement, str(r.n_gpus), good, f"{r.goodput_per_gpu_per_s:.2f}",
+                     rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), failing.text(),
                      r.binding_limit or "-"])
     return "\n".join(aligned([header, *rows], sep=" "))
 

@@ -26,8 +26,18 @@ from ..files import (
     make_folder,
     same_file,
 )
-from .common import NotWritten, Parser, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
+from .common import (
+    NotWritten,
+    Parser,
+    check_own_folder,
+    int_at_least,
+    load_with_flags,
+    path_flag,
+    positive_float,
+    seeds_to_run,
+)
 from .plot_flags import add_plot_arguments, plot_flag_error
+from .run_notes import no_measured_request, removed_note, shown_run
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
 #: --format parquet.
@@ -63,8 +73,9 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
-                   help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print mean ± 95%% half-width")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
+                   help="run seeds SEED..SEED+N-1 (default: the scenario's seeds:, else 1); print the mean and its 95%% interval")
+    p.add_argument("--json", action="store_true", help="print the table as JSON: with several seeds, per arrangement "
+                   "the means, their 95%% intervals and the per-seed rows")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv",
                    help="table files: csv (default) or parquet (the same columns, typed)")
     p.add_argument("--wide", action="store_true", help="print every summary column (default: those that compare arrangements)")
@@ -136,6 +147,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
     from ..workload.catalog import resolve_trace
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    check_own_folder(out, "run")
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in output_files(args.format)}
     plots_dir = None
     if not args.no_plots:
@@ -217,7 +229,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
                 run_info = _run_info(args, argv, scenario, seeds, kept)
-                first = kept.first
+                first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
+                run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
                 if outputs.save_trace is not None:
                     write_trace(kept.stream, outputs.save_trace)
                     written.append(outputs.save_trace)
@@ -226,11 +239,12 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
                                            follow=args.follow, by_seed=summary if many else None)
-                if outputs.html is not None:
+                if outputs.html is not None and first is not None:
                     from ..page import write_page
 
                     reference = first.scenario.reference
-                    write_page(first, outputs.html, reference=reference.on_time_pct if reference else None)
+                    write_page(first, outputs.html, reference=reference.on_time_pct if reference else None,
+                               by_seed=summary if many else None)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
@@ -238,7 +252,10 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
             for path in commit.not_removed:
                 print(f"warning: {path}: an earlier run's file this run no longer writes could not be removed",
                       file=sys.stderr)
-            remove_empty_folders(outputs.out, set(commit.remove) - set(commit.not_removed))
+            removed = [p for p in commit.remove if p not in set(commit.not_removed)]
+            remove_empty_folders(outputs.out, set(removed))
+            if removed:
+                print(removed_note(outputs.out, removed, args.no_plots), file=sys.stderr)
         except PartlyWritten as err:  # a folder changed under the run after every check
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "
@@ -277,6 +294,7 @@ def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) 
     return {
         "version": __version__,
         "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "subcommand": "run",
         "seed": seeds[0] if len(seeds) == 1 else None,
         "seeds": seeds,
         "scenario": scenario.model_dump(mode="json"),
@@ -334,19 +352,19 @@ def remove_empty_folders(out: Path, removed) -> None:
 def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_info: dict, kept) -> None:
     """The table (or JSON) and the why-late block on stdout; on stderr, the trace columns ignored
     and a warning for each run the safety cap ended."""
-    from ..results.report import format_table, summary_json
+    from ..results.report import format_table, summary_means_json
     from ..results.why_late import why_late_block
     from ..workload.traces import ignored_text
 
     seeds = run_info["seeds"]
     many = len(seeds) > 1
     if args.json:
-        print(json.dumps(summary_json(summary), indent=2))
+        print(json.dumps(summary_means_json(summary), indent=2))
     else:
         w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
-        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean ± 95% half-width"
+        seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
         print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
@@ -363,6 +381,8 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
             print(f"pictures in {outputs.plots}/")
         if outputs.html is not None:
             print(f"page in {outputs.html}")
+    if not (summary["n_requests"].fillna(0) > 0).any():
+        print(f"warning: {no_measured_request(scenario)}", file=sys.stderr)
     workload = run_info["workload"]
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "

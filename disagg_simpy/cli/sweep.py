@@ -12,7 +12,7 @@ OUTPUT_FILES = output_files("sweep", parquet=True)
 
 def build_sweep_parser():
     p = batch_parser("sweep", "Run every point of a grid (rates x --set values), every seed, every arrangement; "
-                     "print the on-time share (mean ± 95%% half-width over seeds) per point and arrangement.")
+                     "print the on-time share (mean and 95% interval over seeds) per point and arrangement.")
     p.add_argument("--rate", metavar="RATES",
                    help="offered rates, START:STOP:STEP (STOP included), R1,R2,... or one (default: the scenario's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
@@ -65,7 +65,7 @@ def _sweep(job: Job) -> Batch:
     return Batch(
         table,
         info={"grid": {grid.rate_key: list(grid.rates), **{k: list(v) for k, v in grid.sets}}},
-        lines=[f"{scenario.name}: {counts}; {what}" + (", mean ± 95% half-width over seeds" if len(seeds) > 1 else ""),
+        lines=[f"{scenario.name}: {counts}; {what}" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""),
                f"limits: {scenario.slo.words()}", format_bands(bands, grid.keys)],
         picture=picture,
     )

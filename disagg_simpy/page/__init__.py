@@ -30,11 +30,14 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
-def page_html(result, reference=None, span_s=None) -> str:
+def page_html(result, reference=None, span_s=None, by_seed=None) -> str:
     """The page as one HTML string. `reference`: {arrangement: on-time %} to show beside ours
-    (e.g. the explainer's figures); `span_s`: (start, end) of the iterations to embed."""
-    data = json.dumps(page_data(result, reference, span_s), separators=(",", ":"), allow_nan=False)
-    title = f"disagg_simpy: {result.scenario.name}, seed {result.seed}"
+    (e.g. the explainer's figures); `span_s`: (start, end) of the iterations to embed; `by_seed`:
+    the summary of every seed (a `seed` column; the table shows means over them, the player
+    `result`, one of them)."""
+    data = json.dumps(page_data(result, reference, span_s, by_seed), separators=(",", ":"), allow_nan=False)
+    title = (f"disagg_simpy: {result.scenario.name}, " +
+             (f"{by_seed['seed'].nunique()} seeds" if by_seed is not None else f"seed {result.seed}"))
     script = "(function () {\n\"use strict\";\n" + "\n".join(_asset(n) for n in _SCRIPTS) + "\nboot();\n})();"
     parts = {
         "title": html_escape(title),
@@ -45,9 +48,9 @@ def page_html(result, reference=None, span_s=None) -> str:
     return re.sub(r"\{\{(title|style|data|script)\}\}", lambda m: parts[m[1]], _asset("template.html"))
 
 
-def write_page(result, path: str | Path, reference=None, span_s=None) -> Path:
+def write_page(result, path: str | Path, reference=None, span_s=None, by_seed=None) -> Path:
     """Write the page to `path` atomically (a temporary file, then a rename)."""
-    atomic_write_text(path, page_html(result, reference, span_s))
+    atomic_write_text(path, page_html(result, reference, span_s, by_seed))
     return Path(path)
 
 

@@ -8,13 +8,14 @@ function chart(parent, title, w, h) {
 }
 
 function logAxis(svg, x, lo, hi, y0, y1, unit) {
-  const marks = Math.log10(hi / lo) > 3.5 ? [1] : [1, 2, 5];  // fewer labels over many decades
+  const perDecade = Math.abs(x(hi) - x(lo)) / Math.log10(hi / lo);
+  const marks = perDecade < 120 ? [1] : [1, 2, 5];  // 1-2-5 labels only where a decade is wide enough for them
   for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
     for (const m of marks) {
       const v = m * 10 ** e;
       if (v < lo || v > hi) continue;
       el("svg:line", {x1: x(v), x2: x(v), y1: y0, y2: y1, class: "grid"}, svg);
-      el("svg:text", {x: x(v), y: y1 + 14, "text-anchor": "middle"}, svg, `${+v.toPrecision(2)}`);
+      el("svg:text", {x: x(v), y: y1 + 14, "text-anchor": "middle", class: "tick"}, svg, `${+v.toPrecision(2)}`);
     }
   }
   el("svg:text", {x: (x(lo) + x(hi)) / 2, y: y1 + 30, "text-anchor": "middle"}, svg, unit);
@@ -56,16 +57,29 @@ const Charts = {
 
   bars(box) {
     const w = Math.max(300, 60 + 76 * ARR.length), h = 260, x0 = 40, y = (p) => 200 - p * 1.7;
-    const svg = chart(box, "Replies on time (%)", w, h);
+    const svg = chart(box, MANY ? `Replies on time (%): mean of ${SEEDS.length} seeds, 95% interval, dots: seeds` : "Replies on time (%)", w, h);
     shareAxis(svg, y, x0, w - 5, "on time (%)");
     const bw = (w - x0 - 10) / Math.max(ARR.length, 1);
     ARR.forEach((a, k) => {
-      const v = a.summary.on_time_pct ?? 0, x = x0 + 5 + k * bw;
+      const v = cell(a, "on_time_pct") ?? 0, x = x0 + 5 + k * bw;
       const bar = el("svg:rect", {x: x + bw * 0.15, y: y(v), width: bw * 0.7, height: y(0) - y(v), fill: a.colour,
                                   "data-testid": "on-time-bar", "data-arrangement": a.name}, svg);
       el("svg:title", {}, bar, `${a.name}: ${pct(v)}% on time`);
       el("svg:text", {x: x + bw / 2, y: y(0) + 14, "text-anchor": "middle", class: "small"}, svg, a.name);
       el("svg:text", {x: x + bw / 2, y: y(0) + 28, "text-anchor": "middle", class: "small"}, svg, `${pct(v)}%`);
+      const span = MANY && a.interval ? a.interval.on_time_pct : null;
+      if (span) {  // the mean's 95% interval, and each seed as a dot
+        const cx = x + bw / 2;
+        const line = el("svg:path", {d: `M${cx - 6} ${y(span[0])}h12M${cx} ${y(span[0])}V${y(span[1])}M${cx - 6} ${y(span[1])}h12`,
+                                     stroke: "#000", "stroke-width": 2, fill: "none", "data-testid": "on-time-interval"}, svg);
+        el("svg:title", {}, line, `${a.name}: mean ${pct(v)}%, 95% interval ${pct(span[0])}–${pct(span[1])}%`);
+        (a.by_seed.on_time_pct || []).forEach((s, j) => {
+          if (s === null) return;
+          const dot = el("svg:circle", {cx: x + bw * (0.25 + 0.5 * ((j * 0.618) % 1)), cy: y(s), r: 2.2, fill: a.colour, stroke: "#000",
+                                        "stroke-width": 0.4, class: "seed-dot"}, svg);
+          el("svg:title", {}, dot, `seed ${SEEDS[j]}: ${pct(s)}%`);
+        });
+      }
       const ref = D.reference && D.reference[a.name];
       if (ref !== undefined && ref !== null && D.reference) {
         const cx = x + bw / 2, cy = y(ref);
@@ -77,7 +91,7 @@ const Charts = {
 
   firstWord(box) {
     const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.first_word_grid_s;
-    const svg = chart(box, "Wait for the first word", w, h);
+    const svg = chart(box, "Wait for the first word" + (MANY ? ` (seed ${D.scenario.seed})` : ""), w, h);
     // from the shortest wait any arrangement has to where the last curve stops rising
     let first = grid.length - 1, last = 0;
     ARR.forEach((a) => a.first_words.forEach((v, k) => {
@@ -99,7 +113,7 @@ const Charts = {
 
   gaps(box) {
     const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.gap_grid_ms;
-    const svg = chart(box, "Gaps between words", w, h);
+    const svg = chart(box, "Gaps between words" + (MANY ? ` (seed ${D.scenario.seed})` : ""), w, h);
     let last = 0;  // the gaps drawn reach to where the last curve stops rising (at least 1 s)
     ARR.forEach((a) => a.gaps.forEach((v, k) => { if (k > 0 && v > a.gaps[k - 1]) last = Math.max(last, k); }));
     const lo = 5, hi = Math.max(1000, (SLO.freeze_ms || 0) * 4, grid[last] || 0);

@@ -132,6 +132,24 @@ def _iterations_in(iterations: pd.DataFrame, n_gpus: int, lo_ns: int, hi_ns: int
     return out
 
 
+def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
+    """An arrangement's summary over several seeds (`by_seed`: summary rows with `seed`): each
+    figure's mean, its 95% interval (results/intervals.py) and the seeds' own figures, as the
+    table shows them."""
+    from ..results.intervals import SHARE, interval
+
+    rows = by_seed[by_seed["arrangement"] == name]
+    means, spans, each = {}, {}, {}
+    for column in rows.columns:
+        if column in ("arrangement", "seed") or not pd.api.types.is_numeric_dtype(rows[column]):
+            continue
+        i = interval(rows[column], SHARE if column.endswith("_pct") and column != "on_time_vs_best_pct" else None)
+        means[column] = _clean(i.mean)
+        spans[column] = None if math.isnan(i.low) else [_clean(i.low), _clean(i.high)]
+        each[column] = [_clean(v) for v in rows[column]]
+    return {"means": means, "interval": spans, "by_seed": each}
+
+
 def page_columns() -> list[dict]:
     """The table's columns, from the registry (`results/columns.py`): key, label, meaning, and
     digits ("share": one decimal below 10, none above)."""
@@ -139,8 +157,11 @@ def page_columns() -> list[dict]:
              "digits": "share" if c.page_digits == SHARE else c.page_digits} for c in PAGE_COLUMNS]
 
 
-def page_data(result, reference=None, span_s: tuple[float, float] | None = None) -> dict:
-    """Everything the page shows, as a JSON-ready dict (see the module docstring)."""
+def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
+              by_seed: pd.DataFrame | None = None) -> dict:
+    """Everything the page shows, as a JSON-ready dict (see the module docstring). With `by_seed`
+    (every seed's summary rows, `result` being the run the player shows), the table has each
+    figure's mean over seeds with its interval and each seed's figure."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
@@ -192,6 +213,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
             "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),
             "first_words": first_word_shares(everyone),
+            **(over_seeds(by_seed, name) if by_seed is not None else {}),
         })
     w = result.scenario.workload
     return {
@@ -199,6 +221,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None)
         "scenario": {
             "name": result.scenario.name,
             "seed": int(result.seed),
+            "seed_why": result.chosen,
+            "seeds": sorted(int(s) for s in by_seed["seed"].unique()) if by_seed is not None else [int(result.seed)],
             "rate_per_s": getattr(w, "rate_per_s", None),
             "measured_s": list(result.measured_span_s),
             "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},

@@ -55,6 +55,7 @@ function decodeArrangement(a, index) {
   });
   return {
     name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
+    means: a.means || null, interval: a.interval || null, by_seed: a.by_seed || null,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
           maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},
@@ -82,10 +83,23 @@ D.columns.forEach((c) => {
   }
 });
 
+const SEEDS = D.scenario.seeds;
+const MANY = SEEDS.length > 1;
+
+/** A table cell's figure: with several seeds, the mean over them (summary.csv's mean). */
 function cell(a, key) {
   if (key === "arrangement") return a.name;
   if (key === "reference") return D.reference[a.name] ?? null;
-  return a.summary[key];
+  return MANY ? a.means[key] ?? null : a.summary[key];
+}
+
+/** " ±1.2" or " −2.9/+1.4" (the 95% interval's sides, as the terminal's --wide prints them). */
+function intervalText(a, key, f) {
+  const span = MANY && a.interval ? a.interval[key] : null, m = cell(a, key);
+  if (!span || m === null) return "";
+  const below = m - span[0], above = span[1] - m;
+  const lo = f(below), hi = f(above);
+  return lo === hi || Math.max(below, above) <= 1.25 * Math.min(below, above) ? ` ±${f(Math.max(below, above))}` : ` −${lo}/+${hi}`;
 }
 
 function drawTable() {
@@ -121,7 +135,11 @@ function drawTable() {
         el("svg:line", {x1: 1, y1: 5, x2: 21, y2: 5, stroke: a.colour, "stroke-width": 3, "stroke-dasharray": a.dash}, sw);
         td.append(" " + a.name);
       } else {
-        td.textContent = f(cell(a, key));
+        td.textContent = f(cell(a, key)) + (key === "reference" ? "" : intervalText(a, key, f));
+        if (MANY && a.by_seed && a.by_seed[key]) {  // hover: every seed's own figure
+          td.title = `mean of ${SEEDS.length} seeds; ` + a.by_seed[key].map((v, k) => `seed ${SEEDS[k]}: ${f(v)}`).join(", ");
+          td.dataset.seeds = JSON.stringify(a.by_seed[key]);
+        }
       }
     });
     const choose = () => { Player.show(i); document.getElementById("player").scrollIntoView({block: "nearest"}); };
@@ -130,7 +148,9 @@ function drawTable() {
   });
   const s = D.scenario;
   const n = ARR.length ? ARR[0].summary.n_requests : 0;
-  const note = [`${n.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s), seed ${s.seed}` +
+  const seedText = MANY ? `each figure the mean of ${SEEDS.length} seeds (${SEEDS[0]}–${SEEDS[SEEDS.length - 1]}) ± its 95% interval; hover a cell for each seed's figure`
+    : `seed ${s.seed}`;
+  const note = [`${n.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s)${MANY ? " in the player's seed" : ""}, ${seedText}` +
     (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: " +
     `${LIMIT_WORDS}.`];
   if (D.reference) note.push("“page's figure”: the on-time share the scenario gives as reference (its own run, its own traffic).");
@@ -141,7 +161,8 @@ function boot() {
   document.getElementById("lede").textContent =
     `${ARR.length} arrangements of the same requests. The player animates one arrangement's GPUs and a sample of its replies; ` +
     `it holds the iterations from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s ` +
-    `and the ${REQ.id.length.toLocaleString("en")} requests in progress then.`;
+    `and the ${REQ.id.length.toLocaleString("en")} requests in progress then.` +
+    (MANY ? ` The player shows seed ${D.scenario.seed} of ${SEEDS.length}: ${D.scenario.seed_why}.` : "");
   drawTable();
   performance.mark("table-shown");
   Charts.draw(document.getElementById("charts"));

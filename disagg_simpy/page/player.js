@@ -69,7 +69,15 @@ const Player = {
     document.getElementById("scrub").addEventListener("input", (e) => this.seek(this.a + (Number(e.target.value) / 1000) * this.len));
     const fid = document.getElementById("follow-id");
     fid.min = REQ.id[0] ?? 0; fid.max = REQ.id[REQ.id.length - 1] ?? 0;
-    fid.addEventListener("change", () => { const id = Number(fid.value); if (ROW_OF.has(id)) this.followRequest(id); });
+    fid.addEventListener("change", () => {
+      const id = Number(fid.value);
+      if (ROW_OF.has(id)) { this.followRequest(id); return; }
+      const box = document.getElementById("follow");  // an id the run does not hold: say so, keep what was followed
+      box.querySelector("[data-testid=follow-unknown]")?.remove();
+      const ids = `${REQ.id[0]} to ${REQ.id[REQ.id.length - 1]}`;
+      box.prepend(el("p", {class: "note", "data-testid": "follow-unknown"}, null,
+        `No measured request has id ${fid.value.trim() || "(empty)"} in this run (measured ids run from ${ids}).`));
+    });
     document.addEventListener("keydown", (e) => this.key(e));
     window.addEventListener("resize", () => { if (this.arr) this.render(); });
   },

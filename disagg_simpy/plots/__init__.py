@@ -98,18 +98,20 @@ def write_plots(
     n_replies: int = DEFAULT_N_REPLIES,
     follow: int | None = None,
     by_seed=None,
+    pooled=None,
 ) -> list[Path]:
     """Write `summary.png`, `late.png`, a `timeline-<arrangement>.png` per arrangement over `window`
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
     replies, and `follow-<id>.png` if `follow` is a request id. Checks `window` and `follow`
     against the run (PlotOptionError) before writing anything; returns the paths written.
     `by_seed`, the summary of several seeds (`result` being one of them), puts every seed and
-    the mean with its interval on the summary's on-time panel."""
+    the mean with its interval on the summary's on-time panel; `pooled` (every seed's run)
+    pools the summary's distributions over the seeds."""
     window = check_plot_options(result, window, follow)
     if n_replies < 1:
         raise PlotOptionError("replies", f"got {n_replies}, expected a whole number from 1")
     folder = make_folder(Path(folder), "plots folder")
-    paths = [save_summary(result, folder / "summary.png", by_seed), save_late(result, folder / "late.png")]
+    paths = [save_summary(result, folder / "summary.png", by_seed, pooled), save_late(result, folder / "late.png")]
     for arrangement in result.scenario.arrangements:
         name = arrangement.name
         paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies))

@@ -18,8 +18,6 @@ from matplotlib.patches import Patch, Rectangle
 from . import style as st
 
 RATE = "rate_per_s"
-#: Map colours, well apart from each other (Okabe-Ito, with grey for an eighth).
-MAP_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#999999")
 
 
 #: x-axis labels by grid key
@@ -49,17 +47,24 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
                 b = block[block["arrangement"] == name].sort_values(x)
                 xs = b[x].to_numpy(dtype=float)
                 m = b["on_time_pct"].to_numpy(dtype=float)
-                h = np.nan_to_num(b["half_width_pct"].to_numpy(dtype=float))
+                low = np.where(b["on_time_low_pct"].isna(), m, b["on_time_low_pct"]).astype(float)
+                high = np.where(b["on_time_high_pct"].isna(), m, b["on_time_high_pct"]).astype(float)
                 ax.plot(xs, m, marker="o", ms=3, lw=1.8, label=name, **styles[name])
-                ax.fill_between(xs, np.clip(m - h, 0, 100), np.clip(m + h, 0, 100), color=styles[name]["color"],
-                                alpha=0.18, lw=0)
+                band = ax.fill_between(xs, np.clip(low, 0, 100), np.clip(high, 0, 100), color=styles[name]["color"],
+                                       alpha=0.12, lw=0)
+                band.set_gid(f"band:{name}")
+                for edge in (low, high):  # edges in the arrangement's colour: overlapping bands stay apart
+                    ax.plot(xs, np.clip(edge, 0, 100), color=styles[name]["color"], lw=0.8, ls=(0, (2, 2)),
+                            gid=f"band-edge:{name}")
                 for column, ls in (("first_word_ok_pct", "--"), ("mean_gap_ok_pct", ":")) if limits else ():
                     if column in b and b[column].notna().any():
                         line, = ax.plot(xs, b[column].to_numpy(dtype=float), lw=1.2, ls=ls, color=styles[name]["color"])
                         line.set_gid(f"{column}:{name}")
-            if target is not None:
+            if target is not None:  # its label right of the panel, where no curve runs
                 ax.axhline(target, color="black", lw=1, ls=":")
-                ax.text(ax.get_xlim()[0], target, f" target {target:g}%", va="bottom", fontsize=8)
+                label = ax.annotate(f"target\n{target:g}%", xy=(1, target), xycoords=("axes fraction", "data"),
+                                    xytext=(3, 0), textcoords="offset points", va="center", ha="left", fontsize=8)
+                label.set_gid("target-label")
             if others:
                 ax.set_title(", ".join(f"{k} = {v}" for k, v in zip(others, values)), fontsize=9)
             ax.set_ylim(-2, 102)
@@ -113,9 +118,9 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
 
 
 def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str]) -> Path:
-    """A bar per evaluated arrangement, best on top: its goodput, with the 95% interval of the
-    seeds' own goodputs as a black line; bars coloured by the arrangement's `label` (`labels`,
-    by name: 'same GPU', 'chunks', 'split', ...)."""
+    """A bar per evaluated arrangement, best on top: its goodput, with its 95% interval (the
+    same statistic: sweep/goodput.py `goodput_search`) as a black line; bars coloured by the
+    arrangement's `label` (`labels`, by name: 'same GPU', 'chunks', 'split', ...)."""
     names = [str(n) for n in table["arrangement"]]
     kinds = [labels[n] for n in names]
     colours = dict(zip(dict.fromkeys(["same GPU", "chunks", "split", *kinds]), st.ARRANGEMENT_COLOURS))
@@ -129,8 +134,9 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
         ax.barh(y, good, color=[colours[k] for k in kinds], height=0.7)
         ok = ~np.isnan(low)
         ax.hlines(y[ok], low[ok], high[ok], color="black", lw=1.6)
-        for yi, g in zip(y, good):
-            ax.text(g, yi, f" {g:.2f}", va="center", fontsize=8)
+        for yi, g, h in zip(y, good, high):  # right of the interval line, never struck through by it
+            t = ax.text(g if np.isnan(h) else max(g, h), yi, f" {g:.2f}", va="center", fontsize=8)
+            t.set_gid("goodput-value")
         ax.set_yticks(y)
         ax.set_yticklabels([f"{r}. {n}" for r, n in zip(table["rank"], names)], fontsize=8)
         ax.set_xlabel("goodput: offered requests/s carried with the target share on time (line: 95% interval)")
@@ -146,10 +152,11 @@ def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, o
              arrangements: list[str] | None = None) -> Path:
     """A cell per (rate, y value), coloured by the winning arrangement, paler the smaller its
     margin over the runner-up (full colour from 20 points), hatched where the two are too close
-    to call; the scenario's own point as a star."""
+    to call; the scenario's own point as a star. Colours are every picture's
+    (`style.arrangement_styles` by position in `arrangements`)."""
     names = [n for n in dict.fromkeys(cells["winner"]) if n]
     order = list(arrangements) if arrangements else sorted(names)
-    colours = {n: MAP_COLOURS[i % len(MAP_COLOURS)] for i, n in enumerate(order)}
+    colours = {n: s["color"] for n, s in st.arrangement_styles(order).items()}
     rates = sorted(cells["rate_per_s"].unique())
     ys = list(dict.fromkeys(cells["y_value"]))
     numeric = all(isinstance(v, (int, float)) for v in ys)

@@ -89,13 +89,21 @@ def sample_replies(requests: pd.DataFrame, window: Window, n: int, on_time_share
 
 
 def empty_window_note(result, window: Window) -> str | None:
-    """Why the timelines of `window` would show no reply (None if some arrangement has one in
-    progress there), naming the span in which measured replies were written."""
+    """Why the timelines of `window` would show no reply: for every arrangement (naming the span
+    in which measured replies were written), or for the arrangements named; None if each has
+    one in progress there."""
     r = result.requests
     finished = r["finished_at_s"]
     active = (r["arrived_at_s"] < window[1]) & (finished.isna() | (finished >= window[0]))
-    if active.any() or not len(r):
+    if not len(r):
         return None
+    if active.any():
+        busy = set(r.loc[active, "arrangement"])
+        idle = [str(a) for a in dict.fromkeys(r["arrangement"]) if a not in busy]
+        if not idle:
+            return None
+        return (f"no measured reply of {', '.join(idle)} is in progress from {window[0]:g} to {window[1]:g} s, so "
+                f"{'its timeline shows' if len(idle) == 1 else 'their timelines show'} none")
     first, last = r["first_word_at_s"].min(), finished.max()
     return (f"no measured reply is in progress from {window[0]:g} to {window[1]:g} s, so the timelines show none; "
             f"measured replies were written from {first:.2f} to {last:.2f} s")

@@ -210,7 +210,7 @@ def save_follow(result, request_id: int, path: Path) -> Path:
                 ax.set_xlabel("seconds since the request arrived")
         fig.suptitle(
             f"Request #{request_id} ({int(r0.n_prompt_tokens)} prompt tokens, {int(r0.n_reply_words)} reply words, "
-            f"arrived at {r0.arrived_at_s:.2f} s, seed {result.seed}) in each arrangement",
+            f"arrived at {r0.arrived_at_s:.2f} s, {result.seed_text}) in each arrangement",
             fontsize=13, fontweight="bold",
         )
         handles = [

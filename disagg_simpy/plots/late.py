@@ -70,6 +70,14 @@ def time_means(requests: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     return means.reindex(index)
 
 
+def ship_label(requests: pd.DataFrame) -> str:
+    """'KV ship', saying what else that part holds when an option adds a wait to it: the wait
+    for KV memory on the writing side (E4) and for the link (E5) come before the ship ends."""
+    waits = [what for column, what in (("handoff_wait_s", "KV memory"), ("link_wait_s", "the link"))
+             if column in requests and requests[column].notna().any()]
+    return "KV ship" + (f" (with the wait for {' and '.join(waits)})" if waits else "")
+
+
 def draw_time_parts(ax: Axes, requests: pd.DataFrame, names: list[str]) -> Axes:
     """Two bars per arrangement, late and on time: the mean time from arrival to last word, by part."""
     means = time_means(requests, names)
@@ -78,6 +86,8 @@ def draw_time_parts(ax: Axes, requests: pd.DataFrame, names: list[str]) -> Axes:
     for column, (label, colour) in PARTS.items():
         if column == "frozen_s" and requests[column].isna().all() and requests["finished_at_s"].notna().any():
             continue  # the freeze limit is off: nothing is frozen
+        if column == "shipping_s":
+            label = ship_label(requests)
         width = np.nan_to_num(means[column].to_numpy(dtype=float))
         bars = ax.barh(y, width, left=left, color=colour, label=label, height=0.85)
         for bar in bars:
@@ -104,7 +114,7 @@ def save_late(result, path: Path) -> Path:
         draw_late_limits(limits, result.summary)
         draw_time_parts(parts, result.requests, names)
         fig.suptitle(
-            f"{result.scenario.name} (seed {result.seed}): why replies are late ({slo.words()})",
+            f"{result.scenario.name} ({result.seed_text}): why replies are late ({slo.words()})",
             fontsize=12, fontweight="bold",
         )
         return st.save_figure(fig, path)

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from ..results.report import mean_half_width
+from ..results.intervals import SHARE, interval
 from . import style as st
 
 #: How the reference figures look (in the bars and in the figure's legend).
@@ -40,8 +40,8 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
     many = by_seed is not None
     if by_seed is not None:
         groups = {str(k): g["on_time_pct"] for k, g in by_seed.groupby("arrangement", sort=False, observed=True)}
-        stats = [mean_half_width(groups[n]) for n in names]
-        pct = np.array([m for m, _ in stats])
+        stats = [interval(groups[n], SHARE) for n in names]
+        pct = np.array([i.mean for i in stats])
     bars = ax.bar(x, pct, color=[styles[n]["color"] for n in names], width=0.65, alpha=0.55 if many else 1.0)
     for bar in bars:
         bar.set_gid("on-time-bar")
@@ -52,8 +52,9 @@ def draw_on_time_bars(ax: Axes, summary: pd.DataFrame, styles: dict, reference: 
             dots = ax.scatter(i + jitter[: len(values)], values, s=9, color=styles[n]["color"], edgecolor="black",
                               linewidth=0.3, zorder=3)
             dots.set_gid("seed-dots")
-        half = np.array([h for _, h in stats])
-        ci = ax.errorbar(x, pct, yerr=np.nan_to_num(half), fmt="_", color="black", ms=22, mew=2.2, elinewidth=2.2,
+        below = np.nan_to_num(np.array([i.mean - i.low for i in stats]))
+        above = np.nan_to_num(np.array([i.high - i.mean for i in stats]))
+        ci = ax.errorbar(x, pct, yerr=np.vstack([below, above]), fmt="_", color="black", ms=22, mew=2.2, elinewidth=2.2,
                          capsize=6, zorder=4)
         ci[0].set_gid("mean-interval")
     seed = [(i, reference[n]) for i, n in enumerate(names) if n in reference]
@@ -118,6 +119,9 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
                      "replies (%) with at most this wait", "Wait for the first word", rows)
 
 
+WIDE_DECADES = 2.5  # a gap axis spanning more decades gets a tick per decade only
+
+
 def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     """Share of all gaps between consecutive words (of finished replies) up to x ms."""
     for name, style in styles.items():
@@ -126,7 +130,9 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     ax.set_xscale("log")
     rows = _limits(ax, [(v, text.format(v)) for v, text in ((slo.mean_gap_ms, "{:g} ms: mean-gap limit"),
                                                              (slo.freeze_ms, "{:g} ms: freeze")) if v is not None])
-    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    low, high = ax.get_xlim()  # 1-2-5 ticks over a couple of decades; decades alone over more (they would crowd)
+    wide = low <= 0 or high / low > 10**WIDE_DECADES
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     return _cdf_axes(ax, "gap between consecutive words of a reply (ms, log scale)",
@@ -145,10 +151,25 @@ def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str, label_rows: int = 
     return ax
 
 
-def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None) -> Path:
+class Pooled:
+    """The gap distributions of several runs, pooled (what `draw_gap_cdf` reads of a run)."""
+
+    def __init__(self, runs: list):
+        self.runs = runs
+
+    def gap_distribution(self, arrangement: str) -> tuple[np.ndarray, np.ndarray]:
+        parts = [r.gap_distribution(arrangement) for r in self.runs]
+        values = np.concatenate([v for v, _ in parts]) if parts else np.zeros(0)
+        counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, dtype=np.int64)
+        order = np.argsort(values, kind="stable")
+        return values[order], counts[order]
+
+
+def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None, pooled: list | None = None) -> Path:
     """`summary.png`: on-time bars, first-word wait CDF and word-gap CDF, one colour per
     arrangement. With `by_seed` (the summary of several seeds), the bars show every seed and
-    the mean with its interval; the distributions are `result`'s seed, as the title says."""
+    the mean with its interval; the distributions pool the runs of `pooled` (every seed's
+    RunResult), else are `result`'s seed, as the title says."""
     names = [a.name for a in result.scenario.arrangements]
     styles = st.arrangement_styles(names)
     slo = result.scenario.slo
@@ -157,13 +178,15 @@ def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None) -> Pat
         bars, first, gaps = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
         ref = result.scenario.reference
         draw_on_time_bars(bars, result.summary, styles, ref.on_time_pct if ref else None, by_seed)
-        draw_first_word_cdf(first, result.requests, styles, slo)
-        draw_gap_cdf(gaps, result, styles, slo)
+        runs = pooled if pooled else [result]
+        draw_first_word_cdf(first, pd.concat([r.requests for r in runs], ignore_index=True), styles, slo)
+        draw_gap_cdf(gaps, Pooled(runs), styles, slo)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
         what = f"the same {n:,} measured requests served {len(names)} ways (seed {result.seed})"
         if by_seed is not None and by_seed["seed"].nunique() > 1:
-            what = (f"each seed's requests served the same {len(names)} ways (on time: {by_seed['seed'].nunique()} "
-                    f"seeds; distributions: seed {result.seed}, {n:,} measured requests)")
+            seeds = by_seed["seed"].nunique()
+            shown = f"all {len(runs)} seeds pooled" if len(runs) > 1 else f"{result.seed_text}, {n:,} measured requests"
+            what = f"each seed's requests served the same {len(names)} ways (on time: {seeds} seeds; distributions: {shown})"
         fig.suptitle(
             f"{result.scenario.name}: {what}\n"
             f"on time = {slo.words()}",

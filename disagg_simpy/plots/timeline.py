@@ -223,9 +223,10 @@ def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n
         text += f", late and on time as in the whole run ({pct_text(100 * on_time_share)} on time)"
         want_late = n - round(n * on_time_share)
         if n_late < want_late:
-            text += f"; the window holds only {n_late} late"
+            text += f"; the window holds only {n_late} late" if n_late else "; the window holds no late reply"
         elif n_late > want_late:
-            text += f"; the window holds only {len(sample) - n_late} on time"
+            n_on = len(sample) - n_late
+            text += f"; the window holds only {n_on} on time" if n_on else "; the window holds no reply on time"
     return text + "\nrequest id, reading→writing GPU, verdict over the whole reply; evenly by arrival"
 
 
@@ -296,7 +297,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit)
         how = arrangement.description
         fig.suptitle(
-            f"{name}, seed {result.seed}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
+            f"{name}, {result.seed_text}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
             "measured replies on time\n"
             f"{how}",
             fontsize=13, fontweight="bold",

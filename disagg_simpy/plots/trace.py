@@ -13,17 +13,25 @@ from ..units import NS_PER_S as _NS_PER_S
 from ..workload.trace_stats import _LENGTHS
 
 
-def plot_description(df: pd.DataFrame, path) -> None:
-    """Write a PNG: arrivals per second over time, and histograms of prompt and reply lengths.
+def plot_description(df: pd.DataFrame, path, name: str | None = None) -> None:
+    """Write a PNG: arrivals per second over time, and histograms of prompt and reply lengths,
+    titled with the trace's `name` (its id or file); legends beside the panels, off the bars.
 
     Written to a temporary file in the same folder and renamed, so a reader never sees half a PNG.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     path = Path(path)
     if not path.parent.is_dir():
         raise InputError(f"{path}: path: got a folder that does not exist, expected an existing folder")
+    fig = description_figure(df, name)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+
+
+def description_figure(df: pd.DataFrame, name: str | None = None):
+    """The figure `plot_description` writes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(10, 9), layout="constrained")
     FigureCanvasAgg(fig)
     ax_rate, *ax_lengths = fig.subplots(3, 1)
@@ -37,8 +45,9 @@ def plot_description(df: pd.DataFrame, path) -> None:
     ax_rate.set_title(f"Arrivals over time ({len(df):,} requests)")
     for ax, color, (_, column, label, unit) in zip(ax_lengths, ("C0", "C1"), _LENGTHS):
         draw_lengths(ax, df[column].to_numpy(dtype=np.int64), color, label, unit)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+    if name is not None:
+        fig.suptitle(f"Trace {name}", fontsize=13, fontweight="bold")
+    return fig
 
 
 #: At most this many bins of arrivals: 1-s bins, wider ones for a longer trace (a trace may
@@ -61,7 +70,7 @@ def draw_arrivals(ax, t_ns: np.ndarray):
         ax.plot(x[: smooth.size] + 30 * width_s, smooth, lw=1.5, label=f"{60 * width_s:,}-s moving average")
     ax.set_xlabel("time since first arrival (s)")
     ax.set_ylabel("arrival rate (req/s)")
-    ax.legend(loc="upper right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 
@@ -84,5 +93,5 @@ def draw_lengths(ax, values: np.ndarray, color: str, label: str, unit: str):
     ax.set_title(f"{label.capitalize()} length distribution")
     ax.set_xlabel(f"{label} length ({unit}{', log scale' if log else ''})")
     ax.set_ylabel("requests")
-    ax.legend(loc="upper right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax

@@ -42,6 +42,10 @@ def _in(table: str, *shared: Column) -> tuple[Column, ...]:
     return tuple(replace(c, table=table) for c in shared)
 
 
+_GOODPUT_INTERVAL = (
+    Column("goodput_low_per_s", "requests/s", "low", "95% interval of goodput, the same statistic: low end "
+           "(docs/statistics.md)"),
+    Column("goodput_high_per_s", "requests/s", "high", "the same interval's high end"))
 _GOODPUT = (Column("goodput_per_s", "requests/s", "goodput/s", "the highest rate found to pass the target"),
             Column("goodput_per_gpu_per_s", "requests/s", "per GPU", "goodput divided by the GPUs"))
 _BINDING = Column("binding_limit", "", "fails first",
@@ -110,7 +114,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("target_pct", "%", "target %", "the on-time share to meet", "goodput"),
     Column("seeds", "count", "seeds", "seeds averaged at each rate", "goodput"),
     Column("measure_s", "s", "measured until s", "the end of the measured window", "goodput"),
-    *_in("goodput", *_GOODPUT),
+    *_in("goodput", *_GOODPUT, *_GOODPUT_INTERVAL),
     Column("passing_rate_per_s", "requests/s", "passes at", "the passing end of the bisection's bracket", "goodput"),
     Column("failing_rate_per_s", "requests/s", "fails at", "the failing end of the bracket (empty: none failed)",
            "goodput"),
@@ -119,10 +123,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("failing_on_time_pct", "%", "on time % failing", "mean on-time share over seeds at the failing rate",
            "goodput"),
     *_in("goodput", _BINDING),
-    Column("passing_on_time_half_width_pct", "%", "half-width passing", "95% half-width at the passing rate",
-           "goodput"),
-    Column("failing_on_time_half_width_pct", "%", "half-width failing", "95% half-width at the failing rate",
-           "goodput"),
+    Column("passing_on_time_low_pct", "%", "low passing", "95% interval of the on-time share at the passing rate: "
+           "low end (docs/statistics.md)", "goodput"),
+    Column("passing_on_time_high_pct", "%", "high passing", "the same interval's high end", "goodput"),
+    Column("failing_on_time_low_pct", "%", "low failing", "95% interval of the on-time share at the failing rate: "
+           "low end", "goodput"),
+    Column("failing_on_time_high_pct", "%", "high failing", "the same interval's high end", "goodput"),
     Column("n_probes", "count", "probes", "rates probed", "goodput"),
     # -- plan.csv (sweep.plan) -------------------------------------------------------------------
     Column("rank", "count", "rank", "1 = the most goodput (ties: the higher on-time share at the rate)", "plan"),
@@ -132,10 +138,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("reading_gpus", "count", "reading GPUs", "a split's reading GPUs (empty otherwise)", "plan"),
     Column("writing_gpus", "count", "writing GPUs", "a split's writing GPUs (empty otherwise)", "plan"),
     Column("chunk_tokens", "tokens", "chunk", "the chunk size (empty: whole prompts)", "plan"),
-    *_in("plan", *_GOODPUT),
-    Column("goodput_low_per_s", "requests/s", "low", "95% interval of the mean of the seeds' own goodputs: low end",
-           "plan"),
-    Column("goodput_high_per_s", "requests/s", "high", "the same interval's high end", "plan"),
+    *_in("plan", *_GOODPUT, *_GOODPUT_INTERVAL),
     Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
     *_in("plan", _BINDING),
     # -- map.csv (sweep.winners) -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The terminal table: one aligned row per arrangement, means +/- 95% half-widths over seeds."""
+"""The terminal table: one aligned row per arrangement, means and 95% intervals over seeds."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..texts import aligned
 from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
+from .intervals import SHARE, interval, mean_half_width, t975  # noqa: F401 (mean_half_width, t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
 #: summary columns that judge one limit (empty when it is off: left out of the table)
@@ -16,39 +16,17 @@ LIMITS_JUDGING = {c for cols in LIMIT_COLUMNS.values() for c in cols}
 #: the percentiles criterion's figures, in the console table when present
 CRITERION_CONSOLE = ("slo_first_word_s", "slo_mean_gap_ms", "slo_longest_gap_ms", "slo_met")
 
-# Student t, two-sided 95% (the 0.975 quantile), for 1..30 degrees of freedom.
-_T975 = (
-    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-    2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-    2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
-)
 
-
-def t975(dof: int) -> float:
-    """The 97.5% quantile of Student's t (a table to 30, a Cornish-Fisher series beyond)."""
-    if dof <= len(_T975):
-        return _T975[dof - 1]
-    z, v = 1.959963984540054, float(dof)
-    return (
-        z
-        + (z**3 + z) / (4 * v)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-    )
-
-
-def mean_half_width(values: pd.Series) -> tuple[float, float]:
-    """Mean and the 95% Student-t half-width of the mean (NaN half-width for one value)."""
-    v = values.dropna().to_numpy(dtype=float)
-    if len(v) == 0:
-        return math.nan, math.nan
-    if len(v) == 1:
-        return float(v[0]), math.nan
-    return float(v.mean()), t975(len(v) - 1) * float(v.std(ddof=1)) / math.sqrt(len(v))
+def _is_share(column: str) -> bool:
+    """A percentage of requests, GPUs' time or memory: 0-100 (a paired difference is not)."""
+    return column.endswith("_pct") and column != "on_time_vs_best_pct"
 
 
 def _cell(value: float, decimals: int) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{decimals}f}"
+
+
+WIDTH = 120  # characters a table line may take
 
 
 def _two_lines(column: str) -> tuple[str, str]:
@@ -64,10 +42,13 @@ def _two_lines(column: str) -> tuple[str, str]:
 
 
 def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
-    """Aligned text table; with a `seed` column, each figure is mean +/- 95% half-width.
+    """Aligned text table; with a `seed` column, each figure is the mean and its 95% interval
+    over seeds: '93.1±2.9', the interval's longer side (it lies within), so that the table fits;
+    `wide` prints a lopsided interval's two sides ('93.1-2.9+1.4').
 
     By default the registry's console columns (`columns.CONSOLE_COLUMNS`), each name broken over two header lines so that the table
-    fits 120 characters; `wide` prints every column, one header line."""
+    fits 120 characters; `wide` prints every column, one header line, in blocks of columns
+    that each fit 120 characters (the arrangement first in each)."""
     columns = [c for c in summary.columns if c not in ("arrangement", "seed")
                and (wide or c in CONSOLE_COLUMNS or c in CRITERION_CONSOLE)
                and not (c in OPTION_COLUMNS and summary[c].isna().all())  # E4, E5 figures only when on
@@ -78,8 +59,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
         for col in columns:
             d = summary_column(col).decimals
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
-                mean, hw = mean_half_width(block[col])
-                cells.append(f"{_cell(mean, d)}±{_cell(hw, d)}")
+                cells.append(interval(block[col], SHARE if _is_share(col) else None).text(d, lopsided=wide))
             else:
                 cells.append(_cell(float(block[col].iloc[0]), d))
         rows.append(cells)
@@ -88,7 +68,22 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     else:
         split = [_two_lines(c) for c in columns]
         headers = [["", *(a for a, _ in split)], ["arrangement", *(b for _, b in split)]]
-    return "\n".join(aligned([*headers, *rows], strip=True))
+    widths = [max(len(r[i]) for r in [*headers, *rows]) for i in range(len(headers[0]))]
+    blocks, block = [], [0]  # column indexes per block; the arrangement's (0) starts each
+    for i in range(1, len(widths)):
+        if wide and len(block) > 1 and sum(widths[j] + 2 for j in [*block, i]) - 2 > WIDTH:
+            blocks.append(block)
+            block = [0]
+        block.append(i)
+    blocks.append(block)
+    lines = []
+    for k, block in enumerate(blocks):
+        if k:
+            lines.append("")
+        for r in [*headers, *rows]:
+            cells = [r[0].ljust(widths[0]), *(r[j].rjust(widths[j]) for j in block[1:])]
+            lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
 
 
 def summary_json(summary: pd.DataFrame) -> list[dict]:
@@ -99,3 +94,25 @@ def summary_json(summary: pd.DataFrame) -> list[dict]:
             if isinstance(v, np.generic):
                 row[k] = v.item()
     return records
+
+
+def summary_means_json(summary: pd.DataFrame) -> list[dict]:
+    """What the terminal table shows, as JSON: with one seed, the summary rows; with several,
+    one row per arrangement with every figure's mean over seeds, `seeds` (how many),
+    `interval` (each figure's 95% interval, [low, high]: results/intervals.py) and `per_seed`
+    (that arrangement's summary rows, seed by seed, as summary.csv has them)."""
+    if "seed" not in summary.columns or summary["seed"].nunique() < 2:
+        return summary_json(summary)
+    out = []
+    figures = [c for c in summary.columns if c not in ("arrangement", "seed") and pd.api.types.is_numeric_dtype(summary[c])]
+    for name, block in summary.groupby("arrangement", sort=False, observed=True):
+        row: dict = {"arrangement": str(name), "seeds": int(block["seed"].nunique())}
+        spans = {}
+        for col in figures:
+            i = interval(block[col], SHARE if _is_share(col) else None)
+            row[col] = None if math.isnan(i.mean) else i.mean
+            spans[col] = None if math.isnan(i.low) else [i.low, i.high]
+        row["interval"] = spans
+        row["per_seed"] = summary_json(block)
+        out.append(row)
+    return out

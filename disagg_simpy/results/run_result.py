@@ -33,7 +33,13 @@ class RunResult:
     stream: Requests  # the request stream every arrangement saw
     records: dict[str, ArrangementRecords]
     gaps: dict[str, ReplyGaps] = field(repr=False)
+    chosen: str = field(default="", compare=False)  # why this seed is the one shown (results/seeds.py), if chosen
     _frames: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)  # built on first use
+
+    @property
+    def seed_text(self) -> str:
+        """'seed 7', or 'seed 7 (the seed whose ... )' when it was chosen among several."""
+        return f"seed {self.seed}" + (f" ({self.chosen})" if self.chosen else "")
 
     def _frame(self, name: str, build):
         if name not in self._frames:

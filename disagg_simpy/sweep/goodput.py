@@ -15,6 +15,10 @@ the target; such a seed counts as below target with an upper bound, never a made
 A probe whose verdict still depends on an early-stopped seed runs that seed to its end, and so
 does the failing rate finally reported, so both bracketing rates show true figures.
 
+Its 95% interval is of the same statistic (`goodput_search`): the rates at which the on-time
+share's own interval (results/intervals.py) crosses the target, bisected the same way, so the
+point always lies in its interval.
+
 All arrangements search at once: each round sends every arrangement's next probe, every seed,
 to the runner as one batch (parallel, resumable, local or Dask).
 """
@@ -30,8 +34,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.intervals import SHARE, Interval, interval
 from ..results.metrics import CRITERION_COLUMNS
-from ..results.report import mean_half_width
 from ..scenario.schema import Scenario, Slo
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
@@ -104,12 +108,22 @@ def criterion_text(slo: Slo, target: float) -> str:
 def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, slo: Slo | None = None
                ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
-    rows = yield (name, rate, seeds, "probe")
-    probe = Probe(rate, rows)
-    verdict = decide(probe, target, slo)
+    return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target, slo), {}))
+
+
+def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe]
+               ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
+    """`test(probe)` at `rate` (True, False, or None while an early-stopped seed leaves it open:
+    those seeds run again to the verdict cap). A rate already probed (`seen`) runs nothing new."""
+    probe = seen.get(rate)
+    if probe is None:
+        rows = yield (name, rate, seeds, "probe")
+        probe = Probe(rate, rows)
+    verdict = test(probe)
     if verdict is None:
         probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
-        verdict = decide(probe, target, slo)
+        verdict = test(probe)
+    seen[rate] = probe
     return probe, bool(verdict)
 
 
@@ -124,16 +138,19 @@ def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
     return Probe(probe.rate, [by_seed[s] for s in seeds])
 
 
-def search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
-           report: bool = True, slo: Slo | None = None
+def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: float, fits, seen: dict[float, Probe],
+           lo: Probe | None = None, hi: Probe | None = None
            ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
-    """Bisect one arrangement's goodput: yields run requests, receives their rows; returns
-    the passing and failing probes that bracket it (None if never found) and the probe count.
-    `fits(rate)` says whether the scenario may run at that rate (the documented limits);
-    `report` runs the failing rate's seeds to their end for its every figure."""
-    n = 1
-    first, ok = yield from probe_rate(name, start, seeds, target, slo)
-    lo, hi = (first, None) if ok else (None, first)
+    """The highest rate passing `test`, bracketed to the tolerance: probe `start`, step away
+    by growing factors until the answer changes, then halve the bracket. `lo`/`hi` are a
+    passing and a failing probe already known; `seen` the probes run so far (reused)."""
+    n = 0
+    before = len(seen)
+    first, ok = yield from probe_with(name, start, seeds, test, seen)
+    if ok:
+        lo = first if lo is None or first.rate > lo.rate else lo
+    else:
+        hi = first if hi is None or first.rate < hi.rate else hi
     rate, factor = start, STEP
     for _ in range(MAX_STEPS):
         if (lo is not None and hi is not None) or (hi is not None and rate / factor < tolerance):
@@ -142,22 +159,87 @@ def search(name: str, start: float, seeds: tuple[int, ...], target: float, toler
         factor *= factor
         if not fits(rate):
             break
-        probe, ok = yield from probe_rate(name, rate, seeds, target, slo)
-        n += 1
+        probe, ok = yield from probe_with(name, rate, seeds, test, seen)
         if ok:
             lo = probe
         else:
             hi = probe
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
-        probe, ok = yield from probe_rate(name, (lo.rate + hi.rate) / 2, seeds, target, slo)
-        n += 1
+        probe, ok = yield from probe_with(name, (lo.rate + hi.rate) / 2, seeds, test, seen)
         if ok:
             lo = probe
         else:
             hi = probe
+    n += len(seen) - before
+    return lo, hi, n
+
+
+def interval_passes(probe: Probe, target: float, side: str, slo: Slo | None = None) -> bool | None:
+    """Whether the 95% interval of the mean on-time share (results/intervals.py) at the probe's
+    rate has its `side` ("low" or "high") at or above the target; None while early-stopped
+    seeds leave it open. The low side is at most the mean, so a mean of upper bounds below the
+    target settles "low" as failing. With `slo.criterion` percentiles, the same with each
+    percentile figure whose limit is on: "low" passes when every figure's interval lies wholly
+    within its limit, "high" when every figure's interval still reaches within it."""
+    if slo is not None and slo.criterion == "percentiles":
+        rows = pd.DataFrame(probe.rows)
+        slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
+        figures = {k: rows[CRITERION_COLUMNS[k]].astype(float) for k in slo.on}
+        spans = {k: interval(v) if v.lt(math.inf).all() else Interval(math.inf, math.inf, math.inf, len(v))
+                 for k, v in figures.items()}  # a figure never reached (+inf) fails either side
+        return all((i.high if side == "low" else i.low) <= slo.on[k] + slack[k] for k, i in spans.items())
+    if probe.complete:
+        i = interval(probe.on_time(), SHARE)
+        return bool((i.low if side == "low" else i.high) >= target - 1e-9)
+    if side == "low" and float(probe.at_most().mean()) < target - 1e-9:
+        return False
+    return None
+
+
+def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
+                   report: bool = True, slo: Slo | None = None) -> Generator[Request, list[dict], tuple]:
+    """Goodput and its 95% interval, one statistic: the point is the highest rate at which the
+    mean on-time share over seeds meets the target; the interval inverts the on-time share's
+    own interval: its low end is the highest rate whose interval lies wholly at or above the
+    target, its high end the highest rate whose interval still reaches it (both bisected to the
+    tolerance). The true goodput lies in it whenever the true share at the true goodput lies in
+    its interval (95%), and low <= point <= high by construction (the interval holds its mean,
+    and the two searches start from the point's bracket). Returns (passing probe, failing
+    probe, probe count, low, high, curve); NaN bounds with one seed; `curve`: every rate probed
+    with its on-time share (`probe_curve`). With `slo.criterion` percentiles, the same with that
+    criterion's test (`decide`, `interval_passes`)."""
+    seen: dict[float, Probe] = {}
+    lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, slo), tolerance, fits, seen)
+    low = high = math.nan
+    if len(seeds) > 1:
+        if lo is None:
+            low = 0.0
+        else:
+            below = lambda p: interval_passes(p, target, "low", slo)  # noqa: E731
+            l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi)
+            low, n = (l_lo.rate if l_lo is not None else 0.0), n + k
+        above = lambda p: interval_passes(p, target, "high", slo)  # noqa: E731
+        if hi is None:
+            high = lo.rate if lo is not None else 0.0  # the highest rate the scenario allows passed
+        else:
+            h_lo, _, k = yield from bisect(name, hi.rate, seeds, above, tolerance, fits, seen, lo=lo)
+            high, n = (h_lo.rate if h_lo is not None else 0.0), n + k
     if hi is not None and report:  # the failing rate's every figure, from runs to their end
         hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
-    return lo, hi, n
+    return lo, hi, n, low, high, probe_curve(seen)
+
+
+def probe_curve(seen: dict[float, Probe]) -> list[dict]:
+    """Each rate probed, ascending: the mean on-time share over seeds and its 95% interval
+    (`complete` false: a seed stopped early, so the share shown is the mean of upper bounds)."""
+    out = []
+    for rate in sorted(seen):
+        probe = seen[rate]
+        i = interval(probe.on_time(), SHARE) if probe.complete else Interval(float(probe.at_most().mean()),
+                                                                               math.nan, math.nan, 0)
+        out.append({"rate_per_s": rate, "on_time_pct": i.mean, "low_pct": i.low, "high_pct": i.high,
+                    "complete": probe.complete})
+    return out
 
 
 def drive(searches: dict[Key, Search], run_batch) -> dict[Key, Any]:
@@ -211,7 +293,7 @@ class Prober:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
                                   verdicts_only=verdicts_only))
                 owner.append(i)
-        rows = self.runner.run(tasks, "probes")
+        rows = self.runner.run(tasks, "runs (probes x seeds)")
         out: list[list[dict]] = [[] for _ in requests]
         for i, r in zip(owner, rows):
             out[i].extend(r)
@@ -219,12 +301,14 @@ class Prober:
 
 
 def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: float,
-                lo: Probe | None, hi: Probe | None, n_probes: int) -> dict:
+                lo: Probe | None, hi: Probe | None, n_probes: int, low: float = math.nan, high: float = math.nan
+                ) -> dict:
     """One goodput.csv row."""
     arrangement = next(a for a in scenario.arrangements if a.name == name)
     good = lo.rate if lo is not None else 0.0
-    pass_mean, pass_half = mean_half_width(lo.on_time()) if lo is not None else (math.nan, math.nan)
-    fail_mean, fail_half = mean_half_width(hi.on_time()) if hi is not None else (math.nan, math.nan)
+    none = Interval(math.nan, math.nan, math.nan, 0)
+    passing = interval(lo.on_time(), SHARE) if lo is not None else none
+    failing = interval(hi.on_time(), SHARE) if hi is not None else none
     binding = ""
     if hi is not None:
         frame = pd.DataFrame(hi.rows)
@@ -241,13 +325,17 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
         "measure_s": scenario.workload.measure_s if scenario.workload.measure_s is not None else math.nan,
         "goodput_per_s": good,
         "goodput_per_gpu_per_s": good / arrangement.n_gpus,
+        "goodput_low_per_s": low,
+        "goodput_high_per_s": high,
         "passing_rate_per_s": lo.rate if lo is not None else math.nan,
         "failing_rate_per_s": hi.rate if hi is not None else math.nan,
-        "passing_on_time_pct": pass_mean,
-        "failing_on_time_pct": fail_mean,
+        "passing_on_time_pct": passing.mean,
+        "failing_on_time_pct": failing.mean,
         "binding_limit": binding,
-        "passing_on_time_half_width_pct": pass_half,
-        "failing_on_time_half_width_pct": fail_half,
+        "passing_on_time_low_pct": passing.low,
+        "passing_on_time_high_pct": passing.high,
+        "failing_on_time_low_pct": failing.low,
+        "failing_on_time_high_pct": failing.high,
         "n_probes": n_probes,
     }
 
@@ -262,8 +350,10 @@ def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: 
     names = names or [a.name for a in scenario.arrangements]
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    searches = {n: search(n, (starts or {}).get(n, start), seeds, target, tolerance, prober.fits, slo=scenario.slo)
-                for n in names}
+    searches = {n: goodput_search(n, (starts or {}).get(n, start), seeds, target, tolerance, prober.fits,
+                                  slo=scenario.slo) for n in names}
     found = drive(searches, prober.run_batch)
-    rows = [goodput_row(scenario, n, seeds, target, *found[n]) for n in names]
-    return pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
+    rows = [goodput_row(scenario, n, seeds, target, *found[n][:5]) for n in names]
+    table = pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
+    table.attrs["curves"] = {n: found[n][5] for n in names}  # for the --html page
+    return table

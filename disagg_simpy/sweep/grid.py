@@ -73,24 +73,24 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def parse_set(text: str) -> tuple[str, list[Any]]:
+def parse_set(text: str, flag: str = "--set") -> tuple[str, list[Any]]:
     """`KEY=V1,V2,...` -> (key, values), each value read as YAML."""
     key, eq, values = text.partition("=")
     key = key.strip()
     if not eq or not key or not values.strip():
-        raise InputError(f"--set: got {text!r}, expected KEY=V1,V2,... (e.g. cost.iteration_ms=10,12)")
+        raise InputError(f"{flag}: got {text!r}, expected KEY=V1,V2,... (e.g. cost.iteration_ms=10,12)")
     out = []
     for part in _split_top(values):
         try:
             value = yaml.safe_load(part)
         except yaml.YAMLError:
-            raise InputError(f"--set {key}: got the value {part.strip()!r}, expected a YAML value (a number, "
+            raise InputError(f"{flag} {key}: got the value {part.strip()!r}, expected a YAML value (a number, "
                              "a word or a list like [50,100])") from None
         if value is None:
-            raise InputError(f"--set {key}: got an empty value in {values!r}, expected V1,V2,...")
+            raise InputError(f"{flag} {key}: got an empty value in {values!r}, expected V1,V2,...")
         out.append(value)
     if len(set(map(repr, out))) != len(out):
-        raise InputError(f"--set {key}: got {values!r} with a value twice, expected distinct values")
+        raise InputError(f"{flag} {key}: got {values!r} with a value twice, expected distinct values")
     return key, out
 
 
@@ -110,19 +110,23 @@ def _known_keys(node: Any, prefix: str = "") -> list[str]:
     return []
 
 
-def check_key(scenario: Scenario, key: str) -> None:
-    """An unknown key is one line with the closest known keys."""
+def check_key(scenario: Scenario, key: str, flag: str = "--set", more: tuple[str, ...] = ()) -> None:
+    """An unknown key is one line naming `flag`, with the closest known keys (`more`: keys the
+    flag knows besides the scenario's), matched on the whole key or its last part."""
     if key in ("seed", "seeds", "name"):
-        raise InputError(f"--set {key}: got a key the grid does not vary, expected a scenario setting (seeds: --seeds)")
+        raise InputError(f"{flag} {key}: got a key the grid does not vary, expected a scenario setting (seeds: --seeds)")
     raw = scenario.model_dump(mode="python")  # every field, set or not
     raw["arrangements"] = {a["name"]: a for a in raw["arrangements"]}
     known = set(_known_keys(raw))
     if key in known:
         return
-    close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
-    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-    raise InputError(f"--set: got the unknown key {key!r}{hint}, expected a scenario key like cost.iteration_ms "
-                     "or arrangements.NAME.chunk_tokens")
+    known |= set(more)
+    last = {k.rsplit(".", 1)[-1]: k for k in sorted(known)}
+    close = [last[k] for k in difflib.get_close_matches(key.rsplit(".", 1)[-1], list(last), n=3, cutoff=0.7)]
+    close += [k for k in difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6) if k not in close]
+    hint = f" (did you mean {', '.join(close[:3])}?)" if close else ""
+    raise InputError(f"{flag}: got the unknown key {key!r}{hint}, expected a scenario key like cost.iteration_ms "
+                     "or arrangements.NAME.chunk_tokens" + (f", or {', '.join(more)}" if more else ""))
 
 
 def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:

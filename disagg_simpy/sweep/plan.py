@@ -2,9 +2,9 @@
 
 Every arrangement that fits the budget is searched for its goodput (as `goodput` does: the
 highest rate whose mean on-time share over the seeds meets the target), and ranked by it.
-Its interval is the 95% Student-t interval of the mean of the seeds' own goodputs (each seed
-bisected alone; a seed's verdict is exact even when its run stops early), so two arrangements
-whose intervals overlap are too close to call. Candidates are named as a scenario file would
+Its 95% interval is goodput's own (sweep/goodput.py `goodput_search`: where the on-time
+share's interval crosses the target), so the point lies in it; two arrangements whose
+intervals overlap are too close to call. Candidates are named as a scenario file would
 name them (`same-gpu`, `chunked-512`, `split-2-2`, `split-2-2-chunked-512`), and each plan row
 says how to write it.
 """
@@ -18,10 +18,9 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
-from ..results.report import mean_half_width
 from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, Search, drive, goodput_row, probe_rate, search
+from .goodput import Prober, Search, drive, goodput_row, goodput_search, probe_rate
 from .grid import RATE, resolve
 from .runner import Runner, Task
 
@@ -95,28 +94,20 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
     names = [a.name for a in scenario.arrangements]
-    searches: dict[tuple[str, int | None], Search] = {}
-    for name in names:
-        searches[name, None] = search(name, start, seeds, target, tolerance, prober.fits, slo=scenario.slo)
-        if len(seeds) > 1:
-            for seed in seeds:  # each seed's own goodput, for the interval
-                searches[name, seed] = search(name, start, (seed,), target, tolerance, prober.fits, report=False,
-                                              slo=scenario.slo)
+    searches: dict[str, Search] = {name: goodput_search(name, start, seeds, target, tolerance, prober.fits,
+                                                        slo=scenario.slo) for name in names}
     found = drive(searches, prober.run_batch)
     on_time = at_rate(scenario, runner, seeds)
     rows = []
     for a in scenario.arrangements:
-        g = goodput_row(scenario, a.name, seeds, target, *found[a.name, None])
-        own = pd.Series([_goodput(found[a.name, s]) for s in seeds]) if len(seeds) > 1 else pd.Series([], dtype=float)
-        mean, half = mean_half_width(own)
-        low, high = (mean - half, mean + half) if not math.isnan(half) else (math.nan, math.nan)
+        g = goodput_row(scenario, a.name, seeds, target, *found[a.name][:5])
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
             "reading_gpus": a.n_reading_gpus if a.is_split else None,
             "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens,
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
-            "goodput_low_per_s": max(low, 0.0) if not math.isnan(low) else low, "goodput_high_per_s": high,
+            "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
             "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
         })
     table = pd.DataFrame(rows)
@@ -125,19 +116,13 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
-    table.attrs["per_seed"] = {a.name: [_goodput(found[a.name, s]) for s in seeds] for a in scenario.arrangements
-                               } if len(seeds) > 1 else {}
+    table.attrs["curves"] = {name: found[name][5] for name in names}  # for the --html page
     return table
 
 
-def _goodput(found: tuple) -> float:
-    lo, _, _ = found
-    return lo.rate if lo is not None else 0.0
-
-
 def recommendation(table: pd.DataFrame, target: float) -> str:
-    """One line: the best arrangement, and whether it beats the runner-up: the seeds' own
-    goodputs compared seed by seed (same requests), a 95% interval of the difference."""
+    """One line: the best arrangement, and whether it beats the runner-up: it does when their
+    95% goodput intervals do not overlap (best's low end above the runner-up's high end)."""
     if table.empty or table["goodput_per_s"].iloc[0] <= 0:
         return f"no arrangement reaches {target:g}% on time at any rate tried"
     best = table.iloc[0]
@@ -145,16 +130,13 @@ def recommendation(table: pd.DataFrame, target: float) -> str:
     if len(table) < 2:
         return text
     second = table.iloc[1]
-    per_seed = table.attrs.get("per_seed", {})
-    if best.arrangement not in per_seed:
+    if math.isnan(best.goodput_low_per_s) or math.isnan(second.goodput_high_per_s):
         return f"{text}; next {second.arrangement} ({second.goodput_per_s:.2f}; one seed: no interval)"
-    diff = pd.Series(per_seed[best.arrangement]) - pd.Series(per_seed[second.arrangement])
-    mean, half = mean_half_width(diff)
-    lead = f"{mean:.2f} ± {half:.2f} requests/s per seed (paired over {len(diff)} seeds)"
-    if mean - half > 0:
-        return f"{text}; it beats {second.arrangement} ({second.goodput_per_s:.2f}) by {lead}"
-    return (f"{text}; too close to call against {second.arrangement} ({second.goodput_per_s:.2f}): the seeds' own "
-            f"goodputs differ by {lead}, an interval that includes 0")
+    ranges = (f"{best.goodput_low_per_s:.2f}-{best.goodput_high_per_s:.2f} against "
+              f"{second.goodput_low_per_s:.2f}-{second.goodput_high_per_s:.2f}, 95% intervals")
+    if best.goodput_low_per_s > second.goodput_high_per_s:
+        return f"{text}; it beats {second.arrangement} ({second.goodput_per_s:.2f}): {ranges}"
+    return f"{text}; too close to call against {second.arrangement} ({second.goodput_per_s:.2f}): {ranges} overlap"
 
 
 def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, rate: float,

@@ -217,7 +217,8 @@ def make_pool(workers: int | None, dask_address: str | None):
 
 class Runner:
     """Runs tasks through a pool, skipping and filling the store, with a progress bar on a
-    terminal. `skipped` and `ran` count tasks over the runner's life."""
+    terminal. `skipped` and `ran` count distinct tasks over the runner's life: `skipped` those
+    found in the store when first asked for (a run this runner made and reuses is not one)."""
 
     def __init__(self, store: Store, pool, progress: bool | None = None):
         self.store = store
@@ -225,6 +226,7 @@ class Runner:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.skipped = 0
         self.ran = 0
+        self.counted: set[str] = set()  # keys asked for before: each task counts once
         self.bar: Any = None  # a tqdm bar once a run is due (tqdm is imported only then)
 
     def run(self, tasks: Iterable[Task], what: str = "runs") -> list[list[dict]]:
@@ -238,7 +240,8 @@ class Runner:
             if k not in found and k not in first:
                 first[k] = i
                 todo.append(i)
-        self.skipped += len(set(keys) & set(found))
+        self.skipped += len((set(keys) & set(found)) - self.counted)
+        self.counted |= set(keys)
         bar = self._bar(len(todo), what)
         for j, rows in self.pool.run(run_task, [tasks[i] for i in todo]):
             i = todo[j]

@@ -1,15 +1,13 @@
 """The sweep's tables: one tidy row per point x seed x arrangement, and the on-time band
-(mean and 95% half-width over seeds) per point x arrangement."""
+(mean and 95% interval over seeds) per point x arrangement."""
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 
 from ..results.columns import SEED, SUMMARY_COLUMNS
+from ..results.intervals import SHARE, Interval, interval
 from ..results.metrics import CRITERION_COLUMNS
-from ..results.report import mean_half_width
 from ..scenario.schema import Scenario
 from ..texts import aligned
 from .grid import ONLY, RATE, RATE_PER_GPU, Grid, resolve, shown
@@ -35,7 +33,7 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
 def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner) -> pd.DataFrame:
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
-    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "points") for row in rows]
+    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
     columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
     if scenario.slo.criterion == "percentiles":
         columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
@@ -43,32 +41,38 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
 
 
 def on_time_bands(table: pd.DataFrame, keys: list[str], column: str = "on_time_pct") -> pd.DataFrame:
-    """Per point x arrangement: `on_time_pct` mean, `half_width_pct` (95%, over seeds), `seeds`
-    (or the mean and half-width of another `column`, under those names)."""
+    """Per point x arrangement: `on_time_pct` mean over seeds, its 95% interval
+    (`on_time_low_pct`, `on_time_high_pct`; results/intervals.py), `seeds` (or the mean and
+    interval of another `column`, such as `slo_ratio`, under those names); and each limit alone
+    (--limits): the share within it, `first_word_ok_pct`, `mean_gap_ok_pct` (NaN when it is off)."""
     columns = [*keys, "arrangement"]
     groups = table.groupby(columns, sort=False)
     out = []
     for group in table[columns].drop_duplicates().itertuples(index=False, name=None):  # in grid order
         block = groups.get_group(group)
-        mean, half = mean_half_width(block[column])
-        out.append({**dict(zip(columns, group)), "on_time_pct": mean, "half_width_pct": half, "seeds": len(block),
-                    # each limit alone (--limits): the share within it, NaN when it is off
+        i = interval(block[column], SHARE if column == "on_time_pct" else None)
+        out.append({**dict(zip(columns, group)), "on_time_pct": i.mean, "on_time_low_pct": i.low,
+                    "on_time_high_pct": i.high, "seeds": len(block),
                     "first_word_ok_pct": 100.0 - float(block["late_first_word_pct"].mean()),
                     "mean_gap_ok_pct": 100.0 - float(block["late_mean_gap_pct"].mean())})
-    return pd.DataFrame(out, columns=[*columns, "on_time_pct", "half_width_pct", "seeds", "first_word_ok_pct", "mean_gap_ok_pct"])
+    return pd.DataFrame(out, columns=[*columns, *BAND_COLUMNS, "first_word_ok_pct", "mean_gap_ok_pct"])
+
+
+#: on_time_bands' columns after the point's and the arrangement
+BAND_COLUMNS = ("on_time_pct", "on_time_low_pct", "on_time_high_pct", "seeds")
 
 
 def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
     """Text table: a row per point (in grid order), a column per arrangement, cells
-    'mean±half-width'."""
+    the mean and its interval ('93.1±1.2' or '93.1-2.9+1.4')."""
     names = list(dict.fromkeys(bands["arrangement"]))
-    cell = lambda m, h: (f"{m:.1f}" + ("" if math.isnan(h) else f"±{h:.1f}")) if m < 100 else f"{m:.3g}"  # noqa: E731
     value = lambda v: f"{v:g}" if isinstance(v, float) else str(v)  # noqa: E731
     points: dict[tuple, dict[str, str]] = {}
     at = [bands.columns.get_loc(k) for k in keys]
     for row in bands.itertuples(index=False, name=None):
         cells = points.setdefault(tuple(value(row[i]) for i in at), {})
-        cells[row[len(keys)]] = cell(row[len(keys) + 1], row[len(keys) + 2])
+        mean, low, high = row[len(keys) + 1:len(keys) + 4]
+        cells[row[len(keys)]] = Interval(mean, low, high, 0).text()
     header = [*keys, *names]
     lines = [[*p, *(cells.get(n, "") for n in names)] for p, cells in points.items()]
     return "\n".join(aligned([header, *lines], left=()))

@@ -4,7 +4,7 @@ most replies on time, by how much, and where the top two are too close to call.
 Each cell runs every arrangement on the same requests (every seed), to the verdict cap (its
 on-time shares are exact). The winner has the highest mean on-time share; the runner-up the
 next; they are too close to call when the paired 95% interval of their difference (seed by
-seed) includes 0.
+seed, results/intervals.py) includes 0.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
         if ":" in values and "[" not in values:
             out = [0.0 if v < 1e-12 else v for v in (float(f"{x:.12g}") for x in _range(values))]
         else:
-            _, out = parse_set(text)
+            _, out = parse_set(text, "--y")
         for v in out:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
                 raise InputError(f"--y {LONG_SHARE}: got {v!r}, expected shares from 0 to 1")
@@ -47,8 +47,8 @@ def parse_y(scenario: Scenario, text: str | None) -> tuple[str, list[Any]]:
     if ":" in values and "[" not in values:
         out = _range(values, f"--y {key}")
     else:
-        key, out = parse_set(text)
-    check_key(scenario, key)
+        key, out = parse_set(text, "--y")
+    check_key(scenario, key, "--y", (LONG_SHARE,))
     return key, out
 
 
@@ -108,7 +108,7 @@ def winners(scenario: Scenario, rates: list[float], key: str, values: list[Any],
     per_request = scenario.slo.criterion == "per_request"  # (percentiles: whole runs)
     tasks = [Task(point_scenario(scenario, rate, key, v), seed, verdicts_only=per_request)
              for rate, v in cells for seed in seeds]
-    results = runner.run(tasks, "cells")
+    results = runner.run(tasks, "runs (cells x seeds)")
     rows = []
     n = len(seeds)
     for i, (rate, v) in enumerate(cells):
@@ -135,8 +135,8 @@ def _cell(block: pd.DataFrame, rate: float, key: str, value: Any, per_request: b
         return {**row, "runner_up": "", "runner_up_on_time_pct": math.nan, "too_close": False}
     second = str(order.index[1])
     if per_request:
-        mean, half, n = paired_difference(block, winner, second)
+        d = paired_difference(block, winner, second)
     else:  # how much lower the winner's ratio is
-        mean, half, n = paired_difference(block, second, winner, "slo_ratio")
-    too_close = bool(mean - half <= 0) if n > 1 and not math.isnan(half) else bool(mean <= 0)
+        d = paired_difference(block, second, winner, "slo_ratio")
+    too_close = bool(d.low <= 0) if d.n > 1 and not math.isnan(d.low) else bool(d.mean <= 0)
     return {**row, "runner_up": second, "runner_up_on_time_pct": float(order.iloc[1]), "too_close": too_close}

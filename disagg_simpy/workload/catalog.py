@@ -8,6 +8,7 @@ that fetches it. Fetching uses pooch, imported only inside `fetch`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import sys
@@ -132,7 +133,12 @@ def resolve_trace(trace: str, fmt: str, folder: Path, where: str) -> Path:
     known = CATALOG.get(trace)
     if known is None:
         path = Path(trace)
-        return path if path.is_absolute() else folder / path
+        path = path if path.is_absolute() else folder / path
+        near = difflib.get_close_matches(trace, CATALOG, n=1, cutoff=0.6)
+        if near and not path.exists():
+            raise InputError(f"{where}.trace: got {trace!r}, which is neither a file nor a public trace's id; "
+                             f"did you mean {near[0]!r}? (see `traces list`)")
+        return path
     if fmt != known.format:
         raise InputError(f"{where}.format: got {fmt!r}, expected {known.format!r} for the public trace {trace}")
     command = f"{FETCH_COMMAND} {trace}"

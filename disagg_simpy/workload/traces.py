@@ -341,6 +341,22 @@ TIME_RULES = {
 }
 
 
+def _format_hint(header: str, fmt: str) -> str:
+    """When a header that does not fit `fmt` is another format's, say which (the flag and the
+    scenario key that choose it)."""
+    other: str | None = None
+    if header.lstrip("\ufeff ").startswith("{"):
+        other = "mooncake"
+    else:
+        names = {h.strip() for h in header.split(",")}
+        other = next((f for f, layout in _CSV_LAYOUTS.items() if f != fmt and {c for c in layout if c} <= names), None)
+    if other is None or other == fmt:
+        return ""
+    article = "an" if other[0] in "aeiou" else "a"
+    return (f"; it looks like {article} {other} trace: give its format (describe --format {other}, or "
+            f"format: {other} in the scenario's workload)")
+
+
 def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
     """Read a request trace into columns `arrived_at_ns` (absent for "lengths"), `n_prompt_tokens`,
     `n_reply_words`, all int64, in ns: a csv trace's times as written, the others' counted from
@@ -359,7 +375,10 @@ def read_trace(path, fmt: str = "csv") -> pd.DataFrame:
         return _read_mooncake(path, lines)
     arrival_col, prompt_col, reply_col = _CSV_LAYOUTS[fmt]
     required = tuple(c for c in (arrival_col, prompt_col, reply_col) if c)
-    cols, problems, ignored = _csv_columns(path, lines, required)
+    try:
+        cols, problems, ignored = _csv_columns(path, lines, required)
+    except InputError as err:
+        raise InputError(f"{err}{_format_hint(lines[0], fmt)}") from None
     prompt = _counts(problems, cols[prompt_col], prompt_col)
     reply = _counts(problems, cols[reply_col], reply_col)
     if fmt == "csv" and arrival_col is not None:

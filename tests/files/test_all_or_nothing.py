@@ -92,7 +92,8 @@ def test_ctrl_c_to_a_real_process_exits_130_with_one_line_and_earlier_results_in
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # 200 seeds of the default scenario take far longer than the wait below
     proc = subprocess.Popen([sys.executable, "-m", "disagg_simpy", str(DEFAULT), "--out", str(out), "--seeds", "200"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=_ctrl_c_as_on_a_terminal)
     try:
         _wait_until_busy(proc.pid, cpu_s=2.0)  # past the imports (about 1 s of CPU): simulating
         assert proc.poll() is None, proc.communicate()
@@ -104,6 +105,12 @@ def test_ctrl_c_to_a_real_process_exits_130_with_one_line_and_earlier_results_in
     assert proc.returncode == 130
     assert stderr == "interrupted: earlier results were left as they were\n" and stdout == ""
     assert files_under(tmp_path) == before
+
+
+def _ctrl_c_as_on_a_terminal() -> None:
+    """A pytest started in the background (`cmd &`) ignores SIGINT and its children inherit that
+    (Python then installs no Ctrl-C handler): give the command the default, as a terminal does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_until_busy(pid: int, cpu_s: float, timeout_s: float = 60.0) -> None:

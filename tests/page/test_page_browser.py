@@ -166,3 +166,66 @@ def test_sorting_and_following_a_request(page, res):
     name = list(res.roles)[-1]
     assert page.locator("[data-testid=player]").get_attribute("data-arrangement") == name
     assert page.locator(f"[data-testid=reply-lane][data-request-id='{rid}']").count() == 1
+
+
+def test_an_unknown_request_id_in_the_follow_box_is_said(page, res):
+    """An id the run does not hold is answered on the page (it used to be ignored silently)."""
+    page.fill("#follow-id", "999999")
+    page.keyboard.press("Enter")
+    note = page.locator("[data-testid=follow-unknown]")
+    assert note.count() == 1 and "No measured request has id 999999" in note.text_content()
+    assert not page.seen["errors"]
+    rid = int(res.requests["request_id"].iloc[3])
+    page.fill("#follow-id", str(rid))
+    page.keyboard.press("Enter")
+    assert page.locator("[data-testid=follow-unknown]").count() == 0  # following a real one clears it
+    assert page.locator("[data-testid=follow] tbody tr").count() == len(res.roles)
+
+
+def test_the_players_heading_counts_one_gpu_in_the_singular(page):
+    page.click("[data-testid=arrangement-row][data-arrangement=split-1-3]")
+    heading = page.locator("#player-h").text_content()
+    assert "1 GPU reads prompts, 3 GPUs write replies" in heading and "1 GPUs" not in heading
+
+
+def test_with_several_seeds_the_table_shows_means_with_intervals_and_each_seed_on_hover(browser, tmp_path):
+    folder = tmp_path / "seeds"
+    argv = [str(DEFAULT), "--measure-s", "3", "--seeds", "2", "--out", str(folder), "--no-plots",
+            "--html", str(folder / "page.html")]
+    assert main(argv) == 0
+    summary = pd.read_csv(folder / "summary.csv")
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto((folder / "page.html").as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    row = pg.locator("[data-testid=arrangement-row][data-arrangement=same-gpu]")
+    cell = row.locator("td").nth(0)  # on time %
+    mean = summary[summary.arrangement == "same-gpu"]["on_time_pct"].mean()
+    text = cell.text_content()
+    assert text.split(" ")[0] == (f"{mean:.1f}" if mean < 9.95 else f"{mean:.0f}") and ("±" in text or "/+" in text)
+    assert cell.get_attribute("title").startswith("mean of 2 seeds; seed 1: ")
+    assert "The player shows seed" in pg.locator("#lede").text_content()
+    assert pg.locator("[data-testid=on-time-interval]").count() == 5 and not errors
+    pg.close()
+
+
+def test_the_gap_charts_tick_labels_do_not_crowd_over_many_decades(browser, tmp_path):
+    """A 12 s gap (a 24,000-token prompt read whole at 0.5 ms a token while another reply writes)
+    stretches the gap axis over 3.4 decades, as on the Mooncake trace: its labels must not touch."""
+    from helpers import write_scenario
+
+    path = write_scenario(tmp_path, [(0.0, 100, 60), (0.1, 24000, 3)], cost={"per_prompt_token_ms": 0.5},
+                          slo={"first_word_s": 30})
+    assert main([str(path), "--out", str(tmp_path / "o"), "--no-plots", "--html", str(tmp_path / "p.html")]) == 0
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    pg.goto((tmp_path / "p.html").as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    boxes = pg.evaluate("""() => {
+      const fig = Array.from(document.querySelectorAll("figure.chart")).find((f) => f.textContent.startsWith("Gaps"));
+      return Array.from(fig.querySelectorAll("text.tick")).map((t) => { const r = t.getBoundingClientRect(); return [r.left, r.right]; });
+    }""")
+    pg.close()
+    boxes.sort()
+    assert len(boxes) >= 3
+    assert all(right + 2 <= left for (_, right), (left, _) in zip(boxes, boxes[1:])), boxes

@@ -125,3 +125,13 @@ def test_sweep_picture_draws_each_limit_alone_and_per_gpu(tmp_path, monkeypatch,
     assert ax.get_xlabel() == "offered rate per GPU (requests/s per GPU)"
     assert any(line.get_ydata()[0] == 90 for line in ax.lines if line.get_linestyle() == ":" and line.get_gid() is None)
     capsys.readouterr()
+
+
+def test_goodput_interval_under_the_percentiles_criterion_holds_its_point(tmp_path, capsys):
+    """With several seeds, the percentiles criterion's goodput gets an interval of the same test
+    (each figure's interval against its limit), and the point lies in it."""
+    path = one_word(tmp_path, 0.1, "percentiles")
+    assert main(["goodput", str(path), "--seeds", "2", "--out", str(tmp_path / "g"), "--no-plots", "--workers", "1"]) == 0
+    row = pd.read_csv(tmp_path / "g" / "goodput.csv").iloc[0]
+    assert 0 < row["goodput_low_per_s"] <= row["goodput_per_s"] <= row["goodput_high_per_s"]
+    capsys.readouterr()

@@ -147,7 +147,7 @@ def test_the_map_command_writes_map_csv_and_png(tmp_path, capsys):
     (["plan", "--gpus", "8", "--splits", "8"], "--splits: got 8, expected reading GPU counts below --gpus 8"),
     (["plan", "--gpus", "8", "--splits", "2,x"], "--splits: got '2,x', expected reading GPU counts like 2,4,6"),
     (["plan", "--rate", "3", "--splits", "2"], "--splits: got it with --rate, expected it with --gpus N"),
-    (["map", "--gpus", "4", "--y", "workload.nope=1,2"], "--set: got the unknown key 'workload.nope'"),
+    (["map", "--gpus", "4", "--y", "workload.nope=1,2"], "--y: got the unknown key 'workload.nope'"),
     (["map", "--gpus", "4", "--y", "long_prompt_share=0,2"], "--y long_prompt_share: got 2, expected shares from 0 to 1"),
     (["map", "--gpus", "1"], "--gpus: got '1', expected a whole number from 2 to 64"),
     (["map", "--gpus", "4", "--rate", "0"], "--rate: got '0', expected a rate in requests/s > 0"),

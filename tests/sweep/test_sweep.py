@@ -52,7 +52,7 @@ def test_the_scenario_declares_its_seeds_and_the_flag_overrides_them(tmp_path, c
     out = capsys.readouterr().out
     summary = pd.read_csv(tmp_path / "a" / "summary.csv")
     assert sorted(summary.seed.unique()) == [1, 2, 3] and "seeds 1..3" in out
-    assert "on_time_vs_best_pct" in summary.columns and "points on time (paired over 3 seeds)" in out
+    assert "on_time_vs_best_pct" in summary.columns and "paired over 3 seeds)" in out
     assert json.loads((tmp_path / "a" / "run.json").read_text())["seeds"] == [1, 2, 3]
     assert main([str(path), "--out", str(tmp_path / "b"), "--no-plots", "--seeds", "1"]) == 0
     assert "seed" not in pd.read_csv(tmp_path / "b" / "summary.csv").columns
@@ -73,10 +73,12 @@ def test_paired_differences_equal_a_hand_computation():
     # best = a (mean 95); b - a per seed: -10, -9, -11 -> mean -10, sd 1, t(2) = 4.3027
     assert out.loc[out.arrangement == "b", "on_time_vs_best_pct"].tolist() == [-10.0, -9.0, -11.0]
     assert out.loc[out.arrangement == "a", "on_time_vs_best_pct"].tolist() == [0.0, 0.0, 0.0]
-    mean, half, n = paired_difference(table, "a", "b")
-    assert (mean, n) == (10.0, 3) and half == pytest.approx(4.3027 / math.sqrt(3), rel=1e-6)
+    d = paired_difference(table, "a", "b")
+    # three seeds: the bootstrap's percentiles lie within the Student-t interval, so the hull is t's
+    half = 4.3027 / math.sqrt(3)
+    assert (d.mean, d.n) == (10.0, 3) and (d.low, d.high) == pytest.approx((10 - half, 10 + half), rel=1e-6)
     # unpaired, b's own interval (84.0 +/- 13.7) would overlap a's (95.0 +/- 12.4)
-    assert verdict_line(table) == "a beats b by 10.0 ± 2.5 points on time (paired over 3 seeds)"
+    assert verdict_line(table) == "a beats b by 10.0 points on time (95% interval 7.5 to 12.5, paired over 3 seeds)"
     close = table.assign(on_time_pct=[90.0, 80.0, 10.0, 80.0, 95.0, 20.0, 95.0, 80.0, 30.0])
     assert "too close to call" in verdict_line(close)
 
@@ -233,9 +235,10 @@ def test_the_goodput_command_writes_its_table(tmp_path, capsys):
     printed = capsys.readouterr()
     assert "fixes every request" not in printed.err  # one seed declared: nothing to say
     table = pd.read_csv(out / "goodput.csv")
-    assert list(table.columns[:12]) == [
+    assert list(table.columns[:14]) == [
         "arrangement", "n_gpus", "target_pct", "seeds", "measure_s", "goodput_per_s", "goodput_per_gpu_per_s",
-        "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct", "failing_on_time_pct", "binding_limit"]
+        "goodput_low_per_s", "goodput_high_per_s", "passing_rate_per_s", "failing_rate_per_s", "passing_on_time_pct",
+        "failing_on_time_pct", "binding_limit"]
     assert (out / "goodput.png").stat().st_size > 0
     assert f"{table.goodput_per_s[0]:.2f}" in printed.out
 

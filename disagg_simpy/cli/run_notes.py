@@ -1,0 +1,54 @@
+"""What the run command shows and says beyond its tables: which seed its pictures and page
+show, why a table is empty, and which earlier files it removed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from .plot_flags import plot_flag_error
+
+
+def shown_run(args: argparse.Namespace, plots: bool, scenario, summary, first):
+    """The run the timelines, late.png and the page's player show: with several seeds the
+    representative one (results/seeds.py), run again when it is not the first (the first is
+    the only whole run kept; a seed's run is the same every time), named with the reason."""
+    if "seed" not in summary.columns or summary["seed"].nunique() < 2:
+        return first
+    from ..api import run as run_scenario
+    from ..results.seeds import representative_seed
+
+    seed, why = representative_seed(summary)
+    shown = first if seed == first.seed else run_scenario(scenario, seed=seed)
+    shown.chosen = why
+    if shown is not first and plots:  # the picture options against the run shown
+        from ..plots import PlotOptionError, check_plot_options
+
+        try:
+            check_plot_options(shown, args.window, args.follow)
+        except PlotOptionError as err:
+            raise plot_flag_error(err) from None
+    return shown
+
+
+def no_measured_request(scenario) -> str:
+    """Why every figure is empty: no request arrived in the measured window."""
+    w = scenario.workload
+    rate, start, end = getattr(w, "rate_per_s", None), getattr(w, "warmup_s", 0.0), getattr(w, "measure_s", None)
+    window = f"[{start:g}, {end:g}) s" if end is not None else "of the trace"
+    text = f"no request arrived in the measured window {window}, so every figure is empty"
+    if rate is not None and end is not None:
+        expected = rate * (end - start)
+        text += (f" (at {rate:g} requests/s the window expects {expected:.2g} requests); raise --rate or "
+                 "--measure-s")
+    return text
+
+
+def removed_note(out: Path, removed: list[Path], no_plots: bool) -> str:
+    """One line naming the files an earlier run wrote in `out` that this run removed."""
+    names = [os.path.relpath(p, out) for p in removed]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    why = " (--no-plots: no pictures this time)" if no_plots else ""
+    return (f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {out}/ that this run "
+            f"does not write{why}: {shown}")

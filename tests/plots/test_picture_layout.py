@@ -1,0 +1,152 @@
+"""Pictures as rendered (issue 24): no label struck through or run together, colours the same
+for an arrangement in every picture, legends off the data. Checked on the drawn figure's text
+and artist bounding boxes (Agg renderer), not on pixels."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from disagg_simpy.plots import style as st
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """save_figure keeping the figure (drawn, so bounding boxes are final) instead of writing it."""
+    figures = []
+
+    def keep(fig, path):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig).draw()
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(st, "save_figure", keep)
+    return figures
+
+
+def _box(artist, fig):
+    return artist.get_window_extent(fig.canvas.get_renderer())
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_plans_value_labels_are_not_struck_through_by_interval_lines(drawn, tmp_path):
+    from disagg_simpy.plots.capacity import save_plan
+
+    table = pd.DataFrame({"rank": [1, 2, 3], "arrangement": ["split-2-2", "chunked-512", "split-3-1"],
+                          "kind": ["disaggregated", "colocated", "disaggregated"], "chunk_tokens": [None, 512, None],
+                          "goodput_per_s": [15.8, 14.4, 7.62], "goodput_low_per_s": [15.1, 13.0, 7.1],
+                          "goodput_high_per_s": [16.9, 15.2, 8.53]})
+    save_plan(table, tmp_path / "plan.png", "plan",
+              {"split-2-2": "split", "chunked-512": "chunks", "split-3-1": "split"})
+    fig = drawn[0]
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_gid() == "goodput-value"]
+    lines = ax.collections[-1]  # the interval lines (hlines)
+    assert len(labels) == 3
+    for text, segment in zip(labels, lines.get_segments()):
+        (x0, y), (x1, _) = segment
+        ends = ax.transData.transform([(x0, y), (x1, y)])
+        assert _box(text, fig).x0 >= ends[1][0] - 0.5, text.get_text()  # the label starts where the line ends
+
+
+def _bands():
+    rows = []
+    for name, base in (("same-gpu", 30.0), ("chunked-512", 85.0), ("split-2-2", 95.0)):
+        for rate in (8.0, 12.0, 16.0):
+            m = base - rate
+            rows.append({"rate_per_s": rate, "arrangement": name, "on_time_pct": m, "on_time_low_pct": m - 4,
+                         "on_time_high_pct": min(m + 3, 100), "seeds": 5})
+    return pd.DataFrame(rows)
+
+
+def test_sweeps_target_label_is_off_the_curves_and_bands_keep_their_colours(drawn, tmp_path):
+    from disagg_simpy.plots.capacity import save_sweep
+
+    save_sweep(_bands(), ["rate_per_s"], tmp_path / "sweep.png", "sweep", target=90.0)
+    fig = drawn[0]
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if t.get_gid() == "target-label")
+    assert _box(label, fig).x0 >= ax.get_window_extent().x1  # right of the panel: no curve there
+    styles = st.arrangement_styles(["same-gpu", "chunked-512", "split-2-2"])
+    for name, s in styles.items():
+        edges = [line for line in ax.lines if line.get_gid() == f"band-edge:{name}"]
+        assert len(edges) == 2 and all(line.get_color() == s["color"] for line in edges)
+
+
+def test_the_map_colours_an_arrangement_as_every_other_picture_does(drawn, tmp_path):
+    from matplotlib.colors import to_hex
+
+    from disagg_simpy.plots.capacity import save_map
+
+    names = ["same-gpu", "chunked-512", "split-2-2", "split-1-3", "split-3-1"]
+    cells = pd.DataFrame([{"rate_per_s": r, "y_key": "long_prompt_share", "y_value": y, "winner": w,
+                           "winner_on_time_pct": 90.0, "runner_up": "same-gpu", "runner_up_on_time_pct": 50.0,
+                           "too_close": False}
+                          for r, w in zip((5.0, 10.0, 15.0, 20.0), ("split-2-2", "chunked-512", "split-1-3", "split-3-1"))
+                          for y in (0.1, 0.2)])
+    save_map(cells, tmp_path / "map.png", "map", None, names)
+    legend = drawn[0].legends[0]
+    shown = {t.get_text(): to_hex(h.get_facecolor()) for t, h in zip(legend.get_texts(), legend.legend_handles)
+             if t.get_text() in names}
+    styles = st.arrangement_styles(names)
+    assert shown == {n: styles[n]["color"].lower() for n in shown} and len(shown) == 4
+    assert len(set(shown.values())) == len(shown)
+
+
+class _Gaps:
+    """A run's gap distribution spanning four decades (10 ms to 100 s), as on the realistic scenario."""
+
+    def gap_distribution(self, name):
+        return np.geomspace(0.01, 100, 50), np.ones(50, dtype=np.int64)
+
+
+def test_the_gap_axis_tick_labels_do_not_run_together_over_many_decades():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from disagg_simpy.plots.summary import draw_gap_cdf
+
+    fig = st.new_figure(15, 5)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
+    slo = types.SimpleNamespace(mean_gap_ms=50, freeze_ms=250)
+    ax = draw_gap_cdf(axes[2], _Gaps(), st.arrangement_styles(["a", "b"]), slo)
+    fig.canvas.draw()
+    low, high = ax.get_xlim()
+    labels = [t for t, x in zip(ax.get_xticklabels(), ax.get_xticks()) if t.get_text() and low <= x <= high]
+    boxes = [_box(t, fig) for t in labels]
+    assert len(boxes) >= 3
+    assert not any(_overlap(a, b) for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in labels]
+
+
+def test_describe_names_the_trace_and_keeps_legends_off_the_bars():
+    from disagg_simpy.plots.trace import description_figure
+
+    rng = np.random.default_rng(0)
+    n = 500
+    df = pd.DataFrame({"arrived_at_ns": np.sort(rng.integers(0, 300 * 10**9, n)),
+                       "n_prompt_tokens": rng.integers(10, 30000, n), "n_reply_words": rng.integers(1, 2000, n)})
+    fig = description_figure(df, "azure-code")
+    fig.canvas.draw()
+    assert "azure-code" in fig._suptitle.get_text()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert legend is not None and _box(legend, fig).x0 >= ax.get_window_extent().x1 - 1
+
+
+def test_late_pngs_ship_part_says_it_holds_the_wait_for_kv_memory():
+    from disagg_simpy.plots.late import ship_label
+
+    plain = pd.DataFrame({"handoff_wait_s": [np.nan], "link_wait_s": [np.nan]})
+    assert ship_label(plain) == "KV ship"
+    held = pd.DataFrame({"handoff_wait_s": [0.2], "link_wait_s": [np.nan]})
+    assert ship_label(held) == "KV ship (with the wait for KV memory)"
+    both = pd.DataFrame({"handoff_wait_s": [0.2], "link_wait_s": [0.0]})
+    assert ship_label(both) == "KV ship (with the wait for KV memory and the link)"

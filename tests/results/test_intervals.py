@@ -1,0 +1,85 @@
+"""95% intervals over seeds (results/intervals.py): coverage by simulation on a cheap skewed
+scenario, the interval holds its mean, determinism; goodput's interval holds its point."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from disagg_simpy import Scenario
+from disagg_simpy.results.intervals import Interval, interval
+from disagg_simpy.sweep.runner import Task, run_task
+
+#: One GPU, short replies, a tight first-word limit: on-time shares skewed to the left (about
+#: -0.8), a run takes a few milliseconds.
+CHEAP = {
+    "name": "coverage",
+    "workload": {"rate_per_s": 1.8, "measure_s": 8,
+                 "prompt_mix": [{"share": 0.3, "tokens": [3000, 8000]}, {"share": 0.7, "tokens": [200, 1200]}],
+                 "reply_words": [10, 40]},
+    "max_sim_s": 38,
+    "slo": {"first_word_s": 1.0},
+    "arrangements": [{"name": "same", "kind": "colocated", "gpus": 1}],
+}
+#: `PYTHONPATH=. python benchmarks/coverage.py --seeds 4000` (seeds 100001..104000)
+LARGE_SAMPLE_ON_TIME_PCT = 86.1642  # standard error 0.197
+
+
+def shares(seeds) -> np.ndarray:
+    scenario = Scenario.model_validate(CHEAP)
+    return np.array([run_task(Task(scenario, s, verdicts_only=True))[0]["on_time_pct"] for s in seeds])
+
+
+def test_the_95pct_intervals_hold_the_large_sample_share_over_disjoint_seed_sets():
+    """40 disjoint sets of 8 seeds (1..320): at least 90% of their intervals hold the mean of
+    4,000 other seeds. (Planted: intervals half as wide held it 28 times.)"""
+    v = shares(range(1, 321))
+    held = [interval(v[i:i + 8]).holds(LARGE_SAMPLE_ON_TIME_PCT) for i in range(0, 320, 8)]
+    assert sum(held) >= 36, f"{sum(held)} of 40 intervals hold {LARGE_SAMPLE_ON_TIME_PCT}"
+
+
+def test_an_interval_holds_its_mean_is_lopsided_toward_a_tail_and_repeats_exactly():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(2, 40))
+        v = np.clip(100 - rng.exponential(rng.uniform(0.1, 30), n), 0, 100)
+        i = interval(v)
+        assert i.low <= i.mean <= i.high and i == interval(v) and i.n == n
+    skewed = interval([100.0] * 18 + [40.0, 60.0])  # two bad seeds: the low side reaches further
+    assert skewed.mean - skewed.low > skewed.high - skewed.mean
+    assert interval([100.0] * 5) == Interval(100.0, 100.0, 100.0, 5)  # the known limit: no spread, no width
+    one = interval([42.0, math.nan])
+    assert one.mean == 42.0 and math.isnan(one.low) and one.text() == "42.0"
+
+
+def test_interval_text_is_plus_minus_when_even_and_both_sides_when_lopsided():
+    assert Interval(93.1, 91.9, 94.3, 5).text() == "93.1±1.2"
+    assert Interval(93.1, 91.8, 94.2, 5).text() == "93.1±1.3"  # within a quarter: ± the longer side
+    assert Interval(93.1, 90.2, 94.5, 5).text() == "93.1-2.9+1.4"
+
+
+@pytest.fixture(scope="module")
+def three_seed_goodput(tmp_path_factory):
+    from helpers import DEFAULT
+
+    from disagg_simpy import load_scenario
+    from disagg_simpy.sweep.goodput import goodput
+    from disagg_simpy.sweep.runner import LocalPool, Runner
+    from disagg_simpy.sweep.store import Store
+
+    scenario = load_scenario(DEFAULT).with_overrides(**{"workload.measure_s": 3, "max_sim_s": 40})
+    runner = Runner(Store(tmp_path_factory.mktemp("g") / "store.sqlite", "test"), LocalPool(1), progress=False)
+    table = goodput(scenario, runner, (1, 2, 3), target=90.0, tolerance=1.0, names=["chunked-512"])
+    runner.close()
+    return table
+
+
+def test_goodput_lies_in_its_own_interval(three_seed_goodput):
+    """The point and the interval are one statistic (the mean curve's crossing; the crossings of
+    its interval), so low <= goodput <= high; the low end passes with room, the high end barely."""
+    for row in three_seed_goodput.itertuples():
+        assert row.goodput_low_per_s <= row.goodput_per_s <= row.goodput_high_per_s, row
+        assert row.goodput_high_per_s > row.goodput_low_per_s
+        assert row.passing_on_time_low_pct <= row.passing_on_time_pct <= row.passing_on_time_high_pct
