@@ -17,7 +17,8 @@ BASE = {"errors", "units", "files", "texts"}
 #: stage -> the stages its modules may import (besides BASE and itself)
 ALLOWED = {
     "base": set(),
-    "scenario": set(),
+    "costs": set(),  # presets and fitting (scenario files may name a preset)
+    "scenario": {"costs"},
     "workload": {"scenario"},
     "model": {"scenario", "workload"},
     "results": {"scenario", "workload", "model"},
@@ -25,7 +26,7 @@ ALLOWED = {
     "sweep": {"scenario", "workload", "model", "results", "api"},
     "plots": {"scenario", "workload", "results"},
     "page": {"scenario", "workload", "results"},
-    "cli": {"scenario", "workload", "model", "results", "api", "sweep", "plots", "page", "root"},
+    "cli": {"costs", "scenario", "workload", "model", "results", "api", "sweep", "plots", "page", "root"},
     "root": {"api", "results", "scenario"},  # disagg_simpy/__init__.py: the public names
     "main": {"cli"},  # __main__.py
 }

@@ -26,9 +26,11 @@ from ..files import signals_as_interrupts
 from .common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, NotWritten, one_line, say, tolerant_output
 from .describe import describe
 from .explain import explain
+from .fit import fit_command
 from .goodput import goodput_command
 from .map import map_command
 from .plan import plan_command
+from .presets import presets_command
 from .run import OUTPUT_FILES, build_parser, run
 from .sweep import sweep_command
 from .traces import traces
@@ -37,7 +39,8 @@ __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
 COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command,
-            "plan": plan_command, "map": map_command, "explain": explain}
+            "plan": plan_command, "map": map_command, "explain": explain, "presets": presets_command,
+            "fit": fit_command}
 
 
 #: the commands whose runs keep summary rows only, an arrangement at a time (sweep/runner.py)

@@ -98,6 +98,7 @@ def run_info(argv, scenario, seeds, **more) -> dict:
         "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
         "seeds": list(seeds),
         "scenario": scenario.model_dump(mode="json"),
+        **scenario.preset_info(),
         **more,
     }
 

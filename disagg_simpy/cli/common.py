@@ -154,7 +154,10 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
     }
     if rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
-    return scenario.with_overrides(flags=flags, **changes)
+    scenario = scenario.with_overrides(flags=flags, **changes)
+    for warning in scenario.preset_info().get("preset_warnings", []):  # a preset outside its fit
+        print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
+    return scenario
 
 
 def seeds_to_run(scenario) -> tuple[tuple[int, ...], str]:

@@ -43,6 +43,8 @@ def build_plan_parser():
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")
     p.add_argument("--chunks", type=chunks_flag, default=(256, 512, 1024, 2048), metavar="C1,C2",
                    help="chunk sizes tried, on the same GPU and on a split's reading GPUs (default 256,512,1024,2048)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="search every arrangement (default: skip those whose bound is below the runner-up's goodput)")
     p.add_argument("--splits", type=splits_flag, metavar="R1,R2",
                    help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
     return p
@@ -85,8 +87,12 @@ def format_plan(table) -> str:
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
+        goodput = f"{r.goodput_per_s:.2f}{interval}"
+        if not math.isnan(r.goodput_below_per_s):  # not searched: below the runner-up, by its bound
+            goodput = f"below {r.goodput_below_per_s:.2f} (bound; not searched)"
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
-        rows.append([str(r.rank), r.arrangement, gpus, f"{r.goodput_per_s:.2f}{interval}", f"{r.goodput_per_gpu_per_s:.2f}",
+        rows.append([str(r.rank), r.arrangement, gpus, goodput,
+                     "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
                      "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
     return "\n".join(aligned([header, *rows], left={1}))
 
@@ -125,7 +131,7 @@ def _plan(job: Job) -> Batch | None:
     planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits), "--gpus")
     if args.rate is not None:
         planned = resolve(planned, {RATE: args.rate})
-    table = plan(planned, runner, seeds, args.target, args.tolerance)
+    table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive)
     best = table.iloc[0]
     line = recommendation(table, args.target)
     if args.rate is not None:

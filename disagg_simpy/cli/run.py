@@ -302,6 +302,7 @@ def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) 
         "workload": kept.stream.info,
         "max_sim_s": kept.stream.cap_ns / 1e9,
         "capped": kept.capped,
+        **scenario.preset_info(),
     }
 
 

@@ -28,6 +28,14 @@ class Cost(_Strict):
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
     per_attention_pair_ms: CostMs = 0.0  # E7
+    preset: str | None = None  # filled in by scenario/presets.py
+
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset"))
+
+
+def _without_none(dumped: dict, *keys: str) -> dict:
+    """A dump without the optional keys left unset (so files without presets dump as before)."""
+    return {k: v for k, v in dumped.items() if not (k in keys and v is None)}
 
 
 class SideCost(_Strict):
@@ -40,10 +48,11 @@ class SideCost(_Strict):
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
     per_attention_pair_ms: CostMs | None = None  # E7
+    preset: str | None = None
 
     def over(self, base: Cost) -> Cost:
         """`base` with this mapping's figures in place of its own."""
-        return base.model_copy(update=self.model_dump(exclude_none=True))
+        return base.model_copy(update=self.model_dump(exclude_none=True, exclude={"preset"}))
 
 
 def _check_budget(a):
@@ -287,9 +296,11 @@ class Disaggregated(_Arrangement):
     writing_tp: Gpus | None = None  # TP: GPUs per writing instance; None: 1
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
     writing_kv_capacity_tokens: Count | None = None
+    kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
-                                              "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens")
+                                              "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
+                                              "kv_path")
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")

@@ -50,7 +50,7 @@ from .yaml_file import parse_yaml, read_text_file
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
 _LENGTH = _RANGE + ", or {fixed: N}, {histogram: {edges: [...], weights: [...]}} or {lognormal: {mean, sd, min, max}}"
 _SIDE_COST = ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms, "
-              "per_attention_pair_ms")
+              "per_attention_pair_ms (or a preset)")
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
@@ -58,7 +58,7 @@ _EXPECT = {
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
-             "per_context_token_ms, per_attention_pair_ms"),
+             "per_context_token_ms, per_attention_pair_ms (or a preset)"),
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms, criterion, percentile",
     "criterion": "per_request or percentiles",
     "percentile": "a number above 0 and below 100",
@@ -121,6 +121,8 @@ _EXPECT = {
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",
     "reading_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per reading instance)",
     "writing_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per writing instance)",
+    "preset": "a preset name like a100-80gb/llama-3-8b/tp1 (python -m disagg_simpy presets lists them)",
+    "kv_path": "intra_node or inter_node (which of a preset's KV ship costs a split pays)",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from . import presets
 from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
 from .base import (
     _NAME,
@@ -53,6 +54,11 @@ __all__ = [  # the models, and what loading.py shows in messages
 DEFAULT_CAP_SLACK_S = 600.0
 
 DROP = object()  # with_overrides: remove a key
+
+
+def has_attention_term() -> bool:
+    """Whether the model has the attention cost term (presets then give it)."""
+    return "per_attention_pair_ms" in Cost.model_fields
 
 
 class PromptClass(_Strict):
@@ -254,6 +260,12 @@ class Scenario(_Strict):
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _presets(cls, raw: Any) -> Any:
+        """`preset: NAME` in cost blocks: its fields where the block writes none (presets.py)."""
+        return presets.fill(raw, attention=has_attention_term())
+
     @model_validator(mode="after")
     def _check(self) -> Scenario:
         first: dict[str, int] = {}
@@ -330,6 +342,10 @@ class Scenario(_Strict):
                         f"expected at least {need:,}"
                     )
 
+    def preset_info(self) -> dict:
+        """For run.json: the presets used, the fields written beside them, warnings; {} if none."""
+        return presets.info(self, attention=has_attention_term())
+
     @property
     def draws_requests(self) -> bool:
         """Whether the seed draws the requests (synthetic traffic, a `lengths` trace); a trace
@@ -373,7 +389,7 @@ class Scenario(_Strict):
         `flags` names the command-line flag behind each key (`{"workload.rate_per_s": "--rate"}`),
         so an error blames the flag rather than the file.
         """
-        raw = self.model_dump(mode="python", exclude_none=True)
+        raw = presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
         raw["slo"] = self.slo.model_dump(mode="python")  # a null limit is off, not the default
         for key, value in changes.items():
             if value is None:

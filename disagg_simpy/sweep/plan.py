@@ -22,11 +22,14 @@ from ..scenario.limits import MAX_ARRANGEMENTS
 from ..scenario.schema import DROP, Scenario
 from .goodput import Prober, Search, drive, goodput_row, goodput_search, probe_rate
 from .grid import RATE, resolve
+from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 
 PLAN_COLUMNS = names("plan")
+#: arrangements searched together, the likeliest first, before the next are checked against the bounds
+WAVE = 8
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
@@ -86,20 +89,41 @@ def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[
     return rows.groupby("arrangement", sort=False)["on_time_pct"].mean().to_dict()
 
 
-def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float
-         ) -> pd.DataFrame:
-    """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best)."""
+def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
+         exhaustive: bool = False) -> pd.DataFrame:
+    """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best).
+
+    Arrangements are searched in waves, the likeliest first (`plan_bounds.capacity_proxy`);
+    after each wave, one whose bound says every rate from the runner-up's goodput up fails
+    (`plan_bounds.Bounds`) is not searched: its goodput is below the top two's, so the top two,
+    their intervals and the recommendation are those of searching every one (`exhaustive`)."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    names = [a.name for a in scenario.arrangements]
-    searches: dict[str, Search] = {name: goodput_search(name, start, seeds, target, tolerance, prober.fits,
-                                                        slo=scenario.slo) for name in names}
-    found = drive(searches, prober.run_batch)
+    by_name = {a.name: a for a in scenario.arrangements}
+    names = list(by_name)
+    todo, below = names, {}
+    found: dict[str, tuple] = {}
+    bounds = None if exhaustive else Bounds(scenario, seeds, target)
+    if bounds is not None:
+        todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    while todo:
+        wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
+        searches: dict[str, Search] = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits,
+                                                         slo=scenario.slo) for n in wave}
+        found |= drive(searches, prober.run_batch)
+        best = sorted((_goodput(found[n]) for n in found), reverse=True)
+        if bounds is not None and len(best) >= 2 and best[1] > 0:
+            for n in [n for n in todo if bounds.fails_from(by_name[n], best[1])]:
+                below[n] = best[1]
+            todo = [n for n in todo if n not in below]
     on_time = at_rate(scenario, runner, seeds)
     rows = []
     for a in scenario.arrangements:
+        if a.name in below:
+            rows.append(_not_searched(a, below[a.name], on_time))
+            continue
         g = goodput_row(scenario, a.name, seeds, target, *found[a.name][:5])
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
@@ -109,6 +133,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
             "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
+            "goodput_below_per_s": math.nan,
         })
     table = pd.DataFrame(rows)
     for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
@@ -116,8 +141,23 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
-    table.attrs["curves"] = {name: found[name][5] for name in names}  # for the --html page
+    table.attrs["curves"] = {name: found[name][5] for name in found}  # for the --html page
     return table
+
+
+def _not_searched(a, below: float, on_time: dict) -> dict:
+    """The row of an arrangement not searched: its goodput is below `below` (the runner-up's)."""
+    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
+            "reading_gpus": a.n_reading_gpus if a.is_split else None,
+            "writing_gpus": a.n_writing_gpus if a.is_split else None,
+            "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
+            "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
+            "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": "", "goodput_below_per_s": below}
+
+
+def _goodput(found: tuple) -> float:
+    lo = found[0]
+    return lo.rate if lo is not None else 0.0
 
 
 def recommendation(table: pd.DataFrame, target: float) -> str:

@@ -1,0 +1,134 @@
+"""Fitting the project's cost fields (M1, E2, E3 and the attention term) to measured iterations.
+
+One row per iteration: `replies` written (words 2..n, D9), `prompt_tokens` read, `context_tokens`
+(the sum of those replies' contexts, E3), optional `earlier_tokens` (tokens of the prompt read by
+earlier iterations, E2; a row with them reads one prompt) and optional `prompts` (how many prompts
+of equal length the row reads, default 1), and the measured `ms`.
+
+The fit is least squares on relative error ((fitted - measured) / measured) with every coefficient
+>= 0: `scipy.optimize.nnls` on the rows divided by their measured time. nnls because it is an
+exact active-set solver (no tolerance to tune, the same answer on every machine) and
+non-negativity is the only constraint the cost fields have; relative error so that short
+writing iterations count as much as long prompt reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+
+COLUMNS = ("replies", "prompt_tokens", "context_tokens", "ms")
+OPTIONAL = ("earlier_tokens", "prompts")
+KINDS = ("writing only", "chunked", "whole prompt")
+BASE_TERMS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_context_token_ms")
+REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
+#: term -> (what its column counts, for messages)
+_COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
+           REREAD: "earlier tokens", ATTENTION: "prompt tokens"}
+SIGNIFICANT = 4  # the printed (and shipped) precision of a coefficient
+
+
+def rounded(x: float) -> float:
+    """A coefficient to the printed precision (4 significant digits)."""
+    return float(f"{x:.{SIGNIFICANT}g}")
+
+
+def kinds(t: pd.DataFrame) -> np.ndarray:
+    """Each row's kind: writing only (no prompt tokens), whole prompt (prompt tokens only, none
+    read before, no replies) or chunked (prompt tokens beside replies or after earlier ones)."""
+    earlier = t["earlier_tokens"] if "earlier_tokens" in t else 0
+    whole = (t.replies == 0) & (earlier == 0)
+    return np.where(t.prompt_tokens == 0, KINDS[0], np.where(whole, KINDS[2], KINDS[1]))
+
+
+def columns(t: pd.DataFrame, terms: tuple[str, ...]) -> np.ndarray:
+    """The design matrix: each term's count in each row."""
+    p = t.prompt_tokens.to_numpy(float)
+    earlier = t["earlier_tokens"].to_numpy(float) if "earlier_tokens" in t else np.zeros(len(t))
+    prompts = t["prompts"].to_numpy(float) if "prompts" in t else np.ones(len(t))
+    each = np.divide(p, prompts, out=np.zeros(len(t)), where=prompts > 0)
+    cols = {"iteration_ms": np.ones(len(t)), "per_reply_ms": t.replies.to_numpy(float),
+            "per_prompt_token_ms": p, "per_context_token_ms": t.context_tokens.to_numpy(float),
+            REREAD: np.where(p > 0, earlier, 0.0),
+            ATTENTION: p * earlier + p * (each + 1) / 2}  # attention: c*o + c(c+1)/2 per prompt
+    return np.column_stack([cols[k] for k in terms])
+
+
+@dataclass
+class Fit:
+    """Fitted cost fields (rounded to the printed precision) and how far they are from the rows."""
+
+    coefficients: dict[str, float]
+    errors_pct: dict[str, float]  # kind -> the largest relative error (signed, %), on rows of that kind
+    rows: dict[str, int]  # kind -> rows
+    ranges: dict[str, list[float]]  # replies, prompt_tokens, context_per_reply: [low, high]
+    fitted: np.ndarray = field(repr=False)
+
+
+def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> None:
+    """Refuse, naming the term, a table that cannot separate every term."""
+    if len(t) < len(terms):
+        raise InputError(f"got {len(t)} rows, expected at least {len(terms)} to fit {', '.join(terms)}")
+    for j, term in enumerate(terms[1:], start=1):
+        col = a[:, j]
+        if not col.any():
+            raise InputError(f"every row has 0 {_COUNTS[term]}: cannot fit {term}")
+        if np.all(col == col[0]):
+            raise InputError(f"every row has the same {_COUNTS[term]} ({col[0]:g}): cannot fit {term} apart "
+                             "from iteration_ms")
+    scaled = a / np.linalg.norm(a, axis=0)
+    for j in reversed(range(len(terms))):  # name the later (finer) term
+        term = terms[j]
+        others = np.delete(scaled, j, axis=1)
+        coef = np.linalg.lstsq(others, scaled[:, j], rcond=None)[0]
+        if np.linalg.norm(others @ coef - scaled[:, j]) < 1e-9:
+            used = [terms[k] for k in np.flatnonzero(np.abs(np.insert(coef, j, 0)) > 1e-9)]
+            raise InputError(f"the rows cannot separate {term} from {', '.join(used)}: its count is a fixed "
+                             "combination of theirs in every row (vary them independently)")
+
+
+def fit(t: pd.DataFrame, attention: bool = False) -> Fit:
+    """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
+    re-read term when any row has earlier tokens, the attention term when asked."""
+    terms: tuple[str, ...] = BASE_TERMS
+    if "earlier_tokens" in t and (t.earlier_tokens > 0).any():
+        terms += (REREAD,)
+    if attention:
+        terms += (ATTENTION,)
+    a = columns(t, terms)
+    check_separable(a, terms, t)
+    from scipy.optimize import nnls
+
+    y = t.ms.to_numpy(float)
+    weighted = a / y[:, None]
+    norms = np.linalg.norm(weighted, axis=0)
+    x = nnls(weighted / norms, np.ones(len(t)), maxiter=50 * len(terms))[0] / norms
+    coefficients = {k: rounded(v) for k, v in zip(terms, x, strict=True)}
+    fitted = a @ np.array([coefficients[k] for k in terms])
+    return Fit(coefficients, *summarise(t, fitted), fitted=fitted)
+
+
+def summarise(t: pd.DataFrame, fitted: np.ndarray) -> tuple[dict, dict, dict]:
+    """(largest error per kind, rows per kind, range) of `fitted` against the rows."""
+    rel = fitted / t.ms.to_numpy(float) - 1
+    kind = kinds(t)
+    errors, rows = {}, {}
+    for k in KINDS:
+        r = rel[kind == k]
+        if len(r):
+            worst = r[np.argmax(np.abs(r))]
+            errors[k] = round(100 * float(worst), 1) + 0.0  # never -0.0
+            rows[k] = len(r)
+    reading = t.prompt_tokens[t.prompt_tokens > 0]
+    writing = t[t.replies > 0]
+    per_reply = writing.context_tokens / writing.replies
+    ranges = {"replies": _span(t.replies), "prompt_tokens": _span(reading), "context_per_reply": _span(per_reply)}
+    return errors, rows, ranges
+
+
+def _span(s: pd.Series) -> list[float]:
+    return [float(s.min()), float(s.max())] if len(s) else []

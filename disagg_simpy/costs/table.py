@@ -1,0 +1,53 @@
+"""Reading a table of measured iterations for `fit` (one row each): every bad value as one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .fitting import COLUMNS, OPTIONAL
+
+MAX_TABLE_BYTES = 64 * 2**20
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The rows of a CSV of measured iterations (columns `fitting.COLUMNS`, optional
+    `fitting.OPTIONAL`), checked: counts whole and >= 0, `ms` > 0, `prompts` >= 1 where tokens are read."""
+    try:
+        if path.stat().st_size > MAX_TABLE_BYTES:
+            raise InputError(f"{path}: got {path.stat().st_size:,} bytes, expected a table of at most "
+                             f"{MAX_TABLE_BYTES:,} bytes")
+        t = pd.read_csv(path, skipinitialspace=True)
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read it ({getattr(err, 'strerror', None) or err}), expected a CSV "
+                         "table of measured iterations") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise InputError(f"{path}: {str(err).splitlines()[0] or 'no rows'}, expected a CSV table with columns "
+                         f"{', '.join(COLUMNS)}") from None
+    missing = [c for c in COLUMNS if c not in t.columns]
+    if missing:
+        raise InputError(f"{path}: column {missing[0]}: missing, expected columns {', '.join(COLUMNS)} "
+                         f"(optional: {', '.join(OPTIONAL)})")
+    unknown = [c for c in t.columns if c not in COLUMNS + OPTIONAL]
+    if unknown:
+        raise InputError(f"{path}: column {unknown[0]!r}: unknown, expected {', '.join(COLUMNS + OPTIONAL)}")
+    if t.empty:
+        raise InputError(f"{path}: no rows, expected one row per measured iteration")
+    for col in t.columns:
+        values = pd.to_numeric(t[col], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values) | (values <= 0 if col == "ms" else values < 0)
+        if col != "ms":
+            bad |= values.notna() & (values != np.round(values))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            what = "a time in ms > 0" if col == "ms" else "a whole number >= 0"
+            raise InputError(f"{path}: row {i + 2}: column {col}: got {str(t[col].iloc[i])!r}, expected {what}")
+        t[col] = values
+    if "prompts" in t and ((t.prompt_tokens > 0) & (t.prompts < 1)).any():
+        i = int(np.flatnonzero(((t.prompt_tokens > 0) & (t.prompts < 1)).to_numpy())[0])
+        raise InputError(f"{path}: row {i + 2}: column prompts: got 0 with {t.prompt_tokens.iloc[i]:g} prompt "
+                         "tokens, expected at least 1")
+    return t

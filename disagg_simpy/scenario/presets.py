@@ -1,0 +1,168 @@
+"""`preset: NAME` in a cost block: the preset's fields fill what the block does not write.
+
+Where a preset may stand: the scenario's `cost:`, a colocated arrangement's `cost:`, a split's
+`reading_cost:` and `writing_cost:`. Fields written beside it override it (run.json lists them).
+An arrangement whose cost comes from a preset also takes the preset's `kv_capacity_tokens`
+(unless it writes its own; a split whose two sides differ takes the smaller, until each side has
+its own) and, on a split, ships KV at the preset's cost for its `kv_path` (`intra_node` unless
+written; the reading side's preset, else the writing side's, else the scenario's) unless it
+writes `kv_ship_ms_per_token`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..costs import presets as shipped
+
+SIDES = ("cost", "reading_cost", "writing_cost")
+_GPUS = {"cost": "GPUs", "reading_cost": "reading GPUs", "writing_cost": "writing GPUs"}
+
+
+def _preset(block: Any, key: str) -> str | None:
+    if not isinstance(block, dict) or "preset" not in block:
+        return None
+    bad = shipped.problem(block["preset"])
+    if bad:
+        raise ValueError(f"@{key}.preset: {bad}")
+    return block["preset"]
+
+
+def fill(raw: Any, attention: bool) -> Any:
+    """The raw scenario mapping with every preset's fields filled in where not written."""
+    if not isinstance(raw, dict):
+        return raw
+    raw = dict(raw)
+    base = _preset(raw.get("cost"), "cost")
+    if base:
+        ship = shipped.kv_ship_ms_per_token(base)
+        raw["cost"] = {**shipped.cost_fields(base, attention), "kv_ship_ms_per_token": ship, **raw["cost"]}
+    arrangements = raw.get("arrangements")
+    if isinstance(arrangements, (list, tuple)):
+        raw["arrangements"] = [_fill_arrangement(a, i, base, attention) if isinstance(a, dict) else a
+                               for i, a in enumerate(arrangements)]
+    return raw
+
+
+_TP_KEYS = {"cost": "tp", "reading_cost": "reading_tp", "writing_cost": "writing_tp"}
+_CAPACITY_KEYS = ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens")
+
+
+def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dict:
+    a = dict(a)
+    own = {}
+    for side in SIDES:
+        name = _preset(a.get(side), f"arrangements[{i}].{side}")
+        if name:
+            own[side] = name
+            a[side] = {**shipped.cost_fields(name, attention), **a[side]}
+    for side, name in _used(a, own, base).items():
+        want, tp_key = shipped.PRESETS[name]["tp"], _TP_KEYS[side]
+        got = a.get(tp_key)
+        if (got is None or isinstance(got, int)) and (got or 1) != want:  # other values: pydantic says
+            shown = got if got is not None else "none (TP1)"
+            raise ValueError(f"@arrangements[{i}].{tp_key}: got {shown}, but the preset {name} costs TP{want} "
+                             f"instances; expected {tp_key}: {want} (or a TP{got or 1} preset)")
+    capacities, ship = _derived(a, own, base)
+    if not any(k in a for k in _CAPACITY_KEYS):
+        a.update(capacities)
+    if a.get("kind") == "disaggregated" and "kv_ship_ms_per_token" not in a:
+        if ship is None and a.get("kv_path") in shipped.KV_PATHS:
+            raise ValueError(f"@arrangements[{i}].kv_path: got {a['kv_path']!r} with no preset on this arrangement "
+                             "or in cost, expected a preset to take the KV ship cost from (or kv_ship_ms_per_token)")
+        if ship is not None:
+            a["kv_ship_ms_per_token"] = ship
+    return a
+
+
+def _used(a: dict, own: dict[str, str], base: str | None) -> dict[str, str]:
+    """side -> the preset its costs come from (its own, else the scenario's), sides with one only."""
+    sides = ("reading_cost", "writing_cost") if a.get("kind") == "disaggregated" else ("cost",)
+    return {s: n for s in sides if (n := own.get(s, base))}
+
+
+def _derived(a: dict, own: dict[str, str], base: str | None) -> tuple[dict[str, int], float | None]:
+    """(KV capacity keys, KV ship cost) an arrangement takes from its presets: one capacity for
+    both sides when they agree (or only one side has a preset), else each side its own."""
+    used = _used(a, own, base)
+    caps = {side: shipped.kv_capacity_tokens(n) for side, n in used.items()}
+    if len(set(caps.values())) > 1:
+        capacities = {"reading_kv_capacity_tokens": caps["reading_cost"],
+                      "writing_kv_capacity_tokens": caps["writing_cost"]}
+    else:
+        capacities = {"kv_capacity_tokens": next(iter(caps.values()))} if caps else {}
+    sender = next(iter(used.values()), None)
+    path = a.get("kv_path") or "intra_node"
+    split = a.get("kind") == "disaggregated"
+    ship = shipped.kv_ship_ms_per_token(sender, path) if sender and split and path in shipped.KV_PATHS else None
+    return capacities, ship
+
+
+def unfill(raw: dict, attention: bool) -> dict:
+    """A validated scenario's dump with what its presets filled in taken out again (fields equal
+    to the preset's), so that re-validating it after a change fills afresh: a sweep or an override
+    of `cost.preset` then takes the new preset's fields, not the old one's."""
+    cost = raw.get("cost") or {}
+    base = cost.get("preset")
+    if base:
+        filled = {**shipped.cost_fields(base, attention), "kv_ship_ms_per_token": shipped.kv_ship_ms_per_token(base)}
+        raw["cost"] = {k: v for k, v in cost.items() if filled.get(k, object()) != v}
+    for a in raw.get("arrangements", []):
+        own = {side: a[side]["preset"] for side in SIDES if isinstance(a.get(side), dict) and a[side].get("preset")}
+        for side, name in own.items():
+            filled = shipped.cost_fields(name, attention)
+            a[side] = {k: v for k, v in a[side].items() if filled.get(k, object()) != v}
+        capacities, ship = _derived(a, own, base)
+        if capacities and all(a.get(k) == v for k, v in capacities.items()):
+            for k in capacities:
+                del a[k]
+        if ship is not None and a.get("kv_ship_ms_per_token") == ship:
+            del a["kv_ship_ms_per_token"]
+    return raw
+
+
+def blocks(scenario) -> list[tuple[str, Any]]:
+    """(key, cost block) of every cost block that names a preset."""
+    out = [("cost", scenario.cost)] if scenario.cost.preset else []
+    for i, a in enumerate(scenario.arrangements):
+        for side in SIDES:
+            block = getattr(a, side, None)
+            if block is not None and block.preset:
+                out.append((f"arrangements[{i}].{side}", block))
+    return out
+
+
+def info(scenario, attention: bool) -> dict:
+    """For run.json: each preset used, the fields written beside it, and the warnings; {} if none."""
+    used = blocks(scenario)
+    if not used:
+        return {}
+    listed = {}
+    for key, block in used:
+        fields = shipped.cost_fields(block.preset, attention)
+        written = sorted(k for k, v in fields.items() if getattr(block, k) != v)
+        listed[key] = {"preset": block.preset, "overridden": written}
+    return {"presets": listed, "preset_warnings": warnings(scenario)}
+
+
+def warnings(scenario) -> list[str]:
+    """A preset used for a kind of iteration it was not fitted on (warned, not refused: its
+    figures are still the best estimate at hand, but their error there is unknown)."""
+    out = []
+    base = scenario.cost.preset
+    for i, a in enumerate(scenario.arrangements):
+        split = getattr(a, "kind", "") == "disaggregated"
+        needs = {"reading_cost": {"chunked" if a.chunk_tokens else "whole prompt"},
+                 "writing_cost": {"chunked"} if getattr(a, "local_prompt_max_tokens", None) else {"writing only"},
+                 "cost": {"writing only", "chunked"}}
+        for side in (("reading_cost", "writing_cost") if split else ("cost",)):
+            block = getattr(a, side, None)
+            name = (block.preset if block is not None else None) or base
+            if not name:
+                continue
+            missing = needs[side] - shipped.covers(name)
+            if missing:
+                where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
+                out.append(f"{where}: preset {name} was fitted on no {' or '.join(sorted(missing))} iterations, "
+                           f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
+    return out

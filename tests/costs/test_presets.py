@@ -1,0 +1,183 @@
+"""Cost presets: the shipped numbers refit from the public profiles, `preset:` in cost blocks
+(fields beside it override, run.json says so), `presets` and `presets show` (pasted, it runs),
+and bad input in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from helpers import scenario_text
+
+from disagg_simpy import load_scenario
+from disagg_simpy.cli import main
+from disagg_simpy.costs.presets import cost_fields, kv_capacity_tokens, kv_ship_ms_per_token
+from disagg_simpy.costs.profiles import ENV_FOLDER, profiles_folder
+from disagg_simpy.costs.shipped import PRESETS
+from disagg_simpy.errors import InputError
+from disagg_simpy.scenario.schema import Cost
+
+ATTENTION = "per_attention_pair_ms" in Cost.model_fields
+NAME = "a100-80gb/llama-3-8b/tp1"
+TINY = {"rate_per_s": 2, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [100, 1500]}],
+        "reply_words": [5, 60]}
+SPLIT = {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+def scenario(tmp_path, cost=None, arrangements=None):
+    return load_scenario(write(tmp_path, scenario_text(workload=TINY, cost=cost,
+                                                      arrangements=arrangements or [SPLIT])))
+
+
+@pytest.mark.skipif(profiles_folder() is None, reason=f"needs the public cost profiles (${ENV_FOLDER})")
+def test_refit_from_the_public_profiles_gives_the_shipped_numbers():
+    from disagg_simpy.costs.catalog import refit_all
+
+    assert refit_all(profiles_folder()) == PRESETS
+
+
+def test_at_least_nine_presets_with_source_range_and_error():
+    assert len(PRESETS) >= 9
+    for name, p in PRESETS.items():
+        assert name == f"{p['gpu'].lower()}/{p['model'].lower()}/tp{p['tp']}"
+        assert p["source"] and ("MIT" in p["source"] or "Apache-2.0" in p["source"])
+        assert {"writing only", "whole prompt"} <= set(p["errors_pct"]) and p["range"]["prompt_tokens"]
+        assert p["kv_capacity_tokens"] > 0 and set(p["kv_ship_ms_per_token"]) == {"intra_node", "inter_node"}
+
+
+def test_preset_fills_the_cost_and_written_fields_override(tmp_path):
+    s = scenario(tmp_path, cost={"preset": NAME, "per_reply_ms": 0.5})
+    for key, value in cost_fields(NAME, ATTENTION).items():
+        assert getattr(s.cost, key) == (0.5 if key == "per_reply_ms" else value)
+    assert s.cost.kv_ship_ms_per_token == kv_ship_ms_per_token(NAME, "intra_node")
+    assert s.arrangements[0].kv_capacity_tokens == kv_capacity_tokens(NAME)
+    info = s.preset_info()["presets"]["cost"]
+    assert info == {"preset": NAME, "overridden": ["per_reply_ms"]}
+    again = s.with_overrides(seed=3)  # a round trip keeps the preset and the override
+    assert again.cost == s.cost and again.preset_info() == s.preset_info()
+
+
+def test_side_presets_and_kv_path(tmp_path):
+    seven = "a100-80gb/llama-2-7b/tp1"
+    split = {**SPLIT, "writing_cost": {"preset": seven}, "kv_path": "inter_node"}
+    s = scenario(tmp_path, arrangements=[split])
+    a = s.arrangements[0]
+    _, writing = a.side_costs(s.cost)
+    assert writing.iteration_ms == cost_fields(seven, ATTENTION)["iteration_ms"]
+    assert a.kv_ship_ms_per_token == kv_ship_ms_per_token(seven, "inter_node")
+    assert a.kv_capacity_tokens == kv_capacity_tokens(seven)
+    assert s.cost.iteration_ms == Cost().iteration_ms  # the scenario's own cost is untouched
+
+
+def test_no_preset_dumps_as_before(tmp_path):
+    s = scenario(tmp_path)
+    dumped = s.model_dump(mode="json")
+    assert "preset" not in dumped["cost"] and "kv_path" not in dumped["arrangements"][0]
+    assert s.preset_info() == {}
+
+
+@pytest.mark.parametrize(("cost", "arrangement", "needle"), [
+    ({"preset": "a100-80gb/llama-3-8b/tp2"}, SPLIT, "did you mean 'a100-80gb/llama-3-8b/tp1'?"),
+    (None, {**SPLIT, "reading_cost": {"preset": 7}}, "arrangements[0].reading_cost.preset: got 7"),
+    (None, {**SPLIT, "kv_path": "inter_node"}, "kv_path: got 'inter_node' with no preset"),
+    (None, {**SPLIT, "kv_path": "pcie"}, "kv_path: got 'pcie', expected intra_node or inter_node"),
+])
+def test_bad_preset_is_one_line_and_exit_2(tmp_path, capsys, cost, arrangement, needle):
+    path = write(tmp_path, scenario_text(workload=TINY, cost=cost, arrangements=[arrangement]))
+    with pytest.raises(InputError, match="^" + str(path)):
+        load_scenario(path)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_preset_without_chunked_data_warns_on_a_chunked_arrangement(tmp_path, capsys):
+    arrangement = {"name": "chunked", "kind": "colocated", "gpus": 1, "chunk_tokens": 256}
+    s = scenario(tmp_path, cost={"preset": "a100-80gb/opt-13b/tp1"}, arrangements=[arrangement])
+    (warning,) = s.preset_info()["preset_warnings"]
+    assert "fitted on no chunked iterations" in warning
+
+
+def test_presets_table_and_json(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in PRESETS) and "whole prompt" in out
+    assert main(["presets", "--json"]) == 0
+    assert [p["name"] for p in json.loads(capsys.readouterr().out)] == list(PRESETS)
+    assert main(["presets", "show", NAME, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_capacity_tokens"] == kv_capacity_tokens(NAME)
+    assert main(["presets", "show", "h100/llama-2-7b"]) == 2
+    assert "did you mean 'h100-80gb/llama-2-7b/tp1'?" in capsys.readouterr().err
+
+
+def test_presets_show_pasted_into_a_scenario_runs(tmp_path, capsys):
+    assert main(["presets", "show", NAME]) == 0
+    block = yaml.safe_load(capsys.readouterr().out)["cost"]
+    path = write(tmp_path, scenario_text(workload=TINY, cost=block, arrangements=[SPLIT]))
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    info = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert info["presets"]["cost"] == {"preset": NAME, "overridden": []}
+    assert load_scenario(path).cost == scenario(tmp_path, cost={"preset": NAME}).cost
+
+
+@pytest.mark.parametrize("name", ["realistic", "llama3-8b-a100"])
+def test_bundled_scenarios_in_real_units_use_a_preset_and_run(name):
+    from helpers import ROOT
+
+    from disagg_simpy import run
+
+    s = load_scenario(ROOT / "scenarios" / f"{name}.yaml")
+    assert s.cost.preset == NAME and s.preset_info()["presets"]["cost"]["overridden"] == []
+    result = run(s.with_overrides(**{"workload.measure_s": 3}))
+    assert (result.summary.n_requests > 0).all()
+
+
+@pytest.mark.real_traces
+def test_the_public_trace_scenario_in_real_units_runs():
+    from helpers import ROOT
+
+    from disagg_simpy import run
+
+    s = load_scenario(ROOT / "scenarios" / "azure-conv-llama3-8b-a100.yaml")
+    assert s.cost.preset == NAME and s.workload.trace == "azure-conv"
+    result = run(s.with_overrides(**{"workload.measure_s": 5}))
+    assert (result.summary.n_requests > 0).all() and result.summary.n_unfinished.sum() == 0
+
+
+def test_overriding_the_preset_takes_the_new_presets_fields(tmp_path):
+    """What a sweep over cost.preset does: the new preset's fields, memory and ship cost, with the
+    fields written in the file still overriding."""
+    other = "h100-80gb/llama-2-7b/tp1"
+    s = scenario(tmp_path, cost={"preset": NAME, "per_reply_ms": 0.5},
+                 arrangements=[{**SPLIT, "kv_path": "inter_node"}])
+    moved = s.with_overrides(**{"cost.preset": other})
+    for key, value in cost_fields(other, ATTENTION).items():
+        assert getattr(moved.cost, key) == (0.5 if key == "per_reply_ms" else value)
+    a = moved.arrangements[0]
+    assert a.kv_capacity_tokens == kv_capacity_tokens(other)
+    assert a.kv_ship_ms_per_token == kv_ship_ms_per_token(other, "inter_node")
+    assert moved.preset_info()["presets"]["cost"] == {"preset": other, "overridden": ["per_reply_ms"]}
+
+
+def test_a_presets_tp_must_match_the_arrangements(tmp_path, capsys):
+    tp2 = "a100-80gb/opt-13b/tp2"
+    good = {**SPLIT, "reading_gpus": 2, "reading_tp": 2, "reading_cost": {"preset": tp2},
+            "writing_cost": {"preset": "a100-80gb/opt-13b/tp1"}}
+    a = scenario(tmp_path, arrangements=[good]).arrangements[0]
+    assert a.n_gpus == 3 and a.n_instances == 2
+    assert (a.reading_kv_capacity_tokens, a.writing_kv_capacity_tokens) == (
+        kv_capacity_tokens(tp2), kv_capacity_tokens("a100-80gb/opt-13b/tp1"))
+    bad = {**SPLIT, "reading_cost": {"preset": tp2}}
+    path = write(tmp_path, scenario_text(workload=TINY, arrangements=[bad]))
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "arrangements[0].reading_tp: got none (TP1), but the preset a100-80gb/opt-13b/tp2 costs TP2 " \
+           "instances; expected reading_tp: 2" in err and err.count("\n") == 1
