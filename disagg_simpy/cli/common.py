@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import math
 import sys
 from pathlib import Path
 
@@ -27,14 +26,24 @@ class Parser(argparse.ArgumentParser):
 
 
 def positive_float(flag: str):
-    def parse(text: str) -> float:
+    from ..sweep.grid import positive_number
+
+    return lambda text: positive_number(text, flag, "a number")
+
+
+def int_list_flag(flag: str, example: str, what: str, none_ok: bool = True):
+    """A comma-separated list of distinct whole numbers >= 1 (or 'none', when allowed: ())."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        if none_ok and text.strip() == "none":
+            return ()
         try:
-            value = float(text)
+            values = tuple(int(v) for v in text.split(","))
         except ValueError:
-            raise InputError(f"{flag}: got {text!r}, expected a number") from None
-        if not math.isfinite(value) or value <= 0:
-            raise InputError(f"{flag}: got {text!r}, expected a number > 0")
-        return value
+            raise InputError(f"{flag}: got {text!r}, expected {example}{' (or none)' * none_ok}") from None
+        if any(v < 1 for v in values) or len(set(values)) != len(values):
+            raise InputError(f"{flag}: got {text!r}, expected distinct whole numbers of {what} >= 1")
+        return values
 
     return parse
 

@@ -5,27 +5,19 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import InputError
 from ..texts import aligned
 from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
-from .common import int_at_least, positive_float
+from .common import int_at_least, int_list_flag, positive_float
 
 OUTPUT_FILES = output_files("plan")
 
 
-def chunks_flag(text: str) -> tuple[int, ...]:
-    """--chunks: chunk sizes in tokens, e.g. 256,512,1024,2048 (or 'none')."""
-    if text.strip() == "none":
-        return ()
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise InputError(f"--chunks: got {text!r}, expected chunk sizes in tokens like 256,512 (or none)") from None
-    if any(v < 1 for v in values) or len(set(values)) != len(values):
-        raise InputError(f"--chunks: got {text!r}, expected distinct whole numbers of tokens >= 1")
-    return values
+chunks_flag = int_list_flag("--chunks", "chunk sizes in tokens like 256,512", "tokens")
+splits_flag = int_list_flag("--splits", "reading GPU counts like 2,4,6", "reading GPUs")
+tp_flag = int_list_flag("--tp", "TP degrees like 1,2,4", "GPUs per instance", none_ok=False)
 
 
 def build_plan_parser():
@@ -47,20 +39,10 @@ def build_plan_parser():
                    help="search every arrangement (default: skip those whose bound is below the runner-up's goodput)")
     p.add_argument("--splits", type=splits_flag, metavar="R1,R2",
                    help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
+    p.add_argument("--tp", type=tp_flag, default=(1,), metavar="T1,T2",
+                   help="TP degrees tried, e.g. 1,2,4 (default 1): each from the preset of the scenario's GPU and "
+                        "model at that TP (its cost: block must name a TP1 preset)")
     return p
-
-
-def splits_flag(text: str) -> tuple[int, ...]:
-    """--splits: the reading GPU counts of the splits to try, e.g. 2,3,4 (or 'none')."""
-    if text.strip() == "none":
-        return ()
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise InputError(f"--splits: got {text!r}, expected reading GPU counts like 2,4,6 (or none)") from None
-    if any(v < 1 for v in values) or len(set(values)) != len(values):
-        raise InputError(f"--splits: got {text!r}, expected distinct whole numbers of reading GPUs >= 1")
-    return values
 
 
 def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
@@ -97,6 +79,28 @@ def format_plan(table) -> str:
     return "\n".join(aligned([header, *rows], left={1}))
 
 
+def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict] | None]:
+    """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU
+    and model at that TP); the degrees without a preset are left out, and said on stderr."""
+    if args.tp == (1,):
+        return args.tp, None
+    from ..costs.presets import NAMES
+
+    preset = scenario.cost.preset
+    family, _, own = (preset or "").rpartition("/tp")
+    if preset is None or own != "1":
+        got = f"the preset {preset}" if preset else "no preset"
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))} with {got} in the scenario's cost:, expected a "
+                         "TP1 preset there (its GPU and model give each TP degree's costs; python -m disagg_simpy "
+                         "presets lists them)")
+    have = tuple(t for t in args.tp if f"{family}/tp{t}" in NAMES)
+    missing = [str(t) for t in args.tp if t not in have]
+    if missing and say:
+        print(f"--tp: no preset of {family} at TP {', '.join(missing)}; searching TP {', '.join(map(str, have))}",
+              file=sys.stderr)
+    return have, lambda t: {"preset": f"{family}/tp{t}"}
+
+
 def _check(args, scenario) -> None:
     """Every check before any run: --splits against --gpus, the candidates, the plan's cost."""
     from ..sweep.plan import candidates, with_candidates
@@ -107,8 +111,9 @@ def _check(args, scenario) -> None:
     if args.splits is not None and any(r >= args.gpus for r in args.splits):
         raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
                          f"--gpus {args.gpus} (a split keeps a writing GPU)")
+    tps, tp_cost = tp_search(args, scenario)
     if args.gpus is not None:
-        arrangements = candidates(args.gpus, args.chunks, splits=args.splits)
+        arrangements = candidates(args.gpus, args.chunks, splits=args.splits, tps=tps, tp_cost=tp_cost)
         cost_note = check_cost(args, scenario, arrangements, seeds_to_run(scenario)[0])
         with_candidates(scenario, arrangements, "--gpus")
         if cost_note:
@@ -122,13 +127,16 @@ def _plan(job: Job) -> Batch | None:
 
     scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
     n_gpus, passing = args.gpus, None
+    tps, tp_cost = tp_search(args, scenario, say=False)
     if args.rate is not None:
-        n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks)
+        n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks,
+                                      tps=tps, tp_cost=tp_cost)
     if n_gpus is None:
         print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
               f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
         return None
-    planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits), "--gpus")
+    planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits, tps=tps, tp_cost=tp_cost),
+                              "--gpus")
     if args.rate is not None:
         planned = resolve(planned, {RATE: args.rate})
     table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive)

@@ -26,7 +26,8 @@ ONLY = "only"  # a point key keeping one arrangement of the scenario (its runs a
 MAX_POINTS = 1_000_000
 
 
-def _number(text: str, flag: str, what: str) -> float:
+def positive_number(text: str, flag: str, what: str) -> float:
+    """`text` as a finite number > 0, or one line naming `flag` and `what` was expected."""
     try:
         value = float(text)
     except ValueError:
@@ -43,14 +44,14 @@ def parse_rates(text: str, flag: str = "--rate") -> list[float]:
         parts = text.split(":")
         if len(parts) != 3:
             raise InputError(f"{flag}: got {text!r}, expected {shape}")
-        start, stop, step = (_number(p.strip(), flag, "numbers in START:STOP:STEP") for p in parts)
+        start, stop, step = (positive_number(p.strip(), flag, "numbers in START:STOP:STEP") for p in parts)
         if stop < start:
             raise InputError(f"{flag}: got {text!r}, expected START <= STOP")
         n = math.floor((stop - start) / step + 1e-9) + 1
         if n > MAX_POINTS:
             raise InputError(f"{flag}: got {text!r} ({n:,} rates), expected at most {MAX_POINTS:,}")
         return [float(f"{start + i * step:.12g}") for i in range(n)]
-    rates = [_number(p.strip(), flag, "a rate in requests/s") for p in text.split(",")]
+    rates = [positive_number(p.strip(), flag, "a rate in requests/s") for p in text.split(",")]
     return sorted(set(rates), key=rates.index)
 
 
