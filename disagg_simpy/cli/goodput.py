@@ -18,8 +18,14 @@ def build_goodput_parser():
                      "on-time share over the seeds is at least the target: its goodput.")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT",
                    help="on-time share to meet, in percent (default 90)")
-    p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
-                   help="stop when the passing and failing rates are this close (default 0.1 requests/s)")
+    p.add_argument("--tolerance", type=positive_float("--tolerance"), default=None, metavar="PER_S",
+                   help="stop when the passing and failing rates are this close (default 0.1 requests/s; "
+                   "with --vary slo, scales: default 0.01)")
+    p.add_argument("--rate-per-gpu", type=positive_float("--rate-per-gpu"), metavar="PER_S",
+                   help="start each arrangement's search at this rate per GPU x its GPUs (instead of the scenario's rate)")
+    p.add_argument("--vary", choices=("rate", "slo"), default="rate",
+                   help="rate (default): the highest rate meeting the target; slo: at the scenario's rate, the smallest "
+                   "SLO scale s (every limit that is on times s) meeting it, into slo_scale.csv")
     return p
 
 
@@ -44,13 +50,18 @@ def format_goodput(table) -> str:
 
 
 def _goodput(job: Job) -> Batch:
-    from ..sweep.goodput import goodput
+    from ..sweep.goodput import criterion_text, goodput
 
     scenario, seeds, args = job.scenario, job.seeds, job.args
-    table = goodput(scenario, job.runner, seeds, args.target, args.tolerance)
+    args.tolerance = 0.1 if args.tolerance is None else args.tolerance
+    starts = None
+    if args.rate_per_gpu is not None:
+        starts = {a.name: args.rate_per_gpu * a.n_gpus for a in scenario.arrangements}
+    table = goodput(scenario, job.runner, seeds, args.target, args.tolerance, starts=starts)
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time (mean of {len(seeds)} seed"
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} (mean of {len(seeds)} seed"
              f"{'s' * (len(seeds) > 1)}; {window})")
 
     def picture(folder):
@@ -59,9 +70,33 @@ def _goodput(job: Job) -> Batch:
         return save_goodput(table, folder / "goodput.png", title)
 
     return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance},
-                 lines=[f"{title}; bisection to {args.tolerance:g} requests/s", format_goodput(table)], picture=picture)
+                 lines=[f"{title}; bisection to {args.tolerance:g} requests/s",
+                        f"criterion: {criterion_text(scenario.slo, args.target)}", format_goodput(table)], picture=picture)
+
+
+def _slo_scale(job: Job) -> Batch:
+    """goodput --vary slo: each arrangement's smallest SLO scale meeting the target at the
+    scenario's rate, into slo_scale.csv."""
+    from ..errors import InputError
+    from ..sweep.goodput import criterion_text
+    from ..sweep.slo_scale import format_scales, slo_scales
+
+    scenario, seeds, args = job.scenario, job.seeds, job.args
+    if args.rate_per_gpu is not None:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} with --vary slo, expected the scenario's own rate "
+                         "(the SLO scale is searched at one rate; set it with the scenario's rate_per_s)")
+    tolerance = 0.01 if args.tolerance is None else args.tolerance
+    table = slo_scales(scenario, job.runner, seeds, args.target, tolerance)
+    line = (f"{scenario.name}: the smallest SLO scale meeting {criterion_text(scenario.slo, args.target)} at "
+            f"{scenario.workload.rate_per_s:g} requests/s (mean of {len(seeds)} seed{'s' * (len(seeds) > 1)}; "
+            f"bisection to {tolerance:g})")
+    return Batch(table, info={"target_pct": args.target, "tolerance": tolerance, "vary": "slo"},
+                 lines=[line, format_scales(table)])
 
 
 def goodput_command(argv: Sequence[str]) -> int:
     """Find each arrangement's goodput: the highest rate it carries with the target share on time."""
-    return run_batch(argv, build_goodput_parser(), "goodput", _goodput)
+    parser = build_goodput_parser()
+    if parser.parse_args(argv).vary == "slo":
+        return run_batch(argv, parser, "slo_scale", _slo_scale)
+    return run_batch(argv, parser, "goodput", _goodput)

@@ -72,7 +72,10 @@ def _map(job: Job) -> Batch:
         cells,
         info={"gpus": args.gpus, "rates": rates, "y_key": key, "y_values": [str(v) for v in values],
               "arrangements": names},
-        lines=[title, "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],
+        lines=[title, "criterion: " + ("most on time (per request: " + scenario.slo.words() + ")"
+                                      if scenario.slo.criterion == "per_request"
+                                      else f"lowest worst figure / limit ({scenario.slo.words()}, mean over seeds)"),
+               "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],
         picture=picture,
     )
 

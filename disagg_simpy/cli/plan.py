@@ -121,6 +121,7 @@ def _check(args, scenario) -> None:
 
 
 def _plan(job: Job) -> Batch | None:
+    from ..sweep.goodput import criterion_text
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
@@ -146,9 +147,10 @@ def _plan(job: Job) -> Batch | None:
                 f"({', '.join(passing or [])}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
     w = scenario.workload
-    title = (f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs (mean of {len(seeds)} "
+    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    title = (f"{scenario.name}: goodput {at} on {n_gpus} GPUs (mean of {len(seeds)} "
              f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
-             f"{scenario.name}: goodput at {args.target:g}% on time on {n_gpus} GPUs")
+             f"{scenario.name}: goodput {at} on {n_gpus} GPUs")
     labels = {a.name: a.label for a in planned.arrangements}
 
     def picture(folder):
@@ -160,7 +162,8 @@ def _plan(job: Job) -> Batch | None:
         table,
         info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
               "recommendation": line},
-        lines=[f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s", format_plan(table), line,
+        lines=[f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s",
+               f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table), line,
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
     )

@@ -68,6 +68,8 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR", help="results folder (default: runs/<scenario name>/)")
     p.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S", help="override the arrival rate (requests/s)")
+    p.add_argument("--rate-per-gpu", type=positive_float("--rate-per-gpu"), metavar="PER_S",
+                   help="the arrival rate per GPU: rate = this x the arrangements' GPUs (all of one size)")
     p.add_argument("--seed", type=int_at_least("--seed", 0), help="override the scenario's seed")
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S", help="override the measured window's end (s)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
@@ -85,6 +87,19 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
     return p
+
+
+def rate_per_gpu(args: argparse.Namespace, arrangements) -> float:
+    """--rate-per-gpu x the GPUs of the arrangements, which one run must share (one request
+    stream for all); refused with --rate, or for arrangements of different sizes."""
+    if args.rate is not None:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} together with --rate {args.rate:g}, expected one of them")
+    sizes = sorted({a.n_gpus for a in arrangements})
+    if len(sizes) > 1:
+        raise InputError(f"--rate-per-gpu: got {args.rate_per_gpu:g} for arrangements of {' and '.join(map(str, sizes))} GPUs, "
+                         "expected arrangements of one size (one run shares one request stream; sweep and goodput "
+                         "--rate-per-gpu run each arrangement at its own rate)")
+    return args.rate_per_gpu * sizes[0]
 
 
 @dataclass
@@ -115,8 +130,14 @@ def run(argv: Sequence[str] | None, commands: dict[str, str] | None = None) -> i
 
 
 def load(args: argparse.Namespace):
-    """The scenario file with the flags' overrides (--rate sets the rate), validated as one."""
-    return load_with_flags(args, rate=args.rate)
+    """The scenario file with the flags' overrides (--rate, or --rate-per-gpu x the GPUs, sets
+    the rate), validated as one."""
+    rate = args.rate
+    if getattr(args, "rate_per_gpu", None) is not None:  # (explain shares run's flags but not this one)
+        from ..scenario.loading import load_scenario
+
+        rate = rate_per_gpu(args, load_scenario(args.scenario).arrangements)
+    return load_with_flags(args, rate=rate)
 
 
 def check_outputs(args: argparse.Namespace, scenario) -> Outputs:

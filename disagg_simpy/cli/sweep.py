@@ -18,6 +18,15 @@ def build_sweep_parser():
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",
                    help="also vary a scenario key (repeatable), e.g. arrangements.chunked-512.chunk_tokens=256,512 "
                    "or workload.reply_words=[50,100],[100,400]")
+    p.add_argument("--rate-per-gpu", metavar="RATES",
+                   help="offered rates per GPU instead of --rate (same forms): each arrangement runs at the rate x its "
+                   "GPUs, so arrangements of different sizes compare at equal load per GPU; sweep.png's x is per GPU")
+    p.add_argument("--slo-scale", metavar="SCALES",
+                   help="also vary an SLO scale, START:STOP:STEP or S1,S2,...: every limit that is on multiplied by it "
+                   "(e.g. 0.5:2:0.1); with one rate, sweep.png draws on time against the scale")
+    p.add_argument("--limits", action="store_true",
+                   help="sweep.png also draws, per arrangement, the share within the first-word limit alone and within "
+                   "the mean-gap limit alone (dashed, dotted) beside the joint on-time line")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT",
                    help="on-time share drawn as a line on sweep.png (default 90)")
     return p
@@ -26,32 +35,38 @@ def build_sweep_parser():
 def _grid(args, scenario):
     from ..sweep.grid import make_grid
 
-    return make_grid(scenario, args.rate, args.set)
+    return make_grid(scenario, args.rate, args.set, args.slo_scale, args.rate_per_gpu)
 
 
 def _sweep(job: Job) -> Batch:
+    from ..sweep.grid import SLO_SCALE
     from ..sweep.table import format_bands, on_time_bands, sweep
 
-    scenario, seeds, grid = job.scenario, job.seeds, job.prepared
+    scenario, seeds, grid, args = job.scenario, job.seeds, job.prepared, job.args
     table = sweep(scenario, grid, seeds, job.runner)
-    bands = on_time_bands(table, grid.keys)
+    percentiles = scenario.slo.criterion == "percentiles"
+    on_time = on_time_bands(table, grid.keys)  # (the picture draws on-time shares whatever the criterion)
+    bands = on_time_bands(table, grid.keys, "slo_ratio") if percentiles else on_time
     n_points = len(grid.points())
     title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
              "with 95% band")
     n = table["arrangement"].nunique()
     counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
 
+    what = ("on time (%)" if not percentiles else
+            f"criterion percentiles: the worst P{scenario.slo.level:g} figure / its limit (at most 1 meets)")
+
     def picture(folder):
         from ..plots.capacity import save_sweep
 
-        return save_sweep(bands, grid.keys, folder / "sweep.png", title, job.args.target)
+        x = SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key
+        return save_sweep(on_time, grid.keys, folder / "sweep.png", title, args.target, x=x, limits=args.limits)
 
     return Batch(
         table,
-        info={"grid": {"rate_per_s": list(grid.rates), **{k: list(v) for k, v in grid.sets}}},
-        lines=[f"{scenario.name}: {counts}; on time (%)" + (", mean and 95% interval over seeds" if len(seeds) > 1
-                                                             else ""),
-               format_bands(bands, grid.keys)],
+        info={"grid": {grid.rate_key: list(grid.rates), **{k: list(v) for k, v in grid.sets}}},
+        lines=[f"{scenario.name}: {counts}; {what}" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""),
+               f"limits: {scenario.slo.words()}", format_bands(bands, grid.keys)],
         picture=picture,
     )
 

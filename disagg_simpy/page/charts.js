@@ -98,11 +98,12 @@ const Charts = {
       if (v > 0) first = Math.min(first, k);
       if (k > 0 && v > a.first_words[k - 1]) last = Math.max(last, k);
     }));
-    const lo = Math.min(grid[Math.max(first - 1, 0)], SLO.first_word_s / 10), hi = Math.max(grid[last], SLO.first_word_s * 2);
+    const fw = SLO.first_word_s ?? grid[last];  // (null: off, no limit line)
+    const lo = Math.min(grid[Math.max(first - 1, 0)], fw / 10), hi = Math.max(grid[last], fw * 2);
     const x = (v) => x0 + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);
     shareAxis(svg, y, x0, x1, "replies (%)");
     logAxis(svg, x, lo, hi, y(100), y(0), "seconds from arrival to the first word (log)");
-    limitLine(svg, x, SLO.first_word_s, y(100), y(0), `${SLO.first_word_s} s limit`, 0);
+    if (SLO.first_word_s != null) limitLine(svg, x, SLO.first_word_s, y(100), y(0), `${SLO.first_word_s} s limit`, 0);
     ARR.forEach((a) => {
       const pts = [];
       grid.forEach((v, k) => { if (v >= lo && v <= hi && a.first_words.length) pts.push([x(v), y(a.first_words[k])]); });
@@ -115,12 +116,12 @@ const Charts = {
     const svg = chart(box, "Gaps between words" + (MANY ? ` (seed ${D.scenario.seed})` : ""), w, h);
     let last = 0;  // the gaps drawn reach to where the last curve stops rising (at least 1 s)
     ARR.forEach((a) => a.gaps.forEach((v, k) => { if (k > 0 && v > a.gaps[k - 1]) last = Math.max(last, k); }));
-    const lo = 5, hi = Math.max(1000, SLO.freeze_ms * 4, grid[last] || 0);
+    const lo = 5, hi = Math.max(1000, (SLO.freeze_ms || 0) * 4, grid[last] || 0);
     const x = (v) => x0 + ((Math.log10(v) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * (x1 - x0);
     shareAxis(svg, y, x0, x1, "gaps (%)");
     logAxis(svg, x, lo, hi, y(100), y(0), "gap between consecutive words (ms, log)");
-    limitLine(svg, x, SLO.mean_gap_ms, y(100), y(0), `${SLO.mean_gap_ms} ms mean-gap limit`, 1);
-    limitLine(svg, x, SLO.freeze_ms, y(100), y(0), `${SLO.freeze_ms} ms freeze`, 0);
+    if (SLO.mean_gap_ms != null) limitLine(svg, x, SLO.mean_gap_ms, y(100), y(0), `${SLO.mean_gap_ms} ms mean-gap limit`, 1);
+    if (SLO.freeze_ms != null) limitLine(svg, x, SLO.freeze_ms, y(100), y(0), `${SLO.freeze_ms} ms freeze`, 0);
     ARR.forEach((a) => {
       const pts = [];
       grid.forEach((v, k) => { if (v >= lo && v <= hi && a.gaps.length) pts.push([x(v), y(a.gaps[k])]); });

@@ -4,7 +4,11 @@
 const D = JSON.parse(document.getElementById("page-data").textContent);
 const NS = 1e9;
 const SLO = D.scenario.slo;
-const FREEZE_NS = Math.floor(SLO.freeze_ms * 1e6 + 0.5);
+const FREEZE_NS = SLO.freeze_ms == null ? Infinity : Math.floor(SLO.freeze_ms * 1e6 + 0.5);  // null: off
+// the limits that are on, in words (a null limit is off)
+const LIMIT_WORDS = [SLO.first_word_s != null ? `first word within ${SLO.first_word_s} s` : "",
+  SLO.mean_gap_ms != null ? `mean gap within ${SLO.mean_gap_ms} ms` : "",
+  SLO.freeze_ms != null ? `no gap over ${SLO.freeze_ms} ms (a freeze)` : ""].filter(Boolean).join(", ");
 const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8};
 // Okabe-Ito, in the order the PNG figures use (orange marks reading, vermillion freezes).
 const COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442"];
@@ -147,8 +151,8 @@ function drawTable() {
   const seedText = MANY ? `each figure the mean of ${SEEDS.length} seeds (${SEEDS[0]}–${SEEDS[SEEDS.length - 1]}) ± its 95% interval; hover a cell for each seed's figure`
     : `seed ${s.seed}`;
   const note = [`${n.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s)${MANY ? " in the player's seed" : ""}, ${seedText}` +
-    (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: first word within " +
-    `${SLO.first_word_s} s, mean gap within ${SLO.mean_gap_ms} ms, no gap over ${SLO.freeze_ms} ms (a freeze).`];
+    (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: " +
+    `${LIMIT_WORDS}.`];
   if (D.reference) note.push("“page's figure”: the on-time share the scenario gives as reference (its own run, its own traffic).");
   document.getElementById("table-note").textContent = note.join(" ");
 }

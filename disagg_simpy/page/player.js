@@ -313,7 +313,7 @@ const Player = {
   drawLegend(split) {
     const items = [["it-read", "iteration reading a prompt (darker: more tokens)"], ["it-write", "iteration only writing"],
       ["waiting", "prompt waits"], ["reading", "prompt being read"], ["first-word", "first word"],
-      ["words", "a later word"], ["freeze", `freeze: gap over ${SLO.freeze_ms} ms`]];
+      ["words", "a later word"], ...(SLO.freeze_ms == null ? [] : [["freeze", `freeze: gap over ${SLO.freeze_ms} ms`]])];
     if (split) items.splice(5, 0, ["shipping", "KV cache ships"]);
     const box = document.getElementById("legend");
     box.replaceChildren();

@@ -20,10 +20,18 @@ from . import style as st
 RATE = "rate_per_s"
 
 
-def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, target: float | None = None) -> Path:
-    """One panel per value of the grid keys other than the rate; in each, a line per
-    arrangement (mean on-time over seeds) in a band (95% interval)."""
-    others = [k for k in keys if k != RATE]
+#: x-axis labels by grid key
+X_LABELS = {RATE: "offered rate (requests/s)", "rate_per_gpu": "offered rate per GPU (requests/s per GPU)",
+            "slo_scale": "SLO scale (every limit multiplied by it)"}
+
+
+def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, target: float | None = None,
+               x: str = RATE, limits: bool = False) -> Path:
+    """One panel per value of the grid keys other than `x` (the rate, the rate per GPU or the SLO
+    scale); in each, a line per arrangement (mean on-time over seeds) in a band (95% interval).
+    With `limits`, also each limit alone: the share within the first-word limit (dashed) and
+    within the mean-gap limit (dotted), as papers draw them beside the joint line."""
+    others = [k for k in keys if k != x]
     panels = list(bands.groupby(others, sort=False)) if others else [((), bands)]
     names = list(dict.fromkeys(bands["arrangement"]))
     styles = st.arrangement_styles(names)
@@ -36,18 +44,22 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
         for ax, (values, block) in zip(axes, panels):
             values = values if isinstance(values, tuple) else (values,)
             for name in names:
-                b = block[block["arrangement"] == name].sort_values(RATE)
-                x = b[RATE].to_numpy(dtype=float)
+                b = block[block["arrangement"] == name].sort_values(x)
+                xs = b[x].to_numpy(dtype=float)
                 m = b["on_time_pct"].to_numpy(dtype=float)
                 low = np.where(b["on_time_low_pct"].isna(), m, b["on_time_low_pct"]).astype(float)
                 high = np.where(b["on_time_high_pct"].isna(), m, b["on_time_high_pct"]).astype(float)
-                ax.plot(x, m, marker="o", ms=3, lw=1.8, label=name, **styles[name])
-                band = ax.fill_between(x, np.clip(low, 0, 100), np.clip(high, 0, 100), color=styles[name]["color"],
+                ax.plot(xs, m, marker="o", ms=3, lw=1.8, label=name, **styles[name])
+                band = ax.fill_between(xs, np.clip(low, 0, 100), np.clip(high, 0, 100), color=styles[name]["color"],
                                        alpha=0.12, lw=0)
                 band.set_gid(f"band:{name}")
                 for edge in (low, high):  # edges in the arrangement's colour: overlapping bands stay apart
-                    ax.plot(x, np.clip(edge, 0, 100), color=styles[name]["color"], lw=0.8, ls=(0, (2, 2)),
+                    ax.plot(xs, np.clip(edge, 0, 100), color=styles[name]["color"], lw=0.8, ls=(0, (2, 2)),
                             gid=f"band-edge:{name}")
+                for column, ls in (("first_word_ok_pct", "--"), ("mean_gap_ok_pct", ":")) if limits else ():
+                    if column in b and b[column].notna().any():
+                        line, = ax.plot(xs, b[column].to_numpy(dtype=float), lw=1.2, ls=ls, color=styles[name]["color"])
+                        line.set_gid(f"{column}:{name}")
             if target is not None:  # its label right of the panel, where no curve runs
                 ax.axhline(target, color="black", lw=1, ls=":")
                 label = ax.annotate(f"target\n{target:g}%", xy=(1, target), xycoords=("axes fraction", "data"),
@@ -61,10 +73,15 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
         for ax in axes[n:]:
             ax.set_visible(False)
         for ax in axes[:n]:
-            ax.set_xlabel("offered rate (requests/s)")
+            ax.set_xlabel(X_LABELS.get(x, x))
             ax.set_ylabel("replies on time (%)")
         fig.suptitle(title, fontsize=12, fontweight="bold")
         handles, labels = axes[0].get_legend_handles_labels()
+        if limits:
+            handles += [Line2D([], [], color="black", lw=1.8, label="on time (every limit)"),
+                        Line2D([], [], color="black", lw=1.2, ls="--", label="first-word limit alone"),
+                        Line2D([], [], color="black", lw=1.2, ls=":", label="mean-gap limit alone")]
+            labels = [h.get_label() for h in handles]
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(names), 6), frameon=False)
         return st.save_figure(fig, path)
 

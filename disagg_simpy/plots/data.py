@@ -7,6 +7,7 @@ few replies a picture draws, which keeps a one-hour run cheap. No matplotlib her
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,8 +117,9 @@ class Gaps:
     from_s: np.ndarray
     to_s: np.ndarray
 
-    def over(self, limit_s: float) -> Gaps:
-        keep = self.to_s - self.from_s > limit_s + SLACK_NS / NS_PER_S
+    def over(self, limit_s: float | None) -> Gaps:
+        """The gaps over `limit_s` (none when the limit is off)."""
+        keep = self.to_s - self.from_s > (math.inf if limit_s is None else limit_s + SLACK_NS / NS_PER_S)
         return Gaps(self.request_id[keep], self.from_s[keep], self.to_s[keep])
 
     def in_window(self, window: Window) -> Gaps:
@@ -136,6 +138,11 @@ def gaps_of(words: pd.DataFrame) -> Gaps:
     return Gaps(rid[1:][same], at[:-1][same], at[1:][same])
 
 
+def freeze_s(slo) -> float | None:
+    """The freeze limit in seconds, None when it is off."""
+    return None if slo.freeze_ms is None else slo.freeze_ms / 1000
+
+
 def late_reason(row, slo) -> str:
     """Why a reply is not on time, in a few words ('' if it is on time)."""
     if row.on_time:
@@ -143,9 +150,9 @@ def late_reason(row, slo) -> str:
     if pd.isna(row.finished_at_s):
         return "unfinished"
     reasons = []
-    if pd.isna(row.first_word_s) or row.first_word_s > slo.first_word_s + SLACK_NS / NS_PER_S:
+    if slo.first_word_s is not None and (pd.isna(row.first_word_s) or row.first_word_s > slo.first_word_s + SLACK_NS / NS_PER_S):
         reasons.append("slow 1st word")
-    if pd.notna(row.mean_gap_ms) and row.mean_gap_ms > slo.mean_gap_ms + 1e-6:
+    if slo.mean_gap_ms is not None and pd.notna(row.mean_gap_ms) and row.mean_gap_ms > slo.mean_gap_ms + 1e-6:
         reasons.append("slow words")
     if pd.notna(row.n_freezes) and row.n_freezes > 0:
         reasons.append("froze")

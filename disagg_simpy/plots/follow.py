@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from . import style as st
-from .data import frames_of, gaps_of, late_reason
+from .data import frames_of, freeze_s, gaps_of, late_reason
 from .timeline import ROLE_TEXT
 
 
@@ -99,7 +99,7 @@ def draw_journey(ax: Axes, j: dict, span: tuple[float, float], slo) -> Axes:
                                          linestyles=[s[2] for s in styles]))
 
     words = j["words"]
-    gaps = gaps_of(words).over(slo.freeze_ms / 1000)
+    gaps = gaps_of(words).over(freeze_s(slo))
     gy = np.full(len(gaps), y)
     freezes = LineCollection(st.segments(gaps.from_s - t0, gy, gaps.to_s - t0, gy),
                              colors=st.FREEZE_COLOUR, linewidths=5)
@@ -222,7 +222,8 @@ def save_follow(result, request_id: int, path: Path) -> Path:
             Line2D([], [], color="black", marker="D", ls="none", label="first word"),
             Line2D([], [], color=st.SHIP_COLOUR, lw=5, label="KV cache ships"),
             Line2D([], [], color=st.WORD_COLOUR, marker="|", ls="none", ms=9, label="a later word"),
-            Line2D([], [], color=st.FREEZE_COLOUR, lw=5, label=f"freeze (gap > {slo.freeze_ms:g} ms)"),
+            *([Line2D([], [], color=st.FREEZE_COLOUR, lw=5, label=f"freeze (gap > {slo.freeze_ms:g} ms)")]
+              if slo.freeze_ms is not None else []),
         ]
         fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=8.5)
         return st.save_figure(fig, path)

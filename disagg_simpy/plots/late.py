@@ -41,6 +41,8 @@ def draw_late_limits(ax: Axes, summary: pd.DataFrame) -> Axes:
     left = np.zeros(len(names))
     for column, (label, colour) in LIMITS.items():
         share = summary[column].to_numpy(dtype=float)
+        if np.isnan(share).all():  # a limit that is off (null) breaks nothing: not drawn
+            continue
         bars = ax.barh(y, np.nan_to_num(share), left=left, color=colour, label=label, height=0.6)
         for bar in bars:
             bar.set_gid(f"limit:{column}")
@@ -63,7 +65,7 @@ def time_means(requests: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     `(name, on_time)`; NaN where no request has that verdict). Writing leaves out its frozen part."""
     done = requests[requests["finished_at_s"].notna()]
     means = done.groupby(["arrangement", "on_time"], observed=True)[list(PARTS)].mean()
-    means["writing_s"] = means["writing_s"] - means["frozen_s"]
+    means["writing_s"] = means["writing_s"] - means["frozen_s"].fillna(0.0)  # (empty: the freeze limit is off)
     index = pd.MultiIndex.from_product([names, [False, True]], names=["arrangement", "on_time"])
     return means.reindex(index)
 
@@ -82,6 +84,8 @@ def draw_time_parts(ax: Axes, requests: pd.DataFrame, names: list[str]) -> Axes:
     y = (3 * len(names) - 1) - np.concatenate([[3 * i, 3 * i + 1] for i in range(len(names))])
     left = np.zeros(len(means))
     for column, (label, colour) in PARTS.items():
+        if column == "frozen_s" and requests[column].isna().all() and requests["finished_at_s"].notna().any():
+            continue  # the freeze limit is off: nothing is frozen
         if column == "shipping_s":
             label = ship_label(requests)
         width = np.nan_to_num(means[column].to_numpy(dtype=float))
@@ -110,8 +114,7 @@ def save_late(result, path: Path) -> Path:
         draw_late_limits(limits, result.summary)
         draw_time_parts(parts, result.requests, names)
         fig.suptitle(
-            f"{result.scenario.name} ({result.seed_text}): why replies are late (first word within "
-            f"{slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, no gap over {slo.freeze_ms:g} ms)",
+            f"{result.scenario.name} ({result.seed_text}): why replies are late ({slo.words()})",
             fontsize=12, fontweight="bold",
         )
         return st.save_figure(fig, path)

@@ -113,7 +113,7 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
         got = waits[~np.isnan(waits)]
         _cdf(ax, got, np.ones(len(got), dtype=np.int64), len(waits), style, name)
     ax.set_xscale("log")
-    rows = _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")])
+    rows = _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")] if slo.first_word_s else [])
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     return _cdf_axes(ax, "wait from arrival to the first word (s, log scale)",
                      "replies (%) with at most this wait", "Wait for the first word", rows)
@@ -128,8 +128,8 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
         values, counts = result.gap_distribution(name)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
     ax.set_xscale("log")
-    rows = _limits(ax, [(slo.mean_gap_ms, f"{slo.mean_gap_ms:g} ms: mean-gap limit"),
-                        (slo.freeze_ms, f"{slo.freeze_ms:g} ms: freeze")])
+    rows = _limits(ax, [(v, text.format(v)) for v, text in ((slo.mean_gap_ms, "{:g} ms: mean-gap limit"),
+                                                             (slo.freeze_ms, "{:g} ms: freeze")) if v is not None])
     low, high = ax.get_xlim()  # 1-2-5 ticks over a couple of decades; decades alone over more (they would crowd)
     wide = low <= 0 or high / low > 10**WIDE_DECADES
     ax.xaxis.set_major_locator(LogLocator(subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
@@ -189,8 +189,7 @@ def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None, pooled
             what = f"each seed's requests served the same {len(names)} ways (on time: {seeds} seeds; distributions: {shown})"
         fig.suptitle(
             f"{result.scenario.name}: {what}\n"
-            f"on time = first word within {slo.first_word_s:g} s, mean gap within {slo.mean_gap_ms:g} ms, "
-            f"no gap over {slo.freeze_ms:g} ms",
+            f"on time = {slo.words()}",
             fontsize=12, fontweight="bold",
         )
         handles = [Line2D([], [], lw=2.2, label=n, **styles[n]) for n in names]

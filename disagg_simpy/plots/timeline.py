@@ -23,6 +23,7 @@ from . import style as st
 from .data import (
     Window,
     frames_of,
+    freeze_s,
     gaps_of,
     late_reason,
     sample_replies,
@@ -179,7 +180,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     spans("read_started_at_s", "first_word_at_s", "#E69F00", 2.5, "reading")
     spans("first_word_at_s", "joined_at_s", st.SHIP_COLOUR, 5, "ships")
 
-    gaps = gaps_of(words).over(slo.freeze_ms / 1000).in_window(window)
+    gaps = gaps_of(words).over(freeze_s(slo)).in_window(window)
     gy = lane.loc[gaps.request_id].to_numpy()
     freezes = LineCollection(
         st.segments(np.maximum(gaps.from_s, start), gy, np.minimum(gaps.to_s, end), gy),
@@ -255,7 +256,8 @@ def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> l
         Line2D([], [], color="#E69F00", lw=2.5, label="prompt being read"),
         Line2D([], [], color="black", marker="D", ls="none", ms=5, label="first word"),
         Line2D([], [], color=st.WORD_COLOUR, marker="|", ls="none", ms=9, label="a later word"),
-        Line2D([], [], color=st.FREEZE_COLOUR, lw=4, label=f"freeze: gap > {slo.freeze_ms:g} ms"),
+        *([Line2D([], [], color=st.FREEZE_COLOUR, lw=4, label=f"freeze: gap > {slo.freeze_ms:g} ms")]
+          if slo.freeze_ms is not None else []),  # (no freeze is drawn when the limit is off)
         Patch(facecolor=st.LATE_BAND, label="reply not on time"),
     ]
     if split:

@@ -19,7 +19,7 @@ from ..model.records import ArrangementRecords
 from ..units import NS_PER_S
 from .blame import FREEZE_SUMMARY_COLUMNS, freeze_summary, iteration_gaps, long_prompt_tokens, reply_spans
 from .columns import SUMMARY_COLUMNS, WHY_LATE_COLUMNS, checked
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps, summary_row
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, blank_off, criterion_figures, summary_row
 
 TIME_PARTS = ("queued", "reading", "shipping", "joining", "writing")
 
@@ -31,7 +31,10 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     """One arrangement's whole summary row (a run's, or a sweep point's): the model's figures,
     the options' and why late, checked against the registry's `SUMMARY_COLUMNS`."""
     row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
-    return checked(row, SUMMARY_COLUMNS, "summary row")
+    row = blank_off(checked(row, SUMMARY_COLUMNS, "summary row"), scenario.slo)  # a limit that is off: empty
+    if scenario.slo.criterion == "percentiles":
+        row |= criterion_figures(gaps, scenario.slo)
+    return row
 
 
 def why_late_row(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict:

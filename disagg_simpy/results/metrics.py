@@ -7,6 +7,7 @@ by the number of measured replies that saw it, which equals numpy's percentile o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,9 @@ from ..units import NS_PER_MS, NS_PER_S, SLACK_NS, nearest_ns
 from .columns import FIGURE_COLUMNS, OPTION_COLUMNS
 
 __all__ = ["SLACK_NS", "LimitsNs", "ReplyGaps", "reply_gaps", "summary_row", "option_figures", "weighted_percentile"]
+#: A limit that is off (null): no wait or gap reaches it (every time fits MAX_TIME_S, far below),
+#: so every comparison with it says "within"; sums with it still fit int64.
+OFF_NS = 2**62
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,8 @@ class LimitsNs:
 
     @classmethod
     def from_slo(cls, slo: Slo) -> LimitsNs:
-        r = lambda x: int(nearest_ns(x))  # noqa: E731
-        return cls(r(slo.first_word_s * NS_PER_S), r(slo.mean_gap_ms * NS_PER_MS), r(slo.freeze_ms * NS_PER_MS))
+        r = lambda x, unit: OFF_NS if x is None else int(nearest_ns(x * unit))  # noqa: E731
+        return cls(r(slo.first_word_s, NS_PER_S), r(slo.mean_gap_ms, NS_PER_MS), r(slo.freeze_ms, NS_PER_MS))
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,10 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     over = np.concatenate([[0], np.cumsum(diffs > limits.freeze + SLACK_NS)])
     m_freezes = (first_gap > limits.freeze + SLACK_NS).astype(np.int64) + over[hi] - over[lo]
     m_total = r["finished_at_ns"][m_rows] - m_first_at
-    m_late_mean = m_total > (m_n - 1) * (limits.mean_gap + SLACK_NS)
+    if limits.mean_gap == OFF_NS:  # (the product would overflow)
+        m_late_mean = np.zeros(len(m_rows), dtype=bool)
+    else:
+        m_late_mean = m_total > (m_n - 1) * (limits.mean_gap + SLACK_NS)
 
     mean_gap = np.full(len(rows), np.nan)
     mean_gap[multi] = m_total / (m_n - 1)
@@ -90,6 +97,10 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     late_mean[multi] = m_late_mean
     late_first = (first_at < 0) | (first_wait > limits.first_word + SLACK_NS)
     froze = ~finished | (n_freezes > 0)
+    # a limit that is off calls nothing late (an unfinished reply is still not on time)
+    late_first &= limits.first_word != OFF_NS
+    late_mean &= limits.mean_gap != OFF_NS
+    froze &= limits.freeze != OFF_NS
     on_time = finished & ~late_first & ~late_mean & ~froze
 
     # pooled gaps: diff k is seen by every reply with lo <= k < hi
@@ -228,3 +239,64 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     if rec.is_split and rec.kv_link != "independent":
         out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
     return out
+
+
+#: Columns that judge one limit: left empty when that limit is off (null), and left out of tables.
+LIMIT_COLUMNS = {
+    "first_word_s": ("late_first_word_pct", "late_first_word_only_pct", "slo_first_word_s"),
+    "mean_gap_ms": ("late_mean_gap_pct", "late_mean_gap_only_pct", "slo_mean_gap_ms"),
+    "freeze_ms": ("froze_pct", "late_froze_only_pct", "n_freezes", "freezes_by_long_prompt_pct", "frozen_s",
+                  "slo_longest_gap_ms"),
+}
+#: The `percentiles` criterion's figures (`criterion_figures`), by the limit each is held to.
+CRITERION_COLUMNS = {"first_word_s": "slo_first_word_s", "mean_gap_ms": "slo_mean_gap_ms", "freeze_ms": "slo_longest_gap_ms"}
+
+
+def off_columns(slo: Slo) -> set[str]:
+    """The columns of the limits that are off."""
+    return {c for key, cols in LIMIT_COLUMNS.items() if getattr(slo, key) is None for c in cols}
+
+
+def blank_off(row: dict, slo: Slo) -> dict:
+    """`row` with the columns of limits that are off emptied (NaN)."""
+    off = off_columns(slo)
+    return {k: (float("nan") if k in off else v) for k, v in row.items()}
+
+
+def linear_percentile(values: np.ndarray, q: float) -> float:
+    """numpy's default (linear) percentile, where values may be +inf (a reply that never got
+    there): an interpolation that touches an inf is inf. NaN for no values."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    if not len(v):
+        return float("nan")
+    h = (len(v) - 1) * (q / 100)
+    lo = int(np.floor(h))
+    t = h - lo
+    if t == 0:
+        return float(v[lo])
+    a, b = float(v[lo]), float(v[lo + 1])
+    return float("inf") if math.isinf(b) else a + (b - a) * t
+
+
+def criterion_figures(gaps: ReplyGaps, slo: Slo) -> dict:
+    """The `percentiles` criterion's figures of a run (docs/compare.md): the `slo.level`-th
+    percentile (numpy's linear rule) of the measured requests' first-word waits (s; no first
+    word: +inf), and of the measured replies' mean gaps and longest gaps (ms; a finished one-word
+    reply has no gap and is left out, as TPOT leaves it out; an unfinished reply of any length
+    counts as +inf); `slo_met`: each figure whose limit is on is within it (with D8's 1 ns
+    slack); `slo_ratio`: the largest figure / limit (at most 1 meets, give or take the slack)."""
+    q = slo.level
+    fin = gaps.finished
+    waits = np.where(gaps.first_word_ns >= 0, gaps.first_word_ns, np.inf) / NS_PER_S
+    multi = ~fin | ~np.isnan(gaps.mean_gap_ns)  # unfinished, or finished with 2+ words
+    means = np.where(fin, gaps.mean_gap_ns, np.inf)[multi] / 1e6
+    longest = np.where(fin, gaps.max_gap_ns.astype(np.float64), np.inf)[multi] / 1e6
+    out = {"slo_first_word_s": linear_percentile(waits, q), "slo_mean_gap_ms": linear_percentile(means, q),
+           "slo_longest_gap_ms": linear_percentile(longest, q)}
+    slack = {"first_word_s": SLACK_NS / NS_PER_S, "mean_gap_ms": SLACK_NS / 1e6, "freeze_ms": SLACK_NS / 1e6}
+    met = True
+    for key, limit in slo.on.items():
+        value = out[CRITERION_COLUMNS[key]]
+        met &= bool(math.isnan(value) or value <= limit + slack[key])
+    ratios = [out[CRITERION_COLUMNS[k]] / limit for k, limit in slo.on.items() if not math.isnan(out[CRITERION_COLUMNS[k]])]
+    return blank_off(out, slo) | {"slo_met": met, "slo_ratio": max(ratios, default=0.0)}

@@ -38,10 +38,10 @@ def with_paired_difference(summary: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def paired_difference(summary: pd.DataFrame, a: str, b: str) -> Interval:
-    """Mean over seeds of on-time(a) - on-time(b), paired by seed, and its 95% interval (`n`:
-    the seeds both have a figure for)."""
-    pivot = summary.pivot_table(index="seed", columns="arrangement", values="on_time_pct", observed=True)
+def paired_difference(summary: pd.DataFrame, a: str, b: str, column: str = "on_time_pct") -> Interval:
+    """Mean over seeds of on-time(a) - on-time(b) (or another `column`), paired by seed, and its
+    95% interval (`n`: the seeds both have a figure for)."""
+    pivot = summary.pivot_table(index="seed", columns="arrangement", values=column, observed=True)
     return interval((pivot[a] - pivot[b]).dropna())
 
 

@@ -9,6 +9,12 @@ import pandas as pd
 
 from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
 from .intervals import SHARE, interval, mean_half_width, t975  # noqa: F401 (mean_half_width, t975: re-exported)
+from .metrics import LIMIT_COLUMNS
+
+#: summary columns that judge one limit (empty when it is off: left out of the table)
+LIMITS_JUDGING = {c for cols in LIMIT_COLUMNS.values() for c in cols}
+#: the percentiles criterion's figures, in the console table when present
+CRITERION_CONSOLE = ("slo_first_word_s", "slo_mean_gap_ms", "slo_longest_gap_ms", "slo_met")
 
 
 def _is_share(column: str) -> bool:
@@ -43,8 +49,10 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     By default the registry's console columns (`columns.CONSOLE_COLUMNS`), each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line, in blocks of columns
     that each fit 120 characters (the arrangement first in each)."""
-    columns = [c for c in summary.columns if c not in ("arrangement", "seed") and (wide or c in CONSOLE_COLUMNS)
-               and not (c in OPTION_COLUMNS and summary[c].isna().all())]  # E4, E5 figures only when on
+    columns = [c for c in summary.columns if c not in ("arrangement", "seed")
+               and (wide or c in CONSOLE_COLUMNS or c in CRITERION_CONSOLE)
+               and not (c in OPTION_COLUMNS and summary[c].isna().all())  # E4, E5 figures only when on
+               and not (c in LIMITS_JUDGING and summary[c].isna().all())]  # nor those of a limit that is off
     rows = []
     for name, block in summary.groupby("arrangement", sort=False, observed=True):
         cells = [str(name)]

@@ -19,7 +19,7 @@ from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
 from .columns import SUMMARY_COLUMNS
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import LimitsNs, ReplyGaps
+from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns
 
 
 @dataclass
@@ -53,7 +53,8 @@ class RunResult:
             arrangements = {a.name: a for a in self.scenario.arrangements}
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
-            return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+            extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
+            return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 
         return self._frame("summary", build)
 
@@ -64,7 +65,10 @@ class RunResult:
 
     def _requests_frame(self, name: str) -> pd.DataFrame:
         rec, gaps = self.records[name], self.gaps[name]
-        return requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+        frame = requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+        for column in off_columns(self.scenario.slo) & set(frame.columns):  # a limit that is off judges nothing
+            frame[column] = np.nan
+        return frame
 
     @property
     def freezes(self) -> pd.DataFrame:

@@ -49,9 +49,10 @@ def why_late_block(summary: pd.DataFrame, freezes: dict[str, FreezeFacts], n_see
     """The block from every seed's summary rows and each arrangement's `FreezeFacts`."""
     means = summary.groupby("arrangement", sort=False, observed=True).mean(numeric_only=True)
     many = n_seeds > 1
-    rows = [["arrangement", *_HEADERS]]
+    shown = [c for c in LATE_COLUMNS if not summary[c].isna().all()]  # a limit that is off: no column
+    rows = [["arrangement", _HEADERS[0], *(h for h, c in zip(_HEADERS[1:], LATE_COLUMNS) if c in shown)]]
     for name, row in means.iterrows():
-        rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in LATE_COLUMNS)])
+        rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in shown)])
     per = " (mean of seeds)" if many else ""
     lines = [f"why late: % of measured requests late, by the one limit they broke, or several{per}"]
     lines += aligned(rows)

@@ -35,7 +35,8 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import names
 from ..results.intervals import SHARE, Interval, interval
-from ..scenario.schema import Scenario
+from ..results.metrics import CRITERION_COLUMNS
+from ..scenario.schema import Scenario, Slo
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
@@ -65,9 +66,12 @@ class Probe:
         return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
 
 
-def decide(probe: Probe, target: float) -> bool | None:
-    """Whether the probe passes: the mean on-time share over seeds is at least the target.
-    None when an early-stopped seed leaves it open."""
+def decide(probe: Probe, target: float, slo: Slo | None = None) -> bool | None:
+    """Whether the probe passes: the mean on-time share over seeds is at least the target; with
+    `slo.criterion` percentiles, the mean over seeds of each percentile figure whose limit is on
+    is within it (the target is not used). None when an early-stopped seed leaves it open."""
+    if slo is not None and slo.criterion == "percentiles":
+        return percentiles_pass(pd.DataFrame(probe.rows), slo)
     if probe.complete:
         return bool(float(probe.on_time().mean()) >= target - 1e-9)
     if float(probe.at_most().mean()) < target - 1e-9:
@@ -85,10 +89,26 @@ Search = Generator[Request, list[dict], Any]
 Key = TypeVar("Key", bound=Hashable)
 
 
-def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float
+def percentiles_pass(rows: pd.DataFrame, slo: Slo) -> bool:
+    """The percentiles criterion over seeds: the mean over the rows (seeds) of each figure whose
+    limit is on is within the limit (1 ns of slack, D8); a seed with a figure never reached
+    (+inf) fails it."""
+    slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
+    return all(float(rows[CRITERION_COLUMNS[k]].mean()) <= limit + slack[k] for k, limit in slo.on.items())
+
+
+def criterion_text(slo: Slo, target: float) -> str:
+    """What a table's pass/fail means: '90% on time (per request: first word within 2 s, ...)'
+    or 'P90 of each: first word within 2 s, ... (criterion percentiles, mean over seeds)'."""
+    if slo.criterion == "percentiles":
+        return f"{slo.words()} (criterion percentiles, mean over seeds)"
+    return f"{target:g}% on time (per request: {slo.words()})"
+
+
+def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, slo: Slo | None = None
                ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
-    return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target), {}))
+    return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target, slo), {}))
 
 
 def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe]
@@ -154,11 +174,20 @@ def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: flo
     return lo, hi, n
 
 
-def interval_passes(probe: Probe, target: float, side: str) -> bool | None:
+def interval_passes(probe: Probe, target: float, side: str, slo: Slo | None = None) -> bool | None:
     """Whether the 95% interval of the mean on-time share (results/intervals.py) at the probe's
     rate has its `side` ("low" or "high") at or above the target; None while early-stopped
     seeds leave it open. The low side is at most the mean, so a mean of upper bounds below the
-    target settles "low" as failing."""
+    target settles "low" as failing. With `slo.criterion` percentiles, the same with each
+    percentile figure whose limit is on: "low" passes when every figure's interval lies wholly
+    within its limit, "high" when every figure's interval still reaches within it."""
+    if slo is not None and slo.criterion == "percentiles":
+        rows = pd.DataFrame(probe.rows)
+        slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
+        figures = {k: rows[CRITERION_COLUMNS[k]].astype(float) for k in slo.on}
+        spans = {k: interval(v) if v.lt(math.inf).all() else Interval(math.inf, math.inf, math.inf, len(v))
+                 for k, v in figures.items()}  # a figure never reached (+inf) fails either side
+        return all((i.high if side == "low" else i.low) <= slo.on[k] + slack[k] for k, i in spans.items())
     if probe.complete:
         i = interval(probe.on_time(), SHARE)
         return bool((i.low if side == "low" else i.high) >= target - 1e-9)
@@ -168,7 +197,7 @@ def interval_passes(probe: Probe, target: float, side: str) -> bool | None:
 
 
 def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: float, tolerance: float, fits,
-                   report: bool = True) -> Generator[Request, list[dict], tuple]:
+                   report: bool = True, slo: Slo | None = None) -> Generator[Request, list[dict], tuple]:
     """Goodput and its 95% interval, one statistic: the point is the highest rate at which the
     mean on-time share over seeds meets the target; the interval inverts the on-time share's
     own interval: its low end is the highest rate whose interval lies wholly at or above the
@@ -177,18 +206,19 @@ def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: floa
     its interval (95%), and low <= point <= high by construction (the interval holds its mean,
     and the two searches start from the point's bracket). Returns (passing probe, failing
     probe, probe count, low, high, curve); NaN bounds with one seed; `curve`: every rate probed
-    with its on-time share (`probe_curve`)."""
+    with its on-time share (`probe_curve`). With `slo.criterion` percentiles, the same with that
+    criterion's test (`decide`, `interval_passes`)."""
     seen: dict[float, Probe] = {}
-    lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target), tolerance, fits, seen)
+    lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, slo), tolerance, fits, seen)
     low = high = math.nan
     if len(seeds) > 1:
         if lo is None:
             low = 0.0
         else:
-            below = lambda p: interval_passes(p, target, "low")  # noqa: E731
+            below = lambda p: interval_passes(p, target, "low", slo)  # noqa: E731
             l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi)
             low, n = (l_lo.rate if l_lo is not None else 0.0), n + k
-        above = lambda p: interval_passes(p, target, "high")  # noqa: E731
+        above = lambda p: interval_passes(p, target, "high", slo)  # noqa: E731
         if hi is None:
             high = lo.rate if lo is not None else 0.0  # the highest rate the scenario allows passed
         else:
@@ -258,7 +288,7 @@ class Prober:
             s = self.at(rate, name)
             if s is None:  # only the start can get here: `search` checks the rest
                 s = resolve(self.scenario, {RATE: rate})  # raises the one-line error
-            give_up, verdicts_only = MODES[mode]
+            give_up, verdicts_only = MODES[mode if s.slo.criterion == "per_request" else "full"]  # (percentiles: whole runs)
             for seed in seeds:
                 tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
                                   verdicts_only=verdicts_only))
@@ -282,7 +312,10 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
     binding = ""
     if hi is not None:
         frame = pd.DataFrame(hi.rows)
-        shares = {LIMITS[c]: float(frame[c].mean()) for c in LIMITS if c in frame}
+        shares = {LIMITS[c]: float(frame[c].mean()) for c in LIMITS if c in frame and frame[c].notna().any()}
+        if scenario.slo.criterion == "percentiles":  # the figure furthest over its limit
+            shares = {k.removesuffix("_s").removesuffix("_ms"): float(frame[CRITERION_COLUMNS[k]].mean()) / v
+                      for k, v in scenario.slo.on.items()}
         binding = max(shares, key=lambda k: shares[k]) if shares else ""
     return {
         "arrangement": name,
@@ -308,15 +341,17 @@ def goodput_row(scenario: Scenario, name: str, seeds: tuple[int, ...], target: f
 
 
 def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-            names: list[str] | None = None) -> pd.DataFrame:
-    """goodput.csv: one row per arrangement, searched together."""
+            names: list[str] | None = None, starts: dict[str, float] | None = None) -> pd.DataFrame:
+    """goodput.csv: one row per arrangement, searched together (from `starts[name]`, e.g. a rate
+    per GPU x its GPUs, else the scenario's rate)."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search "
                          "from (goodput scales the traffic's rate)")
     names = names or [a.name for a in scenario.arrangements]
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
-    searches = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits) for n in names}
+    searches = {n: goodput_search(n, (starts or {}).get(n, start), seeds, target, tolerance, prober.fits,
+                                  slo=scenario.slo) for n in names}
     found = drive(searches, prober.run_batch)
     rows = [goodput_row(scenario, n, seeds, target, *found[n][:5]) for n in names]
     table = pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))

@@ -20,6 +20,8 @@ from ..errors import InputError
 from ..scenario.schema import DROP, Scenario, TraceWorkload
 
 RATE = "rate_per_s"  # the grid column of the offered rate
+RATE_PER_GPU = "rate_per_gpu"  # ... or of the offered rate per GPU (--rate-per-gpu: each arrangement at its own rate)
+SLO_SCALE = "slo_scale"  # every limit that is on multiplied by this (--slo-scale)
 ONLY = "only"  # a point key keeping one arrangement of the scenario (its runs are stored as its own)
 MAX_POINTS = 1_000_000
 
@@ -134,8 +136,15 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
     changes: dict[str, Any] = {}
     flags: dict[str, str] = {}
     arrangements = None
+    if RATE_PER_GPU in point:  # the rate of the one arrangement kept, at this rate per GPU
+        per_gpu = point[RATE_PER_GPU]
+        n_gpus = next(a.n_gpus for a in scenario.arrangements if a.name == point[ONLY])
+        point = {k: v for k, v in point.items() if k != RATE_PER_GPU} | {RATE: per_gpu * n_gpus}
     for key, value in point.items():
-        if key == ONLY:
+        if key == SLO_SCALE:
+            for k, v in scenario.slo.scaled(value).items():
+                changes[k], flags[k] = v, f"--slo-scale {value:g}"
+        elif key == ONLY:
             changes["arrangements"] = [a.model_dump(mode="python", exclude_none=True)
                                        for a in scenario.arrangements if a.name == value]
             changes["reference"] = DROP
@@ -166,24 +175,34 @@ class Grid:
 
     rates: tuple[float, ...]
     sets: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    per_gpu: bool = False  # rates are per GPU: each arrangement runs at rate x its GPUs
+
+    @property
+    def rate_key(self) -> str:
+        return RATE_PER_GPU if self.per_gpu else RATE
 
     @property
     def keys(self) -> list[str]:
-        return [RATE, *(k for k, _ in self.sets)]
+        return [self.rate_key, *(k for k, _ in self.sets)]
 
     def points(self) -> list[dict[str, Any]]:
         values = [list(v) for _, v in self.sets]
         out = []
         for combo in itertools.product(*values):
             for rate in self.rates:
-                out.append({RATE: rate, **dict(zip((k for k, _ in self.sets), combo))})
+                out.append({self.rate_key: rate, **dict(zip((k for k, _ in self.sets), combo))})
         return out
 
 
-def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str]) -> Grid:
-    """The grid of `--rate` and `--set` flags, every point checked against the scenario (one
-    line naming the flag and value that does not fit)."""
-    if rate_text is None:
+def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str], slo_scale: str | None = None,
+              per_gpu_text: str | None = None) -> Grid:
+    """The grid of `--rate` (or `--rate-per-gpu`), `--set` and `--slo-scale` flags, every point
+    checked against the scenario (one line naming the flag and value that does not fit)."""
+    if per_gpu_text is not None:
+        if rate_text is not None:
+            raise InputError(f"--rate-per-gpu: got {per_gpu_text!r} together with --rate {rate_text!r}, expected one of them")
+        rates = parse_rates(per_gpu_text, "--rate-per-gpu")
+    elif rate_text is None:
         if scenario.workload.rate_per_s is None:
             raise InputError("--rate: missing, expected rates (the scenario's trace has no rate_per_s)")
         rates = [float(scenario.workload.rate_per_s)]
@@ -198,11 +217,15 @@ def make_grid(scenario: Scenario, rate_text: str | None, set_texts: list[str]) -
             raise InputError(f"--set {key}: got the rate, expected --rate for rates")
         check_key(scenario, key)
         sets.append((key, tuple(values)))
-    grid = Grid(tuple(rates), tuple(sets))
+    if slo_scale is not None:
+        sets.append((SLO_SCALE, tuple(parse_rates(slo_scale, "--slo-scale"))))
+    grid = Grid(tuple(rates), tuple(sets), per_gpu_text is not None)
     n = len(rates) * math.prod(len(v) for _, v in sets)
     if n > MAX_POINTS:
         raise InputError(f"--set: got a grid of {n:,} points, expected at most {MAX_POINTS:,}")
+    first = {grid.rate_key: rates[0]} | ({ONLY: scenario.arrangements[0].name} if grid.per_gpu else {})
+    resolve(scenario, first)
     for key, point_values in sets:  # each value alone, at the first rate: errors name it
         for v in point_values:
-            resolve(scenario, {RATE: rates[0], key: v})
+            resolve(scenario, {**first, key: v})
     return grid

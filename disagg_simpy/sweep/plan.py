@@ -110,7 +110,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
     while todo:
         wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
-        searches: dict[str, Search] = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits) for n in wave}
+        searches: dict[str, Search] = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits,
+                                                         slo=scenario.slo) for n in wave}
         found |= drive(searches, prober.run_batch)
         best = sorted((_goodput(found[n]) for n in found), reverse=True)
         if bounds is not None and len(best) >= 2 and best[1] > 0:
@@ -186,7 +187,7 @@ def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], targ
     for n in range(1, max_gpus + 1):
         s = resolve(with_candidates(scenario, candidates(n, chunks, tps=tps, tp_cost=tp_cost), "--rate"), {RATE: rate})
         prober = Prober(s, runner, target)
-        probes = {a.name: probe_rate(a.name, rate, seeds, target) for a in s.arrangements}
+        probes = {a.name: probe_rate(a.name, rate, seeds, target, s.slo) for a in s.arrangements}
         found = drive(probes, prober.run_batch)
         passing = [name for name, (_, ok) in found.items() if ok]
         if passing:

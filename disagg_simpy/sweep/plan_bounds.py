@@ -50,8 +50,8 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     if any(getattr(arrangement, k, 1) not in (1, None) for k in ("tp", "reading_tp", "writing_tp")):
         return None
     w, slo = scenario.workload, scenario.slo
-    if not _plain(w):
-        return None
+    if not _plain(w) or slo.criterion != "per_request" or slo.first_word_s is None or slo.mean_gap_ms is None:
+        return None  # (the bound is of the per-request on-time share, from the first-word and mean-gap limits)
     assert isinstance(w, SyntheticWorkload) and w.measure_s is not None and isinstance(w.reply_words, tuple)
     read_ms = (w.measure_s + slo.first_word_s) * 1e3
     write_ms = read_ms + (w.reply_words[1] - 1) * slo.mean_gap_ms
@@ -158,10 +158,13 @@ def capacity_proxy(scenario: Scenario, arrangement) -> float:
     tokens = sum(c.share * (c.tokens[0] + c.tokens[1]) / 2 for c in w.prompt_mix if isinstance(c.tokens, tuple))
     words = (w.reply_words[0] + w.reply_words[1]) / 2 - 1
     found = budgets(scenario, arrangement) or []
+    first_word_s, mean_gap_ms = scenario.slo.first_word_s, scenario.slo.mean_gap_ms
+    if first_word_s is None or mean_gap_ms is None:  # (no budgets then: `budgets` needs both limits)
+        return 0.0
     rates = []
     for b in found:
         per_request = b.per_token_ms * tokens + b.per_word_ms * words
-        gpus = b.ms / ((w.measure_s + scenario.slo.first_word_s) * 1e3 if b.kind == "read" else
-                       (w.measure_s + scenario.slo.first_word_s) * 1e3 + (w.reply_words[1] - 1) * scenario.slo.mean_gap_ms)
+        gpus = b.ms / ((w.measure_s + first_word_s) * 1e3 if b.kind == "read" else
+                       (w.measure_s + first_word_s) * 1e3 + (w.reply_words[1] - 1) * mean_gap_ms)
         rates.append(gpus * 1e3 / per_request if per_request > 0 else np.inf)
     return float(min(rates)) if rates else 0.0

@@ -7,9 +7,10 @@ import pandas as pd
 
 from ..results.columns import SEED, SUMMARY_COLUMNS
 from ..results.intervals import SHARE, Interval, interval
+from ..results.metrics import CRITERION_COLUMNS
 from ..scenario.schema import Scenario
 from ..texts import aligned
-from .grid import Grid, resolve, shown
+from .grid import ONLY, RATE, RATE_PER_GPU, Grid, resolve, shown
 from .runner import Runner, Task
 
 
@@ -18,9 +19,14 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
     point's values as the table shows them."""
     tasks = []
     for point in grid.points():
-        resolved = resolve(scenario, point)
         labels = {k: shown(v) for k, v in point.items()}
-        tasks += [Task(resolved, seed, labels=labels) for seed in seeds]
+        if not grid.per_gpu:
+            tasks += [Task(resolve(scenario, point), seed, labels=labels) for seed in seeds]
+            continue
+        for a in scenario.arrangements:  # each at its own rate: the rate per GPU x its GPUs
+            resolved = resolve(scenario, {**point, ONLY: a.name})
+            at = labels | {RATE: point[RATE_PER_GPU] * a.n_gpus}  # (the rate resolve set)
+            tasks += [Task(resolved, seed, labels=at) for seed in seeds]
     return tasks
 
 
@@ -28,22 +34,28 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
-    columns = [*grid.keys, SEED.name, *SUMMARY_COLUMNS]
+    columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
+    if scenario.slo.criterion == "percentiles":
+        columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
-def on_time_bands(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def on_time_bands(table: pd.DataFrame, keys: list[str], column: str = "on_time_pct") -> pd.DataFrame:
     """Per point x arrangement: `on_time_pct` mean over seeds, its 95% interval
-    (`on_time_low_pct`, `on_time_high_pct`; results/intervals.py), `seeds`."""
+    (`on_time_low_pct`, `on_time_high_pct`; results/intervals.py), `seeds` (or the mean and
+    interval of another `column`, such as `slo_ratio`, under those names); and each limit alone
+    (--limits): the share within it, `first_word_ok_pct`, `mean_gap_ok_pct` (NaN when it is off)."""
     columns = [*keys, "arrangement"]
     groups = table.groupby(columns, sort=False)
     out = []
     for group in table[columns].drop_duplicates().itertuples(index=False, name=None):  # in grid order
         block = groups.get_group(group)
-        i = interval(block["on_time_pct"], SHARE)
+        i = interval(block[column], SHARE if column == "on_time_pct" else None)
         out.append({**dict(zip(columns, group)), "on_time_pct": i.mean, "on_time_low_pct": i.low,
-                    "on_time_high_pct": i.high, "seeds": len(block)})
-    return pd.DataFrame(out, columns=[*columns, *BAND_COLUMNS])
+                    "on_time_high_pct": i.high, "seeds": len(block),
+                    "first_word_ok_pct": 100.0 - float(block["late_first_word_pct"].mean()),
+                    "mean_gap_ok_pct": 100.0 - float(block["late_mean_gap_pct"].mean())})
+    return pd.DataFrame(out, columns=[*columns, *BAND_COLUMNS, "first_word_ok_pct", "mean_gap_ok_pct"])
 
 
 #: on_time_bands' columns after the point's and the arrangement

@@ -105,19 +105,26 @@ def winners(scenario: Scenario, rates: list[float], key: str, values: list[Any],
             runner: Runner) -> pd.DataFrame:
     """map.csv: one row per cell (rate x y value)."""
     cells = [(rate, v) for v in values for rate in rates]
-    tasks = [Task(point_scenario(scenario, rate, key, v), seed, verdicts_only=True) for rate, v in cells for seed in seeds]
+    per_request = scenario.slo.criterion == "per_request"  # (percentiles: whole runs)
+    tasks = [Task(point_scenario(scenario, rate, key, v), seed, verdicts_only=per_request)
+             for rate, v in cells for seed in seeds]
     results = runner.run(tasks, "runs (cells x seeds)")
     rows = []
     n = len(seeds)
     for i, (rate, v) in enumerate(cells):
         block = pd.DataFrame([r for rows in results[i * n:(i + 1) * n] for r in rows])
-        rows.append(_cell(block, rate, key, v))
+        rows.append(_cell(block, rate, key, v, per_request))
     return pd.DataFrame(rows, columns=list(MAP_COLUMNS))
 
 
-def _cell(block: pd.DataFrame, rate: float, key: str, value: Any) -> dict:
+def _cell(block: pd.DataFrame, rate: float, key: str, value: Any, per_request: bool = True) -> dict:
+    """The cell's winner: the most on time (per request), or with the percentiles criterion the
+    lowest mean over seeds of `slo_ratio` (its figure furthest over, or nearest under, its limit)."""
     means = block.groupby("arrangement", sort=False)["on_time_pct"].mean().dropna()
     order = means.sort_values(ascending=False, kind="stable")
+    if not per_request:
+        ratios = block.groupby("arrangement", sort=False)["slo_ratio"].mean().dropna()
+        order = means[ratios.sort_values(kind="stable").index]
     row = {"rate_per_s": rate, "y_key": key, "y_value": shown(value)}
     if order.empty:
         return {**row, "winner": "", "winner_on_time_pct": math.nan, "runner_up": "",
@@ -127,6 +134,9 @@ def _cell(block: pd.DataFrame, rate: float, key: str, value: Any) -> dict:
     if len(order) < 2:
         return {**row, "runner_up": "", "runner_up_on_time_pct": math.nan, "too_close": False}
     second = str(order.index[1])
-    d = paired_difference(block, winner, second)
+    if per_request:
+        d = paired_difference(block, winner, second)
+    else:  # how much lower the winner's ratio is
+        d = paired_difference(block, second, winner, "slo_ratio")
     too_close = bool(d.low <= 0) if d.n > 1 and not math.isnan(d.low) else bool(d.mean <= 0)
     return {**row, "runner_up": second, "runner_up_on_time_pct": float(order.iloc[1]), "too_close": too_close}

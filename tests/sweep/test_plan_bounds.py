@@ -71,3 +71,14 @@ def test_a_plan_that_skips_by_the_bounds_recommends_what_the_exhaustive_one_does
             assert math.isnan(row.goodput_per_s)
         n_skipped += len(skipped)
     assert n_skipped  # the bounds did skip some (else this test proves nothing)
+
+
+def test_no_bound_without_both_limits_or_under_the_percentiles_criterion(tmp_path):
+    """The bound is of the per-request on-time share from the first-word and mean-gap limits: with
+    either limit off, or the percentiles criterion, a plan searches every arrangement."""
+    scenario = small(tmp_path, 4, prompt_mix=[{"share": 1, "tokens": [3000, 8000]}])
+    a = scenario.arrangements[0]
+    assert Bounds(scenario, (1,), 90.0).share_at_most(a, 30.0) is not None
+    for slo in ({"first_word_s": None}, {"mean_gap_ms": None}, {"criterion": "percentiles"}):
+        changed = scenario.model_copy(update={"slo": scenario.slo.model_copy(update=slo)})
+        assert Bounds(changed, (1,), 90.0).share_at_most(a, 30.0) is None, slo
