@@ -55,7 +55,8 @@ def draw_late_limits(ax: Axes, summary: pd.DataFrame) -> Axes:
     ax.set_xticks(range(0, 101, 20))
     ax.set_xlabel("measured requests (%)")
     ax.set_title("Late requests, by the limit they broke")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.04), ncols=2, frameon=False)
+    if ax.get_legend_handles_labels()[0]:  # no late request: no key to draw
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.04), ncols=2, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     return ax
 
