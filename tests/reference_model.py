@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8 and readings R1-R22), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8 and readings R1-R22; E9 in reference_paged.py), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -56,6 +56,7 @@ class Gpu:
         self.replies: list[Req] = []  # replies in progress (get a word each iteration)
         self.shipping = 0  # replies shipping to it, or waiting for their link (E5)
         self.local_unread = 0  # E6: local prompts routed here whose reading has not finished
+        self.away = 0  # E9: replies preempted here, being read again or swapped out
         self.held = 0  # KV tokens reserved (E4)
         self.peak = 0  # the most it ever held
         self.busy = None  # (end_ns, writes, reads) of the iteration in progress
@@ -68,7 +69,7 @@ class Gpu:
 
     def n_replies(self) -> int:
         """Writing side's count (D3, E6, reading R5)."""
-        return len(self.replies) + self.shipping + self.local_unread
+        return len(self.replies) + self.shipping + self.local_unread + self.away
 
     def free(self) -> float | int:
         return float("inf") if self.capacity is None else self.capacity - self.held
@@ -338,4 +339,7 @@ class Reference:
 
 def reference_records(scenario, arrangement, stream) -> dict:
     """Run `arrangement` of `scenario` on `stream` (a workload.stream.Requests) by the spec."""
+    if getattr(arrangement, "kv_policy", None) == "paged":  # E9
+        from reference_paged import PagedReference
+        return PagedReference(scenario, arrangement, stream).run().records()
     return Reference(scenario, arrangement, stream).run().records()

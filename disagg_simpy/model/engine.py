@@ -21,6 +21,7 @@ from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
+from .paged_kv import PagedKv, blocks_for, prepare
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
@@ -61,8 +62,14 @@ class Engine:
         self.local_max = arrangement.local_prompt_limit  # E6
         self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens}  # E8
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
+        self.paged = arrangement.paged  # E9: (block tokens, preemption, swap ms per token, max preemptions)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
+        if self.paged is not None:
+            block, preemption, swap_ms, max_preemptions = self.paged
+            swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
+            for g in self.gpus:
+                PagedKv(g, block, preemption, swap, max_preemptions)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         link = arrangement.kv_link_mode
@@ -93,7 +100,8 @@ class Engine:
             return Gpu(number, True, True, chunk, self.cost, capacity, **limits)
         if role == "reads":
             return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False, **limits)
-        return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
+        # (a writing GPU reads local prompts, E6, and replies read again, E9, as E6 says)
+        return Gpu(number, False, True, chunk if self.local_max or self.paged else None, writing, capacity, **limits)
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
@@ -104,10 +112,13 @@ class Engine:
         prompts = r.n_prompt_tokens.tolist()
         words = r.n_reply_words.tolist()
         measured = r.measured.tolist()
+        paged = self.paged is not None
         for i, at in enumerate(times):
             self.next_arrival_ns = at
             yield Slot(env, at - env.now, PHASE_ARRIVE + i)
             request = Request(i, at, prompts[i], words[i], measured[i])
+            if paged:
+                prepare(request)
             self.arrived.append(request)
             env.process(self.request_process(request))
         self.next_arrival_ns = -1
@@ -176,13 +187,30 @@ class Engine:
         queue = self.handoff
         while queue:
             r = queue[0]
-            need = r.n_prompt_tokens + r.n_reply_words
+            if self.paged is None:
+                need = reserve = r.n_prompt_tokens + r.n_reply_words
+            else:  # E9: the prompt's blocks plus one free; its blocks reserved
+                block = self.paged[0]
+                reserve = blocks_for(r.n_prompt_tokens, block) * block
+                need = reserve + block
             writer = self.writing.fewest_replies(need)
             if writer is None:
                 return
             queue.popleft()
-            writer.reserve(need)
+            writer.reserve(reserve)
+            if self.paged is not None:
+                r.kv_blocks = reserve // self.paged[0]
             self._hand_over(r, writer, now)
+
+    def requests_dropped(self, requests: list[Request], now: int) -> None:
+        """E9: requests preempted more than `max_preemptions` times leave unfinished (not on time)."""
+        for r in requests:
+            r.done.succeed()  # type: ignore[union-attr]  # (as in _finished)
+            r.done = None
+            if r.measured:
+                self.n_measured_left -= 1
+                if self.n_measured_left == 0:
+                    Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def replies_finished(self, requests: list[Request], now: int) -> None:
         for r in requests:

@@ -17,13 +17,16 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
+
+if TYPE_CHECKING:
+    from .paged_kv import PagedKv
 
 
 class Host(Protocol):
@@ -35,6 +38,8 @@ class Host(Protocol):
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None: ...
 
     def iteration_ended(self, now: int) -> None: ...
+
+    def requests_dropped(self, requests: list[Request], now: int) -> None: ...
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
@@ -75,6 +80,7 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
+        self.paged: PagedKv | None = None  # E9: set by PagedKv, which replaces a few methods
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -97,7 +103,7 @@ class Gpu:
         if self.kv_capacity is None:
             return True
         head = self.waiting[0]
-        return head.unread_tokens < head.n_prompt_tokens or self.kv_need(head) <= self.kv_capacity - self.kv_used
+        return head.unread_tokens < head.read_size or self.kv_need(head) <= self.kv_capacity - self.kv_used
 
     def _has_work_unlimited(self) -> bool:
         """`has_work` without a memory limit (the explainer's rules), bound per GPU for speed."""
@@ -173,7 +179,7 @@ class Gpu:
                     break
         n_tokens = 0
         for r, n in taken:
-            if r.unread_tokens == r.n_prompt_tokens:
+            if r.read_started_at_ns < 0:
                 r.read_started_at_ns = now
             r.unread_tokens -= n
             n_tokens += n
@@ -190,7 +196,7 @@ class Gpu:
           is read whole if it fits the room, else it waits, unless it is larger than the whole
           budget (or begun so), when it is read in pieces of the room."""
         waiting = self.waiting
-        capacity, limit = self.kv_capacity, self.max_tokens
+        capacity, limit, paged = self.kv_capacity, self.max_tokens, self.paged
         free = 0 if capacity is None else capacity - self.kv_used
         budget = self.chunk_tokens  # tokens left to read this iteration when chunked
         room = None if limit is None else limit - n_written  # E8, whole prompts
@@ -205,13 +211,18 @@ class Gpu:
                     break
                 n = min(n, budget)
             elif room is not None and n > room:
-                if room == 0 or (n == r.n_prompt_tokens and limit is not None and n <= limit):
+                if room == 0 or (n == r.read_size and limit is not None and n <= limit):
                     break  # a whole prompt waits for room
                 n = room
-            if capacity is not None and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
-                need = self.kv_need(r)
-                if need > free:
-                    break
+            if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
+                if paged is None:
+                    need = self.kv_need(r)
+                    if need > free:
+                        break
+                else:
+                    need = paged.admit(r, free)  # E9: its blocks plus one free, or -1
+                    if need < 0:
+                        break
                 free -= need
             taken.append((r, n))
             if budget is not None:
@@ -259,7 +270,11 @@ class Gpu:
             index = self.n_started
             self.n_started = index + 1
             if options:
-                n_replies, taken, n_tokens, duration = self._options_start(started, index)
+                n_replies, taken, n_tokens, duration = self._options_start(started, index, host)
+                if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration
+                    self.n_started = index
+                    assert not has_work(), "an iteration with nothing to do"
+                    continue
             else:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
@@ -283,6 +298,8 @@ class Gpu:
                     self.reads_log.extend((index, r.request_id, n))
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
+                if finished_reading and self.paged is not None:  # E9: re-reads give their next word
+                    finished_reading = self.paged.reread(finished_reading, index, now, host)
                 if finished_reading:
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
@@ -295,7 +312,7 @@ class Gpu:
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
 
-    def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
+    def _options_start(self, now: int, index: int, host: Host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """An iteration starting now under the options: (replies written, prompt tokens taken,
         how many, duration). Replies waiting for a seat take the free seats in the order they
         joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3,
@@ -306,13 +323,29 @@ class Gpu:
             while queue and self.n_seated < self.seats:
                 self._seat(queue.popleft(), index)
                 self.n_seated += 1
-            n_replies = self.n_seated
-        else:
-            n_replies = self.n_replies
-        taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
+        paged = self.paged
+        if paged is not None:  # E9: due blocks, preemptions, swap-ins
+            paged.start(index, now)
+            if paged.dropped:
+                host.requests_dropped(paged.dropped, now)
+                paged.dropped = []
+        n_replies = self.n_seated if self.seats is not None else self.n_replies
+        taken = self._take_with_options(n_replies) if self.waiting else []
+        if paged is not None and not n_replies and not taken and paged.blocked:
+            paged.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
+            if paged.swapped:
+                paged.swap_in(index)
+                n_replies = self.n_seated if self.seats is not None else self.n_replies
+            taken = self._take_with_options(n_replies) if self.waiting else []
+            if not n_replies and not taken:
+                return 0, [], 0, -1
+        taken, n_tokens = self._take_prompt_tokens(now, taken) if taken else ([], 0)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
-        return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
+        duration = self._duration(index, n_replies, n_tokens, taken)
+        if paged is not None and paged.moved_tokens:
+            duration += paged.swap_ns(paged.moved_tokens)  # E9: KV swapped out and in, rounded on its own
+        return n_replies, taken, n_tokens, duration
 
     def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
         """An iteration's duration with the options' terms (E2, E3, E7)."""
@@ -321,14 +354,17 @@ class Gpu:
             return cost.iteration_ns(n_replies, n_tokens)
         n_reread = n_pairs = 0
         for r, n in taken:
-            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            before = r.read_size - r.unread_tokens - n  # E2: tokens of it earlier iterations read
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
 
     def _release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8)."""
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E9)."""
+        if self.paged is not None:
+            self.paged.release(leaving)
+            return
         if self.seats is not None:
             self.n_seated -= len(leaving)
         if self.track_context:

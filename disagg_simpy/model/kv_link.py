@@ -88,7 +88,8 @@ class KvLink:
             else:
                 link.busy = False
         if self.kv:
-            self.gpus[request.reading_gpu].free(request.n_prompt_tokens)  # E4b
+            reader = self.gpus[request.reading_gpu]
+            reader.free(reader.kv_need(request))  # E4b (E9: its blocks)
         writer = self.gpus[request.writing_gpu]
         writer.n_shipping -= 1
         writer.add_reply(request, now)

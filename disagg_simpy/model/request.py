@@ -10,7 +10,10 @@ from .records import REQUEST_FIELDS
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done")
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done", "read_size",
+                 "n_preemptions", "dropped_at_ns",
+                 # E9 (paged KV), set only when it is on
+                 "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
 
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
         self.request_id = request_id
@@ -19,6 +22,9 @@ class Request:
         self.n_reply_words = n_words
         self.measured = measured
         self.unread_tokens = n_prompt
+        self.read_size = n_prompt  # tokens of the read under way (E9: prompt + words so far for a re-read)
+        self.n_preemptions = 0  # E9
+        self.dropped_at_ns = -1  # E9: preempted more than max_preemptions times
         self.reading_gpu = -1
         self.read_started_at_ns = -1
         self.first_word_at_ns = -1

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
-from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
+from .limits import MAX_COST_MS, MAX_COUNT, MAX_GPUS, MIN_ITERATION_MS
 
 
 class Cost(_Strict):
@@ -63,6 +63,27 @@ def _check_budget(a):
     return a
 
 
+_E9_KEYS = ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions")
+
+
+def _check_paged(a):
+    """E9: paged KV's keys only with `kv_policy: paged` and a KV limit; swap's cost only with swap."""
+    if a.kv_policy != "paged":
+        for key in ("kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):
+            if getattr(a, key) is not None:
+                raise ValueError(f"@{key}: got {getattr(a, key)!r} without kv_policy: paged, expected it only with "
+                                 "kv_policy: paged (E9)")
+        return a
+    if not a.kv_limited:
+        raise ValueError("@kv_policy: got 'paged' without kv_capacity_tokens, expected a KV limit to page (E9)")
+    if a.swap_ms_per_token is not None and a.preemption != "swap":
+        raise ValueError(f"@swap_ms_per_token: got {a.swap_ms_per_token} with preemption: "
+                         f"{a.preemption or 'recompute'}, expected it only with preemption: swap (E9)")
+    if a.preemption == "swap" and a.swap_ms_per_token is None:
+        raise ValueError("@swap_ms_per_token: missing with preemption: swap, expected ms per token moved each way (E9)")
+    return a
+
+
 def gpu_count(n: int) -> str:
     """'1 GPU', '4 GPUs'."""
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
@@ -99,6 +120,11 @@ class _Arrangement(_Strict):
         kv_capacity_tokens: int | None
         max_batch_replies: int | None  # E8
         max_batch_tokens: int | None  # E8
+        kv_policy: str | None  # E9
+        kv_block_tokens: int | None
+        preemption: str | None
+        swap_ms_per_token: float | None
+        max_preemptions: int | None
 
     #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
     #: store's keys) exactly as before they existed.
@@ -184,6 +210,14 @@ class _Arrangement(_Strict):
         return any(c is not None for c in self.kv_capacities)
 
     @property
+    def paged(self) -> tuple[int, str, float, int] | None:
+        """E9: (block tokens, preemption, swap ms per token, max preemptions), or None (E4's reserve)."""
+        if self.kv_policy != "paged":
+            return None
+        return (self.kv_block_tokens or 16, self.preemption or "recompute", self.swap_ms_per_token or 0.0,
+                8 if self.max_preemptions is None else self.max_preemptions)
+
+    @property
     def label(self) -> str:
         """A short family name for legends: 'same GPU', 'chunks' or 'split'."""
         raise NotImplementedError
@@ -223,7 +257,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens")
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", *_E9_KEYS)
 
     name: Name
     kind: Literal["colocated"]
@@ -234,13 +268,18 @@ class Colocated(_Arrangement):
     tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
+    kv_policy: Literal["reserve", "paged"] | None = None  # E9 (None: reserve, E4)
+    kv_block_tokens: Count | None = None  # E9 (paged; None: 16)
+    preemption: Literal["recompute", "swap"] | None = None  # E9 (paged; None: recompute)
+    swap_ms_per_token: CostMs | None = None  # E9 (swap)
+    max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # E9 (paged; None: 8)
 
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Colocated:
         _check_tp(self.tp, self.gpus, "tp", "gpus")
-        return _check_budget(self)
+        return _check_paged(_check_budget(self))
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:
@@ -297,15 +336,20 @@ class Disaggregated(_Arrangement):
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
     writing_kv_capacity_tokens: Count | None = None
     kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
+    kv_policy: Literal["reserve", "paged"] | None = None  # E9 (None: reserve, E4)
+    kv_block_tokens: Count | None = None  # E9 (paged; None: 16)
+    preemption: Literal["recompute", "swap"] | None = None  # E9 (paged; None: recompute)
+    swap_ms_per_token: CostMs | None = None  # E9 (swap)
+    max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # E9 (paged; None: 8)
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
-                                              "kv_path")
+                                              "kv_path", *_E9_KEYS)
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
-        _check_budget(self)
+        _check_paged(_check_budget(self))
         if self.reading_gpus + self.writing_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "

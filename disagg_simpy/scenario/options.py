@@ -32,6 +32,8 @@ def sizes_text(prompt: int, reply: int, needed: int) -> str:
     nothing (a one-word reply on a split's reading GPU)."""
     if needed == prompt:
         return f"prompt {prompt:,} tokens"
+    if needed != prompt + reply:  # E9: blocks of prompt + reply - 1 tokens, plus one block to admit it
+        return f"prompt {prompt:,} + reply {reply:,}: {needed:,} tokens in KV blocks"
     return f"prompt {prompt:,} + reply {reply:,} = {needed:,} tokens"
 
 
@@ -42,12 +44,19 @@ def side_needs(arrangement, prompt, reply) -> list[tuple[str, int, np.ndarray]]:
     for a one-word reply read elsewhere); a colocated instance prompt + reply."""
     prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)
     whole = prompt + reply
+    paged = getattr(arrangement, "paged", None)
+    if paged is not None:  # E9: the most a request holds is prompt + reply - 1 tokens, in blocks, plus one to admit it
+        block = paged[0]
+        whole = block * (-(-(whole - 1) // block) + 1)
+        held = block * (-(-prompt // block) + 1)
+    else:
+        held = prompt
     reading_cap, writing_cap = arrangement.kv_capacities
     if not arrangement.is_split:
         return [] if reading_cap is None else [(arrangement.kv_capacity_key("both"), reading_cap, whole)]
     local = arrangement.local_prompt_limit
     is_local = prompt <= local if local is not None else np.zeros(len(prompt), bool)
-    sides = (("reads", reading_cap, np.where(is_local, 0, prompt)),
+    sides = (("reads", reading_cap, np.where(is_local, 0, held)),
              ("writes", writing_cap, np.where((reply > 1) | is_local, whole, 0)))
     return [(arrangement.kv_capacity_key(role), cap, need) for role, cap, need in sides if cap is not None]
 
