@@ -260,4 +260,5 @@ class Engine:
             n_events=self.n_events,
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
+            preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],  # type: ignore[union-attr]
         )

@@ -25,6 +25,7 @@ so the GPU's loop and the option-free path are untouched.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -67,7 +68,7 @@ class PagedKv:
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
         self.moved_tokens = 0  # tokens swapped out or in by this iteration
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
-        self.n_preemptions = 0
+        self.log = array("q")  # request id, time (ns); ... one pair per preemption
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign]  # what a request frees
@@ -218,7 +219,7 @@ class PagedKv:
         else queue it to be read again (recompute) or swap it out."""
         gpu = self.gpu
         self.blocked = True
-        self.n_preemptions += 1
+        self.log.extend((r.request_id, now))
         del self.running[r]
         gpu.n_replies -= 1
         seat = r.seat_index

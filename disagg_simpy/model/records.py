@@ -68,6 +68,9 @@ class ArrangementRecords:
     kv_link: str | None = None  # E5 on a split ("independent" = the explainer's rules); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
+    # E9 (paged KV): gpu, request_id, at_ns of every preemption, in time order per GPU; None when off.
+    # With it, `requests` also has n_preemptions and dropped_at_ns (-1: not dropped)
+    preemptions: dict[str, np.ndarray] | None = None
 
     @property
     def is_split(self) -> bool:
@@ -77,8 +80,12 @@ class ArrangementRecords:
 
     @property
     def n_unfinished(self) -> int:
+        """Measured requests the run stopped before they finished (a dropped one, E9, is not one)."""
         r = self.requests
-        return int((r["measured"] & (r["finished_at_ns"] < 0)).sum())
+        left = r["measured"] & (r["finished_at_ns"] < 0)
+        if "dropped_at_ns" in r:
+            left &= r["dropped_at_ns"] < 0
+        return int(left.sum())
 
     @property
     def capped(self) -> bool:
@@ -88,12 +95,20 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
-                kv_link: str | None = None) -> ArrangementRecords:
+                kv_link: str | None = None, preemption_logs: Sequence[Any] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
         requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
+        preemptions = None
+        if preemption_logs is not None:  # E9: one flat (request id, ns) log per GPU
+            for f in ("n_preemptions", "dropped_at_ns"):
+                requests[f] = np.fromiter(map(attrgetter(f), arrived), np.int64, len(arrived))
+            pairs = [np.frombuffer(log, dtype=np.int64).reshape(-1, 2) for log in preemption_logs]
+            table = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
+            preemptions = {"gpu": np.repeat(np.arange(len(pairs), dtype=np.int64), [len(p) for p in pairs]),
+                           "request_id": table[:, 0].copy(), "at_ns": table[:, 1].copy()}
         counts = [len(g.ended_at_ns) for g in gpus]
         iterations = {
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), counts),
@@ -126,6 +141,7 @@ class ArrangementRecords:
             kv_link=kv_link,
             kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
+            preemptions=preemptions,
         )
 
     def word_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ TABLES = ("summary", "goodput", "plan", "map")
 @dataclass(frozen=True)
 class Column:
     """One output column. `family` says which code fills it (summary columns: `figures` of the
-    model, `options` of E4/E5, empty when off, `why_late`); `decimals` is the console table's
+    model, `options` of E4/E5, empty when off, `paged` of E9, present only when it is on, `why_late`); `decimals` is the console table's
     precision; `page_digits` the page table's (None: not on the page; -1: a share, shown with
     one decimal below 10 and none above); `console`: in the console table by default."""
 
@@ -95,6 +95,10 @@ COLUMNS: tuple[Column, ...] = (
            family="options", decimals=1),
     Column("link_waited_pct", "%", "waited for link %", "E5: share of measured requests whose ship waited for its link",
            family="options", decimals=1),
+    # -- summary.csv: E9's figures (metrics.paged_figures), only when an arrangement is paged --
+    Column("n_preemptions", "count", "preemptions", "E9: preemptions of measured requests", family="paged"),
+    Column("n_dropped", "count", "dropped", "E9: measured requests dropped past max_preemptions (they count as late)",
+           family="paged"),
     # -- summary.csv: why late (breakdown.why_late_row) ----------------------------------------
     Column("late_first_word_only_pct", "%", "late on first word only %", "share late on the first-word limit alone",
            family="why_late", decimals=1),
@@ -177,8 +181,10 @@ def summary_column(name: str) -> Column:
     return _BY_NAME[name]
 
 
-#: summary.csv's columns, in order (`seed` and `on_time_vs_best_pct` come with several seeds)
-SUMMARY_COLUMNS = names("summary")
+#: E9's figures: summary.csv has them (after the others) only when some arrangement is paged
+PAGED_COLUMNS = names("summary", "paged")
+#: summary.csv's columns, in order (`seed` and `on_time_vs_best_pct` come with several seeds; E9's when on)
+SUMMARY_COLUMNS = tuple(n for n in names("summary") if n not in PAGED_COLUMNS)
 #: the model's figures and the options' (`metrics.summary_row`)
 FIGURE_COLUMNS = names("summary", "figures", "options")
 #: the options' figures (E4, E5): empty when the option is off

@@ -51,6 +51,17 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
     )
 
 
+def paged_columns(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
+    """E9's requests.csv columns (R32): preemptions and whether dropped (empty when the
+    arrangement is not paged)."""
+    r = rec.requests
+    if "n_preemptions" not in r:
+        n = len(gaps.rows)
+        return {"n_preemptions": _count_or_empty(np.full(n, -1)), "dropped": pd.array([pd.NA] * n, dtype="boolean")}
+    return {"n_preemptions": _count_or_empty(r["n_preemptions"][gaps.rows]),
+            "dropped": pd.array(r["dropped_at_ns"][gaps.rows] >= 0, dtype="boolean")}
+
+
 def _wait(since: np.ndarray, until: np.ndarray, option_on: bool) -> np.ndarray:
     """Seconds from `since` to `until` where both happened; empty throughout if the option
     behind it is off (E4e handoff, E5 link)."""

@@ -162,6 +162,8 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     waits = gaps.first_word_ns[fin] / NS_PER_S
     means = gaps.mean_gap_ns[fin & ~np.isnan(gaps.mean_gap_ns)] / 1e6
     measured_end = r["finished_at_ns"][gaps.rows]
+    if "dropped_at_ns" in r:  # E9: a dropped request ends there
+        measured_end = np.maximum(measured_end, r["dropped_at_ns"][gaps.rows])
     span_ns = rec.stopped_at_ns if rec.capped else int(measured_end.max()) if n else 0
     it = rec.iterations
     roles = np.asarray(rec.gpu_roles)
@@ -191,7 +193,7 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     return {
         "arrangement": rec.name,
         "n_requests": n,
-        "n_unfinished": int((~fin).sum()),
+        "n_unfinished": rec.n_unfinished,
         "on_time_pct": pct(gaps.on_time),
         "late_first_word_pct": pct(gaps.late_first_word),
         "late_mean_gap_pct": pct(gaps.late_mean_gap),
@@ -208,6 +210,16 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
         "words_per_s": n_words / (span_ns / NS_PER_S) if span_ns > 0 else float("nan"),
         **option_figures(rec, gaps),
     }
+
+
+def paged_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
+    """E9's figures (`PAGED_COLUMNS`): preemptions of measured requests, and those dropped; empty
+    for an arrangement that is not paged."""
+    r = rec.requests
+    if "n_preemptions" not in r:
+        return {"n_preemptions": None, "n_dropped": None}
+    return {"n_preemptions": int(r["n_preemptions"][gaps.rows].sum()),
+            "n_dropped": int((r["dropped_at_ns"][gaps.rows] >= 0).sum())}
 
 
 def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:

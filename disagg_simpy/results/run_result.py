@@ -17,9 +17,9 @@ from ..units import NS_PER_S
 from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
-from .columns import SUMMARY_COLUMNS
-from .frames import iterations_frame, reads_frame, requests_frame, words_frame
-from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns
+from .columns import PAGED_COLUMNS, SUMMARY_COLUMNS
+from .frames import iterations_frame, paged_columns, reads_frame, requests_frame, words_frame
+from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns, paged_figures
 
 
 @dataclass
@@ -54,6 +54,10 @@ class RunResult:
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
+            if self.paged:  # E9's figures, only when some arrangement is paged (R32)
+                for row, n in zip(rows, self.records):
+                    row.update(paged_figures(self.records[n], self.gaps[n]))
+                extra = [*PAGED_COLUMNS, *extra]
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 
         return self._frame("summary", build)
@@ -63,9 +67,16 @@ class RunResult:
         """One row per measured request per arrangement: the `requests.csv` columns."""
         return self._frame("requests", lambda: _concat([self._requests_frame(n) for n in self.records], list(self.records)))
 
+    @property
+    def paged(self) -> bool:
+        """Whether some arrangement has paged KV (E9): its columns are written then (R32)."""
+        return any(rec.preemptions is not None for rec in self.records.values())
+
     def _requests_frame(self, name: str) -> pd.DataFrame:
         rec, gaps = self.records[name], self.gaps[name]
         frame = requests_frame(rec, gaps).assign(**time_columns(rec, gaps, self.limits))
+        if self.paged:
+            frame = frame.assign(**paged_columns(rec, gaps))
         for column in off_columns(self.scenario.slo) & set(frame.columns):  # a limit that is off judges nothing
             frame[column] = np.nan
         return frame
