@@ -30,6 +30,7 @@ LINE_STYLES = ("-", "--", "-.", ":", (0, (6, 2, 1, 2, 1, 2)))
 WRITE_COLOUR = "#A9B4C2"  # iterations that only write words
 SHIP_COLOUR = "#0072B2"  # KV cache shipments
 FREEZE_COLOUR = "#D62728"  # gaps between words over the freeze limit
+PREEMPT_COLOUR = "#7B3294"  # E9: a reply preempted (its KV freed)
 WORD_COLOUR = "#333333"
 WAIT_COLOUR = "#8C8C8C"
 LATE_BAND = "#ECECEC"  # background of a reply lane that is not on time

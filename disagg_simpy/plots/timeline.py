@@ -145,11 +145,12 @@ def _draw_kv_band(ax: Axes, it: pd.DataFrame, x0: np.ndarray, x1: np.ndarray, y:
 
 
 def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, window: Window,
-                     unit: str = "GPU") -> Axes:
+                     unit: str = "GPU", preempted: pd.DataFrame | None = None) -> Axes:
     """One lane per sampled reply (earliest on top): a dotted line while its prompt waits, an
     orange line while it is read, a diamond at word 1, a blue bar while its KV cache ships, a
-    tick per later word, a red bar over each gap above the freeze limit; replies that are not
-    on time sit on a grey band."""
+    tick per later word, a red bar over each gap above the freeze limit, a cross where it was
+    preempted (E9: `preempted` has request_id, at_s); replies that are not on time sit on a grey
+    band."""
     start, end = window
     n = len(sample)
     lane = pd.Series(n - 1 - np.arange(n, dtype=float), index=sample["request_id"].to_numpy())
@@ -200,6 +201,12 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     first = shown[shown["word"] == 1]
     dots = ax.scatter(first["at_s"], lane.loc[first["request_id"]], marker="D", s=28, c="black", zorder=3)
     dots.set_gid("first-words")
+    if preempted is not None:
+        marks = preempted[preempted["request_id"].isin(lane.index) & (preempted["at_s"] >= start)
+                          & (preempted["at_s"] <= end)]
+        crosses = ax.scatter(marks["at_s"], lane.loc[marks["request_id"]], marker="X", s=40, c=st.PREEMPT_COLOUR,
+                             zorder=4)
+        crosses.set_gid("preemptions")
 
     labels = [f"#{r.request_id} {_gpus(r, unit)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
               for r in sample.itertuples()]
@@ -248,7 +255,7 @@ def pct_text(value: float) -> str:
     return f"{value:.1f}%" if value < 9.95 else f"{value:.0f}%"
 
 
-def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> list:
+def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False, paged: bool = False) -> list:
     h = [
         Patch(facecolor="#F08A2C", label="iteration that reads prompt tokens\n(darker = more tokens)"),
         Patch(facecolor=st.WRITE_COLOUR, label="iteration that only writes words"),
@@ -267,6 +274,9 @@ def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> l
         h.insert(3, Line2D([], [], color=st.SHIP_COLOUR, lw=1.2, ls=(0, (1, 1.5)), label="ship waits for its link"))
     if kv:
         h.insert(2, Patch(facecolor="#6A51A3", label="KV memory held (band under a\nGPU; darker = fuller)"))
+    if paged:
+        h.append(Line2D([], [], color=st.PREEMPT_COLOUR, marker="X", ls="none", ms=6,
+                        label="preempted (KV freed: read again\nor swapped out, E9)"))
     return h
 
 
@@ -294,7 +304,10 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         kv_capacity = result.records[name].kv_capacity_tokens
         names = [arrangement.instance_name(g) for g in range(len(roles))]
         draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity, names)
-        draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit)
+        log = result.records[name].preemptions  # E9
+        preempted = None if log is None else pd.DataFrame({"request_id": log["request_id"],
+                                                           "at_s": log["at_ns"] / 1e9})
+        draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit, preempted)
         how = arrangement.description
         fig.suptitle(
             f"{name}, {result.seed_text}: {pct_text(summary['on_time_pct'])} of {int(summary['n_requests']):,} "
@@ -313,6 +326,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
         link = arrangement.kv_link_mode != "independent"
-        fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link), loc="outside right lower",
+        fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link, preempted is not None),
+                   loc="outside right lower",
                    frameon=False)
         return st.save_figure(fig, path)

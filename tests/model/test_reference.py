@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E8, each on or off), and a few hand-picked cases."""
+option combination (E1-E9, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -69,6 +69,12 @@ def compare(scenario_path, expect_cap=None):
             if rec.capped:
                 times, want = times, [t for t in want if t <= stop]
             assert times == want, f"{name}: word times of request {rid}"
+        if "n_preemptions" in ref["requests"]:  # E9: preemptions and drops, request by request
+            for key in ("n_preemptions", "dropped_at_ns") if not rec.capped else ("dropped_at_ns",):
+                got, want = rec.requests[key][measured], np.asarray(ref["requests"][key], dtype=np.int64)[measured]
+                if rec.capped:  # (what comes after the cap never happened)
+                    want = np.where(want > stop, -1, want)
+                assert got.tolist() == want.tolist(), f"{name}: requests.{key}"
         if not rec.capped:
             check_verdicts(name, reply_gaps(rec, LimitsNs.from_slo(scenario.slo)), ref, stream, scenario.slo)
 
@@ -78,8 +84,12 @@ def check_verdicts(name, gaps, ref, stream, slo):
     with 1 ns of slack, compared exactly)."""
     first_limit, gap_limit, freeze_limit = (round(x * 1e9) for x in (slo.first_word_s, slo.mean_gap_ms / 1e3,
                                                                      slo.freeze_ms / 1e3))
+    dropped = ref["requests"].get("dropped_at_ns")
     for i, rid in enumerate(np.flatnonzero(stream.measured)):
         words = ref["words"][int(rid)]
+        if dropped is not None and dropped[rid] >= 0:  # E9: a dropped request is late (R30)
+            assert not gaps.on_time[i] and gaps.froze[i], f"{name}: request {rid} was dropped"
+            continue
         wait = words[0] - int(stream.arrived_at_ns[rid])
         gaps_ns = np.diff(words)
         n_gaps = len(gaps_ns)
@@ -138,6 +148,12 @@ def arrangement(draw, i, tp=False):
         a["chunk_tokens"] = chunk
     if draw(st.booleans()):
         a["kv_capacity_tokens"] = -draw(st.sampled_from((0, 0, 0, 4, 20, 80)))  # slack above the largest need, set below
+    if "kv_capacity_tokens" in a and draw(st.booleans()):  # E9: paged, blocks small enough to preempt
+        a.update(kv_policy="paged", kv_block_tokens=draw(st.sampled_from((1, 2, 4, 8, 16))))
+        if draw(st.booleans()):
+            a.update(preemption="swap", swap_ms_per_token=draw(st.sampled_from((0.0, 0.01, 0.0000003))))
+        if draw(st.booleans()):
+            a["max_preemptions"] = draw(st.sampled_from((0, 1, 2)))
     if draw(st.integers(0, 2)) == 0:  # E8: seats and budgets small enough to bind
         a["max_batch_replies"] = draw(st.sampled_from((1, 2, 3)))
     if draw(st.integers(0, 2)) == 0:
@@ -173,9 +189,11 @@ def tiny_scenario(draw, tp=False):
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
     arrangements = [draw(arrangement(i, tp)) for i in range(draw(st.integers(1, 2)))]
     for a in arrangements:
+        block = a.get("kv_block_tokens")  # E9: the most a request holds, in blocks, plus one to admit it
+        need = max(p + w if block is None else block * (-(-(p + w - 1) // block) + 1) for p, w in zip(prompts, words))
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
             if key in a:
-                a[key] = max(p + w for p, w in zip(prompts, words)) - a[key]
+                a[key] = need - a[key]
     cost = {"kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
     cost.update(draw(side_cost()) or {})
     workload = {}
