@@ -216,7 +216,7 @@ class PagedReference(Reference):
         while self.handoff:
             r = self.handoff[0]
             n = blocks(r.prompt, b)
-            room = [w for w in self.writing if self.free_blocks(w) >= n + 1]
+            room = [w for w in self.writing if self.free_blocks(w) >= n + 1 and not w.away]  # (E9b: returns first)
             if not room:
                 return
             self.handoff.pop(0)

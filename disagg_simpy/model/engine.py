@@ -193,7 +193,7 @@ class Engine:
                 block = self.paged[0]
                 reserve = blocks_for(r.n_prompt_tokens, block) * block
                 need = reserve + block
-            writer = self.writing.fewest_replies(need)
+            writer = self.writing.fewest_replies(need, self.paged is not None)
             if writer is None:
                 return
             queue.popleft()

@@ -68,6 +68,7 @@ class PagedKv:
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
         self.moved_tokens = 0  # tokens swapped out or in by this iteration
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
+        self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
@@ -248,6 +249,7 @@ class PagedKv:
             self.dropped.append(r)
             return
         r.stretches.append([-1, words + 1, -1, last_at, 0])
+        self.n_away += 1
         gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R27)
         # an iteration's victims (preempted most recent first) queue in the order they joined,
         # behind those preempted before (and, to be read again, behind begun prompts)
@@ -286,6 +288,7 @@ class PagedKv:
             need = max(r.kv_blocks, blocks_for(r.n_prompt_tokens + r.seat_word - 1, block))
             gpu.reserve(need * block)
             r.kv_blocks = need
+            self.n_away -= 1
             gpu.n_local -= 1
             self._join(r)
             if gpu.seats is None:
@@ -305,6 +308,7 @@ class PagedKv:
                 first.append(r)
                 continue
             r.returning = False
+            self.n_away -= 1
             self.gpu.n_local -= 1
             r.stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # type: ignore[index]  # its word seat_word, read
             if r.seat_word == r.n_reply_words:

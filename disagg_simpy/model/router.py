@@ -54,13 +54,15 @@ class Side(Generic[G]):
     @overload
     def fewest_replies(self, need: int | None) -> G | None: ...
 
-    def fewest_replies(self, need: int | None = None) -> G | None:
+    def fewest_replies(self, need: int | None = None, away: bool = False) -> G | None:
         """The writing GPU with the fewest replies, counting those shipping to it and, under E6,
         local prompts not yet read (M3, D3, D2). With `need` (E4e): only among the GPUs whose
-        free KV memory holds that many tokens; None if none does."""
+        free KV memory holds that many tokens; None if none does. With `away` (E9): only among
+        those with no preempted reply away (being read again, or swapped out)."""
         gpus: Sequence[G] = self.gpus
         if need is not None:  # (E4: every GPU has a capacity)
-            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need]  # type: ignore[operator]
+            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need  # type: ignore[operator]
+                    and not (away and g.paged.n_away)]  # type: ignore[attr-defined]
             if not gpus:
                 return None
         return self._assign(min(gpus, key=lambda g: (g.n_replies + g.n_shipping + g.n_local, g.last_assignment)))
