@@ -21,7 +21,7 @@ from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
-from .paged_kv import PagedKv, blocks_for, prepare
+from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
@@ -260,5 +260,6 @@ class Engine:
             n_events=self.n_events,
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
+            stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
             preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],  # type: ignore[union-attr]
         )

@@ -120,6 +120,8 @@ def _freeze_text(f: dict, facts: dict) -> str:
         return f"{head}, most of it waiting to join GPU {gpu} and for its first iteration there"
     if f["cause"] == "batch_full":
         return f"{head}, waiting for a seat in GPU {gpu}'s full batch (max_batch_replies, max_batch_tokens)"
+    if f["cause"] == "preempted":
+        return f"{head}, preempted on GPU {gpu} for KV memory (E9) and waiting to come back"
     n = f.get("n_replies_written")
     return f"{head} while GPU {gpu} wrote {n:,} replies in one iteration" if n else f"{head} (GPU {gpu} writing)"
 
@@ -135,6 +137,8 @@ def _verdict(facts: dict) -> str:
     if facts["on_time"]:
         return "on time"
     if not facts["finished"]:
+        if facts.get("dropped"):
+            return f"late: dropped after {facts['n_preemptions']} preemptions (more than max_preemptions, E9)"
         return "late: unfinished when the safety cap ended the run"
     why = []
     if facts["late_first_word"]:
