@@ -211,6 +211,37 @@ def test_simulator_equals_reference(tmp_path, case):
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
 
 
+@st.composite
+def paged_scenario(draw):
+    """E9 on every arrangement, with memory tight enough that most runs preempt: replies up to 30
+    words, blocks of 1-8 tokens, capacity at most 16 tokens above the largest request's need;
+    every other option drawn as in `tiny_scenario`."""
+    rows, arrangements, cost, workload, slo = draw(tiny_scenario())
+    words = draw(st.lists(st.sampled_from((2, 5, 9, 17, 30)), min_size=len(rows), max_size=len(rows)))
+    rows = [(t, p, w) for (t, p, _), w in zip(rows, words)]
+    for a in arrangements:
+        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            a.pop(key, None)
+        block = draw(st.sampled_from((1, 2, 4, 8)))
+        a.update(kv_policy="paged", kv_block_tokens=block, kv_capacity_tokens=max(
+            block * (-(-(p + w - 1) // block) + 1) for _, p, w in rows) + draw(st.sampled_from((0, 0, 1, 4, 16))))
+        for key in ("preemption", "swap_ms_per_token", "max_preemptions"):
+            a.pop(key, None)
+        if draw(st.booleans()):
+            a.update(preemption="swap", swap_ms_per_token=draw(st.sampled_from((0.0, 0.01, 0.0000003))))
+        if draw(st.booleans()):
+            a["max_preemptions"] = draw(st.sampled_from((0, 1, 2)))
+    return rows, arrangements, cost, workload, slo
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=paged_scenario())
+def test_simulator_equals_reference_with_paged_kv(tmp_path, case):
+    """E9 (paged KV, preemption by recompute or swap, drops) with E1-E8 drawn on and off."""
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario(tp=True))
 def test_simulator_equals_reference_with_tp_instances(tmp_path, case):
