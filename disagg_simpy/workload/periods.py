@@ -103,7 +103,7 @@ def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: floa
     its first `n_requests` arrivals: thinning (module docstring)."""
     starts = period_starts(w.schedule) if w.schedule is not None else [0.0]
     ends = [p.until_s for p in w.schedule[:-1]] if w.schedule is not None else []
-    cap_ns = int(seconds_to_ns(cap_s))
+    cap_ns = int(seconds_to_ns(cap_s)) if n_requests is None else 2**62  # (n_requests: no cap)
     streams = rng.spawn(len(starts))
     if w.rate_curve is not None or w.schedule is None:
         envelopes = [peak_rate(w)] * len(starts)
@@ -118,9 +118,10 @@ def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: floa
         end_ns = cap_ns + 1 if last else int(seconds_to_ns(ends[k]))
         if n_requests is None and start_ns > cap_ns:
             break
-        length_s = (min(end_ns, cap_ns + 1) - start_ns) / NS_PER_S
         if n_requests is not None and last:
-            length_s = max(length_s, (n_requests - n_found) / envelope * 2)
+            length_s = (n_requests - n_found) / envelope * 2
+        else:
+            length_s = (min(end_ns, cap_ns + 1) - start_ns) / NS_PER_S
         mean = envelope * length_s
         block = int(mean * 1.02 + 10 * np.sqrt(mean)) + 64
         t_s = float(start)
