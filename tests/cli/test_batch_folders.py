@@ -68,3 +68,16 @@ def test_a_batch_command_refuses_another_commands_folder(tmp_path, monkeypatch, 
     assert main(["sweep", "tiny.yaml", "--rate", "9", "--out", "mine", "--workers", "1", "--no-plots"]) == 0
     assert main(["plan", "tiny.yaml", "--gpus", "2", "--out", "mine", "--workers", "1"]) == 2
     assert "holds the results of `sweep`" in capsys.readouterr().err
+
+
+def test_no_plots_removes_the_earlier_picture_and_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    tiny_scenario(tmp_path)
+    flags = ["sweep", "tiny.yaml", "--rate", "9", "--workers", "1"]
+    assert main(flags) == 0
+    picture = tmp_path / "runs" / "tiny-sweep" / "sweep.png"
+    assert picture.is_file()
+    capsys.readouterr()
+    assert main([*flags, "--no-plots"]) == 0
+    assert not picture.exists()
+    assert f"note: removed {picture.relative_to(tmp_path)}, an earlier run's picture" in capsys.readouterr().err
