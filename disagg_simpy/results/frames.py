@@ -52,7 +52,7 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
 
 
 def paged_columns(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
-    """E9's requests.csv columns (R32): preemptions and whether dropped (empty when the
+    """E9's requests.csv columns (R38): preemptions and whether dropped (empty when the
     arrangement is not paged)."""
     r = rec.requests
     if "n_preemptions" not in r:
