@@ -199,7 +199,11 @@ class PagedKv:
         due = self.needs.pop(index, None)
         if due:
             block = self.block
-            due.sort(key=_join_order)
+            if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # (room for all: no order to keep)
+                self._grow_all(due, index)
+                due = []
+            else:
+                due.sort(key=_join_order)
             for r in due:
                 if r.kv_due != index or r.seat_index < 0:
                     continue  # preempted since it was scheduled
@@ -214,6 +218,27 @@ class PagedKv:
                     self._schedule(r, index + 1, r.seat_word + index - r.seat_index + 1)
         if self.swapped and not self.blocked:
             self.swap_in(index)
+
+    def _grow_all(self, due: list[Request], index: int) -> None:
+        """Every reply due a block at `index` gets one (there is room for all); each is due its
+        next `block` words later (one word per iteration while seated), if it has that many left."""
+        block = self.block
+        nxt = index + block
+        later = self.needs.get(nxt)
+        if later is None:
+            later = self.needs[nxt] = []
+        n = 0
+        for r in due:
+            if r.kv_due != index or r.seat_index < 0:
+                continue  # preempted since it was scheduled
+            n += 1
+            r.kv_blocks += 1
+            if r.seat_index + r.n_reply_words - r.seat_word >= nxt:  # (its last word's iteration)
+                r.kv_due = nxt
+                later.append(r)
+            else:
+                r.kv_due = -1
+        self.gpu.reserve(n * block)
 
     def _preempt(self, r: Request, index: int, now: int) -> None:
         """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
