@@ -145,6 +145,29 @@ def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
     return np.where(has, st.first[s] - w.offsets[np.maximum(st.gpu[s], 0)], -1)
 
 
+def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
+    """E9 (paged KV), only for an arrangement that has it: per request, its stretches of words
+    `st` ([write position of its first word among its GPU's writing iterations, or -1; that
+    word's number; words written by those iterations; the word before them, ns from arrival; 1
+    if the stretch wrote that word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
+    log = rec.preemptions
+    if log is None:
+        return {}
+    st, w = rec.stretches, rec.writes
+    lo, hi = st.by_request[rows], st.by_request[rows + 1]
+    gpu = np.maximum(st.gpu, 0)
+    pos = np.where((st.gpu >= 0) & (st.n > 0), st.first - w.offsets[gpu], -1)
+    lead = st.lead_at
+    stretches = [[[int(pos[k]), int(st.first_word[k]), int(st.n[k]), int(lead[k] - a) if lead[k] >= 0 else -1,
+                   int(st.lead_written[k])]
+                  for k in range(a_lo, a_hi)] for a_lo, a_hi, a in zip(lo.tolist(), hi.tolist(), arrived.tolist())]
+    order = np.argsort(log["request_id"], kind="stable")
+    ids, at = log["request_id"][order], log["at_ns"][order]
+    start, stop = np.searchsorted(ids, rows), np.searchsorted(ids, rows, side="right")
+    pre = [(at[a:b] - t).tolist() for a, b, t in zip(start.tolist(), stop.tolist(), arrived.tolist())]
+    return {"st": stretches, "pre": pre}
+
+
 def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
     """An arrangement's summary over several seeds (`by_seed`: summary rows with `seed`): each
     figure's mean, its 95% interval (results/intervals.py) and the seeds' own figures, as the
@@ -222,6 +245,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
                 "nfz": _nullable(req["n_freezes"]),
                 "late": late_bits(gaps)[keep].tolist(),
                 "jw": jw.tolist(),
+                **_paged(result.records[name], gaps.rows[keep], arrived),
             },
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
             "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),

@@ -60,7 +60,11 @@ function decodeArrangement(a, index) {
     means: a.means || null, interval: a.interval || null, by_seed: a.by_seed || null,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
-          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw},
+          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw,
+          // E9 (paged KV) only: each reply's stretches of words [first write position, its word number, words,
+          // word before (abs ns), whether the stretch wrote it] and its preemptions (abs ns)
+          st: r.st ? r.st.map((ss, i) => ss.map(([p, f, n, l, o]) => [p, f, n, l < 0 ? -1 : REQ.arrived[i] + l, o])) : null,
+          pre: r.pre ? r.pre.map((ts, i) => ts.map((t) => REQ.arrived[i] + t)) : null},
   };
 }
 const ARR = D.arrangements.map(decodeArrangement);

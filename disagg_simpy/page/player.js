@@ -242,7 +242,8 @@ const Player = {
     span(REQ.arrived[i], r.read[i] < 0 ? -1 : r.read[i], "waiting");
     span(r.read[i], r.first[i] < 0 ? -1 : r.first[i], "reading");
     if (r.joined[i] > r.first[i]) span(r.first[i], r.joined[i], "shipping");
-    const w = wordRange(a, i);
+    if (r.st) this.stretchWords(lane, i, y, X);  // E9: a reply's words in several stretches
+    const w = r.st ? null : wordRange(a, i);
     if (w) {
       const {gpu, jwLocal} = w, wend = gpu.wend;
       let d = "";
@@ -267,6 +268,36 @@ const Player = {
     const pin = () => { this.pinned = id; this.detail(id); this.followRequest(id, false); };
     lane.addEventListener("click", pin);
     lane.addEventListener("keydown", (e) => { if (e.key === "Enter") pin(); });
+  },
+
+  /** E9: reply row `i`'s words stretch by stretch (a re-read's word is its stretch's own word
+   * before them), freezes between consecutive words over the limit, and a cross at each preemption. */
+  stretchWords(lane, i, y, X) {
+    const a = this.arr, r = a.req, lo = this.a, hi = this.a + this.len, mid = y + REPLY_H / 2, g = r.wg[i];
+    const times = [];
+    if (r.first[i] >= 0) times.push(r.first[i]);
+    const gpu = g >= 0 ? a.gpus[g] : null;
+    for (const [p, f, n, lead, own] of r.st[i]) {
+      if (own && lead >= 0 && f > 2) times.push(lead);  // a re-read's word (word 1 is pushed above)
+      if (!gpu || p < 0) continue;
+      for (let k = 0; k < n; k++) {
+        const at = p + k - gpu.wfirst;
+        if (at >= 0 && at < gpu.wend.length) times.push(gpu.wend[at]);
+      }
+    }
+    let d = "";
+    for (let k = 1; k < times.length; k++) {
+      const t = times[k], prev = times[k - 1];
+      if (t >= lo && t <= hi) d += `M${this.x(t).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
+      if (t - prev > FREEZE_NS + 1 && prev < hi && t > lo)
+        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(t) - X(prev)), height: 6, class: "freeze"}, lane);
+    }
+    if (d) el("svg:path", {d, class: "words"}, lane);
+    for (const t of r.pre[i]) {
+      if (t < lo || t > hi) continue;
+      const x = this.x(t);
+      el("svg:path", {d: `M${x - 4} ${mid - 4}l8 8m0 -8l-8 8`, class: "preempted", "data-testid": "preempted"}, lane);
+    }
   },
 
   detail(id) {
@@ -315,6 +346,7 @@ const Player = {
       ["waiting", "prompt waits"], ["reading", "prompt being read"], ["first-word", "first word"],
       ["words", "a later word"], ...(SLO.freeze_ms == null ? [] : [["freeze", `freeze: gap over ${SLO.freeze_ms} ms`]])];
     if (split) items.splice(5, 0, ["shipping", "KV cache ships"]);
+    if (this.arr.req.pre) items.push(["preempted", "preempted (KV memory, E9)"]);
     const box = document.getElementById("legend");
     box.replaceChildren();
     for (const [cls, text] of items) { const s = el("span", {}, box); el("i", {class: "key " + cls}, s); s.append(text); }
