@@ -72,9 +72,9 @@ class PagedKv:
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
-        gpu.kv_need = self.held  # type: ignore[method-assign]  # what a request frees
-        gpu._seat = self.seat  # type: ignore[method-assign]
-        gpu.add_reply = self.add_reply  # type: ignore[method-assign]
+        gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
+        gpu._seat = self.seat  # type: ignore[method-assign,assignment]
+        gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
@@ -199,7 +199,7 @@ class PagedKv:
         due = self.needs.pop(index, None)
         if due:
             block = self.block
-            if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # (room for all: no order to keep)
+            if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # type: ignore[operator]  # (room for all: no order to keep)
                 self._grow_all(due, index)
                 due = []
             else:
@@ -350,7 +350,7 @@ def _join_order(r: Request) -> int:
     return r.kv_order
 
 
-def stretch_log(arrived) -> list[tuple[int, ...]]:
+def stretch_log(arrived) -> list[tuple[int, int, int, int, int, int, int]]:
     """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows (an open stretch
     with its planned words: the run's end cuts them)."""
     rows = []

@@ -15,6 +15,16 @@ class Request:
                  # E9 (paged KV), set only when it is on
                  "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
 
+    # E9 (paged KV): set by paged_kv.prepare when the arrangement has it
+    kv_blocks: int  # KV blocks it holds on the GPU it is on
+    kv_due: int  # iteration index at which it is due its next block (-1: none)
+    kv_order: int  # its place in its GPU's join order
+    seat_index: int  # iteration index of its current seat (-1: not seated)
+    seat_word: int  # the word its seat starts with (or, away, the word it comes back with)
+    seat_base: int  # its E3 context term while seated
+    stretches: list[list[int]] | None  # its stretches once preempted (paged_kv's module docstring)
+    returning: bool  # queued or being read again (recompute)
+
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
         self.request_id = request_id
         self.arrived_at_ns = arrived_at_ns
