@@ -17,16 +17,13 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
-
-if TYPE_CHECKING:
-    from .paged_kv import PagedKv
 
 
 class Host(Protocol):
@@ -80,7 +77,7 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
-        self.paged: PagedKv | None = None  # E9: set by PagedKv, which replaces a few methods
+        self.paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")

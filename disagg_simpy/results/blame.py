@@ -44,7 +44,7 @@ from ..model.costs import CostNs
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps, _range_max, _stretch_gaps
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, _range_max, preemption_gaps
 
 CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies", "batch_full", "preempted")
 PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES, BATCH_FULL, PREEMPTED = range(len(CAUSES))
@@ -215,7 +215,8 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     ids += [str(x) for x in own_id.tolist()]
     tokens_read += [str(x) for x in prompts[own_id].tolist()]
 
-    b_req, b_row, b_started, b_gap = _between_gaps(rec, gaps, limit)  # E9: before a re-read's word
+    b_req, b_gpu, b_at, b_gap = preemption_gaps(rec, gaps, limit)  # E9: before a re-read's word
+    b_row, b_started = _lead_rows(rec, b_gpu, b_at), b_at - b_gap
     n_shared, n_grouped = len(ends), len(g_pos)
     end_pos = np.concatenate([ends, g_pos, s.first[m], w.before[b_row]])
     end_row = np.concatenate([w.rows[end_pos[:len(end_pos) - len(b_row)]], b_row])
@@ -283,23 +284,6 @@ def reply_freezes(rec: ArrangementRecords, gaps: ReplyGaps, blame: FreezeBlame,
     return ids, rows
 
 
-def _between_gaps(rec: ArrangementRecords, gaps: ReplyGaps, limit: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """E9: the gaps over `limit` before a re-read's word (from the reply's last word before its
-    preemption), of the finished measured replies: (request id, global iteration row of the
-    re-read's end, gap start ns, gap ns). None without a stretch log."""
-    none = np.zeros(0, np.int64)
-    if rec.stretches.one_each:
-        return none, none, none, none
-    r = rec.requests
-    rows = gaps.rows[gaps.finished & (r["n_reply_words"][gaps.rows] >= 2)]
-    _, _, _, extra, _ = _stretch_gaps(rec, rows)
-    st = rec.stretches
-    s = st.of_requests(rows)[extra > limit]
-    gap = extra[extra > limit]
-    return st.request[s], _lead_rows(rec, st.gpu[s], st.lead_at[s]), st.lead_at[s] - gap, gap
-
-
 def _reads_in(rec: ArrangementRecords, from_rows: np.ndarray, to_rows: np.ndarray) -> tuple[list, list, list]:
     """For each range of global iteration rows (from, to], the prompts its iterations read:
     "id;id", "tokens;tokens" (tokens summed per prompt, the most tokens first, ties by request
@@ -360,7 +344,7 @@ def freeze_summary(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs, n
     weight = np.searchsorted(starts, frozen, side="right") - np.searchsorted(stops, frozen, side="right")
     first_gap = w.ended[s.first] - s.lead_at if len(s.rows) else np.zeros(0, np.int64)
     m = np.flatnonzero(first_gap > limit)
-    n = int(weight.sum()) + len(m) + len(_between_gaps(rec, gaps, limit)[0])  # (E9: never a long prompt's)
+    n = int(weight.sum()) + len(m) + len(preemption_gaps(rec, gaps, limit)[0])  # (E9: never a long prompt's)
     if not n or n_long is None:
         return {"n_freezes": n, "freezes_by_long_prompt_pct": float("nan")}
     # the longest whole prompt the iterations of each gap read, and each first-gap freeze's blamed prompt

@@ -144,6 +144,22 @@ def _stretch_gaps(rec: ArrangementRecords, rows: np.ndarray
     return lead_gap, lo, hi, extra, group
 
 
+def preemption_gaps(rec: ArrangementRecords, gaps: ReplyGaps, limit: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """E9: the gaps over `limit` before a re-read's word (from the reply's last word before its
+    preemption), of the finished measured replies: (request id, writing GPU, the re-read word's
+    time ns, gap ns); none without a stretch log."""
+    none = np.zeros(0, np.int64)
+    if rec.stretches.one_each:
+        return none, none, none, none
+    r = rec.requests
+    rows = gaps.rows[gaps.finished & (r["n_reply_words"][gaps.rows] >= 2)]
+    _, _, _, extra, _ = _stretch_gaps(rec, rows)
+    st = rec.stretches
+    s = st.of_requests(rows)[extra > limit]
+    return st.request[s], st.gpu[s], st.lead_at[s], extra[extra > limit]
+
+
 def _per_reply(values: np.ndarray, group: np.ndarray | None, n: int, ufunc) -> np.ndarray:
     """Per reply, `ufunc` (np.add, np.maximum) over its stretches' `values`."""
     if group is None:

@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .limits import MAX_COST_MS, MAX_COUNT, MAX_GPUS, MIN_ITERATION_MS
+from .paging import E9_KEYS, check_paged, paged_settings
 
 
 class Cost(_Strict):
@@ -63,27 +64,6 @@ def _check_budget(a):
     return a
 
 
-_E9_KEYS = ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions")
-
-
-def _check_paged(a):
-    """E9: paged KV's keys only with `kv_policy: paged` and a KV limit; swap's cost only with swap."""
-    if a.kv_policy != "paged":
-        for key in ("kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):
-            if getattr(a, key) is not None:
-                raise ValueError(f"@{key}: got {getattr(a, key)!r} without kv_policy: paged, expected it only with "
-                                 "kv_policy: paged (E9)")
-        return a
-    if not a.kv_limited:
-        raise ValueError("@kv_policy: got 'paged' without kv_capacity_tokens, expected a KV limit to page (E9)")
-    if a.swap_ms_per_token is not None and a.preemption != "swap":
-        raise ValueError(f"@swap_ms_per_token: got {a.swap_ms_per_token} with preemption: "
-                         f"{a.preemption or 'recompute'}, expected it only with preemption: swap (E9)")
-    if a.preemption == "swap" and a.swap_ms_per_token is None:
-        raise ValueError("@swap_ms_per_token: missing with preemption: swap, expected ms per token moved each way (E9)")
-    return a
-
-
 def gpu_count(n: int) -> str:
     """'1 GPU', '4 GPUs'."""
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
@@ -120,11 +100,7 @@ class _Arrangement(_Strict):
         kv_capacity_tokens: int | None
         max_batch_replies: int | None  # E8
         max_batch_tokens: int | None  # E8
-        kv_policy: str | None  # E9
-        kv_block_tokens: int | None
-        preemption: str | None
-        swap_ms_per_token: float | None
-        max_preemptions: int | None
+        kv_policy: str | None  # E9 (the rest of its keys: paging.E9_KEYS)
 
     #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
     #: store's keys) exactly as before they existed.
@@ -212,10 +188,7 @@ class _Arrangement(_Strict):
     @property
     def paged(self) -> tuple[int, str, float, int] | None:
         """E9: (block tokens, preemption, swap ms per token, max preemptions), or None (E4's reserve)."""
-        if self.kv_policy != "paged":
-            return None
-        return (self.kv_block_tokens or 16, self.preemption or "recompute", self.swap_ms_per_token or 0.0,
-                8 if self.max_preemptions is None else self.max_preemptions)
+        return paged_settings(self)
 
     @property
     def label(self) -> str:
@@ -257,7 +230,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", *_E9_KEYS)
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", *E9_KEYS)
 
     name: Name
     kind: Literal["colocated"]
@@ -279,7 +252,7 @@ class Colocated(_Arrangement):
     @model_validator(mode="after")
     def _check(self) -> Colocated:
         _check_tp(self.tp, self.gpus, "tp", "gpus")
-        return _check_paged(_check_budget(self))
+        return check_paged(_check_budget(self))
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:
@@ -344,12 +317,12 @@ class Disaggregated(_Arrangement):
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
-                                              "kv_path", *_E9_KEYS)
+                                              "kv_path", *E9_KEYS)
     _name = field_validator("name")(_not_only_dots)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
-        _check_paged(_check_budget(self))
+        check_paged(_check_budget(self))
         if self.reading_gpus + self.writing_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
