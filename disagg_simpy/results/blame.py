@@ -44,7 +44,7 @@ from ..model.costs import CostNs
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps, _range_max, preemption_gaps
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, _range_max, preempted_between, preemption_gaps
 
 CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies", "batch_full", "preempted")
 PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES, BATCH_FULL, PREEMPTED = range(len(CAUSES))
@@ -112,7 +112,8 @@ def reply_spans(rec: ArrangementRecords, gaps: ReplyGaps) -> Spans:
     split = first_stretch & (r["reading_gpu"][req] != gpu)
     # E8: a writing iteration of its GPU started after it joined, before the one writing word 2
     seat_wait = first_stretch & has_prev & (w.started[prev] >= joined) if len(s) else np.zeros(0, bool)
-    resumed = (st.first_word[s] > 2) & ~st.lead_written[s]  # E9: its lead word came before its preemption
+    # E9: back after a preemption with its KV (swapped in): its lead word came before the preemption
+    resumed = preempted_between(rec, req, lead_at, w.ended[first] if len(s) else lead_at) & ~st.lead_written[s]
     shared = ~split & ~seat_wait & ~resumed & has_prev & (w.ended[prev] == lead_at) if len(s) else np.zeros(0, bool)
     return Spans(req, first, first + st.n[s] - 1, lead_at, joined, split, seat_wait, shared, resumed)
 

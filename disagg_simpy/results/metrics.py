@@ -160,6 +160,22 @@ def preemption_gaps(rec: ArrangementRecords, gaps: ReplyGaps, limit: int
     return st.request[s], st.gpu[s], st.lead_at[s], extra[extra > limit]
 
 
+def preempted_between(rec: ArrangementRecords, request: np.ndarray, since: np.ndarray, until: np.ndarray) -> np.ndarray:
+    """E9: whether each `request` (request id) was preempted at a time in [since, until] (ns): a
+    preemption comes at the start of an iteration, which may be the instant of its last word."""
+    out = np.zeros(len(request), bool)
+    log = rec.preemptions
+    if log is None or not len(log["at_ns"]):
+        return out
+    order = np.lexsort((log["at_ns"], log["request_id"]))
+    ids, at = log["request_id"][order], log["at_ns"][order]
+    lo, hi = np.searchsorted(ids, request), np.searchsorted(ids, request, side="right")
+    for k in np.flatnonzero(hi > lo).tolist():  # (few: the replies that were preempted)
+        times = at[lo[k]:hi[k]]
+        out[k] = bool(((times >= since[k]) & (times <= until[k])).any())
+    return out
+
+
 def _per_reply(values: np.ndarray, group: np.ndarray | None, n: int, ufunc) -> np.ndarray:
     """Per reply, `ufunc` (np.add, np.maximum) over its stretches' `values`."""
     if group is None:

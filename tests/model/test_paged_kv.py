@@ -90,7 +90,7 @@ def test_a_swapped_reply_moves_its_kv_out_and_back_in(tmp_path):
     # B's 3 blocks (12 tokens) move out at 0.01 ms a token, added to iteration 5; they move back
     # in iteration 6 (with the fourth block its word 6 needs), 0.12 ms again
     swap = dict(PAGED, preemption="swap", swap_ms_per_token=0.01)
-    res = run_rows(tmp_path, ROWS, [swap], cost=COST)
+    res = run_rows(tmp_path, ROWS, [swap], cost=COST, slo={"first_word_s": 1, "mean_gap_ms": 50, "freeze_ms": 20})
     it = iterations(res, "c")
     assert it[5] == (58_160 * US, 69_280 * US, 1, 0, 16)
     assert it[6:] == [(69_280 * US, 80_400 * US, 1, 0, 16), (80_400 * US, 91_400 * US, 1, 0, 16),
@@ -99,6 +99,9 @@ def test_a_swapped_reply_moves_its_kv_out_and_back_in(tmp_path):
     assert words_ns(res, "c", 1) == BOTH + [80_400 * US, 91_400 * US, 102_400 * US]
     assert res.requests["n_preemptions"].tolist() == [0, 1]
     assert len(res.reads.query("request_id == 1")) == 1  # never read again
+    freezes = res.freezes  # B's 22.24 ms across its preemption, to its first word back
+    assert freezes["cause"].astype(str).tolist() == ["preempted"] and freezes["gap_s"].round(9).tolist() == [0.02224]
+    assert freezes["iteration"].tolist() == [6] and res.requests["n_freezes"].tolist() == [0, 1]
 
 
 def test_a_request_preempted_past_max_preemptions_is_dropped_and_late(tmp_path):
@@ -150,8 +153,9 @@ def paged(draw, requests):
 @given(data=st.data(), trace_rows=rows)
 def test_random_paged_runs_keep_memory_within_capacity_and_every_request_ends(tmp_path, data, trace_rows):
     arrangements = [{"name": f"a{i}", **data.draw(paged(trace_rows))} for i in range(2)]
-    res = run_rows(tmp_path, trace_rows, arrangements, cost=COST)
+    res = run_rows(tmp_path, trace_rows, arrangements, cost=COST, slo={"freeze_ms": 15})
     r = res.requests
+    summary = res.summary.set_index("arrangement")
     assert (r["finished_at_s"].notna() ^ r["dropped"]).all()  # no livelock: each finished or dropped, not both
     for a in arrangements:
         rec = res.records[a["name"]]
@@ -166,6 +170,12 @@ def test_random_paged_runs_keep_memory_within_capacity_and_every_request_ends(tm
         done = mine[mine["finished_at_s"].notna()]
         assert (counts.loc[done["request_id"]].to_numpy() == done["n_reply_words"].to_numpy()).all()
         assert (np.diff(w["at_s"].to_numpy())[np.diff(w["request_id"].to_numpy()) == 0] > 0).all()
+        # freezes (`preempted` among them) add up, and match the word times of the finished replies
+        w = w[w["request_id"].isin(done["request_id"])]
+        same = w.request_id.to_numpy()[1:] == w.request_id.to_numpy()[:-1]
+        n_gaps_over = int(((np.diff(w.at_s.to_numpy()) > 0.015 + 1e-9) & same).sum())
+        frozen = res.freezes.query(f"arrangement == '{a['name']}'")["n_replies_frozen"].sum()
+        assert frozen == summary.loc[a["name"], "n_freezes"] == n_gaps_over == done["n_freezes"].sum()
 
 
 # -- bad input: one line, exit 2, nothing written ----------------------------------------------------
