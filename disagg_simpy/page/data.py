@@ -168,21 +168,20 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
     requests in progress during [lo_ns, hi_ns) in any arrangement (the same requests in each)
     and each arrangement's times for them and iterations."""
     names = list(parts)
-    base = parts[names[0]] if names else None
-    keep = np.zeros(len(base["id"]) if base else 0, dtype=bool)
+    empty = np.zeros(0, dtype=np.int64)
+    base = parts[names[0]] if names else {"id": empty, "arrived": empty, "prompt": empty, "words": empty}
+    keep = np.zeros(len(base["id"]), dtype=bool)
     for name, part in parts.items():
         if not np.array_equal(part["id"], base["id"]):
             raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
         keep |= part["in_span"]
-    ids = base["id"][keep] if base else np.zeros(0, dtype=np.int64)
-    arrived = base["arrived"][keep] if base else np.zeros(0, dtype=np.int64)
     return {
         "span_ns": [lo_ns, hi_ns],
         "requests": {
-            "id": np.diff(ids, prepend=0).tolist(),
-            "arrived": np.diff(arrived, prepend=0).tolist(),
-            "prompt": base["prompt"][keep].tolist() if base else [],
-            "words": base["words"][keep].tolist() if base else [],
+            "id": np.diff(base["id"][keep], prepend=0).tolist(),
+            "arrived": np.diff(base["arrived"][keep], prepend=0).tolist(),
+            "prompt": base["prompt"][keep].tolist(),
+            "words": base["words"][keep].tolist(),
         },
         "arrangements": [{"requests": {k: v[keep].tolist() for k, v in parts[n]["requests"].items()},
                           "iterations": parts[n]["iterations"]} for n in names],
