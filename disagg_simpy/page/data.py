@@ -4,9 +4,11 @@ Times are whole nanoseconds (the model's clock, so every number is exact) and de
 arrivals from the previous arrival, a request's other times from its arrival or first word,
 an iteration's start from the previous iteration's end on its GPU. "Never" is -1.
 
-Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of
-iterations `jit .. jit + n - 2` of its writing GPU (`jit`: the first iteration that starts at or
-after the reply joins it), so the page derives them from the iterations it holds. Iterations are
+Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of the
+writing iterations `jw .. jw + n - 2` of its writing GPU (`jw`: the reply's word 2 among the
+GPU's iterations that write words, counted from 0; `wfirst` per GPU: how many such iterations
+precede the first one held), so the page derives them from the iterations it holds
+(model/words.py: an iteration that only reads prompts writes no word). Iterations are
 kept only inside `span` (by default the measured window, at most MAX_SPAN_S long), and so are
 the requests: those that arrive before its end and are still in progress at its start in some
 arrangement (for the default scenario, every measured request). The table and the charts cover
@@ -97,14 +99,25 @@ def _iterations_in(iterations: pd.DataFrame, n_gpus: int, lo_ns: int, hi_ns: int
         keep = (start < hi_ns) & (end > lo_ns)
         start, end = start[keep], end[keep]
         prev = np.concatenate([[lo_ns], end[:-1]])
+        writes = rows["n_replies_written"].to_numpy() > 0
         out.append({
             "first": int(rows["iteration"].to_numpy()[keep][0]) if keep.any() else 0,
+            "wfirst": int(writes[:int(np.argmax(keep))].sum()) if keep.any() else 0,
             "wait": (start - prev).tolist(),
             "dur": (end - start).tolist(),
             "tok": rows["n_prompt_tokens_read"].to_numpy()[keep].tolist(),
             "rep": rows["n_replies_written"].to_numpy()[keep].tolist(),
         })
     return out
+
+
+def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
+    """Per request of `rows`: its word 2 among its writing GPU's writing iterations (from 0),
+    -1 if none ran (its first stretch of words, model/words.py)."""
+    st, w = rec.stretches, rec.writes
+    s = np.minimum(st.by_request[rows], max(len(st.n) - 1, 0))
+    has = (st.by_request[rows + 1] > st.by_request[rows]) & (st.gpu[s] >= 0) & (st.n[s] > 0)
+    return np.where(has, st.first[s] - w.offsets[np.maximum(st.gpu[s], 0)], -1)
 
 
 def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
@@ -157,7 +170,7 @@ def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
             "maxgap": np.asarray(_nullable(np.round(everyone["max_gap_ms"] * 1e6))),
             "nfz": np.asarray(_nullable(everyone["n_freezes"])),
             "late": late_bits(gaps),
-            "jit": np.asarray(result.records[name].requests["join_iteration"][gaps.rows]),
+            "jw": _word2_positions(result.records[name], gaps.rows),
         },
         "iterations": _iterations_in(it, len(result.records[name].gpu_roles), lo_ns, hi_ns),
     }

@@ -52,10 +52,12 @@ function decodePlayer(a, span) {
     const start = new Float64Array(g.dur.length), end = new Float64Array(g.dur.length);
     let t = span[0];
     for (let i = 0; i < g.dur.length; i++) { start[i] = t + g.wait[i]; end[i] = start[i] + g.dur[i]; t = end[i]; }
-    return {first: g.first, start, end, tok: g.tok, rep: g.rep};
+    const wend = [];  // ends of the iterations that write words, in order: a reply's words 2.. are consecutive here
+    for (let i = 0; i < g.dur.length; i++) if (g.rep[i] > 0) wend.push(end[i]);
+    return {first: g.first, wfirst: g.wfirst, start, end, wend: Float64Array.from(wend), tok: g.tok, rep: g.rep};
   });
   return {gpus, req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
-                      maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit}};
+                      maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw}};
 }
 
 function decodeArrangement(a, index) {
