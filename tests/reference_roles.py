@@ -1,4 +1,4 @@
-"""The reference model's E11 (GPUs that change role, docs/rules.md#e11), written from the rule
+"""The reference model's E12 (GPUs that change role, docs/rules.md#e12), written from the rule
 alone: a move takes an instance off its side at once, it drains, warms up `switch_s`, and joins
 the other side as never assigned (D2). Warm-ups that end, then the schedule's or the policy's
 decision, act at the start of D5 step 2 of their instant."""
@@ -20,10 +20,10 @@ class RolesReference(Reference):
         super().__init__(scenario, arrangement, stream)
         spec = self.spec = arrangement.role_changes
         self.switch = s_to_ns(spec.switch_s)
-        self.policy = getattr(spec, "policy", None)
+        self.policy = spec.policy
         tp = arrangement.reading_tp or 1
         if self.policy:
-            self.every = s_to_ns(spec.check_s)
+            self.every = s_to_ns(spec.setting("check_s"))
             self.next_decision = self.every
         else:
             self.steps = [(s_to_ns(x.from_s), x.reading_gpus // tp) for x in spec.schedule if x.from_s > 0]
@@ -73,11 +73,11 @@ class RolesReference(Reference):
             return
         self.next_decision = now + self.every
         spec = self.spec
-        if self.moves or (self.last_decision is not None and now - self.last_decision < s_to_ns(spec.cooldown_s)):
+        if self.moves or (self.last_decision is not None and now - self.last_decision < s_to_ns(spec.setting("cooldown_s"))):
             return
-        wait = s_to_ns(spec.wait_s)
+        wait = s_to_ns(spec.setting("wait_s"))
         read_wait = any(g.queue and now - g.queue[0].arrived >= wait for g in self.reading)
-        gap = exact(spec.gap_ms) * 1_000_000
+        gap = exact(spec.setting("gap_ms")) * 1_000_000
         write_gap = any(to_ns(g.cost["iteration_ms"] + g.cost["per_reply_ms"] * (len(g.replies) + g.shipping))
                         >= gap for g in self.writing)
         write_pressure = write_gap or bool(self.handoff)

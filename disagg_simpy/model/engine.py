@@ -85,7 +85,7 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
-        roles = getattr(arrangement, "role_changes", None)  # E11
+        roles = getattr(arrangement, "role_changes", None)  # E12
         self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
@@ -212,7 +212,7 @@ class Engine:
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
     def gpu_drained(self, gpu: Gpu, now: int) -> None:
-        """E11: a GPU leaving its side ended an iteration."""
+        """E12: a GPU leaving its side ended an iteration."""
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
     def more_may_arrive_now(self, now: int) -> bool:
@@ -242,7 +242,7 @@ class Engine:
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
         )
-        if self.roles is not None:  # E11: roles at the start, and every move
+        if self.roles is not None:  # E12: roles at the start, and every move
             records.gpu_roles = tuple(self.arrangement.roles)
             records.switches = self.roles.records()
         return records

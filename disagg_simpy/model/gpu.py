@@ -70,8 +70,8 @@ class Gpu:
         self.kv_peak = 0
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
-        self.changes_role = False  # E11: its role may change (model/roles.py)
-        self.draining = False  # E11: leaving its side; tells the host at each iteration end
+        self.changes_role = False  # E12: its role may change (model/roles.py)
+        self.draining = False  # E12: leaving its side; tells the host at each iteration end
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
@@ -294,7 +294,7 @@ class Gpu:
             if options:
                 if serves_handoff:
                     host.iteration_ended(now)
-                if self.draining:  # E11
+                if self.draining:  # E12
                     host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now)):
                     yield Slot(env, 0, start_priority)

@@ -68,7 +68,7 @@ class ArrangementRecords:
     kv_link: str | None = None  # E5 on a split ("independent" = the explainer's rules); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
-    switches: dict[str, list] | None = None  # E11: every move (model/roles.py SWITCH_FIELDS); None: static roles
+    switches: dict[str, list] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
 
     @property
     def is_split(self) -> bool:

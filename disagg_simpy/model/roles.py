@@ -1,4 +1,4 @@
-"""E11: GPUs that change role on a split (docs/rules.md#e11), as a controller beside the engine.
+"""E12: GPUs that change role on a split (docs/rules.md#e12), as a controller beside the engine.
 
 A move takes an instance off its side at once (the router stops sending it work), lets it
 drain (a writing instance finishes its replies, a reading one reads the prompts already routed
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from ..scenario.roles import RolePolicy
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Slot
@@ -46,7 +45,7 @@ class Switch:
 
 
 class RoleController:
-    """Moves instances between the engine's reading and writing sides (E11)."""
+    """Moves instances between the engine's reading and writing sides (E12)."""
 
     def __init__(self, engine, spec, writing_cost: CostNs, chunk: int | None):
         self.engine = engine
@@ -65,7 +64,7 @@ class RoleController:
 
     def processes(self):
         """The SimPy processes that decide moves: the schedule's steps, or the policy's checks."""
-        if isinstance(self.spec, RolePolicy):
+        if self.spec.policy is not None:
             return [self._checks()]
         return [self._schedule()]
 
@@ -84,9 +83,9 @@ class RoleController:
 
     def _checks(self):
         env, spec = self.engine.env, self.spec
-        every = seconds_ns(spec.check_s)
-        cooldown, wait = seconds_ns(spec.cooldown_s), seconds_ns(spec.wait_s)
-        gap = exact_ns(spec.gap_ms)
+        every = seconds_ns(spec.setting("check_s"))
+        cooldown, wait = seconds_ns(spec.setting("cooldown_s")), seconds_ns(spec.setting("wait_s"))
+        gap = exact_ns(spec.setting("gap_ms"))
         k = 0
         while True:
             k += 1

@@ -111,7 +111,7 @@ class _Arrangement(_Strict):
         for key in self._OMIT_UNSET:
             if isinstance(out, dict) and out.get(key) is None:
                 out.pop(key, None)
-        if isinstance(out, dict) and "role_changes" in out:  # E11: dumped under its key, `roles`
+        if isinstance(out, dict) and "role_changes" in out:  # E12: dumped under its key, `roles`
             out["roles"] = out.pop("role_changes")
         return out
 
@@ -237,7 +237,7 @@ class Colocated(_Arrangement):
     tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
-    role_changes: None = Field(None, alias="roles")  # E11: `roles: static` only (every GPU reads and writes)
+    role_changes: None = Field(None, alias="roles")  # E12: `roles: static` only (every GPU reads and writes)
 
     _name = field_validator("name")(_not_only_dots)
     _roles = field_validator("role_changes", mode="before")(colocated_roles)
@@ -302,7 +302,7 @@ class Disaggregated(_Arrangement):
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
     writing_kv_capacity_tokens: Count | None = None
     kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
-    role_changes: Roles = Field(None, alias="roles")  # E11 `roles:`: None (static), a schedule or a policy
+    role_changes: Roles = Field(None, alias="roles")  # E12 `roles:`: None (static), a schedule or a policy
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",

@@ -1,5 +1,5 @@
-"""E11's scenario keys: a split whose GPUs change role over a run (`roles:` on a
-disaggregated arrangement; docs/rules.md#e11).
+"""E12's scenario keys: a split whose GPUs change role over a run (`roles:` on a
+disaggregated arrangement; docs/rules.md#e12).
 
 `roles: static` (the default) keeps today's split. `roles: {schedule: [...]}` sets the reading
 GPUs from given times; `roles: {policy: queue, ...}` moves one instance at a time when the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .base import Gpus, NonNegSeconds, Seconds, _as_tuple, _Strict
 
@@ -27,28 +27,43 @@ class RoleStep(_Strict):
     reading_gpus: Gpus
 
 
-class RoleSchedule(_Strict):
-    """Reading GPUs by time (a plan's switching plan is one of these)."""
+_POLICY_KEYS = {"check_s": 1.0, "cooldown_s": 60.0, "wait_s": 1.0, "gap_ms": 40.0}
 
-    schedule: tuple[RoleStep, ...] = Field(min_length=1, max_length=10_000)
+
+class RoleChanges(_Strict):
+    """`roles:` other than static: a `schedule` of reading GPUs by time (a plan's switching plan
+    is one), or the reactive rule `policy: queue` (E12c): every `check_s`, outside a cooldown and
+    with no move under way, move one instance to the side under pressure while the other is not.
+    One mapping for both, so an error names the key the user wrote."""
+
+    schedule: tuple[RoleStep, ...] | None = Field(None, min_length=1, max_length=10_000)
+    policy: Literal["queue"] | None = None
     switch_s: NonNegSeconds = DEFAULT_SWITCH_S
+    check_s: Seconds | None = None  # how often the rule looks (default 1 s)
+    cooldown_s: NonNegSeconds | None = None  # from one decision to the next, at least (default 60 s)
+    wait_s: Seconds | None = None  # reading pressure: a waiting prompt arrived this long ago (default 1 s)
+    gap_ms: Annotated[float, Field(gt=0, le=1e6)] | None = None  # writing pressure (default 40 ms)
 
     _tuple = field_validator("schedule", mode="before")(_as_tuple)
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> RoleChanges:
+        if (self.schedule is None) == (self.policy is None):
+            raise ValueError("@schedule: expected either a schedule (a list of {from_s, reading_gpus}) or "
+                             "policy: queue, not both or neither")
+        if self.schedule is not None:
+            for key in _POLICY_KEYS:
+                if getattr(self, key) is not None:
+                    raise ValueError(f"@{key}: got it with a schedule, expected it only with policy: queue")
+        return self
 
-class RolePolicy(_Strict):
-    """The reactive rule `queue` (E11c): every `check_s`, outside a cooldown and with no move
-    under way, move one instance to the side that is under pressure while the other is not."""
-
-    policy: Literal["queue"]
-    switch_s: NonNegSeconds = DEFAULT_SWITCH_S
-    check_s: Seconds = 1.0  # how often the rule looks
-    cooldown_s: NonNegSeconds = 60.0  # at least this long from one move's start to the next
-    wait_s: Seconds = 1.0  # reading pressure: a prompt not begun has waited this long
-    gap_ms: Annotated[float, Field(gt=0, le=1e6)] = 40.0  # writing pressure: a GPU's next iteration this long
+    def setting(self, key: str) -> float:
+        """A policy threshold, its default when unset."""
+        value = getattr(self, key)
+        return _POLICY_KEYS[key] if value is None else value
 
 
-Roles = RoleSchedule | RolePolicy | None  # None: static
+Roles = RoleChanges | None  # None: static
 
 
 def static_roles(value):
@@ -60,12 +75,12 @@ def colocated_roles(value):
     """A colocated arrangement takes only `roles: static`: its GPUs all read and write."""
     if value is None or value == "static":
         return None
-    raise ValueError("@roles: got a schedule or policy, expected static: a colocated arrangement's GPUs all read "
+    raise ValueError("got a schedule or policy, expected static: a colocated arrangement's GPUs all read "
                      "and write (roles change only on kind: disaggregated)")
 
 
 def check_roles(a) -> None:
-    """A split's `roles` against its GPUs (E11, reading R29): raises '@roles...' errors."""
+    """A split's `roles` against its GPUs (E12, reading R29): raises '@roles...' errors."""
     roles = a.role_changes
     if roles is None:
         return
@@ -76,14 +91,14 @@ def check_roles(a) -> None:
     if a.reading_kv_capacity_tokens != a.writing_kv_capacity_tokens:
         raise ValueError("@roles: got different reading_ and writing_kv_capacity_tokens, expected one capacity "
                          "on both sides when roles change (a GPU keeps its memory)")
-    if isinstance(roles, RolePolicy):
+    if roles.policy is not None:
         if a.reading_gpus // rtp < 1 or a.writing_gpus // wtp < 1:
             raise ValueError("@roles: expected at least one instance on each side")
         return
     total = a.reading_gpus + a.writing_gpus
     before = -1.0
-    for i, step in enumerate(roles.schedule):
-        key = f"@roles.schedule.{i}"
+    for i, step in enumerate(roles.schedule or ()):
+        key = f"@roles.schedule[{i}]"
         if step.from_s <= before:
             raise ValueError(f"{key}.from_s: got {step.from_s:g} after {before:g}, expected entries in "
                              "increasing from_s")

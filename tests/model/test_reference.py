@@ -69,7 +69,7 @@ def compare(scenario_path, expect_cap=None):
             if rec.capped:
                 times, want = times, [t for t in want if t <= stop]
             assert times == want, f"{name}: word times of request {rid}"
-        if "switches" in ref:  # E11: every move up to the stop
+        if "switches" in ref:  # E12: every move up to the stop
             want = {k: list(v) for k, v in ref["switches"].items()}
             keep = [t <= stop for t in want["requested_at_ns"]]
             for key in ("drained_at_ns", "serving_at_ns"):
@@ -246,11 +246,11 @@ def test_hand_picked(tmp_path, case):
     compare(write_scenario(tmp_path, rows, arrangements, **extra), expect_cap="max_sim_s" in extra)
 
 
-# -- E11: GPUs that change role -----------------------------------------------------------------------
+# -- E12: GPUs that change role -----------------------------------------------------------------------
 
 @st.composite
 def with_roles(draw, a):
-    """A split of `a` whose roles change (E11): one TP degree and one KV capacity on both sides;
+    """A split of `a` whose roles change (E12): one TP degree and one KV capacity on both sides;
     a schedule of moves on a ms grid (some at the ns of an arrival or an iteration end), or the
     policy with thresholds the tiny loads cross."""
     a = dict(a, kind="disaggregated", name=a["name"].replace("c", "s"))
@@ -278,7 +278,7 @@ def with_roles(draw, a):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario(tp=True), data=st.data())
 def test_simulator_equals_reference_with_roles(tmp_path, case, data):
-    """E11 (schedules and the policy, with every other option) to the nanosecond, moves included."""
+    """E12 (schedules and the policy, with every other option) to the nanosecond, moves included."""
     rows, arrangements, cost, workload, slo = case
     arrangements = [data.draw(with_roles(a)) for a in arrangements]
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
