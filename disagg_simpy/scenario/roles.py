@@ -80,7 +80,7 @@ def colocated_roles(value):
 
 
 def check_roles(a) -> None:
-    """A split's `roles` against its GPUs (E12e, reading R27): raises '@roles...' errors."""
+    """A split's `roles` against its GPUs (E12e, reading R33): raises '@roles...' errors."""
     roles = a.role_changes
     if roles is None:
         return
