@@ -25,6 +25,7 @@ from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
+from .roles import RoleController
 from .router import Side
 
 __all__ = ["CostNs", "Engine", "exact_ns"]
@@ -91,6 +92,8 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+        roles = getattr(arrangement, "role_changes", None)  # E12
+        self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
@@ -236,6 +239,10 @@ class Engine:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
+    def gpu_drained(self, gpu: Gpu, now: int) -> None:
+        """E12: a GPU leaving its side ended an iteration."""
+        self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
+
     def more_may_arrive_now(self, now: int) -> bool:
         """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
         return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
@@ -246,11 +253,13 @@ class Engine:
         for gpu in self.gpus:
             env.process(gpu.run(env, self))
         env.process(self.source())
+        for process in self.roles.processes() if self.roles else ():
+            env.process(process)
         if self.n_measured_left > 0:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
         self.n_events = events_scheduled(env)
-        return ArrangementRecords.collect(
+        records = ArrangementRecords.collect(
             name=self.arrangement.name,
             kind=self.arrangement.kind,
             gpus=self.gpus,
@@ -263,3 +272,7 @@ class Engine:
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
             preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],  # type: ignore[union-attr]
         )
+        if self.roles is not None:  # E12: roles at the start, and every move
+            records.gpu_roles = tuple(self.arrangement.roles)
+            records.switches = self.roles.records()
+        return records

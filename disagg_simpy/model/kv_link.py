@@ -89,7 +89,7 @@ class KvLink:
                 link.busy = False
         if self.kv:
             reader = self.gpus[request.reading_gpu]
-            reader.free(reader.kv_need(request))  # E4b (E9: its blocks)
+            reader.free(request.n_prompt_tokens if reader.paged is None else reader.paged.held(request))  # E4b (E9: blocks)
         writer = self.gpus[request.writing_gpu]
         writer.n_shipping -= 1
         writer.add_reply(request, now)

@@ -275,7 +275,7 @@ class PagedKv:
             return
         r.stretches.append([-1, words + 1, -1, last_at, 0])
         self.n_away += 1
-        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R33)
+        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R40)
         # an iteration's victims (preempted most recent first) queue in the order they joined,
         # behind those preempted before (and, to be read again, behind begun prompts)
         if self.swap:

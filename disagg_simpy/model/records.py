@@ -77,6 +77,7 @@ class ArrangementRecords:
     preemptions: dict[str, np.ndarray] | None = None
     # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
     stretch_log: dict[str, np.ndarray] | None = None
+    switches: dict[str, list] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
 
     @property
     def is_split(self) -> bool:

@@ -54,7 +54,7 @@ class RunResult:
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
-            if self.paged:  # E9's figures, only when some arrangement is paged (R38)
+            if self.paged:  # E9's figures, only when some arrangement is paged (R45)
                 for row, n in zip(rows, self.records):
                     row.update(paged_figures(self.records[n], self.gaps[n]))
                 extra = [*PAGED_COLUMNS, *extra]
@@ -69,7 +69,7 @@ class RunResult:
 
     @property
     def paged(self) -> bool:
-        """Whether some arrangement has paged KV (E9): its columns are written then (R38)."""
+        """Whether some arrangement has paged KV (E9): its columns are written then (R45)."""
         return any(rec.preemptions is not None for rec in self.records.values())
 
     def _requests_frame(self, name: str) -> pd.DataFrame:

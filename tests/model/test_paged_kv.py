@@ -198,10 +198,14 @@ def test_bad_paged_settings_get_one_line_and_exit_2(tmp_path):
          "reply 40: 864 tokens in KV blocks"),
         ({**paged_kv, "max_preemptions": -1}, "arrangements[0].max_preemptions: got -1, expected a whole number"),
     ]
+    split = {"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, **paged_kv,
+             "roles": {"schedule": [{"from_s": 0.5, "reading_gpus": 1}]}}
+    cases.append((split, "arrangements[0].kv_policy: got 'paged' with roles that change (E12), expected static roles"))
     for extra, expected in cases:
         path = tmp_path / "s.yaml"
         path.write_text(scenario_text("bad", SYNTHETIC, arrangements=[{"name": "a", "kind": "colocated", "gpus": 1,
-                                                                        **extra}]))
+                                                                        **extra} if "kind" not in extra else
+                                                                       {"name": "a", **extra}]))
         err = io.StringIO()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             code = main([str(path), "--out", str(tmp_path / "out"), "--no-plots"])
