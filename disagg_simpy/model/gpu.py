@@ -14,6 +14,7 @@ events would run at SimPy's own priorities and could not keep D5's order.
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ import simpy
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
+from .stretch import Stretch
 
 
 class Host(Protocol):
@@ -42,6 +44,8 @@ class Host(Protocol):
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
+    fast_forward = True  # run unchanged iterations as one stretch (model/stretch.py); tests switch it off
+
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
                  max_tokens: int | None = None):
@@ -58,6 +62,8 @@ class Gpu:
         self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
         self.track_context = cost.per_context_token != 0
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
+        self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
+        self.stretch: Stretch | None = None  # iterations run as one timeout (model/stretch.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
@@ -115,10 +121,16 @@ class Gpu:
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU
         looks again in step 3 (E4d)."""
+        if self.stretch is not None:
+            self.stretch.cut()
         self.kv_used -= tokens
         self._wake()
 
     def add_prompt(self, request: Request) -> None:
+        """A prompt is routed here (D5 step 2): a GPU writing only, in a stretch, reads it from
+        the next iteration end on (a stretch reading chunks takes it after the head, unchanged)."""
+        if self.stretch is not None and self.stretch.head is None:
+            self.stretch.cut()
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
         self._wake()
@@ -127,6 +139,8 @@ class Gpu:
         """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
         or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
+        if self.stretch is not None:
+            self.stretch.cut()  # (first: the reply's join iteration is the next to start)
         self.n_replies += 1
         if self.seats is None:
             self._seat(request, self.n_started)
@@ -143,6 +157,7 @@ class Gpu:
         leaving = self.leaving.get(last)
         if leaving is None:
             self.leaving[last] = [request]
+            heapq.heappush(self.leaving_order, last)
         else:
             leaving.append(request)
 
@@ -239,6 +254,7 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None)
+        fast = self.fast_forward and not options  # (the options may bound stretches too: `steady_iterations`)
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -264,7 +280,18 @@ class Gpu:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
-            yield Slot(env, duration, end_priority)
+            if fast and duration and (n := self.steady_iterations(index, taken)) > 1:
+                stretch = self.stretch = Stretch(self, env, started, index, duration, n_replies,
+                                                 taken[0][0] if taken else None, n_tokens, n)
+                yield stretch.slot  # (or the slot `stretch.cut` put in its place)
+                self.stretch = None
+                if not stretch.n:
+                    continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
+                stretch.finish()
+                index += stretch.n - 1  # its last iteration ends now
+                started = env.now - duration
+            else:
+                yield Slot(env, duration, end_priority)
 
             now = env.now
             record_start(started)
@@ -273,6 +300,7 @@ class Gpu:
             record_tokens(n_tokens)
             leaving = self.leaving.pop(index, None)
             if leaving:
+                heapq.heappop(self.leaving_order)
                 self.n_replies -= len(leaving)
                 if options:
                     self._release(leaving)
@@ -294,6 +322,21 @@ class Gpu:
                     yield Slot(env, 0, start_priority)
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
+
+    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
+        """How many iterations from `index` (starting now, `taken` its reads) can run unchanged,
+        as one stretch (model/stretch.py): up to the first that ends with a reply's last word,
+        and, reading, while each reads one full chunk of the head prompt (the last of them may
+        read its last token). Anything that changes the batch before a change known now cuts
+        the stretch (`Stretch.cut`): an option that changes a batch at a time it knows in advance
+        bounds this number instead (docs/architecture.md)."""
+        n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
+        if taken:
+            head, tokens = taken[0]
+            if len(taken) > 1 or tokens != self.chunk_tokens:
+                return 1
+            n = min(n, 1 + head.unread_tokens // tokens)
+        return n
 
     def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
         """An iteration starting now under the options: (replies written, prompt tokens taken,
