@@ -39,12 +39,13 @@ class Stretch:
     """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each,
     writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
 
-    __slots__ = ("gpu", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
+    __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
                  "slot")
 
     def __init__(self, gpu: Gpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
         self.gpu = gpu
+        self.env = env
         self.started = started
         self.index = index
         self.duration = duration
@@ -79,7 +80,7 @@ class Stretch:
         if not self.open:
             return
         self.open = False
-        gpu, d, now = self.gpu, self.duration, self.slot.env.now
+        gpu, d, now = self.gpu, self.duration, self.env.now
         ran, into = divmod(now - self.started, d)  # iterations ended by now; ns into the next
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             gpu.n_started = self.index + self.n
