@@ -65,7 +65,7 @@ class Engine:
                      for i, role in enumerate(arrangement.roles)]
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
-        self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # stretches to sync (D1)
+        self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)
         link = arrangement.kv_link_mode
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
@@ -124,9 +124,9 @@ class Engine:
             reader = self.writing.fewest_replies()  # E6: read where it will be written
             reader.n_local += 1
         else:
-            for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-stretch too
-                if g.stretch is not None:
-                    g.stretch.sync(now)
+            for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
+                if g.repeat is not None:
+                    g.repeat.sync(now)
             reader = self.reading.least_queued()
         request.reading_gpu = reader.number
         reader.add_prompt(request)
@@ -212,8 +212,8 @@ class Engine:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
         for gpu in self.gpus:
-            if gpu.stretch is not None:  # iterations that ended by the stop, as one by one
-                gpu.stretch.flush(self.stopped_at_ns)
+            if gpu.repeat is not None:  # iterations that ended by the stop, as one by one
+                gpu.repeat.flush(self.stopped_at_ns)
         self.n_events = events_scheduled(env)
         return ArrangementRecords.collect(
             name=self.arrangement.name,

@@ -24,8 +24,8 @@ import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .repeats import Repeat
 from .request import Request
-from .stretch import Stretch
 
 
 class Host(Protocol):
@@ -44,7 +44,7 @@ class Host(Protocol):
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
-    fast_forward = True  # run unchanged iterations as one stretch (model/stretch.py); tests switch it off
+    fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -63,7 +63,7 @@ class Gpu:
         self.track_context = cost.per_context_token != 0
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
-        self.stretch: Stretch | None = None  # iterations run as one timeout (model/stretch.py)
+        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
@@ -121,16 +121,16 @@ class Gpu:
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU
         looks again in step 3 (E4d)."""
-        if self.stretch is not None:
-            self.stretch.cut()
+        if self.repeat is not None:
+            self.repeat.cut()
         self.kv_used -= tokens
         self._wake()
 
     def add_prompt(self, request: Request) -> None:
-        """A prompt is routed here (D5 step 2): a GPU writing only, in a stretch, reads it from
-        the next iteration end on (a stretch reading chunks takes it after the head, unchanged)."""
-        if self.stretch is not None and self.stretch.head is None:
-            self.stretch.cut()
+        """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from
+        the next iteration end on (a repeat reading chunks takes it after the head, unchanged)."""
+        if self.repeat is not None and self.repeat.head is None:
+            self.repeat.cut()
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
         self._wake()
@@ -139,8 +139,8 @@ class Gpu:
         """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
         or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
-        if self.stretch is not None:
-            self.stretch.cut()  # (first: the reply's join iteration is the next to start)
+        if self.repeat is not None:
+            self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.n_replies += 1
         if self.seats is None:
             self._seat(request, self.n_started)
@@ -254,7 +254,7 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None)
-        fast = self.fast_forward and not options  # (the options may bound stretches too: `steady_iterations`)
+        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -281,14 +281,14 @@ class Gpu:
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken)) > 1:
-                stretch = self.stretch = Stretch(self, env, started, index, duration, n_replies,
+                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies,
                                                  taken[0][0] if taken else None, n_tokens, n)
-                yield stretch.slot  # (or the slot `stretch.cut` put in its place)
-                self.stretch = None
-                if not stretch.n:
+                yield repeat.slot  # (or the slot `repeat.cut` put in its place)
+                self.repeat = None
+                if not repeat.n:
                     continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
-                stretch.finish()
-                index += stretch.n - 1  # its last iteration ends now
+                repeat.finish()
+                index += repeat.n - 1  # its last iteration ends now
                 started = env.now - duration
             else:
                 yield Slot(env, duration, end_priority)
@@ -325,10 +325,10 @@ class Gpu:
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
         """How many iterations from `index` (starting now, `taken` its reads) can run unchanged,
-        as one stretch (model/stretch.py): up to the first that ends with a reply's last word,
+        as one repeat (model/repeats.py): up to the first that ends with a reply's last word,
         and, reading, while each reads one full chunk of the head prompt (the last of them may
         read its last token). Anything that changes the batch before a change known now cuts
-        the stretch (`Stretch.cut`): an option that changes a batch at a time it knows in advance
+        the repeat (`Repeat.cut`): an option that changes a batch at a time it knows in advance
         bounds this number instead (docs/architecture.md)."""
         n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
         if taken:

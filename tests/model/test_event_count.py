@@ -2,11 +2,11 @@
 request, whatever the reply length. Words are not events (records.word_times derives them), and
 this keeps a per-word event from ever creeping back in.
 
-The design's count: each GPU iteration is at most one event (a stretch of unchanged iterations,
-model/stretch.py, is one for all of them), plus at most one more when it starts (a wake-up from
+The design's count: each GPU iteration is at most one event (a repeat of unchanged iterations,
+model/repeats.py, is one for all of them), plus at most one more when it starts (a wake-up from
 idle, or a start put off to the end of its instant, D5); each request is at most four: its
 arrival, for a split its ship's one timeout, and for each of those the timeout that replaces a
-stretch it cuts short. Requests are not processes. Add one process start per GPU and a few for
+repeat it cuts short. Requests are not processes. Add one process start per GPU and a few for
 the source and the stop: events <= 2 x iterations + 4 x requests + GPUs + 4 (it was 2 x
 iterations + 8 x requests before requests stopped being processes). The scenario is loaded
 enough that one event per word would break that bound several times over, for replies of 100

@@ -1,8 +1,8 @@
-"""Fast-forward (model/stretch.py): a GPU's unchanged iterations run as one timeout, and the run
+"""Fast-forward (model/repeats.py): a GPU's unchanged iterations run as one timeout, and the run
 leaves exactly the records of the one-by-one loop (`Gpu.fast_forward = False`), which also
-equal the reference model's: arrivals and ship ends exactly at an iteration end of a stretch,
-inside one and at its start (D5), the router reading a chunk-reading stretch's queued tokens
-(D1), and runs stopped mid-stretch (the last measured reply, the safety cap D6)."""
+equal the reference model's: arrivals and ship ends exactly at an iteration end of a repeat,
+inside one and at its start (D5), the router reading a chunk-reading repeat's queued tokens
+(D1), and runs stopped mid-repeat (the last measured reply, the safety cap D6)."""
 
 from __future__ import annotations
 
@@ -50,24 +50,24 @@ def same_as_one_by_one(path, monkeypatch) -> tuple[dict, dict]:
 
 
 # (arrival of the second request in ms, what it meets): the first request's reply of 20 words
-# is written by iterations of 10 ms from 10 ms on, one stretch until something reaches the GPU
-AT_ONE_GPU = {"0.050": "an iteration end", "0.055": "inside an iteration", "0.010": "the stretch's start",
-              "0.200": "the stretch's last end", "0.199": "inside the stretch's last iteration"}
+# is written by iterations of 10 ms from 10 ms on, one repeat until something reaches the GPU
+AT_ONE_GPU = {"0.050": "an iteration end", "0.055": "inside an iteration", "0.010": "the repeat's start",
+              "0.200": "the repeat's last end", "0.199": "inside the repeat's last iteration"}
 
 
 @pytest.mark.parametrize("at", sorted(AT_ONE_GPU))
-def test_an_arrival_cuts_a_stretch_at_the_right_iteration(tmp_path, monkeypatch, at):
+def test_an_arrival_cuts_a_repeat_at_the_right_iteration(tmp_path, monkeypatch, at):
     rows = [("0", 8, 20), (at, 8, 3), ("0.3", 8, 2)]
     path = write_scenario(tmp_path, rows, [ONE, TWO], **EVEN)
     fast, slow = same_as_one_by_one(path, monkeypatch)
     compare(path)
-    assert fast["c1", "events"] < 0.6 * slow["c1", "events"]  # (22 to 25 iterations, most in stretches)
+    assert fast["c1", "events"] < 0.6 * slow["c1", "events"]  # (22 to 25 iterations, most in repeats)
 
 
 @pytest.mark.parametrize("at", ["0.010", "0.015", "0.020", "0.025", "0.030"])
-def test_a_ship_end_cuts_a_writing_gpus_stretch(tmp_path, monkeypatch, at):
+def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     """Ships of 10 ms (8 tokens): the second reply joins at an iteration end of the writing GPU's
-    stretch, inside one, or at its start (the first reply joins at 20 ms)."""
+    repeat, inside one, or at its start (the first reply joins at 20 ms)."""
     rows = [("0", 8, 20), (at, 8, 6), ("0.1", 8, 3)]
     path = write_scenario(tmp_path, rows, SPLITS, **EVEN)
     same_as_one_by_one(path, monkeypatch)
@@ -75,7 +75,7 @@ def test_a_ship_end_cuts_a_writing_gpus_stretch(tmp_path, monkeypatch, at):
 
 
 @pytest.mark.parametrize("at", ["0.040", "0.042", "0.045", "0.050", "0.095"])
-def test_the_router_sees_a_chunk_reading_stretchs_queued_tokens(tmp_path, monkeypatch, at):
+def test_the_router_sees_a_chunk_reading_repeats_queued_tokens(tmp_path, monkeypatch, at):
     """Two GPUs read prompts of 105 and 100 tokens in chunks of 10, one from 0 ms, one from 5 ms;
     a prompt arriving at a chunk boundary of either (their starts then come after it, D5) or
     inside goes where the fewest tokens are queued (D1)."""
@@ -98,9 +98,9 @@ def test_the_router_counts_only_chunks_started_before_the_arrival(tmp_path, monk
     compare(path)
 
 
-def test_a_run_stopped_mid_stretch_records_what_ended_by_the_stop(tmp_path, monkeypatch):
-    """The last measured reply ends while another GPU is mid-stretch; the safety cap (D6) falls
-    inside a stretch."""
+def test_a_run_stopped_mid_repeat_records_what_ended_by_the_stop(tmp_path, monkeypatch):
+    """The last measured reply ends while another GPU is mid-repeat; the safety cap (D6) falls
+    inside a repeat."""
     rows = [("0", 8, 5), ("0.001", 8, 50), ("0.002", 8, 40)]
     for extra in ({"workload": {"measure_s": 0.001}}, {"max_sim_s": 0.203}):
         path = write_scenario(tmp_path, rows, [ONE, TWO, *SPLITS], **EVEN, **extra)
@@ -119,7 +119,7 @@ def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_pat
     assert rec.n_events < 0.15 * n_iterations, (rec.n_events, n_iterations)
 
 
-# -- hypothesis: options off, replies long enough for stretches, arrivals on a coarse grid --------
+# -- hypothesis: options off, replies long enough for repeats, arrivals on a coarse grid --------
 
 @st.composite
 def steady_scenario(draw):
@@ -135,7 +135,7 @@ def steady_scenario(draw):
         a = {"name": "s", "kind": "disaggregated", "reading_gpus": draw(st.integers(1, 2)),
              "writing_gpus": draw(st.integers(1, 2))}
         if draw(st.booleans()):
-            a["local_prompt_max_tokens"] = draw(st.sampled_from((8, 16)))  # E6: chunk stretches on writing GPUs
+            a["local_prompt_max_tokens"] = draw(st.sampled_from((8, 16)))  # E6: chunk repeats on writing GPUs
     if chunk:
         a["chunk_tokens"] = chunk
     cost = {"iteration_ms": draw(st.sampled_from((1.0, 2.0, 3.0, 10.0))),
@@ -146,7 +146,7 @@ def steady_scenario(draw):
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
     if draw(st.integers(0, 3)) == 0:
-        extra["max_sim_s"] = draw(st.integers(20, 200)) / 1000
+        extra["max_sim_s"] = (ms[-1] + draw(st.integers(1, 150))) / 1000  # a cap mid-repeat (D6)
     return rows, [a], cost, extra
 
 

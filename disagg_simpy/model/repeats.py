@@ -1,4 +1,5 @@
-"""Fast-forward: iterations of one GPU that repeat unchanged, run as ONE SimPy timeout.
+"""Fast-forward: iterations of one GPU that repeat unchanged, run as ONE SimPy timeout (a
+*repeat*; not the *stretches* of model/words.py, which are runs of one reply's words).
 
 A GPU whose batch does not change runs the same iteration again and again: the same replies
 written, the same prompt tokens read (none, or one chunk of the prompt at the head of its
@@ -6,13 +7,13 @@ queue), so the same duration `d`, rounded once (D10). `Gpu.steady_iterations` sa
 such iterations can run from a start before a change known in advance (a reply's last word, a
 prompt's last chunk); the GPU then waits for the end of the last one with one timeout, and its
 records are written in bulk as the one-by-one loop would have written them: iteration j of the
-stretch starts at `started + j * d` and ends at `started + (j + 1) * d`, exact integer sums.
+repeat starts at `started + j * d` and ends at `started + (j + 1) * d`, exact integer sums.
 
-Only the stretch's last iteration may change anything at its end (finishes, first words): the
+Only the repeat's last iteration may change anything at its end (finishes, first words): the
 GPU handles that end as it handles any. The ends before it change nothing but the records, so
 nothing else needs to see them when they happen, with two exceptions, both kept exact here:
-- something reaches the GPU during the stretch (D5 step 2: an arrival routed to it, a ship that
-  ends, freed memory) and would change its next iteration: `cut` ends the stretch at the right
+- something reaches the GPU during the repeat (D5 step 2: an arrival routed to it, a ship that
+  ends, freed memory) and would change its next iteration: `cut` ends the repeat at the right
   boundary. Arriving exactly at an iteration end, it joins the iteration that starts at that
   instant, in D5 step 3, as the one-by-one loop starts it (that loop puts off its start to step 3
   whenever an arrival or a ship end is due at the instant); arriving inside an iteration, it
@@ -20,7 +21,7 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
 - while it reads chunks, the router reads its queued tokens (D1) at each arrival: `sync`
   takes the chunks of the iterations that have started by then (starts at the arrival's own
   instant come in step 3, after it).
-A run that stops during a stretch records the iterations that ended by the stop (`flush`).
+A run that stops during a repeat records the iterations that ended by the stop (`flush`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from .request import Request
 
 
-class Stretch:
+class Repeat:
     """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each,
     writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
 
@@ -52,7 +53,7 @@ class Stretch:
         self.n_replies = n_replies
         self.head = head
         self.n_tokens = n_tokens
-        self.n = n  # iterations the stretch runs; 0 once cut at an iteration end (all recorded then)
+        self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
         self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
         self.open = True  # not cut yet
         self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
@@ -75,7 +76,7 @@ class Stretch:
 
     def cut(self) -> None:
         """Something reaches the GPU now (D5 step 2) that changes its next iteration: end the
-        stretch with the iteration running now, or, exactly at an iteration end, there, the
+        repeat with the iteration running now, or, exactly at an iteration end, there, the
         next iteration starting in step 3 of this instant."""
         if not self.open:
             return
@@ -98,21 +99,21 @@ class Stretch:
                 self.slot = take_over(self.slot, self.started + self.n * d - now, PHASE_END + gpu.number)
 
     def finish(self) -> None:
-        """The stretch's last iteration ends now: take every chunk, record all iterations but
+        """The repeat's last iteration ends now: take every chunk, record all iterations but
         that last one (the GPU records it, and handles its end, as any other)."""
         self._take(self.n - self.n_taken)
         self.record(self.n - 1)
         self.gpu.n_started = self.index + self.n
 
     def flush(self, stopped_at_ns: int) -> None:
-        """The run stopped during the stretch: record the iterations that ended by the stop."""
+        """The run stopped during the repeat: record the iterations that ended by the stop."""
         if self.n:
             ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
             assert ended < self.n  # (the last end is the GPU's own event, handled before any stop)
             self.record(ended)
 
     def record(self, count: int) -> None:
-        """Records of the stretch's first `count` iterations, in bulk."""
+        """Records of the repeat's first `count` iterations, in bulk."""
         if count <= 0:
             return
         g, s, d = self.gpu, self.started, self.duration
