@@ -113,6 +113,7 @@ class Engine:
             yield Slot(env, at - env.now, PHASE_ARRIVE + i)
             request = Request(i, at, prompts[i], words[i], measured[i])
             self.arrived.append(request)
+            self.next_arrival_ns = times[i + 1] if i + 1 < len(times) else -1  # (only later ones: D5 step 2)
             self.arrive(request, at)
         self.next_arrival_ns = -1
 
@@ -206,8 +207,15 @@ class Engine:
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
     def more_may_arrive_now(self, now: int) -> bool:
-        """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
+        """Whether an arrival or a ship end is due later in this instant (D5 step 2): from an
+        iteration end (step 1), any of them; from an arrival or a ship end (step 2), those after
+        it (the source moves `next_arrival_ns` on before it routes, a ship end counts itself off)."""
         return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
+
+    def quiet_until(self, at: int) -> bool:
+        """Whether nothing can reach a GPU after this moment of step 2 up to `at` included: no
+        arrival, and no ships at all (colocated)."""
+        return not self.split and not (0 <= self.next_arrival_ns <= at)
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> ArrangementRecords:

@@ -40,6 +40,8 @@ class Host(Protocol):
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
+    def quiet_until(self, at: int) -> bool: ...
+
     def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
 
 
@@ -69,6 +71,7 @@ class Gpu:
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
+        self.host: Host | None = None  # set by `run`
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -133,10 +136,10 @@ class Gpu:
     def add_prompt(self, request: Request) -> None:
         """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from
         the next iteration end on (a repeat reading chunks takes it after the head, unchanged)."""
-        if self.repeat is not None and self.repeat.head is None:
-            self.repeat.cut()
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
+        if self.repeat is not None and self.repeat.head is None:
+            self.repeat.cut(ahead=True)
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
@@ -259,6 +262,7 @@ class Gpu:
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role
         fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
+        self.host = host
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -291,8 +295,13 @@ class Gpu:
                 self.repeat = None
                 if not repeat.n:
                     continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
-                repeat.finish()
-                index += repeat.n - 1  # its last iteration ends now
+                if repeat.after is None:
+                    repeat.finish()
+                    index += repeat.n - 1  # its last iteration ends now
+                else:  # cut, and the iteration after it ends now
+                    repeat.record(repeat.n)
+                    taken, n_tokens, duration = repeat.after
+                    index += repeat.n
                 started = env.now - duration
             else:
                 yield Slot(env, duration, end_priority)
@@ -343,6 +352,14 @@ class Gpu:
                 return 1
             n = min(n, 1 + head.unread_tokens // tokens)
         return n
+
+    def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
+        """The iteration this GPU starts at `at` (later, without the options), taken now if
+        nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
+        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+            return None
+        taken, n_tokens = self._take_prompt_tokens(at)
+        return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
 
     def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
         """An iteration starting now under the options: (replies written, prompt tokens taken,

@@ -27,13 +27,29 @@ A run that stops during a repeat records the iterations that ended by the stop (
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
+from .request import Request
 
-if TYPE_CHECKING:
-    from .gpu import Gpu
-    from .request import Request
+Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
+
+
+class RepeatingGpu(Protocol):
+    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`)."""
+
+    number: int
+    n_started: int
+    queued_tokens: int
+    waiting: deque[Request]
+    started_at_ns: Any  # the GPU's records, array('q') each
+    ended_at_ns: Any
+    n_replies_written: Any
+    n_prompt_tokens_read: Any
+    reads_log: Any
+
+    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
 
 
 class Repeat:
@@ -41,9 +57,9 @@ class Repeat:
     writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
 
     __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
-                 "slot")
+                 "slot", "after")
 
-    def __init__(self, gpu: Gpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
+    def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
         self.gpu = gpu
         self.env = env
@@ -56,6 +72,7 @@ class Repeat:
         self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
         self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
         self.open = True  # not cut yet
+        self.after: tuple[Reads, int, int] | None = None  # see `cut`
         self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
 
     def sync(self, now: int) -> None:
@@ -74,10 +91,15 @@ class Repeat:
             if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
                 self.gpu.waiting.popleft()
 
-    def cut(self) -> None:
+    def cut(self, ahead: bool = False) -> None:
         """Something reaches the GPU now (D5 step 2) that changes its next iteration: end the
         repeat with the iteration running now, or, exactly at an iteration end, there, the
-        next iteration starting in step 3 of this instant."""
+        next iteration starting in step 3 of this instant.
+
+        `ahead` (a prompt routed here, already queued): if nothing else can reach the GPU before
+        the running iteration ends, the next iteration, which reads it, is known now: it is
+        taken now, as of its start (`Gpu.start_ahead`), and the GPU waits for ITS end (`after`:
+        its reads, tokens and duration): one wake-up fewer."""
         if not self.open:
             return
         self.open = False
@@ -94,7 +116,12 @@ class Repeat:
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
         else:
             gpu.n_started = self.index + ran + 1
-            if ran + 1 < self.n:
+            end = self.started + (ran + 1) * d
+            if ahead and ran + 1 < self.n and (after := gpu.start_ahead(end, self.n_replies)) is not None:
+                self.n, self.after = ran + 1, after
+                gpu.n_started += 1
+                self.slot = take_over(self.slot, end + after[2] - now, PHASE_END + gpu.number)
+            elif ran + 1 < self.n:
                 self.n = ran + 1
                 self.slot = take_over(self.slot, self.started + self.n * d - now, PHASE_END + gpu.number)
 
@@ -106,11 +133,17 @@ class Repeat:
         self.gpu.n_started = self.index + self.n
 
     def flush(self, stopped_at_ns: int) -> None:
-        """The run stopped during the repeat: record the iterations that ended by the stop."""
+        """The run stopped during the repeat: record the iterations that ended by the stop (and
+        forget the start of an `after` iteration that never started)."""
         if self.n:
             ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
-            assert ended < self.n  # (the last end is the GPU's own event, handled before any stop)
+            assert ended < self.n or self.after is not None  # (else the last end came before any stop)
             self.record(ended)
+            start = self.started + self.n * self.duration
+            if self.after is not None and stopped_at_ns < start:
+                for r, _ in self.after[0]:
+                    if r.read_started_at_ns == start:
+                        r.read_started_at_ns = -1
 
     def record(self, count: int) -> None:
         """Records of the repeat's first `count` iterations, in bulk."""

@@ -64,6 +64,19 @@ def test_an_arrival_cuts_a_repeat_at_the_right_iteration(tmp_path, monkeypatch, 
     assert fast["c1", "events"] < 0.6 * slow["c1", "events"]  # (22 to 25 iterations, most in repeats)
 
 
+@pytest.mark.parametrize("more", [[("0.060", 8, 3)], [("0.057", 8, 3)], [("0.061", 8, 3)], [("0.055", 8, 3)]])
+def test_a_prompt_taken_ahead_waits_for_what_arrives_by_its_start(tmp_path, monkeypatch, more):
+    """A prompt arriving at 55 ms, inside an iteration of a repeat, is read from 60 ms on: with
+    another arriving at exactly 60 ms, before 60 ms or at 55 ms, both are read from 60 ms (D5);
+    one at 61 ms waits. Taking the first one's iteration ahead must see them all."""
+    rows = [("0", 8, 20), ("0.055", 8, 3), *more]
+    path = write_scenario(tmp_path, rows, [ONE], **EVEN)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["c1", "requests", "read_started_at_ns"][1:] == [60_000_000, 60_000_000 if more[0][0] < "0.061"
+                                                                 else 70_000_000]
+    compare(path)
+
+
 @pytest.mark.parametrize("at", ["0.010", "0.015", "0.020", "0.025", "0.030"])
 def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     """Ships of 10 ms (8 tokens): the second reply joins at an iteration end of the writing GPU's
@@ -106,6 +119,19 @@ def test_a_run_stopped_mid_repeat_records_what_ended_by_the_stop(tmp_path, monke
         path = write_scenario(tmp_path, rows, [ONE, TWO, *SPLITS], **EVEN, **extra)
         same_as_one_by_one(path, monkeypatch)
         compare(path, expect_cap="max_sim_s" in extra)
+
+
+@pytest.mark.parametrize("stop", [{"workload": {"measure_s": 0.001}}, {"max_sim_s": 0.05}, {"max_sim_s": 0.051}])
+def test_an_iteration_taken_ahead_starts_only_if_the_run_gets_there(tmp_path, monkeypatch, stop):
+    """A prompt routed at 46.5 ms to GPU 1, in a repeat ending iterations at 41, 51, ... ms, is
+    taken ahead as of 51 ms (nothing else can arrive by then); the run stops at 50 ms (request 0
+    finishes, the last measured; or the cap), so its reading never started, or at 51 ms, when it
+    did (D6: a cap at 51 ms runs that instant)."""
+    rows = [("0", 8, 5), ("0.001", 8, 50), ("0.002", 8, 50), ("0.0465", 8, 2)]
+    path = write_scenario(tmp_path, rows, [TWO], **EVEN, **stop)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["c2", "requests", "reading_gpu"] == [0, 1, 0, 1]
+    assert fast["c2", "requests", "read_started_at_ns"][3] == (51_000_000 if stop.get("max_sim_s") == 0.051 else -1)
 
 
 def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_path):
