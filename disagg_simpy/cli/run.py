@@ -148,13 +148,17 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     check_own_folder(out, "run")
-    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in output_files(args.format)}
+    from ..results.over_time import changes_over_time
+
+    over_time = changes_over_time(scenario)
+    names = [*output_files(args.format), *([f"over_time.{args.format}"] if over_time else [])]
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in names}
     plots_dir = None
     if not args.no_plots:
         from ..plots import plot_file_names
 
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
-        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow):
+        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow, over_time):
             outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
     for flag, path in (("--save-trace", args.save_trace), ("--html", args.html)):
         if path is not None:
@@ -225,9 +229,14 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
                     summary = with_paired_difference(summary)
                 tables.write_whole("summary", summary)
+                over_time = pd.concat(kept.over_time, ignore_index=True) if kept.over_time else None
+                if over_time is not None:
+                    tables.write_whole("over_time", over_time)
                 tables.close()
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
+                if over_time is not None:
+                    written.append(outputs.out / f"over_time.{args.format}")
                 run_info = _run_info(args, argv, scenario, seeds, kept)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
@@ -238,7 +247,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     from ..plots import write_plots
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=summary if many else None)
+                                           follow=args.follow, by_seed=summary if many else None, over_time=over_time)
                 if outputs.html is not None and first is not None:
                     from ..page import write_page
 

@@ -97,6 +97,7 @@ class Kept:
     first: Any = None  # RunResult of the first seed (all arrangements), if kept
     stream: Any = None  # the first seed's request stream (workload.stream.Requests)
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
+    over_time: list[pd.DataFrame] = field(default_factory=list)  # every seed's over_time rows, if written
 
 
 def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
@@ -104,6 +105,7 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
     """Run every seed an arrangement at a time, writing each block of rows as it comes;
     `after_first(result)` checks the first seed's whole run (plot options, what it keeps)."""
     from ..api import run_each
+    from ..results.over_time import changes_over_time
     from ..results.run_result import RunResult
     from ..results.why_late import FreezeFacts
 
@@ -116,6 +118,8 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
             for table, frame in one.tables_of(name).items():
                 tables.append(table, frame.assign(seed=seed) if many and table != "freezes" else frame)
             kept.summaries.append(one.summary.assign(seed=seed) if many else one.summary)
+            if changes_over_time(scenario):
+                kept.over_time.append(one.over_time.assign(seed=seed) if many else one.over_time)
             if seed == seeds[0]:
                 kept.freezes[name] = FreezeFacts.of(one, name)
             else:
