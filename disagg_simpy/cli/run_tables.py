@@ -26,9 +26,22 @@ TABLES = ("summary", *BLOCK_TABLES)
 FORMATS = ("csv", "parquet")
 
 
-def table_files(fmt: str) -> tuple[str, ...]:
-    """The file names of the tables in format `fmt`."""
-    return tuple(f"{name}.{fmt}" for name in TABLES)
+def table_files(fmt: str, scenario=None) -> tuple[str, ...]:
+    """The file names of the tables in format `fmt` (and `over_time` for a `scenario` whose
+    traffic changes over time)."""
+    from ..results.over_time import changes_over_time
+
+    extra = ("over_time",) if scenario is not None and changes_over_time(scenario) else ()
+    return tuple(f"{name}.{fmt}" for name in (*TABLES, *extra))
+
+
+def write_over_time(tables: TableFiles, kept: Kept) -> pd.DataFrame | None:
+    """Write every seed's `over_time` rows whole; the frame, or None if the run keeps none."""
+    if not kept.over_time:
+        return None
+    frame = pd.concat(kept.over_time, ignore_index=True)
+    tables.write_whole("over_time", frame)
+    return frame
 
 
 class TableFiles:
