@@ -25,6 +25,7 @@ so the GPU's loop and the option-free path are untouched.
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from typing import TYPE_CHECKING
@@ -142,6 +143,7 @@ class PagedKv:
         leaving = gpu.leaving.get(last)
         if leaving is None:
             gpu.leaving[last] = [r]
+            heapq.heappush(gpu.leaving_order, last)
         else:
             leaving.append(r)
         if r.stretches is not None:
@@ -182,6 +184,8 @@ class PagedKv:
         leaving.remove(r)
         if not leaving:
             del gpu.leaving[last]
+            gpu.leaving_order.remove(last)  # (rare: a preemption)
+            heapq.heapify(gpu.leaving_order)
         if gpu.track_context:
             gpu.context_base -= r.seat_base
         if gpu.seats is not None:
@@ -218,6 +222,31 @@ class PagedKv:
                     self._schedule(r, index + 1, r.seat_word + index - r.seat_index + 1)
         if self.swapped and not self.blocked:
             self.swap_in(index)
+
+    def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
+        """`Gpu._options_start` under E9, after E8's seats: (replies written, prompts taken, tokens,
+        duration; -1 when it has nothing to do after preempting, E9d)."""
+        gpu = self.gpu
+        self.start(index, now)
+        if self.dropped:
+            host.requests_dropped(self.dropped, now)
+            self.dropped = []
+        n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
+        taken = gpu._take_with_options(n_replies) if gpu.waiting else []
+        if not n_replies and not taken and self.blocked:
+            self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
+            if self.swapped:
+                self.swap_in(index)
+                n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
+            taken = gpu._take_with_options(n_replies) if gpu.waiting else []
+            if not n_replies and not taken:
+                return 0, [], 0, -1
+        taken, n_tokens = gpu._take_prompt_tokens(now, taken) if taken else ([], 0)
+        gpu.kv_used_tokens.append(gpu.kv_used)
+        duration = gpu._duration(index, n_replies, n_tokens, taken)
+        if self.moved_tokens:
+            duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
+        return n_replies, taken, n_tokens, duration
 
     def _grow_all(self, due: list[Request], index: int) -> None:
         """Every reply due a block at `index` gets one (there is room for all); each is due its

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import simpy
-
 from .records import REQUEST_FIELDS
 
 
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done", "read_size",
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read_size",
                  "n_preemptions", "dropped_at_ns",
                  # E9 (paged KV), set only when it is on
                  "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
@@ -44,6 +42,3 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
-        self.read: simpy.Event | None = None  # succeeds with word 1
-        self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
-        self.done: simpy.Event | None = None  # succeeds with the reply's last word
