@@ -46,7 +46,7 @@ def build_plan_parser():
                         "model at that TP (its cost: block must name a TP1 preset)")
     p.add_argument("--over-time", action="store_true",
                    help="with a workload.schedule: the best split per period, the switching plan as a roles: block, "
-                        "and the whole day run for it, every static split and the reactive policy (over_time.csv; "
+                        "and the whole day run for it, every static split and the reactive policy (plan_over_time.csv; "
                         "docs/over-time.md)")
     p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
                    help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
@@ -186,8 +186,8 @@ def _plan(job: Job) -> Batch | None:
 
 def plan_command(argv: Sequence[str]) -> int:
     """Rank every way to use N GPUs (or find the fewest GPUs for a rate) for the scenario's traffic."""
-    if "--over-time" in (argv or ()):  # E12: over_time.csv instead of plan.csv
+    if "--over-time" in (argv or ()):  # E12: plan_over_time.csv instead of plan.csv
         from .plan_over_time import plan_over_time
 
-        return run_batch(argv, build_plan_parser(), "over_time", plan_over_time, prepare=_check)
+        return run_batch(argv, build_plan_parser(), "plan_over_time", plan_over_time, prepare=_check)
     return run_batch(argv, build_plan_parser(), "plan", _plan, prepare=_check)

@@ -93,7 +93,7 @@ def plan_over_time(job: Job) -> Batch:
     def picture(folder):
         from ..plots.roles import save_over_time
 
-        return save_over_time(folder / "over_time.png", title, best, day, table, names, n, best_static)
+        return save_over_time(folder / "plan_over_time.png", title, best, day, table, names, n, best_static)
 
     return Batch(
         table,

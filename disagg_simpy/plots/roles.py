@@ -4,7 +4,7 @@
   each moment (an instance leaves its side when its move is asked, joins the other after warm-up).
 - `draw_moves`: on a timeline's GPU lanes, each move's drain (hatched) and warm-up (grey), and
   the side it joins.
-- `save_over_time` (`plan --over-time`'s over_time.png): the offered rate per period, the reading
+- `save_over_time` (`plan --over-time`'s plan_over_time.png): the offered rate per period, the reading
   GPUs over the day of the switching plan, the reactive policy and the best static split, and
   the on-time share per period of each.
 """
@@ -73,7 +73,7 @@ def move_handles() -> list:
 
 
 def save_over_time(path: Path, title: str, best, day, table, names: list[str], n_gpus: int, best_static: str) -> Path:
-    """over_time.png: offered rate and reading GPUs over the day (first seed's moves), and the
+    """plan_over_time.png: offered rate and reading GPUs over the day (first seed's moves), and the
     on-time share per period with its 95% interval, for the switching plan, the reactive policy
     and the best static split."""
     shown = ["switching", "reactive", best_static]

@@ -122,7 +122,7 @@ def whole_day(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], bounds
 
 
 def over_time_table(day: pd.DataFrame, best: list[PeriodBest], names: list[str]) -> tuple[pd.DataFrame, str]:
-    """over_time.csv: per arrangement and part of the day (`day`, then each period), the mean
+    """plan_over_time.csv: per arrangement and part of the day (`day`, then each period), the mean
     on-time share and its 95% interval over seeds, the mean moves, and the paired difference from
     the best static split (the static split with the highest mean over the day); and its name."""
     statics = [n for n in names if n.startswith("split-")]
@@ -140,4 +140,4 @@ def over_time_table(day: pd.DataFrame, best: list[PeriodBest], names: list[str])
                          "vs_best_static_high_pct": diff.high, "n_switches": float(by[n]["n_switches"].mean())})
     from ..results.columns import names as column_names
 
-    return pd.DataFrame(rows, columns=list(column_names("over_time"))), best_static
+    return pd.DataFrame(rows, columns=list(column_names("plan_over_time"))), best_static

@@ -35,3 +35,18 @@ def test_reading_gpus_serving_step_at_the_moves():
     t, n = reading_serving(2, sw, 40.0)
     # leaving reading at 10 s (asked), joining reading at 30 s (serving)
     assert list(zip(t.tolist(), n.tolist())) == [(0.0, 2), (10.0, 1), (30.0, 2), (40.0, 2)]
+
+
+def test_the_page_carries_each_move_for_the_player(tmp_path):
+    """The page's data: a moving GPU's lane says so, and its move's times in ns (the player draws
+    the drain and the warm-up on the lane); a static arrangement has no `moves` key."""
+    from disagg_simpy.page import embedded_data, page_html
+
+    static = {"name": "p", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2}
+    res = run_rows(tmp_path, ROWS, SPLIT + [static])
+    data = embedded_data(page_html(res))
+    moving, plain = data["arrangements"]
+    assert moving["moves"] == [{"gpu": 1, "to": "reads", "why": "schedule", "asked": 25_000_000,
+                                "drained": 72_600_000, "serving": 82_600_000}]
+    assert moving["lanes"] == ["GPU 0", "GPU 1 (moves)", "GPU 2"]
+    assert "moves" not in plain and plain["lanes"] == ["GPU 0", "GPU 1", "GPU 2"]

@@ -32,7 +32,7 @@ def planned(tmp_path_factory):
     out = folder / "out"
     assert main(["plan", str(folder / "day.yaml"), "--gpus", "4", "--over-time", "--switch-s", "1", "--seeds", "4",
                  "--out", str(out), "--no-plots", "--workers", "1"]) == 0
-    return pd.read_csv(out / "over_time.csv"), out
+    return pd.read_csv(out / "plan_over_time.csv"), out
 
 
 def test_the_switching_plan_beats_every_static_split_by_a_paired_margin(planned):
