@@ -269,7 +269,7 @@ class Gpu:
             self.max_tokens is not None) or self.changes_role
         # repeats, with every option but those that make iterations of one batch differ (E2, E3,
         # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them
-        fast = self.fast_forward and not (extra_terms or self.changes_role)
+        fast = self.fast_forward and not (extra_terms or self.changes_role or self.paged is not None)  # (E9: blocks)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
