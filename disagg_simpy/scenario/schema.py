@@ -32,6 +32,7 @@ from .base import (
 from .lengths import Length, length_bounds, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
+    MAX_BATCH_ARRANGEMENTS,
     MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
     MAX_MEAN_GAP_MS,
@@ -39,6 +40,7 @@ from .limits import (
     MAX_SEEDS,
     MAX_TIME_S,
     MIN_BURSTINESS,
+    arrangements_limit,
     iterations_problem,
     requests_problem,
     ship_problem,
@@ -253,7 +255,7 @@ class Scenario(_Strict):
     max_sim_s: Seconds | None = None
     cost: Cost = Cost()
     slo: Slo = Slo()
-    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
+    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_BATCH_ARRANGEMENTS)  # (see _check)
     reference: Reference | None = None
     source: str = Field(default="<scenario>", exclude=True)
 
@@ -268,6 +270,10 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
+        if len(self.arrangements) > arrangements_limit():
+            raise ValueError(f"@arrangements: got {len(self.arrangements)} arrangements, expected 1 to {MAX_ARRANGEMENTS} "
+                             f"(a batch command, which keeps one arrangement's rows at a time, takes up to "
+                             f"{MAX_BATCH_ARRANGEMENTS:,})")
         first: dict[str, int] = {}
         for i, a in enumerate(self.arrangements):
             if a.name in first:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
-from ..scenario.limits import MAX_ARRANGEMENTS
+from ..scenario.limits import arrangements_limit
 from ..scenario.schema import DROP, Scenario
 from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate
 from .grid import RATE, resolve
@@ -69,9 +69,9 @@ def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chun
 
 def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
     """The scenario's traffic, costs and limits with these arrangements instead of its own."""
-    if len(arrangements) > MAX_ARRANGEMENTS:
+    if len(arrangements) > arrangements_limit():  # (a batch command keeps one arrangement's rows at a time)
         raise InputError(f"{flag}: got {len(arrangements)} arrangements to compare, expected at most "
-                         f"{MAX_ARRANGEMENTS} (fewer GPUs or chunk sizes)")
+                         f"{arrangements_limit():,} (fewer GPUs, chunk sizes, --splits or --tp)")
     return scenario.with_overrides(flags={"arrangements": flag}, arrangements=arrangements, reference=DROP)
 
 

@@ -41,3 +41,20 @@ def test_splits_narrow_the_candidates_and_the_estimate():
     assert note.startswith("plan: 10 arrangements of 64 GPUs x about 10 probes x 5 seeds: about ")
     dask, _ = plan_cost_problem(scenario, candidates(64), 5, None, "NARROW")
     assert dask is None  # a cluster of unknown size: noted, not refused
+
+
+def test_format_parquet_writes_the_batch_table_as_parquet_instead_of_csv(tmp_path):
+    """--format parquet on a batch command (the one writer of sweep, goodput, plan and map):
+    `<name>.parquet`, the same rows as the CSV, and no CSV."""
+    import pandas as pd
+
+    from disagg_simpy.cli import main
+
+    command, extra = "plan", ["--gpus", "1", "--chunks", "none"]
+    tiny = ["--seeds", "2", "--measure-s", "1", "--tolerance", "2", "--workers", "1", "--no-plots"]
+    for fmt in ("csv", "parquet"):
+        assert main([command, str(DEFAULT), *extra, *tiny, "--format", fmt, "--out", str(tmp_path / fmt)]) == 0
+    assert not (tmp_path / "parquet" / f"{command}.csv").exists()
+    assert not (tmp_path / "csv" / f"{command}.parquet").exists()
+    table = pd.read_parquet(tmp_path / "parquet" / f"{command}.parquet")
+    pd.testing.assert_frame_equal(table, pd.read_csv(tmp_path / "csv" / f"{command}.csv"), check_dtype=False)
