@@ -143,17 +143,24 @@ def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
 
 
 def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: float, fits, seen: dict[float, Probe],
-           lo: Probe | None = None, hi: Probe | None = None, stop=None, bound=None
+           lo: Probe | None = None, hi: Probe | None = None, stop=None, bound=None, guess=None
            ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """The highest rate passing `test`, bracketed to the tolerance: probe `start`, step away
     by growing factors until the answer changes, then halve the bracket. `lo`/`hi` are a
     passing and a failing probe already known; `seen` the probes run so far (reused). The
     answer always lies in [lo, hi) as they stand: `stop(lo, hi)`, asked before every probe
     after the first, ends the search early when that is enough (a plan's arrangement that
-    cannot reach the top two); `bound` as in `probe_with`."""
+    cannot reach the top two); `bound` as in `probe_with`; `guess(rate)`, a (probe, verdict) to
+    take without running (not kept in `seen`), or None."""
+
+    def step(rate: float):
+        if guess is not None and rate not in seen and (taken := guess(rate)) is not None:
+            return taken
+        return (yield from probe_with(name, rate, seeds, test, seen, bound))
+
     n = 0
     before = len(seen)
-    first, ok = yield from probe_with(name, start, seeds, test, seen, bound)
+    first, ok = yield from step(start)
     if ok:
         lo = first if lo is None or first.rate > lo.rate else lo
     else:
@@ -166,7 +173,7 @@ def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: flo
         factor *= factor
         if not fits(rate) or (stop is not None and stop(lo, hi)):
             break
-        probe, ok = yield from probe_with(name, rate, seeds, test, seen, bound)
+        probe, ok = yield from step(rate)
         if ok:
             lo = probe
         else:
@@ -174,7 +181,7 @@ def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: flo
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
         if stop is not None and stop(lo, hi):
             break
-        probe, ok = yield from probe_with(name, (lo.rate + hi.rate) / 2, seeds, test, seen, bound)
+        probe, ok = yield from step((lo.rate + hi.rate) / 2)
         if ok:
             lo = probe
         else:

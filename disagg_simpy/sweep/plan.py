@@ -91,7 +91,10 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     that) as soon as two others are known to beat it: before its search when its bound fails
     every rate from the runner-up's passing rate up (`plan_bounds.Bounds.fails_from`), or during
     it when its failing rate is at or below two others' passing rates (its goodput lies below its
-    failing rate). A probe whose bound alone fails it runs nothing. The interval and the limit
+    failing rate), or when it passes no rate from the runner-up's up: its search first runs only
+    the rates from there up, taking those below as passed (a fail there would leave it below the
+    runner-up too), and runs again in full only if one of them passes. A probe whose bound alone
+    fails it runs nothing. The interval and the limit
     that fails first are searched for the top two only, whose comparison the recommendation
     states. So the recommendation, the top two rows and every goodput searched to its end are
     those of the exhaustive search."""
@@ -114,16 +117,30 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         a = by_name[name]
 
         def stop(lo, hi) -> bool:
-            if lo is not None:
+            if lo is not None and lo.rows:  # (a pass run, not guessed)
                 passed[name] = max(passed.get(name, 0.0), lo.rate)
             if bounds is not None and hi is not None and hi.rate <= runner_up(name):
                 below[name] = hi.rate
                 return True
             return False
 
+        def guess(rate: float):
+            """Below the runner-up's passing rate, a pass: were it a fail, this one's goodput would
+            be below it, and the search would end here anyway (see `plan`)."""
+            return (Probe(rate, []), True) if rate < runner_up(name) else None
+
         bound = None if bounds is None else lambda rate: _bound_pct(bounds, a, rate, target)
-        lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, scenario.slo), tolerance,
-                                      prober.fits, seen[name], stop=stop, bound=bound)
+        test = lambda p: decide(p, target, scenario.slo)  # noqa: E731
+        if bounds is not None and runner_up(name) > 0:  # first without the rates below the runner-up's
+            lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
+                                          bound=bound, guess=guess)
+            if name in below:
+                return lo, hi, n
+            if lo is None or lo.rows == []:  # (guessed: every rate it passed is below the runner-up's)
+                below[name] = runner_up(name)
+                return lo, hi, n
+        lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
+                                      bound=bound)
         stop(lo, None)
         return lo, hi, n
 

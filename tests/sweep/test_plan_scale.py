@@ -31,6 +31,16 @@ def test_sixteen_gpus_of_the_default_traffic_are_planned_one_arrangement_at_a_ti
     assert [r["arrangement"] for r in rows] == ["split-8-8"] and rows[0]["on_time_pct"] > 0
 
 
+def test_the_arrangement_limit_counts_what_a_command_keeps():
+    """A 64-GPU plan has 320 candidates: over the 100 arrangements a run keeps at once, but a
+    batch command keeps one arrangement's rows at a time, so there the limit is 10,000."""
+    scenario = load_scenario(DEFAULT)
+    with pytest.raises(InputError, match="got 320 arrangements to compare, expected at most 100"):
+        with_candidates(scenario, candidates(64), "--gpus")
+    with one_arrangement_at_a_time():
+        assert len(with_candidates(scenario, candidates(64), "--gpus").arrangements) == 320
+
+
 def test_splits_narrow_the_candidates_and_the_estimate():
     names = [a["name"] for a in candidates(6, chunks=(512,), splits=(2, 4))]
     assert names == ["same-gpu", "chunked-512", "split-2-4", "split-2-4-chunked-512", "split-4-2", "split-4-2-chunked-512"]
