@@ -40,15 +40,15 @@ function shortLate(bits) {
   return "✗ " + why.join(", ");
 }
 
-/** Word times (ns) of reply row `i` of arrangement `a` that the embedded iterations hold,
- * from iteration index lo to hi (local indices on its writing GPU), and the time of the word
- * before lo (for the first gap). */
+/** Words 2.. of reply row `i` of arrangement `a` that the embedded iterations hold: indices lo
+ * to hi into its writing GPU's `wend` (the ends of the held iterations that write words), and
+ * where word 2 is (for the first gap, which starts at word 1). */
 function wordRange(a, i) {
-  const r = a.req, g = r.wg[i], jit = r.jit[i];
-  if (g < 0 || jit < 0) return null;
+  const r = a.req, g = r.wg[i], jw = r.jw[i];
+  if (g < 0 || jw < 0) return null;
   const gpu = a.gpus[g];
-  const lo = jit - gpu.first, hi = jit + REQ.words[i] - 2 - gpu.first; // inclusive, local
-  return {gpu, lo: Math.max(lo, 0), hi: Math.min(hi, gpu.end.length - 1), jitLocal: lo};
+  const lo = jw - gpu.wfirst, hi = jw + REQ.words[i] - 2 - gpu.wfirst; // inclusive, local
+  return {gpu, lo: Math.max(lo, 0), hi: Math.min(hi, gpu.wend.length - 1), jwLocal: lo};
 }
 
 const Player = {
@@ -78,6 +78,14 @@ const Player = {
       box.prepend(el("p", {class: "note", "data-testid": "follow-unknown"}, null,
         `No measured request has id ${fid.value.trim() || "(empty)"} in this run (measured ids run from ${ids}).`));
     });
+    const seeds = document.getElementById("seed-run");
+    const runs = [OWN_RUN, ...D.seed_runs].sort((p, q) => p.seed - q.seed);
+    if (runs.length > 1) {
+      runs.forEach((run) => el("option", {value: run.seed}, seeds,
+        `seed ${run.seed}${run === OWN_RUN ? " (representative)" : ""}`));
+      seeds.value = String(D.scenario.seed);
+      seeds.addEventListener("change", () => this.useSeed(runs.find((run) => run.seed === Number(seeds.value))));
+    } else seeds.parentElement.hidden = true;
     document.addEventListener("keydown", (e) => this.key(e));
     window.addEventListener("resize", () => { if (this.arr) this.render(); });
   },
@@ -99,9 +107,29 @@ const Player = {
     document.querySelectorAll("[data-testid=arrangement-row]").forEach((tr) =>
       tr.setAttribute("aria-selected", String(tr.dataset.arrangement === this.arr.name)));
     document.getElementById("player-h").textContent =
-      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
+      `${this.arr.name}${MANY ? ` (seed ${this.arr.seed})` : ""}: ${pct(this.arr.summary.on_time_pct)}% of ` +
+      `${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
     this.render();
     if (this.pinned !== null) this.detail(this.pinned);
+  },
+
+  /** Switch to another seed's run: the same arrangement, the window kept where that run holds
+   * it; a followed or pinned request is let go (the seeds' requests differ). */
+  useSeed(run) {
+    this.pause();
+    useRun(run);
+    document.getElementById("player").dataset.seed = String(run.seed);
+    this.follow = null; this.pinned = null;
+    document.getElementById("follow-id").value = "";
+    const fid = document.getElementById("follow-id");
+    fid.min = REQ.id[0] ?? 0; fid.max = REQ.id[REQ.id.length - 1] ?? 0;
+    const ws = document.getElementById("win-start");
+    ws.min = (D.span_ns[0] / NS).toFixed(1); ws.max = (D.span_ns[1] / NS).toFixed(1);
+    document.getElementById("reply-detail").replaceChildren(el("p", {class: "note"}, null, "Hover or click a reply to see its numbers."));
+    drawFollow();
+    const len = Math.min(this.len, D.span_ns[1] - D.span_ns[0]);
+    this.setWindow(Math.max(D.span_ns[0], Math.min(this.a, D.span_ns[1] - len)), len);
+    this.show(this.arr.index);
   },
 
   setWindow(a, len) {
@@ -244,17 +272,17 @@ const Player = {
     if (r.joined[i] > r.first[i]) span(r.first[i], r.joined[i], "shipping");
     const w = wordRange(a, i);
     if (w) {
-      const {gpu, jitLocal} = w;
+      const {gpu, jwLocal} = w, wend = gpu.wend;
       let d = "";
-      const from = Math.max(w.lo, lowerBound(gpu.end, lo)), to = Math.min(w.hi, lowerBound(gpu.end, hi + 1) - 1);
-      for (let k = from; k <= to; k++) d += `M${this.x(gpu.end[k]).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
+      const from = Math.max(w.lo, lowerBound(wend, lo)), to = Math.min(w.hi, lowerBound(wend, hi + 1) - 1);
+      for (let k = from; k <= to; k++) d += `M${this.x(wend[k]).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
       if (d) el("svg:path", {d, class: "words"}, lane);
       // freezes: gaps over the limit that reach into the window (the first gap starts at word 1)
-      const upto = Math.min(w.hi, lowerBound(gpu.end, hi));
-      for (let k = Math.max(w.lo, lowerBound(gpu.end, lo)); k <= upto; k++) {
-        const prev = k === jitLocal ? r.first[i] : k - 1 >= 0 ? gpu.end[k - 1] : -1;
-        if (prev < 0 || gpu.end[k] - prev <= FREEZE_NS + 1 || prev >= hi) continue;
-        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(gpu.end[k]) - X(prev)), height: 6,
+      const upto = Math.min(w.hi, lowerBound(wend, hi));
+      for (let k = Math.max(w.lo, lowerBound(wend, lo)); k <= upto; k++) {
+        const prev = k === jwLocal ? r.first[i] : k - 1 >= 0 ? wend[k - 1] : -1;
+        if (prev < 0 || wend[k] - prev <= FREEZE_NS + 1 || prev >= hi) continue;
+        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(wend[k]) - X(prev)), height: 6,
                         class: "freeze"}, lane);
       }
     }

@@ -9,7 +9,6 @@ Reading files and turning validation errors into one-line messages is `loading.p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,23 +28,32 @@ from .base import (
     _show,
     _Strict,
 )
-from .lengths import Length, length_bounds, ordered_length
+from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BATCH_ARRANGEMENTS,
     MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
-    MAX_MEAN_GAP_MS,
     MAX_REQUESTS,
     MAX_SEEDS,
-    MAX_TIME_S,
     MIN_BURSTINESS,
     arrangements_limit,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
+from .limits_slo import Reference, Slo
 from .options import largest_draw, preset_tp_problem, sizes_text
+from .schedule import (
+    MAX_PERIODS,
+    Period,
+    RateCurve,
+    expected_arrivals,
+    length_variants,
+    rate_key,
+    rate_text,
+    schedule_problem,
+)
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -63,24 +71,14 @@ def has_attention_term() -> bool:
     return "per_attention_pair_ms" in Cost.model_fields
 
 
-class PromptClass(_Strict):
-    """One class of prompts: drawn with probability `share`, tokens from `tokens` (a `[low, high]`
-    range, inclusive, or another length distribution: `lengths.py`)."""
-
-    share: Annotated[float, Field(gt=0, le=1)]
-    tokens: Length
-
-    _tuple = field_validator("tokens", mode="before")(_as_tuple)
-    _range = field_validator("tokens")(ordered_length)
-
-
 class SyntheticWorkload(_Strict):
-    """Arrivals at `rate_per_s` (Poisson, Gamma or evenly spaced); prompt class by share; lengths
-    from each class's distribution (M6: uniform ranges). Measured: arrivals in
-    [warmup_s, measure_s) with traffic going on after (D6), or exactly `n_requests` arrivals, all
-    measured and nothing after (a benchmark client's `--num-prompts`)."""
+    """Arrivals at `rate_per_s` (Poisson, Gamma or evenly spaced), or at a rate that changes
+    (`schedule`, `rate_curve`: `schedule.py`, E11); prompt class by share; lengths from each
+    class's distribution (M6: uniform ranges). Measured: arrivals in [warmup_s, measure_s) with
+    traffic going on after (D6), or exactly `n_requests` arrivals, all measured and nothing after
+    (a benchmark client's `--num-prompts`)."""
 
-    rate_per_s: Annotated[float, Field(gt=0)]
+    rate_per_s: Annotated[float, Field(gt=0)] | None = None
     warmup_s: NonNegSeconds = 0.0
     measure_s: Seconds | None = None
     n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
@@ -88,17 +86,17 @@ class SyntheticWorkload(_Strict):
     burstiness: Annotated[float, Field(ge=MIN_BURSTINESS, le=MAX_BURSTINESS)] | None = None
     prompt_mix: tuple[PromptClass, ...] = Field(min_length=1, max_length=1000)
     reply_words: Length
+    schedule: tuple[Period, ...] | None = Field(default=None, min_length=1, max_length=MAX_PERIODS)
+    rate_curve: RateCurve | None = None
 
-    _tuple = field_validator("reply_words", "prompt_mix", mode="before")(_as_tuple)
+    _tuple = field_validator("reply_words", "prompt_mix", "schedule", mode="before")(_as_tuple)
     _range = field_validator("reply_words")(ordered_length)
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticWorkload:
-        total = math.fsum(c.share for c in self.prompt_mix)
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            shares = " + ".join(f"{c.share:g}" for c in self.prompt_mix[:6])
-            more = " + ..." if len(self.prompt_mix) > 6 else ""
-            raise ValueError(f"@prompt_mix: got shares {shares}{more} = {total:g}, expected shares summing to 1")
+        problem = mix_problem(self.prompt_mix) or schedule_problem(self)
+        if problem:
+            raise ValueError(problem if problem.startswith("@") else f"@prompt_mix: {problem}")
         if self.n_requests is not None:
             if self.measure_s is not None:
                 raise ValueError(f"@n_requests: got {self.n_requests} together with measure_s {self.measure_s:g}, expected "
@@ -114,9 +112,15 @@ class SyntheticWorkload(_Strict):
                              "(burstiness is the Gamma shape)")
         return self
 
-    def length_bounds(self) -> tuple[list[tuple[int, int]], tuple[int, int]]:
-        """(each class's (smallest, largest) prompt, (smallest, largest) reply) it can draw."""
-        return [length_bounds(c.tokens) for c in self.prompt_mix], length_bounds(self.reply_words)
+    def length_bounds(self) -> list[tuple[list[tuple[int, int]], tuple[int, int]]]:
+        """Per part of the traffic (each period of a schedule, or the whole), (each class's
+        (smallest, largest) prompt, (smallest, largest) reply) it can draw."""
+        return [([length_bounds(c.tokens) for c in mix], length_bounds(reply)) for mix, reply in length_variants(self)]
+
+    @property
+    def varies(self) -> bool:
+        """Whether the rate or the mix changes over time (a schedule or a rate curve)."""
+        return self.schedule is not None or self.rate_curve is not None
 
 
 class TraceWorkload(_Strict):
@@ -173,64 +177,6 @@ class TraceWorkload(_Strict):
             )
         return self
 
-
-
-class Slo(_Strict):
-    """On-time limits (M7); any of them may be null (off), not all. `criterion` says how they
-    judge a run: `per_request` (a request is on time when it meets every limit that is on; the
-    share on time is compared with a target) or `percentiles` (a run meets the limits when the
-    `percentile`-th percentile of each quantity whose limit is on meets it, as simdistserve's
-    search does)."""
-
-    first_word_s: Seconds | None = 2.0
-    mean_gap_ms: Annotated[float, Field(gt=0, le=MAX_MEAN_GAP_MS)] | None = 50.0
-    freeze_ms: Annotated[float, Field(gt=0, le=MAX_TIME_S * 1e3)] | None = 250.0
-    criterion: Literal["per_request", "percentiles"] = "per_request"
-    percentile: Annotated[float, Field(gt=0, lt=100)] | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Slo:
-        if self.first_word_s is None and self.mean_gap_ms is None and self.freeze_ms is None:
-            raise ValueError("got every limit null (first_word_s, mean_gap_ms, freeze_ms), expected at least one limit")
-        if self.percentile is not None and self.criterion != "percentiles":
-            raise ValueError(f"@percentile: got {self.percentile:g} with criterion {self.criterion!r}, "
-                             "expected criterion: percentiles")
-        return self
-
-    @property
-    def on(self) -> dict[str, float]:
-        """The limits that are on, by key, in order."""
-        keys = ("first_word_s", "mean_gap_ms", "freeze_ms")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
-
-    @property
-    def level(self) -> float:
-        """The percentile of the `percentiles` criterion (default 90)."""
-        return 90.0 if self.percentile is None else self.percentile
-
-    def words(self) -> str:
-        """The limits that are on, in words: 'first word within 2 s, mean gap within 50 ms, no
-        gap over 250 ms' (and the criterion when it is percentiles)."""
-        parts = {"first_word_s": "first word within {:g} s", "mean_gap_ms": "mean gap within {:g} ms",
-                 "freeze_ms": "no gap over {:g} ms"}
-        text = ", ".join(parts[k].format(v) for k, v in self.on.items())
-        if self.criterion == "percentiles":
-            text = f"P{self.level:g} of each: " + text.replace("no gap over", "longest gap within")
-        return text
-
-    def scaled(self, factor: float) -> dict:
-        """The limits that are on, each multiplied by `factor` (an SLO scale), as overrides."""
-        return {f"slo.{k}": v * factor for k, v in self.on.items()}
-
-
-class Reference(_Strict):
-    """Figures published for this scenario elsewhere (e.g. the explainer page the default scenario
-    reproduces), drawn beside ours: `summary.png`'s diamonds, for the arrangements it names that
-    the scenario has. Only a scenario that declares them shows them; `source` says where they
-    come from."""
-
-    source: str = Field(min_length=1, max_length=200)
-    on_time_pct: dict[Name, float] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)  # 0-100: Scenario checks
 
 
 def _workload_tag(value: Any) -> str:
@@ -298,8 +244,8 @@ class Scenario(_Strict):
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
                 raise ValueError(
-                    f"@workload.rate_per_s: got {w.rate_per_s:g}, which expects, up to the cap at {cap:g} s, "
-                    f"{problem}; expected a lower rate_per_s or max_sim_s"
+                    f"@workload.{rate_key(w)}: got {rate_text(w)}, which expects, up to the cap at {cap:g} s, "
+                    f"{problem}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
                 )
         elif expected is not None:
             problem = requests_problem(expected, len(self.arrangements))
@@ -307,7 +253,7 @@ class Scenario(_Strict):
                 raise ValueError(f"@workload.n_requests: got {problem}; expected fewer requests or arrangements")
         if isinstance(w, SyntheticWorkload):
             for key, ms in self.ship_costs():
-                problem = ship_problem(ms, max(hi for _, hi in w.length_bounds()[0]))
+                problem = ship_problem(ms, max(hi for classes, _ in w.length_bounds() for _, hi in classes))
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
@@ -339,7 +285,8 @@ class Scenario(_Strict):
             if tp_problem is not None:
                 raise ValueError(f"@arrangements[{i}].{tp_problem[0]}: {tp_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
-                problem = largest_draw(a, *w.length_bounds())
+                problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b))), default=None,
+                              key=lambda p: p[4])
                 if problem is not None:
                     key, cap, prompt, reply, need = problem
                     raise ValueError(
@@ -370,6 +317,8 @@ class Scenario(_Strict):
         w = self.workload
         if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
             return float(w.n_requests)
+        if isinstance(w, SyntheticWorkload):
+            return expected_arrivals(w, self.cap_s(None))
         if w.rate_per_s is not None and self.draws_requests:
             return w.rate_per_s * self.cap_s(None)
         return None

@@ -18,10 +18,12 @@ from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
+from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
 from .lengths import draw_lengths
+from .periods import period_of, thinned_arrivals
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
 from .traces import TIME_RULES, read_trace
 
@@ -93,6 +95,9 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     """Arrivals until past the cap (or exactly n_requests), then each request's class and lengths
     from one uniform each, in arrival order (`lengths.py`)."""
     rng = make_streams(seed)
+    if w.varies:
+        return _changing(w, scenario, seed, rng)
+    assert w.rate_per_s is not None  # (schema: a constant rate without a schedule or curve)
     if w.n_requests is not None:
         arrived = _arrival_times(w, rng["arrivals"], 0, 0.0, w.n_requests)
         cap_s = scenario.cap_s(float(arrived[-1]))
@@ -113,7 +118,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     shares = np.cumsum([c.share for c in w.prompt_mix])
     shares[-1] = 1.0
     cls = np.searchsorted(shares, rng["prompt_class"].random(n), side="right")
-    prompts = _class_lengths(w, cls, rng["prompt_tokens"].random(n))
+    prompts = _class_lengths(w.prompt_mix, cls, rng["prompt_tokens"].random(n))
     replies = draw_lengths(w.reply_words, rng["reply_words"].random(n))
     arrived_ns = seconds_to_ns(arrived[:n])
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
@@ -130,10 +135,43 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     )
 
 
+def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str, np.random.Generator]) -> Requests:
+    """E11: arrivals by thinning (`periods.py`), then each request's class and lengths from one
+    uniform each of the same streams as `_synthetic`, mapped by the mix of its arrival's period."""
+    if w.n_requests is not None:
+        arrived_ns = thinned_arrivals(w, rng["arrivals"], math.inf, w.n_requests)
+        cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+        if arrived_ns[-1] > seconds_to_ns(cap_s):
+            raise InputError(
+                f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {w.n_requests:,} of n_requests arrives at "
+                f"{arrived_ns[-1] / NS_PER_S:.6g} s; expected at least that (n_requests sends every request)")
+    else:
+        cap_s = scenario.cap_s(None)
+        arrived_ns = thinned_arrivals(w, rng["arrivals"], cap_s)
+    n = len(arrived_ns)
+    u_class, u_prompt = rng["prompt_class"].random(n), rng["prompt_tokens"].random(n)
+    u_reply = rng["reply_words"].random(n)
+    prompts, replies = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    part = period_of(w, arrived_ns)
+    for k, (mix, reply) in enumerate(length_variants(w)):
+        rows = np.flatnonzero(part == k)
+        shares = np.cumsum([c.share for c in mix])
+        shares[-1] = 1.0
+        cls = np.searchsorted(shares, u_class[rows], side="right")
+        prompts[rows] = _class_lengths(mix, cls, u_prompt[rows])
+        replies[rows] = draw_lengths(reply, u_reply[rows])
+    measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
+    info = {"kind": "synthetic", "seed": seed, "n_generated": n, "rate": rate_key(w),
+            "n_periods": len(w.schedule) if w.schedule is not None else None}
+    return Requests(arrived_at_ns=arrived_ns, n_prompt_tokens=prompts, n_reply_words=replies, measured=measured,
+                    cap_ns=int(seconds_to_ns(cap_s)), info=info)
+
+
 def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, last_s: float, n: int) -> np.ndarray:
     """The next n arrival times (s) after `done` arrivals, the last at `last_s`: gaps
     -ln(1 - u) / rate (Poisson), Gamma(shape burstiness, scale 1 / (rate x burstiness)) as vLLM's
     benchmark draws them, or the k-th arrival (from 1) at exactly k / rate (constant)."""
+    assert w.rate_per_s is not None  # (a constant rate: _synthetic)
     if w.arrivals == "constant":
         return np.arange(done + 1, done + n + 1, dtype=np.float64) / w.rate_per_s
     if w.arrivals == "gamma":
@@ -144,10 +182,10 @@ def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, la
     return last_s + np.cumsum(gaps)
 
 
-def _class_lengths(w: SyntheticWorkload, cls: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Prompt tokens of requests of classes `cls`, from their uniforms `u`, each by its class's
-    distribution (all-range mixes at once, as the page's traffic always was)."""
-    ranges = [c.tokens for c in w.prompt_mix]
+def _class_lengths(prompt_mix, cls: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Prompt tokens of requests of classes `cls` of `prompt_mix`, from their uniforms `u`, each
+    by its class's distribution (all-range mixes at once, as the page's traffic always was)."""
+    ranges = [c.tokens for c in prompt_mix]
     if all(isinstance(r, tuple) for r in ranges):
         bounds = [r for r in ranges if isinstance(r, tuple)]
         lows = np.array([r[0] for r in bounds], dtype=np.int64)
