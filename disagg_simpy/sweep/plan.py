@@ -157,8 +157,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     on_time = drive({n: _on_time_at(n, seen[n][start], seeds) for n in searched}, prober.run_batch)
     order = sorted(searched, key=lambda n: (-_goodput(points[n]), -on_time[n]))  # (stable: ties keep their order)
     top = order if bounds is None else order[:2]
-    details = drive({n: goodput_interval(n, *points[n], seeds, target, tolerance, prober.fits, seen[n],
-                                         slo=scenario.slo) for n in top}, prober.run_batch)
+    details = drive({n: goodput_interval(n, points[n][0], points[n][1], points[n][2], seeds, target, tolerance,
+                                         prober.fits, seen[n], slo=scenario.slo) for n in top}, prober.run_batch)
     rows = []
     for a in scenario.arrangements:
         if a.name in below:
