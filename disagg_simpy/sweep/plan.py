@@ -23,7 +23,7 @@ from ..scenario.schema import DROP, Scenario
 from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
-from .runner import Runner
+from .runner import Runner, Task
 
 DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 
@@ -79,6 +79,14 @@ def arrangement_text(a) -> str:
     """An arrangement as a scenario file writes it (one YAML flow mapping)."""
     fields = a.model_dump(mode="json", exclude_defaults=True)
     return "{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}"
+
+
+def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[str, float]:
+    """Mean on-time share over seeds at the scenario's own rate, per arrangement (runs to the
+    verdict cap: the share is exact)."""
+    tasks = [Task(scenario, seed, verdicts_only=True) for seed in seeds]
+    rows = pd.DataFrame([r for rows in runner.run(tasks, "runs") for r in rows])
+    return rows.groupby("arrangement", sort=False)["on_time_pct"].mean().to_dict()
 
 
 def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
