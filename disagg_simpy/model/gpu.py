@@ -72,6 +72,7 @@ class Gpu:
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
+        self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -121,6 +122,8 @@ class Gpu:
         return request.n_prompt_tokens + (request.n_reply_words if self.reserve_reply else 0)
 
     def reserve(self, tokens: int) -> None:
+        if self.repeat is not None:  # (E4e: the handoff reserves on a writing GPU, maybe mid-repeat)
+            self.repeat.cut()
         self.kv_used += tokens
         if self.kv_used > self.kv_peak:
             self.kv_peak = self.kv_used
@@ -261,8 +264,10 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role
-        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
-        self.host = host
+        # repeats, with every option but those that make iterations of one batch differ (E2, E3,
+        # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them
+        fast = self.fast_forward and not (extra_terms or self.changes_role)
+        self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -356,7 +361,7 @@ class Gpu:
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later, without the options), taken now if
         nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
-        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        if self.options or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         taken, n_tokens = self._take_prompt_tokens(at)
         return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
