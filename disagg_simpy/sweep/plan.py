@@ -191,7 +191,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
-    table.attrs["curves"] = {name: probe_curve(seen[name]) for name in by_name if seen[name]}  # for the --html page
+    table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page
     return table
 
 
