@@ -268,7 +268,9 @@ class Gpu:
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role
         # repeats, with every option but those that make iterations of one batch differ (E2, E3,
-        # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them
+        # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them.
+        # A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
+        # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
         fast = self.fast_forward and not (extra_terms or self.changes_role or self.paged is not None)  # (E9: blocks)
         self.host, self.options = host, options
         has_work = self.has_work
@@ -409,10 +411,7 @@ class Gpu:
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E9)."""
-        if self.paged is not None:
-            self.paged.release(leaving)
-            return
-        if self.seats is not None:
+        if self.seats is not None:  # (E9 replaces this method: PagedKv.release)
             self.n_seated -= len(leaving)
         if self.track_context:
             self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)

@@ -76,6 +76,7 @@ class PagedKv:
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
+        gpu._release = self.release  # type: ignore[method-assign]
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
-from .limits import MAX_COST_MS, MAX_COUNT, MAX_GPUS, MIN_ITERATION_MS
-from .paging import E9_KEYS, check_paged, paged_settings
+from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
+from .paging import E9_KEYS, PagedKeys, check_paged, paged_settings
 from .roles import Roles, check_roles, colocated_roles, static_roles
 
 
@@ -229,7 +229,7 @@ class _Arrangement(_Strict):
         return min(c.iteration_ms for c in self.side_costs(base))
 
 
-class Colocated(_Arrangement):
+class Colocated(_Arrangement, PagedKeys):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", *E9_KEYS)
@@ -244,11 +244,6 @@ class Colocated(_Arrangement):
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
     role_changes: None = Field(None, alias="roles")  # E12: `roles: static` only (every GPU reads and writes)
-    kv_policy: Literal["reserve", "paged"] | None = None  # E9 (None: reserve, E4)
-    kv_block_tokens: Count | None = None  # E9 (paged; None: 16)
-    preemption: Literal["recompute", "swap"] | None = None  # E9 (paged; None: recompute)
-    swap_ms_per_token: CostMs | None = None  # E9 (swap)
-    max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # E9 (paged; None: 8)
 
     _name = field_validator("name")(_not_only_dots)
     _roles = field_validator("role_changes", mode="before")(colocated_roles)
@@ -290,7 +285,7 @@ class Colocated(_Arrangement):
         return c, c
 
 
-class Disaggregated(_Arrangement):
+class Disaggregated(_Arrangement, PagedKeys):
     """Reading GPUs only read prompts, writing GPUs only write replies; KV caches ship between."""
 
     is_split: ClassVar[bool] = True
@@ -314,11 +309,6 @@ class Disaggregated(_Arrangement):
     writing_kv_capacity_tokens: Count | None = None
     kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
     role_changes: Roles = Field(None, alias="roles")  # E12 `roles:`: None (static), a schedule or a policy
-    kv_policy: Literal["reserve", "paged"] | None = None  # E9 (None: reserve, E4)
-    kv_block_tokens: Count | None = None  # E9 (paged; None: 16)
-    preemption: Literal["recompute", "swap"] | None = None  # E9 (paged; None: recompute)
-    swap_ms_per_token: CostMs | None = None  # E9 (swap)
-    max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # E9 (paged; None: 8)
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",

@@ -3,8 +3,25 @@ together, and the settings the model reads."""
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from .base import CostMs, Count, _Strict
+from .limits import MAX_COUNT
+
 #: E9's keys, left out of a dump while unset (so files without them dump as before)
 E9_KEYS = ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions")
+
+
+class PagedKeys(_Strict):
+    """E9's keys, shared by every kind of arrangement (each unset by default: E4's reserve)."""
+
+    kv_policy: Literal["reserve", "paged"] | None = None  # None: reserve, E4
+    kv_block_tokens: Count | None = None  # paged; None: 16
+    preemption: Literal["recompute", "swap"] | None = None  # paged; None: recompute
+    swap_ms_per_token: CostMs | None = None  # swap
+    max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # paged; None: 8
 
 
 def check_paged(a):
