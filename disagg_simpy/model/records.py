@@ -68,6 +68,7 @@ class ArrangementRecords:
     kv_link: str | None = None  # E5 on a split ("independent" = the explainer's rules); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
+    cached_tokens: np.ndarray | None = None  # E11: per request, prompt tokens found cached; None: no cache
 
     @property
     def is_split(self) -> bool:
@@ -88,7 +89,7 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
-                kv_link: str | None = None) -> ArrangementRecords:
+                kv_link: str | None = None, cached_tokens: Sequence[int] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
@@ -126,6 +127,7 @@ class ArrangementRecords:
             kv_link=kv_link,
             kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
+            cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
         )
 
     def word_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

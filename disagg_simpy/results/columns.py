@@ -154,6 +154,21 @@ COLUMNS: tuple[Column, ...] = (
     Column("too_close", "", "too close", "the paired 95% interval of their difference includes 0", "map"),
 )
 
+#: E11 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
+#: (`metrics.prefix_figures`), after the others; `requests.csv` then gains `cached_tokens`.
+PREFIX = (
+    Column("prefix_hit_pct", "%", "prefix hit %", "E11: cached prompt tokens over all prompt tokens of the measured "
+           "requests whose reading began", family="prefix", decimals=1),
+    Column("cached_tokens", "tokens", "cached tokens", "E11: prompt tokens of measured requests found cached (not read)",
+           family="prefix"),
+    Column("reading_saved_s", "s", "reading saved s", "E11: reading time the cache saved the measured requests: "
+           "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side", family="prefix",
+           decimals=1),
+    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E11: prefix_hit_pct of each reading (or "
+           "colocated) instance, by instance number, as 'i:pct' separated by spaces", family="prefix"),
+)
+PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
+
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
 SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
 VS_BEST = Column("on_time_vs_best_pct", "%", "on time vs best", "on-time share minus the best arrangement's in "
@@ -169,7 +184,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX)}
 
 
 def summary_column(name: str) -> Column:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
 from . import presets
 from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
@@ -34,16 +34,24 @@ from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
-    MAX_MEAN_GAP_MS,
     MAX_REQUESTS,
     MAX_SEEDS,
-    MAX_TIME_S,
     MIN_BURSTINESS,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
 from .options import largest_draw, preset_tp_problem, sizes_text
+from .prefixes import (
+    DEFAULT_BLOCK_TOKENS,
+    Prefixes,
+    Sessions,
+    omit_defaults,
+    prefix_class_problem,
+    prefix_problem,
+    session_bounds,
+)
+from .slo import Reference, Slo
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -86,6 +94,10 @@ class SyntheticWorkload(_Strict):
     burstiness: Annotated[float, Field(ge=MIN_BURSTINESS, le=MAX_BURSTINESS)] | None = None
     prompt_mix: tuple[PromptClass, ...] = Field(min_length=1, max_length=1000)
     reply_words: Length
+    prefixes: Prefixes | None = None  # E11
+    sessions: Sessions | None = None  # E11
+
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E11's keys: out of files while unset
 
     _tuple = field_validator("reply_words", "prompt_mix", mode="before")(_as_tuple)
     _range = field_validator("reply_words")(ordered_length)
@@ -107,14 +119,21 @@ class SyntheticWorkload(_Strict):
             raise ValueError("@measure_s: missing, expected a number of seconds > 0 (the measured window's end) or n_requests")
         elif self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
+        if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
+            raise ValueError(problem)
         if self.burstiness is not None and self.arrivals != "gamma":
             raise ValueError(f"@burstiness: got {self.burstiness:g} with arrivals {self.arrivals!r}, expected arrivals: gamma "
                              "(burstiness is the Gamma shape)")
         return self
 
+    def _class_bounds(self) -> list[tuple[int, int]]:
+        return [length_bounds(c.tokens) for c in self.prompt_mix]
+
     def length_bounds(self) -> tuple[list[tuple[int, int]], tuple[int, int]]:
-        """(each class's (smallest, largest) prompt, (smallest, largest) reply) it can draw."""
-        return [length_bounds(c.tokens) for c in self.prompt_mix], length_bounds(self.reply_words)
+        """(each class's (smallest, largest) prompt, (smallest, largest) reply) it can draw (with
+        sessions, a later turn's prompt holds the earlier turns: E11)."""
+        reply = length_bounds(self.reply_words)
+        return [session_bounds(self.sessions, b, reply) for b in self._class_bounds()], reply
 
 
 class TraceWorkload(_Strict):
@@ -173,64 +192,6 @@ class TraceWorkload(_Strict):
 
 
 
-class Slo(_Strict):
-    """On-time limits (M7); any of them may be null (off), not all. `criterion` says how they
-    judge a run: `per_request` (a request is on time when it meets every limit that is on; the
-    share on time is compared with a target) or `percentiles` (a run meets the limits when the
-    `percentile`-th percentile of each quantity whose limit is on meets it, as simdistserve's
-    search does)."""
-
-    first_word_s: Seconds | None = 2.0
-    mean_gap_ms: Annotated[float, Field(gt=0, le=MAX_MEAN_GAP_MS)] | None = 50.0
-    freeze_ms: Annotated[float, Field(gt=0, le=MAX_TIME_S * 1e3)] | None = 250.0
-    criterion: Literal["per_request", "percentiles"] = "per_request"
-    percentile: Annotated[float, Field(gt=0, lt=100)] | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> Slo:
-        if self.first_word_s is None and self.mean_gap_ms is None and self.freeze_ms is None:
-            raise ValueError("got every limit null (first_word_s, mean_gap_ms, freeze_ms), expected at least one limit")
-        if self.percentile is not None and self.criterion != "percentiles":
-            raise ValueError(f"@percentile: got {self.percentile:g} with criterion {self.criterion!r}, "
-                             "expected criterion: percentiles")
-        return self
-
-    @property
-    def on(self) -> dict[str, float]:
-        """The limits that are on, by key, in order."""
-        keys = ("first_word_s", "mean_gap_ms", "freeze_ms")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
-
-    @property
-    def level(self) -> float:
-        """The percentile of the `percentiles` criterion (default 90)."""
-        return 90.0 if self.percentile is None else self.percentile
-
-    def words(self) -> str:
-        """The limits that are on, in words: 'first word within 2 s, mean gap within 50 ms, no
-        gap over 250 ms' (and the criterion when it is percentiles)."""
-        parts = {"first_word_s": "first word within {:g} s", "mean_gap_ms": "mean gap within {:g} ms",
-                 "freeze_ms": "no gap over {:g} ms"}
-        text = ", ".join(parts[k].format(v) for k, v in self.on.items())
-        if self.criterion == "percentiles":
-            text = f"P{self.level:g} of each: " + text.replace("no gap over", "longest gap within")
-        return text
-
-    def scaled(self, factor: float) -> dict:
-        """The limits that are on, each multiplied by `factor` (an SLO scale), as overrides."""
-        return {f"slo.{k}": v * factor for k, v in self.on.items()}
-
-
-class Reference(_Strict):
-    """Figures published for this scenario elsewhere (e.g. the explainer page the default scenario
-    reproduces), drawn beside ours: `summary.png`'s diamonds, for the arrangements it names that
-    the scenario has. Only a scenario that declares them shows them; `source` says where they
-    come from."""
-
-    source: str = Field(min_length=1, max_length=200)
-    on_time_pct: dict[Name, float] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)  # 0-100: Scenario checks
-
-
 def _workload_tag(value: Any) -> str:
     if isinstance(value, TraceWorkload) or (isinstance(value, dict) and "trace" in value):
         return "<trace>"
@@ -255,7 +216,14 @@ class Scenario(_Strict):
     slo: Slo = Slo()
     arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
     reference: Reference | None = None
+    # E11 (prefix caching) and routers: scenario-wide, for every arrangement
+    router: Literal["least_loaded", "round_robin", "power_of_two", "prefix_aware"] = "least_loaded"
+    router_load_cap_tokens: Count | None = None  # prefix_aware: default PREFIX_LOAD_CAP_TOKENS
+    prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
+    prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     source: str = Field(default="<scenario>", exclude=True)
+
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E11's keys: out of files while at their defaults
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -305,6 +273,8 @@ class Scenario(_Strict):
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
+        if (problem := prefix_problem(self)) is not None:  # E11
+            raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)
             if problem:
