@@ -135,13 +135,13 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     if turns is not None:  # a turn's prompt: the earlier turns' new tokens and replies, then its own
         prompts, replies, arrived, parent, turns = _session_order(turns, prompts, replies, arrived, cap_s)
         n = len(prompts)
-    blocks = None
+    block_ids = None
     if scenario.prefix_cache_tokens is not None:  # E11: block ids of drawn prefixes and sessions
         group, prefix = (draw_prefixes(w.prefixes, n, stream_seed(seed, "prefixes")) if w.prefixes is not None
                          else (np.full(n, -1), np.zeros(n, np.int64)))
         if turns is not None:
             group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
-        blocks = synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+        block_ids = synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
     arrived_ns = seconds_to_ns(arrived)
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
     info = {"kind": "synthetic", "seed": seed, "n_generated": n}
@@ -154,7 +154,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
         measured=measured,
         cap_ns=int(seconds_to_ns(cap_s)),
         info=info,
-        blocks=blocks,
+        blocks=block_ids,
     )
 
 
