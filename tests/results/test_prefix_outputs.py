@@ -78,3 +78,12 @@ def test_set_key_value_sets_one_value_and_refuses_more(scenario_path):
     with pytest.raises(InputError, match="unknown key 'routr'"):
         apply_sets(s, ["routr=round_robin"])
     assert np.isclose(apply_sets(s, []).cost.per_cached_token_ms, 0.01)
+
+
+def test_explain_says_how_much_of_a_prompt_was_cached(scenario_path):
+    from disagg_simpy.results.story import story_facts, story_text
+
+    res = run(load_scenario(scenario_path))
+    told = " ".join(story_text(story_facts(res, "split", 2)).split())  # (wrapped at 100 characters)
+    assert "read in 0.032 s (its first 1,536 tokens were cached, not read)" in told
+    assert "cached" not in story_text(story_facts(res, "split", 1))
