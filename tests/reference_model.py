@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E11 and readings R1-R22, R-E11), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E12 and readings R1-R22, R29-R37), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -46,13 +46,13 @@ class Req:
         self.finished = self.handoff_at = self.ship_started = NONE
         self.seated = NONE  # E8: start of the iteration that writes its word 2 (joined, without E8)
         self.word_times: list[int] = []
-        self.blocks: list[int] = []  # E11: its prompt's cache block ids
-        self.cached = 0  # E11: tokens found cached when its reading began
-        self.hit = 0  # E11: what the taking in progress found cached
+        self.blocks: list[int] = []  # E12: its prompt's cache block ids
+        self.cached = 0  # E12: tokens found cached when its reading began
+        self.hit = 0  # E12: what the taking in progress found cached
 
 
 class Cache:
-    """E11: one instance's prefix cache, straight from the rule: a stamp of last use per block."""
+    """E12: one instance's prefix cache, straight from the rule: a stamp of last use per block."""
 
     def __init__(self, capacity_tokens, block):
         self.block, self.capacity = block, capacity_tokens // block
@@ -103,7 +103,7 @@ class Gpu:
         self.held = 0  # KV tokens reserved (E4)
         self.peak = 0  # the most it ever held
         self.busy = None  # (end_ns, writes, reads) of the iteration in progress
-        self.cache = None  # E11
+        self.cache = None  # E12
         self.iterations: list[dict] = []
         self.reads: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
 
@@ -161,7 +161,7 @@ class Reference:
         self.kv_on = any(g.capacity is not None for g in self.gpus)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
             zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
-        # E11: caches on the instances that read (not a split's writing ones), and the router
+        # E12: caches on the instances that read (not a split's writing ones), and the router
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or 16_384
         self.draws = stream.router_draws
@@ -203,7 +203,7 @@ class Reference:
         g.queue.append(r)
 
     def route(self, r: Req):
-        """The reading instance by the scenario's router (E11; least_loaded is M3, D1, D2)."""
+        """The reading instance by the scenario's router (E12; least_loaded is M3, D1, D2)."""
         if self.router == "round_robin":
             g = self.reading[self.n_routed % len(self.reading)]
             self.n_routed += 1
@@ -236,7 +236,7 @@ class Reference:
         for r in g.queue:
             if budget is not None and budget == 0:
                 break
-            r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E11
+            r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E12
             pending = r.pending - r.hit
             n = pending if budget is None else min(budget, pending)
             if budget is None and room is not None and n > room:  # E8, whole prompts: it must fit ...
@@ -264,7 +264,7 @@ class Reference:
         if not writes and not reads:
             return
         n_cached = 0
-        for r, _ in reads:  # E11: a read begins after its cached prefix, which counts as read (E2, E7)
+        for r, _ in reads:  # E12: a read begins after its cached prefix, which counts as read (E2, E7)
             if r.pending == r.prompt and g.cache is not None:
                 r.cached = r.hit
                 g.cache.begin(r)
@@ -276,7 +276,7 @@ class Reference:
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
-        ms += c["per_cached_token_ms"] * n_cached  # E11
+        ms += c["per_cached_token_ms"] * n_cached  # E12
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:
@@ -305,7 +305,7 @@ class Reference:
             r.read += n
             if r.read < r.prompt:
                 continue
-            if g.cache is not None:  # E11: its full blocks enter the cache
+            if g.cache is not None:  # E12: its full blocks enter the cache
                 g.cache.end(r)
             r.first_word, r.written = now, 1
             r.word_times.append(now)

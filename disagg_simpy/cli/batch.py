@@ -21,7 +21,7 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
+from .common import NotWritten, Parser, check_own_folder, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
 
 STORE_NAME = "store.sqlite"
 
@@ -36,9 +36,13 @@ def batch_parser(prog: str, description: str) -> Parser:
     p.add_argument("--measure-s", type=positive_float("--measure-s"), metavar="S",
                    help="override workload.measure_s, the end of the measured window (s)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
-                   help="results folder (default: runs/<scenario name>/); its store.sqlite keeps finished runs")
+                   help=f"results folder (default: runs/<scenario name>-{prog}/, this command's own); its store.sqlite "
+                   "keeps finished runs")
     p.add_argument("--json", action="store_true", help="print the table's rows as JSON instead of the text table")
-    p.add_argument("--no-plots", action="store_true", help="skip the picture")
+    p.add_argument("--no-plots", action="store_true", help="skip the picture (an earlier one in --out is removed, and said)")
+    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
+                   help="also write one self-contained HTML page of the results (no network; tables sort on a click, "
+                   "charts have a tooltip on every point)")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
                    help="local worker processes (default: every core)")
     p.add_argument("--dask", metavar="ADDRESS",
@@ -58,14 +62,24 @@ def target_flag(text: str) -> float:
     return value
 
 
-def out_folder(args: argparse.Namespace, scenario, names: list[str]) -> Path:
-    """The results folder, checked before any run (`files.check_output_file` for every file);
-    no output may be the scenario file or its trace."""
+def default_folder(scenario, command: str) -> Path:
+    """A command's own results folder: `runs/<scenario name>-<command>/` (a run's is
+    `runs/<scenario name>/`), so no command replaces another's run.json or mixes files with it."""
+    return Path("runs") / f"{scenario.name}-{command}"
+
+
+def out_folder(args: argparse.Namespace, scenario, names: list[str], command: str) -> Path:
+    """The results folder (default: the command's own), checked before any run: not another
+    command's (its run.json says), every file writable (`files.check_output_file`), no output
+    the scenario file or its trace."""
     from ..scenario.schema import TraceWorkload
     from ..workload.catalog import CATALOG
 
-    out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
+    out = check_folder(args.out if args.out is not None else default_folder(scenario, command), "--out")
+    check_own_folder(out, command)
     outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in [*names, STORE_NAME]}
+    if args.html is not None:
+        outputs[f"--html {args.html}"] = check_output_file(args.html, "--html")
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
     if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
@@ -92,10 +106,20 @@ def skipped_line(runner) -> str:
             f"{runner.ran} ran now")
 
 
-def run_info(argv, scenario, seeds, **more) -> dict:
+def command_line(command: str, argv: Sequence[str] | None) -> list[str]:
+    """The command line that reproduces a command's results: its name and its flags (`argv`,
+    the words after the name; None: this process's own)."""
+    if argv is None:
+        words = sys.argv[1:]
+        argv = words[1:] if words[:1] == [command] else words
+    return ["python", "-m", "disagg_simpy", command, *argv]
+
+
+def run_info(command: str, argv, scenario, seeds, **more) -> dict:
     return {
         "version": __version__,
-        "command": ["python", "-m", "disagg_simpy", *(sys.argv[1:] if argv is None else argv)],
+        "command": command_line(command, argv),
+        "subcommand": command,
         "seeds": list(seeds),
         "scenario": scenario.model_dump(mode="json"),
         **scenario.preset_info(),
@@ -103,13 +127,16 @@ def run_info(argv, scenario, seeds, **more) -> dict:
     }
 
 
-def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -> None:
+def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture, page=None,
+              remove: list[Path] | None = None) -> list[Path]:
     """Every output, all or nothing: CSV/JSON texts, Parquet tables, then the picture
-    (`picture(path_folder)` or None)."""
+    (`picture(path_folder)` or None) and the page (`page()` or None); once they are in place,
+    the files of `remove` (an earlier picture this run does not draw) are deleted. Returns those
+    deleted."""
     from ..files import PartlyWritten, all_or_nothing, atomic_path, atomic_write_text
 
     try:
-        with all_or_nothing():
+        with all_or_nothing() as commit:
             for name, text in texts.items():
                 atomic_write_text(out / name, text)
             for name, frame in frames_parquet.items():
@@ -117,6 +144,10 @@ def write_all(out: Path, texts: dict[str, str], frames_parquet: dict, picture) -
                     frame.to_parquet(tmp, index=False)
             if picture is not None:
                 picture(out)
+            if page is not None:
+                page()
+            commit.remove = list(remove or [])
+        return [p for p in commit.remove if p not in set(commit.not_removed)]
     except PartlyWritten as err:  # a folder changed under the run after every check
         raise NotWritten(f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} "
                          f"of {len(err.replaced) + len(err.kept)} files were already replaced, the others were left "
@@ -149,12 +180,14 @@ class Job:
 class Batch:
     """What a command's work returns: `table` is written as `<name>.csv` (and `.parquet` with
     `parquet`) and printed with --json; `info` goes into run.json (before the store's figures);
-    `lines` are printed above "results in"; `picture(folder)` draws into the results folder."""
+    `lines` are printed above "results in"; `picture(folder)` draws into the results folder;
+    `page(path)` writes the --html page."""
 
     table: Any
     info: dict = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     picture: Callable[[Path], Any] | None = None
+    page: Callable[[Path], Any] | None = None
 
 
 def output_files(name: str, parquet: bool = False) -> tuple[str, ...]:
@@ -177,7 +210,8 @@ def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Calla
     scenario = load_with_flags(args)
     prepared = prepare(args, scenario) if prepare is not None else None  # every check before any run
     seeds, note = seeds_to_run(scenario)
-    out = out_folder(args, scenario, list(output_files(name, parquet)))
+    command = parser.prog.split()[-1]  # (goodput --vary slo writes slo_scale.csv: still goodput's folder)
+    out = out_folder(args, scenario, list(output_files(name, parquet)), command)
     if note:
         print(note, file=sys.stderr)
     runner = open_runner(args, out)
@@ -186,16 +220,29 @@ def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Calla
     finally:
         runner.close()
     if batch is not None:
-        info = run_info(argv, scenario, seeds, **batch.info, store=str(runner.store.path),
+        info = run_info(command, argv, scenario, seeds, **batch.info, store=str(runner.store.path),
                         runs_skipped=runner.skipped, runs_done=runner.ran)
         texts = {f"{name}.csv": csv_text(batch.table), "run.json": json.dumps(info, indent=2) + "\n"}
         picture = None if args.no_plots else batch.picture
-        write_all(out, texts, {f"{name}.parquet": batch.table} if parquet else {}, picture)
+        page = None
+        if args.html is not None:
+            from ..page.commands import table_page
+
+            make_folder(args.html.parent, "--html")
+            draw = batch.page or (lambda path: table_page(path, batch.table, batch.lines[0] if batch.lines else name))
+            page = lambda: draw(args.html)  # noqa: E731
+        earlier = out / f"{name}.png"  # (the folder is this command's own: check_own_folder)
+        stale = [earlier] if picture is None and earlier.is_file() and not earlier.is_symlink() else []
+        removed = write_all(out, texts, {f"{name}.parquet": batch.table} if parquet else {}, picture, page, stale)
         if args.json:
             print(json_rows(batch.table))
         else:
             for line in batch.lines:
                 print(line)
             print(f"results in {out}/")
+            if args.html is not None:
+                print(f"page in {args.html}")
+        for path in removed:
+            print(f"note: removed {path}, an earlier run's picture (--no-plots: none drawn this time)", file=sys.stderr)
     print(skipped_line(runner), file=sys.stderr)
     return 0

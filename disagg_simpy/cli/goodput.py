@@ -52,6 +52,7 @@ def format_goodput(table) -> str:
 
 
 def _goodput(job: Job) -> Batch:
+    from ..page.commands import goodput_page
     from ..sweep.goodput import criterion_text, goodput
 
     scenario, seeds, args = job.scenario, job.seeds, job.args
@@ -73,7 +74,8 @@ def _goodput(job: Job) -> Batch:
 
     return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance},
                  lines=[f"{title}; bisection to {args.tolerance:g} requests/s",
-                        f"criterion: {criterion_text(scenario.slo, args.target)}", format_goodput(table)], picture=picture)
+                        f"criterion: {criterion_text(scenario.slo, args.target)}", format_goodput(table)], picture=picture,
+                 page=lambda path: goodput_page(path, table, title))
 
 
 def _slo_scale(job: Job) -> Batch:

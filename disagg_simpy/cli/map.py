@@ -53,6 +53,7 @@ def _cells(args, scenario):
 
 
 def _map(job: Job) -> Batch:
+    from ..page.commands import map_page
     from ..sweep.winners import default_y, winners
 
     scenario, seeds, args = job.scenario, job.seeds, job.args
@@ -80,6 +81,7 @@ def _map(job: Job) -> Batch:
                                       else f"lowest worst figure / limit ({scenario.slo.words()}, mean over seeds)"),
                "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],
         picture=picture,
+        page=lambda path: map_page(path, cells, title, names),
     )
 
 

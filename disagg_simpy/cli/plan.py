@@ -124,6 +124,7 @@ def _check(args, scenario) -> None:
 
 
 def _plan(job: Job) -> Batch | None:
+    from ..page.commands import plan_page
     from ..sweep.goodput import criterion_text
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
@@ -169,6 +170,7 @@ def _plan(job: Job) -> Batch | None:
                f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table), line,
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
+        page=lambda path: plan_page(path, table, title, line, args.target),
     )
 
 

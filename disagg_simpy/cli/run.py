@@ -364,6 +364,10 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
     else:
         w = scenario.workload
         rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
+        if getattr(w, "varies", False):
+            from ..scenario.schedule import rate_text
+
+            rate = rate_text(w)
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]

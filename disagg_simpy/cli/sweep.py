@@ -39,6 +39,7 @@ def _grid(args, scenario):
 
 
 def _sweep(job: Job) -> Batch:
+    from ..page.commands import sweep_page
     from ..sweep.grid import SLO_SCALE
     from ..sweep.table import format_bands, on_time_bands, sweep
 
@@ -68,6 +69,9 @@ def _sweep(job: Job) -> Batch:
         lines=[f"{scenario.name}: {counts}; {what}" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""),
                f"limits: {scenario.slo.words()}", format_bands(bands, grid.keys)],
         picture=picture,
+        page=lambda path: sweep_page(path, on_time, grid.keys, title, args.target,
+                                     x=SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key,
+                                     limits=args.limits),
     )
 
 

@@ -99,7 +99,7 @@ class Engine:
         return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
 
     def _prefix_caches(self, scenario: Scenario, requests: Requests) -> None:
-        """E11: a prefix cache on every instance that reads prompts (not a split's writing
+        """E12: a prefix cache on every instance that reads prompts (not a split's writing
         instances), each request's cache block ids, and the router's settings."""
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
@@ -116,7 +116,7 @@ class Engine:
             self.blocks = cache_block_ids(b.ids, b.starts, b.unit, block)
 
     def _route(self, request: Request) -> Gpu:
-        """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E11)."""
+        """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E12)."""
         side, router = self.reading, self.router
         if router == "least_loaded":
             return side.least_queued()

@@ -2,19 +2,23 @@
 
 The model fills flat arrays during the run and hands them to `collect`, which turns them into
 one set of numpy arrays (this module knows nothing of the engine). Word times
-are not stored: words 2..n of a reply are the ends of the iterations `join_iteration ..
-join_iteration + n - 2` of its writing GPU, derived on demand (`word_times`).
+are not stored: words 2..n of a reply end consecutive *writing* iterations of its writing GPU
+from `join_iteration` on, derived on demand through one view (`writes`, `stretches`: model/words.py)
+that every consumer reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 from operator import attrgetter
 from typing import Any, Protocol
 
 import numpy as np
+
+from .words import STRETCH_LOG_FIELDS, Stretches, WriteView
 
 REQUEST_FIELDS = (
     "request_id",
@@ -68,7 +72,9 @@ class ArrangementRecords:
     kv_link: str | None = None  # E5 on a split ("independent" = the explainer's rules); None: colocated
     kv_peak_tokens: np.ndarray | None = None  # E4: per GPU, the most KV cache held at any moment
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
-    cached_tokens: np.ndarray | None = None  # E11: per request, prompt tokens found cached; None: no cache
+    # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
+    stretch_log: dict[str, np.ndarray] | None = None
+    cached_tokens: np.ndarray | None = None  # E12: per request, prompt tokens found cached; None: no cache
 
     @property
     def is_split(self) -> bool:
@@ -89,9 +95,11 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
-                kv_link: str | None = None, cached_tokens: Sequence[int] | None = None) -> ArrangementRecords:
+                kv_link: str | None = None, stretch_log: Sequence[Sequence[int]] | None = None,
+                cached_tokens: Sequence[int] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
-        with the REQUEST_FIELDS and `measured`), in arrival order."""
+        with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
+        moved replies, one tuple of STRETCH_LOG_FIELDS per stretch."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
         requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
@@ -127,22 +135,22 @@ class ArrangementRecords:
             kv_link=kv_link,
             kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
+            stretch_log=None if stretch_log is None else dict(zip(
+                STRETCH_LOG_FIELDS, _int_table(stretch_log, len(stretch_log), len(STRETCH_LOG_FIELDS)).T.copy())),
             cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
         )
 
-    def word_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For requests `rows` (indices into `requests`): global iteration row of word 2 and
-        how many of words 2..n were written before the run stopped."""
-        r = self.requests
-        gpu = r["writing_gpu"][rows]
-        # a split reply has its writing GPU from word 1 on, but joins it only when its ship
-        # ends: until then (a run capped mid-ship) it has no words 2..n
-        has_writer = (gpu >= 0) & (r["join_iteration"][rows] >= 0)
-        first = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0)] + r["join_iteration"][rows], 0)
-        end = np.where(has_writer, self.gpu_offsets[np.maximum(gpu, 0) + 1], 0)
-        wanted = np.where(has_writer, r["n_reply_words"][rows] - 1, 0)
-        written = np.clip(np.minimum(wanted, end - first), 0, None)
-        return first, written
+    @cached_property
+    def writes(self) -> WriteView:
+        """Each GPU's writing iterations, in order (model/words.py)."""
+        return WriteView.of(self.iterations, self.gpu_offsets)
+
+    @cached_property
+    def stretches(self) -> Stretches:
+        """Every reply's stretches of words on the writing iterations (model/words.py)."""
+        if self.stretch_log is None:
+            return Stretches.derived(self.requests, self.gpu_offsets, self.writes)
+        return Stretches.logged(self.stretch_log, len(self.requests["request_id"]), self.gpu_offsets, self.writes)
 
     def word_times(
         self, rows: np.ndarray, ns_per_unit: float | None = None
@@ -151,42 +159,46 @@ class ArrangementRecords:
 
         Times are int64 ns, or float64 `ns / ns_per_unit` if that is given (1e9: seconds).
         Request ids are int32 and word numbers int16 when they fit (else int64, int32). The
-        result is built a block of requests at a time, so the temporaries stay small beside it.
+        result is built a block of stretches at a time, so the temporaries stay small beside it.
         """
         r = self.requests
-        first, written = self.word_rows(rows)  # global iteration row of word 2
-        first_at = r["first_word_at_ns"][rows]
-        per_request = written + (first_at >= 0)  # a reply with words 2.. always has word 1
-        ends = np.cumsum(per_request)
+        st = self.stretches
+        s = st.of_requests(rows)
+        first, written, first_word = st.first[s], st.n[s], st.first_word[s]
+        lead_at = st.lead_at[s]
+        own = st.lead_written[s] & (lead_at >= 0)  # the stretch wrote the word before `first_word`
+        per_stretch = written + own
+        ends = np.cumsum(per_stretch)
         total = int(ends[-1]) if len(ends) else 0
-        ids = r["request_id"][rows]
+        ids = r["request_id"][st.request[s]]
         id_type = np.int32 if not len(ids) or ids.max() < 2**31 else np.int64
         n_max = int(r["n_reply_words"].max()) if len(r["n_reply_words"]) else 0
         word_type = np.int16 if n_max < 2**15 else np.int32
-        ended = self.iterations["ended_at_ns"]
+        ended = self.writes.ended
         if ns_per_unit is not None:
-            ended, first_at = ended / ns_per_unit, first_at / ns_per_unit
+            ended, lead_at = ended / ns_per_unit, lead_at / ns_per_unit
         request_id = np.empty(total, id_type)
         word = np.empty(total, word_type)
         at = np.empty(total, ended.dtype)
 
-        # blocks of requests holding about WORDS_PER_BLOCK words each
+        # blocks of stretches holding about WORDS_PER_BLOCK words each
         cuts = np.searchsorted(ends, np.arange(WORDS_PER_BLOCK, total, WORDS_PER_BLOCK), side="right")
         bounds = np.concatenate([[0], cuts, [len(ends)]])
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             if lo == hi:
                 continue
-            n = per_request[lo:hi]
+            n = per_stretch[lo:hi]
             out = slice(int(ends[lo] - n[0]), int(ends[hi - 1]))
-            starts = np.cumsum(n) - n  # block offset of each request's word 1
-            offset = np.arange(out.stop - out.start) - np.repeat(starts, n)  # word number - 1
+            starts = np.cumsum(n) - n  # block offset of each stretch's first word
+            offset = np.arange(out.stop - out.start) - np.repeat(starts, n)  # words into the stretch
+            own_b = own[lo:hi]
             request_id[out] = np.repeat(ids[lo:hi], n)
-            word[out] = offset + 1
-            # word k >= 2 is the end of global iteration row first + k - 2; word 1 is set below
-            row = np.repeat(first[lo:hi] - 1, n) + offset
-            at[out] = ended[np.clip(row, 0, len(ended) - 1)]  # (rows of word 1 are clipped)
-            has_words = n > 0
-            at[out][starts[has_words]] = first_at[lo:hi][has_words]
+            # the stretch's own lead word is word first_word - 1, then one word per write position
+            word[out] = offset + np.repeat(first_word[lo:hi] - own_b, n)
+            row = np.repeat(first[lo:hi] - own_b, n) + offset
+            at[out] = ended[np.clip(row, 0, max(len(ended) - 1, 0))] if len(ended) else 0  # (lead words set below)
+            has_lead = own_b & (n > 0)
+            at[out][starts[has_lead]] = lead_at[lo:hi][has_lead]
         return request_id, word, at
 
 

@@ -4,9 +4,11 @@ Times are whole nanoseconds (the model's clock, so every number is exact) and de
 arrivals from the previous arrival, a request's other times from its arrival or first word,
 an iteration's start from the previous iteration's end on its GPU. "Never" is -1.
 
-Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of
-iterations `jit .. jit + n - 2` of its writing GPU (`jit`: the first iteration that starts at or
-after the reply joins it), so the page derives them from the iterations it holds. Iterations are
+Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of the
+writing iterations `jw .. jw + n - 2` of its writing GPU (`jw`: the reply's word 2 among the
+GPU's iterations that write words, counted from 0; `wfirst` per GPU: how many such iterations
+precede the first one held), so the page derives them from the iterations it holds
+(model/words.py: an iteration that only reads prompts writes no word). Iterations are
 kept only inside `span` (by default the measured window, at most MAX_SPAN_S long), and so are
 the requests: those that arrive before its end and are still in progress at its start in some
 arrangement (for the default scenario, every measured request). The table and the charts cover
@@ -122,14 +124,25 @@ def _iterations_in(iterations: pd.DataFrame, n_gpus: int, lo_ns: int, hi_ns: int
         keep = (start < hi_ns) & (end > lo_ns)
         start, end = start[keep], end[keep]
         prev = np.concatenate([[lo_ns], end[:-1]])
+        writes = rows["n_replies_written"].to_numpy() > 0
         out.append({
             "first": int(rows["iteration"].to_numpy()[keep][0]) if keep.any() else 0,
+            "wfirst": int(writes[:int(np.argmax(keep))].sum()) if keep.any() else 0,
             "wait": (start - prev).tolist(),
             "dur": (end - start).tolist(),
             "tok": rows["n_prompt_tokens_read"].to_numpy()[keep].tolist(),
             "rep": rows["n_replies_written"].to_numpy()[keep].tolist(),
         })
     return out
+
+
+def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
+    """Per request of `rows`: its word 2 among its writing GPU's writing iterations (from 0),
+    -1 if none ran (its first stretch of words, model/words.py)."""
+    st, w = rec.stretches, rec.writes
+    s = np.minimum(st.by_request[rows], max(len(st.n) - 1, 0))
+    has = (st.by_request[rows + 1] > st.by_request[rows]) & (st.gpu[s] >= 0) & (st.n[s] > 0)
+    return np.where(has, st.first[s] - w.offsets[np.maximum(st.gpu[s], 0)], -1)
 
 
 def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
@@ -186,7 +199,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
         it = result.iterations[result.iterations["arrangement"] == name].reset_index(drop=True)
         roles = list(result.records[name].gpu_roles)
         gaps = result.gaps[name]
-        jit = result.records[name].requests["join_iteration"][gaps.rows][keep]
+        jw = _word2_positions(result.records[name], gaps.rows[keep])
         first_at = _ns(req["first_word_at_s"])
         summary = result.summary[result.summary["arrangement"] == name].iloc[0]
         arrangements.append({
@@ -208,7 +221,7 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
                 "maxgap": _nullable(np.round(req["max_gap_ms"] * 1e6)),
                 "nfz": _nullable(req["n_freezes"]),
                 "late": late_bits(gaps)[keep].tolist(),
-                "jit": jit.tolist(),
+                "jw": jw.tolist(),
             },
             "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
             "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),

@@ -51,14 +51,16 @@ function decodeArrangement(a, index) {
     const start = new Float64Array(g.dur.length), end = new Float64Array(g.dur.length);
     let t = D.span_ns[0];
     for (let i = 0; i < g.dur.length; i++) { start[i] = t + g.wait[i]; end[i] = start[i] + g.dur[i]; t = end[i]; }
-    return {first: g.first, start, end, tok: g.tok, rep: g.rep};
+    const wend = [];  // ends of the iterations that write words, in order: a reply's words 2.. are consecutive here
+    for (let i = 0; i < g.dur.length; i++) if (g.rep[i] > 0) wend.push(end[i]);
+    return {first: g.first, wfirst: g.wfirst, start, end, wend: Float64Array.from(wend), tok: g.tok, rep: g.rep};
   });
   return {
     name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     means: a.means || null, interval: a.interval || null, by_seed: a.by_seed || null,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
     req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
-          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jit: r.jit},
+          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw},
   };
 }
 const ARR = D.arrangements.map(decodeArrangement);

@@ -40,15 +40,15 @@ function shortLate(bits) {
   return "✗ " + why.join(", ");
 }
 
-/** Word times (ns) of reply row `i` of arrangement `a` that the embedded iterations hold,
- * from iteration index lo to hi (local indices on its writing GPU), and the time of the word
- * before lo (for the first gap). */
+/** Words 2.. of reply row `i` of arrangement `a` that the embedded iterations hold: indices lo
+ * to hi into its writing GPU's `wend` (the ends of the held iterations that write words), and
+ * where word 2 is (for the first gap, which starts at word 1). */
 function wordRange(a, i) {
-  const r = a.req, g = r.wg[i], jit = r.jit[i];
-  if (g < 0 || jit < 0) return null;
+  const r = a.req, g = r.wg[i], jw = r.jw[i];
+  if (g < 0 || jw < 0) return null;
   const gpu = a.gpus[g];
-  const lo = jit - gpu.first, hi = jit + REQ.words[i] - 2 - gpu.first; // inclusive, local
-  return {gpu, lo: Math.max(lo, 0), hi: Math.min(hi, gpu.end.length - 1), jitLocal: lo};
+  const lo = jw - gpu.wfirst, hi = jw + REQ.words[i] - 2 - gpu.wfirst; // inclusive, local
+  return {gpu, lo: Math.max(lo, 0), hi: Math.min(hi, gpu.wend.length - 1), jwLocal: lo};
 }
 
 const Player = {
@@ -244,17 +244,17 @@ const Player = {
     if (r.joined[i] > r.first[i]) span(r.first[i], r.joined[i], "shipping");
     const w = wordRange(a, i);
     if (w) {
-      const {gpu, jitLocal} = w;
+      const {gpu, jwLocal} = w, wend = gpu.wend;
       let d = "";
-      const from = Math.max(w.lo, lowerBound(gpu.end, lo)), to = Math.min(w.hi, lowerBound(gpu.end, hi + 1) - 1);
-      for (let k = from; k <= to; k++) d += `M${this.x(gpu.end[k]).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
+      const from = Math.max(w.lo, lowerBound(wend, lo)), to = Math.min(w.hi, lowerBound(wend, hi + 1) - 1);
+      for (let k = from; k <= to; k++) d += `M${this.x(wend[k]).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
       if (d) el("svg:path", {d, class: "words"}, lane);
       // freezes: gaps over the limit that reach into the window (the first gap starts at word 1)
-      const upto = Math.min(w.hi, lowerBound(gpu.end, hi));
-      for (let k = Math.max(w.lo, lowerBound(gpu.end, lo)); k <= upto; k++) {
-        const prev = k === jitLocal ? r.first[i] : k - 1 >= 0 ? gpu.end[k - 1] : -1;
-        if (prev < 0 || gpu.end[k] - prev <= FREEZE_NS + 1 || prev >= hi) continue;
-        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(gpu.end[k]) - X(prev)), height: 6,
+      const upto = Math.min(w.hi, lowerBound(wend, hi));
+      for (let k = Math.max(w.lo, lowerBound(wend, lo)); k <= upto; k++) {
+        const prev = k === jwLocal ? r.first[i] : k - 1 >= 0 ? wend[k - 1] : -1;
+        if (prev < 0 || wend[k] - prev <= FREEZE_NS + 1 || prev >= hi) continue;
+        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(wend[k]) - X(prev)), height: 6,
                         class: "freeze"}, lane);
       }
     }

@@ -2,19 +2,24 @@
 its cause and how many replies it froze; `reply_freezes` pairs each reply with the rows it saw.
 
 Where a reply's gaps come from (M2, M4, D8): word 1 ends an iteration of the reading GPU; words
-2..n end iterations J..J+n-2 of the writing GPU, which iterates without pause while the reply is
-in progress. So gap k (word k to k+1, k >= 2) is exactly the length of iteration J+k-1, and a
-colocated reply's first gap is the length of iteration J. A split reply's first gap is its KV
-ship, then the wait from landing to the end of iteration J (the iteration in progress when it
-landed, if any, and then its own).
+2..n end consecutive *writing* iterations of the writing GPU (those that write words: the view
+`records.writes`, model/words.py), one per writing iteration while the reply is in progress. So
+gap k (word k to k+1, k >= 2) is the time from one writing iteration's end to the next's: one
+iteration's length, or also the prompt-only iterations between them. A reply's first
+gap is from word 1 to the end of its first writing iteration: shared with the replies in
+progress when word 1 ended the writing iteration before (a mixed iteration), else its own (read
+alone, or by a prompt-only iteration; grouped with the replies of the same instants). A split
+reply's first gap is its KV ship, then the wait from landing to the end of its first writing
+iteration.
 
 Causes, in `CAUSES`:
-- `prompt_read`: the iteration spanning the gap read prompt tokens; the blamed prompts are those
-  it read, the most tokens first (ties by request id).
+- `prompt_read`: the iterations spanning the gap read prompt tokens (a prompt-only
+  iteration between two writing ones); the blamed prompts are those they read, the most tokens
+  first (ties by request id).
 - `kv_ship`: a split reply's first gap, whose ship is at least as long as the rest of the gap;
   the blamed prompt is the reply's own (its KV cache shipped).
 - `join_wait`: a split reply's first gap, the wait to join and write longer than the ship.
-- `many_replies`: the iteration read no prompt and was long from the replies it wrote alone
+- `many_replies`: the iterations of the gap read no prompt and were long from the replies they wrote alone
   (0.4 ms each: about 600 replies on one GPU); nothing else is blamed.
 - `batch_full`: a reply's first gap in which it waited for a seat (E8: an iteration of its
   writing GPU started after it joined without writing it); nothing is blamed.
@@ -37,7 +42,7 @@ from ..model.costs import CostNs
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, _range_max
 
 CAUSES = ("prompt_read", "kv_ship", "join_wait", "many_replies", "batch_full")
 PROMPT_READ, KV_SHIP, JOIN_WAIT, MANY_REPLIES, BATCH_FULL = range(len(CAUSES))
@@ -66,16 +71,18 @@ LIST_SEPARATOR = ";"
 
 @dataclass(frozen=True)
 class Spans:
-    """The finished measured replies of two or more words (the only ones with gaps), in
-    request order: where their words are."""
+    """The stretches of words (model/words.py) of the finished measured replies of two or more
+    words (the only ones with gaps) that have words written by iterations, by request: where
+    their words are, as write positions (`records.writes`)."""
 
-    rows: np.ndarray  # rows of `records.requests` (= request ids)
-    first_row: np.ndarray  # global iteration row of word 2 (iteration J of the writing GPU)
-    n_words: np.ndarray
-    first_at: np.ndarray  # word 1, ns
-    joined_at: np.ndarray  # ns (= first_at when colocated)
+    rows: np.ndarray  # rows of `records.requests` (= request ids), one per stretch
+    first: np.ndarray  # write position of the stretch's first word written by an iteration (word 2 ...)
+    last: np.ndarray  # write position of its last word
+    lead_at: np.ndarray  # the word before `first` (word 1), ns
+    joined_at: np.ndarray  # ns (= lead_at when colocated)
     split: np.ndarray  # bool: read on another GPU than the one writing
     seat_wait: np.ndarray  # bool: waited for a seat before word 2 (E8)
+    shared: np.ndarray  # bool: its lead word ends the writing iteration before `first` (a shared gap)
 
     @property
     def own_first(self) -> np.ndarray:
@@ -83,53 +90,58 @@ class Spans:
         (split), or a wait for a seat (E8)."""
         return self.split | self.seat_wait
 
+    def subset(self, keep: np.ndarray) -> Spans:
+        return Spans(*(getattr(self, f)[keep] for f in self.__dataclass_fields__))
+
 
 def reply_spans(rec: ArrangementRecords, gaps: ReplyGaps) -> Spans:
     r = rec.requests
     rows = gaps.rows[gaps.finished & (r["n_reply_words"][gaps.rows] >= 2)]
-    first_row, _ = rec.word_rows(rows)
-    joined = r["joined_at_ns"][rows]
-    # E8: an iteration of its writing GPU started after it joined, before the one writing word 2
-    prev = first_row - 1
-    seat_wait = (prev >= rec.gpu_offsets[r["writing_gpu"][rows]]) & (
-        rec.iterations["started_at_ns"][np.maximum(prev, 0)] >= joined) if len(rows) else np.zeros(0, bool)
-    return Spans(
-        rows,
-        first_row,
-        r["n_reply_words"][rows],
-        r["first_word_at_ns"][rows],
-        joined,
-        r["reading_gpu"][rows] != r["writing_gpu"][rows],
-        seat_wait,
-    )
+    st, w = rec.stretches, rec.writes
+    s = st.of_requests(rows)
+    s = s[st.n[s] > 0]
+    req, first, gpu, lead_at = st.request[s], st.first[s], st.gpu[s], st.lead_at[s]
+    joined = r["joined_at_ns"][req]
+    prev = first - 1
+    has_prev = (prev >= w.offsets[gpu]) if len(s) else np.zeros(0, bool)
+    prev = np.maximum(prev, 0)
+    first_stretch = st.first_word[s] == 2
+    split = first_stretch & (r["reading_gpu"][req] != gpu)
+    # E8: a writing iteration of its GPU started after it joined, before the one writing word 2
+    seat_wait = first_stretch & has_prev & (w.started[prev] >= joined) if len(s) else np.zeros(0, bool)
+    shared = ~split & ~seat_wait & has_prev & (w.ended[prev] == lead_at) if len(s) else np.zeros(0, bool)
+    return Spans(req, first, first + st.n[s] - 1, lead_at, joined, split, seat_wait, shared)
 
 
 def iteration_gaps(rec: ArrangementRecords) -> np.ndarray:
-    """diffs[k] = ended[k+1] - ended[k] within a GPU (0 at a GPU's last iteration): the gap
-    between words ending global iteration rows k and k+1."""
-    ended = rec.iterations["ended_at_ns"]
-    diffs = np.diff(ended, append=ended[-1:] if len(ended) else ended)
-    if len(diffs):
-        diffs[rec.gpu_offsets[1:] - 1] = 0
-    return diffs
+    """diffs[p] = the gap between words ending write positions p and p+1 on one GPU (0 at a
+    GPU's last): `records.writes.gaps`."""
+    return rec.writes.gaps
 
 
 @dataclass(frozen=True)
 class FreezeBlame:
-    """One arrangement's freezes, one row per freezing iteration of a GPU (and one per split
-    reply whose first gap froze: its ship, or its wait to join), by the iteration that ends the
-    gap; times in int64 ns. `n_replies` is how many finished measured replies the row froze:
-    a freezing iteration freezes every reply in progress on its GPU, so the rows stay as many
-    as the iterations however many replies wait (their sum is the summary's `n_freezes`)."""
+    """One arrangement's freezes, one row per gap over the limit that the replies in progress on
+    a writing GPU shared (from one writing iteration's end to the next's), one per group of
+    colocated replies whose first gap froze from the same word-1 instant to the same writing
+    iteration (a prompt-only iteration in between; the same as the first row kind without
+    it), and one per split reply whose first gap froze (its ship, or its wait to join), by the
+    iteration that ends the gap; times in int64 ns. `n_replies` is how many finished measured
+    replies the row froze: a freezing iteration freezes every reply in progress on its GPU, so
+    the rows stay as many as the iterations however many replies wait (their sum is the
+    summary's `n_freezes`)."""
 
     end_row: np.ndarray  # global iteration row whose end closes the gap (word 2 for a first gap)
+    end_pos: np.ndarray  # its write position (`records.writes`)
     started_at_ns: np.ndarray  # the word before the gap
     gap_ns: np.ndarray
     gpu: np.ndarray
     iteration: np.ndarray  # the GPU's iteration number of `end_row`
     cause: np.ndarray  # index into CAUSES
     n_replies: np.ndarray
-    own_request: np.ndarray  # a split (or seat-waiting, E8) first gap's reply (request id); -1 on iteration rows
+    own_request: np.ndarray  # a split (or seat-waiting, E8) first gap's reply (request id); -1 on the other rows
+    shared: np.ndarray  # bool: a gap every reply in progress across it saw (the rest: first gaps)
+    lead_row: np.ndarray  # per stretch of `reply_spans`: the row of its first gap if not a shared one, else -1
     blamed: np.ndarray  # index into the blamed lists below; -1 if nothing is blamed
     blamed_ids: list[str]  # "881;902": the prompts read in the gap (a ship: its own), most tokens first
     blamed_tokens: list[str]  # "7400;6900": their tokens read in the gap (a ship: the whole prompt)
@@ -139,40 +151,55 @@ class FreezeBlame:
         return len(self.end_row)
 
 
-def _first_gaps(rec: ArrangementRecords, s: Spans, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each reply's first gap (word 1 to the end of iteration `first_row`), and whether it froze."""
-    ended = rec.iterations["ended_at_ns"]
-    first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
-    return first_gap, first_gap > limit
+def _lead_rows(rec: ArrangementRecords, gpu: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The global iteration row of GPU `gpu` that ended last at or before `at` (a word 1)."""
+    ended, offsets = rec.iterations["ended_at_ns"], rec.gpu_offsets
+    out = np.empty(len(at), np.int64)
+    for g in np.unique(gpu).tolist():
+        on = gpu == g
+        out[on] = offsets[g] + np.searchsorted(ended[offsets[g]:offsets[g + 1]], at[on], side="right") - 1
+    return out
 
 
 def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> FreezeBlame:
-    """Every freeze of the finished measured replies and its cause, one row per freezing
-    iteration (a colocated reply's first gap is the iteration that ends it, like its later
-    gaps) plus one per split reply, or reply that waited for a seat (E8), whose first gap froze."""
+    """Every freeze of the finished measured replies and its cause (see `FreezeBlame`). The
+    cause of a gap from one writing iteration's end to another's is what the iterations in it
+    did: read prompt tokens (`prompt_read`, blaming the prompts they read) or not (`many_replies`)."""
     s = reply_spans(rec, gaps)
-    diffs = iteration_gaps(rec)
-    ended = rec.iterations["ended_at_ns"]
-    read_tokens = rec.iterations["n_prompt_tokens_read"]
+    w = rec.writes
+    diffs = w.gaps
     limit = limits.freeze + SLACK_NS
 
-    # the iteration ending at row e spans the gap diffs[e - 1]; reply m sees the ends
-    # first_row+1 .. first_row+n-2 (and first_row itself when colocated: word 1 ended row first_row-1)
+    # shared gaps: the gap ending write position e is diffs[e - 1]; a stretch sees the ends
+    # first+1 .. last (and first itself when its word 1 ended the writing iteration before)
     ends = np.flatnonzero(diffs > limit) + 1
-    starts = np.sort(s.first_row + s.own_first)
-    stops = np.sort(s.first_row + s.n_words - 2)
+    starts = np.sort(s.first + ~s.shared)
+    stops = np.sort(s.last)
     weight = np.searchsorted(starts, ends, side="right") - np.searchsorted(stops, ends, side="left")
     ends, weight = ends[weight > 0], weight[weight > 0]
-    reads = read_tokens[ends] > 0
-    ids, tokens, firsts = _reads_by_iteration(rec, ends[reads])
-    blamed = np.full(len(ends), -1, np.int32)
+
+    # first gaps that are not shared: split replies (ship, or wait to join), E8 seat waits, and
+    # colocated ones from a word 1 that did not end the writing iteration before (grouped)
+    first_gap = w.ended[s.first] - s.lead_at if len(s.rows) else np.zeros(0, np.int64)
+    froze = first_gap > limit
+    grouped = np.flatnonzero(froze & ~s.shared & ~s.own_first)
+    keys = np.unique(np.column_stack([s.first[grouped], s.lead_at[grouped]]), axis=0, return_inverse=True,
+                     return_counts=True) if len(grouped) else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64),
+                                                                np.zeros(0, np.int64))
+    g_key, g_inverse, g_count = keys
+    g_pos, g_at = g_key[:, 0], g_key[:, 1]
+    m = np.flatnonzero(froze & s.own_first)
+
+    # the iteration rows of each gap: (from, to]
+    to_rows = np.concatenate([w.rows[ends], w.rows[g_pos]])
+    from_rows = np.concatenate([w.rows[ends - 1], _lead_rows(rec, w.gpu_of(g_pos), g_at)])
+    tokens = np.concatenate([[0], np.cumsum(rec.iterations["n_prompt_tokens_read"])])
+    reads = tokens[to_rows + 1] - tokens[from_rows + 1] > 0
+    ids, tokens_read, firsts = _reads_in(rec, from_rows[reads], to_rows[reads])
+    blamed = np.full(len(to_rows), -1, np.int32)
     blamed[reads] = np.arange(int(reads.sum()))
 
-    # split replies whose first gap froze: the ship, or the wait to join; and (E8) replies whose
-    # first gap froze while waiting for a seat
-    first_gap, has_first = _first_gaps(rec, s, limit)
-    m = np.flatnonzero(has_first & s.own_first)
-    ship = s.joined_at[m] - s.first_at[m]
+    ship = s.joined_at[m] - s.lead_at[m]
     seat = s.seat_wait[m]
     own = ~seat & (ship >= first_gap[m] - ship)
     own_id = s.rows[m[own]]
@@ -180,24 +207,34 @@ def freeze_blame(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
     code_m[own] = len(ids) + np.arange(len(own_id))
     prompts = rec.requests["n_prompt_tokens"]
     ids += [str(x) for x in own_id.tolist()]
-    tokens += [str(x) for x in prompts[own_id].tolist()]
+    tokens_read += [str(x) for x in prompts[own_id].tolist()]
 
-    end_row = np.concatenate([ends, s.first_row[m]])
-    order = np.argsort(end_row, kind="stable")  # a split first gap ends before its later gaps
+    n_shared, n_grouped = len(ends), len(g_pos)
+    end_pos = np.concatenate([ends, g_pos, s.first[m]])
+    end_row = w.rows[end_pos]
+    order = np.argsort(end_row, kind="stable")  # a first gap ends before its later gaps
     gpu = np.searchsorted(rec.gpu_offsets, end_row, side="right") - 1
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    lead_row = np.full(len(s.rows), -1, np.int64)
+    lead_row[grouped] = rank[n_shared + g_inverse.ravel()]
+    lead_row[m] = rank[n_shared + n_grouped + np.arange(len(m))]
     return FreezeBlame(
         end_row=end_row[order],
-        started_at_ns=np.concatenate([ended[ends - 1], s.first_at[m]])[order],
-        gap_ns=np.concatenate([diffs[ends - 1], first_gap[m]])[order],
+        end_pos=end_pos[order],
+        started_at_ns=np.concatenate([w.ended[ends - 1], g_at, s.lead_at[m]])[order],
+        gap_ns=np.concatenate([diffs[ends - 1], g_at * 0 + w.ended[g_pos] - g_at, first_gap[m]])[order],
         gpu=gpu[order].astype(np.int32),
         iteration=(end_row - rec.gpu_offsets[gpu])[order],
         cause=np.concatenate([np.where(reads, PROMPT_READ, MANY_REPLIES),
                               np.where(seat, BATCH_FULL, np.where(own, KV_SHIP, JOIN_WAIT))]).astype(np.int8)[order],
-        n_replies=np.concatenate([weight, np.ones(len(m), np.int64)])[order],
-        own_request=np.concatenate([np.full(len(ends), -1, np.int64), s.rows[m]])[order],
+        n_replies=np.concatenate([weight, g_count, np.ones(len(m), np.int64)])[order],
+        own_request=np.concatenate([np.full(n_shared + n_grouped, -1, np.int64), s.rows[m]])[order],
+        shared=(np.arange(len(order)) < n_shared)[order],
+        lead_row=lead_row,
         blamed=np.concatenate([blamed, code_m])[order],
         blamed_ids=ids,
-        blamed_tokens=tokens,
+        blamed_tokens=tokens_read,
         blamed_first=np.concatenate([np.asarray(firsts, np.int64), own_id]),
     )
 
@@ -208,46 +245,50 @@ def reply_freezes(rec: ArrangementRecords, gaps: ReplyGaps, blame: FreezeBlame,
     one pair per freeze (the `n_freezes` of requests.csv, summed), for the finished measured
     replies among `request_ids` (default: all of them)."""
     s = reply_spans(rec, gaps)
+    lead_row = blame.lead_row
     if request_ids is not None:
         keep = np.isin(s.rows, request_ids)
-        s = Spans(*(getattr(s, f)[keep] for f in ("rows", "first_row", "n_words", "first_at", "joined_at", "split",
-                                                   "seat_wait")))
-    on_iterations = blame.own_request < 0
-    it_rows = np.flatnonzero(on_iterations)
-    lo = np.searchsorted(blame.end_row[it_rows], s.first_row + s.own_first)
-    hi = np.searchsorted(blame.end_row[it_rows], s.first_row + s.n_words - 2, side="right")
-    own_rows = np.flatnonzero(~on_iterations)
-    own_rows = own_rows[np.argsort(blame.own_request[own_rows], kind="stable")]
-    own_at = np.searchsorted(blame.own_request[own_rows], s.rows) if len(own_rows) else np.zeros(len(s.rows), np.int64)
-    has_own = np.zeros(len(s.rows), bool)
-    if len(own_rows):
-        has_own = blame.own_request[own_rows][np.minimum(own_at, len(own_rows) - 1)] == s.rows
+        s, lead_row = s.subset(keep), lead_row[keep]
+    shared_rows = np.flatnonzero(blame.shared)
+    at = blame.end_pos[shared_rows]
+    lo = np.searchsorted(at, s.first + ~s.shared)
+    hi = np.searchsorted(at, s.last, side="right")
+    has_own = lead_row >= 0
     count = hi - lo + has_own
     offset = np.cumsum(count) - count
     reply = np.repeat(np.arange(len(s.rows)), count)
-    j = np.arange(len(reply)) - np.repeat(offset - lo + has_own, count)  # into it_rows
-    first = offset[has_own]  # a split reply's own first-gap row comes first (its j is meaningless)
+    j = np.arange(len(reply)) - np.repeat(offset - lo + has_own, count)  # into shared_rows
+    first = offset[has_own]  # a stretch's own first-gap row comes first (its j is meaningless)
     later = np.ones(len(reply), bool)
     later[first] = False
     rows = np.empty(len(reply), np.int64)
-    rows[later] = it_rows[j[later]]
-    rows[first] = own_rows[own_at[has_own]]
+    rows[later] = shared_rows[j[later]]
+    rows[first] = lead_row[has_own]
     return rec.requests["request_id"][s.rows][reply], rows
 
 
-def _reads_by_iteration(rec: ArrangementRecords, rows: np.ndarray) -> tuple[list, list, list]:
-    """For each global iteration row in `rows`, the prompts it read: "id;id", "tokens;tokens"
-    (the most tokens first, ties by request id), and the first id."""
+def _reads_in(rec: ArrangementRecords, from_rows: np.ndarray, to_rows: np.ndarray) -> tuple[list, list, list]:
+    """For each range of global iteration rows (from, to], the prompts its iterations read:
+    "id;id", "tokens;tokens" (tokens summed per prompt, the most tokens first, ties by request
+    id), and the first id."""
     reads = rec.reads
     read_row = rec.gpu_offsets[reads["gpu"]] + reads["iteration"]
     order = np.lexsort((reads["request_id"], -reads["n_tokens"], read_row))
     read_row, rid, n = read_row[order], reads["request_id"][order].tolist(), reads["n_tokens"][order].tolist()
-    lo, hi = np.searchsorted(read_row, rows), np.searchsorted(read_row, rows, side="right")
+    lo, hi = np.searchsorted(read_row, from_rows, side="right"), np.searchsorted(read_row, to_rows, side="right")
+    one = (to_rows - from_rows == 1).tolist()
     ids, tokens, firsts = [], [], []
-    for a, b in zip(lo.tolist(), hi.tolist()):
-        ids.append(LIST_SEPARATOR.join(map(str, rid[a:b])))
-        tokens.append(LIST_SEPARATOR.join(map(str, n[a:b])))
-        firsts.append(rid[a])
+    for a, b, single in zip(lo.tolist(), hi.tolist(), one):
+        if single:  # one iteration (every gap of mixed iterations): its reads are in order already
+            pairs = list(zip(rid[a:b], n[a:b]))
+        else:
+            summed: dict[int, int] = {}
+            for i, k in zip(rid[a:b], n[a:b]):
+                summed[i] = summed.get(i, 0) + k
+            pairs = sorted(summed.items(), key=lambda kv: (-kv[1], kv[0]))
+        ids.append(LIST_SEPARATOR.join(str(i) for i, _ in pairs))
+        tokens.append(LIST_SEPARATOR.join(str(k) for _, k in pairs))
+        firsts.append(pairs[0][0])
     return ids, tokens, firsts
 
 
@@ -277,27 +318,36 @@ def freeze_summary(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs, n
     over `n_long` tokens (a long prompt read, or a long prompt's own ship). Counted per freezing
     iteration, weighted by the replies it froze, without a row per freeze (sweeps run many)."""
     s = reply_spans(rec, gaps)
-    diffs = iteration_gaps(rec)
-    ended = rec.iterations["ended_at_ns"]
+    w = rec.writes
+    diffs = w.gaps
     limit = limits.freeze + SLACK_NS
     frozen = np.flatnonzero(diffs > limit)
-    # replies in progress across gap k: first_row <= k < first_row + n - 2
-    starts, stops = np.sort(s.first_row), np.sort(s.first_row + s.n_words - 2)
+    # stretches in progress across gap k (write positions k to k+1): first <= k < last
+    starts, stops = np.sort(s.first), np.sort(s.last)
     weight = np.searchsorted(starts, frozen, side="right") - np.searchsorted(stops, frozen, side="right")
-    first_gap = ended[s.first_row] - s.first_at if len(s.rows) else np.zeros(0, np.int64)
+    first_gap = w.ended[s.first] - s.lead_at if len(s.rows) else np.zeros(0, np.int64)
     m = np.flatnonzero(first_gap > limit)
     n = int(weight.sum()) + len(m)
     if not n or n_long is None:
         return {"n_freezes": n, "freezes_by_long_prompt_pct": float("nan")}
-    # the longest whole prompt each iteration read, and each first-gap freeze's blamed prompt
+    # the longest whole prompt the iterations of each gap read, and each first-gap freeze's blamed prompt
     prompts = rec.requests["n_prompt_tokens"]
-    longest = np.zeros(len(ended), np.int64)
+    longest = np.zeros(len(rec.iterations["ended_at_ns"]) + 1, np.int64)  # (+1: a range may end at the last row)
     r = rec.reads
     np.maximum.at(longest, rec.gpu_offsets[r["gpu"]] + r["iteration"], prompts[r["request_id"]])
-    n_over = int(weight[longest[frozen + 1] > n_long].sum()) if len(frozen) else 0
-    ship = s.joined_at[m] - s.first_at[m]
+    n_over = 0
+    if len(frozen):
+        in_gap = _range_max(longest, w.rows[frozen] + 1, w.rows[frozen + 1] + 1)
+        n_over = int(weight[in_gap > n_long].sum())
+    ship = s.joined_at[m] - s.lead_at[m]
     own = s.split[m] & ~s.seat_wait[m] & (ship >= first_gap[m] - ship)
-    blamed_longest = np.where(s.own_first[m], np.where(own, prompts[s.rows[m]], 0), longest[s.first_row[m]])
+    to_rows = w.rows[s.first[m]]
+    read = ~s.own_first[m]
+    first_longest = np.zeros(len(m), np.int64)
+    if read.any():
+        from_rows = _lead_rows(rec, w.gpu_of(s.first[m][read]), s.lead_at[m][read])
+        first_longest[read] = _range_max(longest, from_rows + 1, to_rows[read] + 1)
+    blamed_longest = np.where(s.own_first[m], np.where(own, prompts[s.rows[m]], 0), first_longest)
     n_over += int((blamed_longest > n_long).sum())
     return {"n_freezes": n, "freezes_by_long_prompt_pct": 100.0 * n_over / n}
 

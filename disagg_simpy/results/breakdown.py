@@ -34,7 +34,7 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     row = blank_off(checked(row, SUMMARY_COLUMNS, "summary row"), scenario.slo)  # a limit that is off: empty
     if scenario.slo.criterion == "percentiles":
         row |= criterion_figures(gaps, scenario.slo)
-    if scenario.prefix_cache_tokens is not None:  # E11
+    if scenario.prefix_cache_tokens is not None:  # E12
         reading = arrangement.side_costs(scenario.cost)[0]
         row |= prefix_figures(rec, gaps, reading.per_prompt_token_ms - (reading.per_cached_token_ms or 0.0))
     return row
@@ -55,11 +55,12 @@ def time_breakdown_ns(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs
     one_word = n_words == 1
     joined = np.where(one_word, r["first_word_at_ns"][rows], r["joined_at_ns"][rows])
     # the start of the reply's first writing iteration, if that iteration ran (not cut by the cap)
-    first, written = rec.word_rows(rows)
-    started = rec.iterations["started_at_ns"]
+    st, w = rec.stretches, rec.writes
+    first_stretch = np.minimum(st.by_request[rows], max(len(st.n) - 1, 0))  # (a reply's are in word order)
+    first, written = st.first[first_stretch], st.n[first_stretch] * (st.by_request[rows + 1] > st.by_request[rows])
     ran = ~one_word & (joined >= 0) & (written > 0)
     wrote_at = np.where(one_word, joined, -1)
-    wrote_at[ran] = started[first[ran]]
+    wrote_at[ran] = w.started[first[ran]]
     points = [r["arrived_at_ns"][rows], r["read_started_at_ns"][rows], r["first_word_at_ns"][rows],
               joined, wrote_at, r["finished_at_ns"][rows]]
     out = {}
@@ -72,12 +73,15 @@ def time_breakdown_ns(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs
         diffs = iteration_gaps(rec)
         limit = limits.freeze + SLACK_NS
         frozen_sum = np.concatenate([[0], np.cumsum(np.where(diffs > limit, diffs, 0))])
-        later = frozen_sum[s.first_row + s.n_words - 2] - frozen_sum[s.first_row]
-        ended = rec.iterations["ended_at_ns"]
-        first_gap = ended[s.first_row] - s.first_at
-        own = ended[s.first_row] - started[s.first_row]  # the first gap's part inside writing
+        later = frozen_sum[s.last] - frozen_sum[s.first]
+        first_gap = w.ended[s.first] - s.lead_at
+        own = w.ended[s.first] - w.started[s.first]  # the first gap's part inside writing
+        per_stretch = later + np.where(first_gap > limit, own, 0)
         where = np.searchsorted(rows, s.rows)
-        frozen[where] = later + np.where(first_gap > limit, own, 0)
+        if st.one_each:
+            frozen[where] = per_stretch
+        else:  # (a moving reply: several stretches)
+            np.add.at(frozen, where, per_stretch)
     out["frozen"] = frozen
     return out
 

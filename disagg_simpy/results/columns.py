@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
-TABLES = ("summary", "goodput", "plan", "map")
+TABLES = ("summary", "goodput", "plan", "map", "slo_scale")
 
 
 @dataclass(frozen=True)
@@ -152,19 +152,39 @@ COLUMNS: tuple[Column, ...] = (
     Column("runner_up", "", "runner-up", "the second", "map"),
     Column("runner_up_on_time_pct", "%", "runner-up on time %", "its mean on-time share over seeds", "map"),
     Column("too_close", "", "too close", "the paired 95% interval of their difference includes 0", "map"),
+    # -- slo_scale.csv (sweep.slo_scale, `goodput --vary slo`) -------------------------------------
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "slo_scale"),
+    Column("n_gpus", "count", "gpus", "GPUs the arrangement uses", "slo_scale"),
+    Column("rate_per_s", "requests/s", "rate", "the scenario's offered rate", "slo_scale"),
+    Column("target_pct", "%", "target %", "the on-time share to meet", "slo_scale"),
+    Column("seeds", "count", "seeds", "seeds averaged at each scale", "slo_scale"),
+    Column("slo_scale", "factor", "SLO scale", "the smallest factor on every limit that is on meeting the target "
+           "(the passing end of the bracket)", "slo_scale"),
+    Column("passing_scale", "factor", "passes at", "the passing end of the bisection's bracket", "slo_scale"),
+    Column("failing_scale", "factor", "fails at", "the failing end (empty: none failed)", "slo_scale"),
+    Column("passing_on_time_pct", "%", "on time % passing", "mean on-time share over seeds at the passing scale",
+           "slo_scale"),
+    Column("passing_on_time_low_pct", "%", "low passing", "95% interval of that share: low end (docs/statistics.md)",
+           "slo_scale"),
+    Column("passing_on_time_high_pct", "%", "high passing", "the same interval's high end", "slo_scale"),
+    Column("failing_on_time_pct", "%", "on time % failing", "mean on-time share over seeds at the failing scale",
+           "slo_scale"),
+    Column("failing_on_time_low_pct", "%", "low failing", "95% interval of that share: low end", "slo_scale"),
+    Column("failing_on_time_high_pct", "%", "high failing", "the same interval's high end", "slo_scale"),
+    Column("n_probes", "count", "probes", "scales probed", "slo_scale"),
 )
 
-#: E11 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
+#: E12 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
 #: (`metrics.prefix_figures`), after the others; `requests.csv` then gains `cached_tokens`.
 PREFIX = (
-    Column("prefix_hit_pct", "%", "prefix hit %", "E11: cached prompt tokens over all prompt tokens of the measured "
+    Column("prefix_hit_pct", "%", "prefix hit %", "E12: cached prompt tokens over all prompt tokens of the measured "
            "requests whose reading began", family="prefix", decimals=1),
-    Column("cached_tokens", "tokens", "cached tokens", "E11: prompt tokens of measured requests found cached (not read)",
+    Column("cached_tokens", "tokens", "cached tokens", "E12: prompt tokens of measured requests found cached (not read)",
            family="prefix"),
-    Column("reading_saved_s", "s", "reading saved s", "E11: reading time the cache saved the measured requests: "
+    Column("reading_saved_s", "s", "reading saved s", "E12: reading time the cache saved the measured requests: "
            "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side", family="prefix",
            decimals=1),
-    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E11: prefix_hit_pct of each reading (or "
+    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E12: prefix_hit_pct of each reading (or "
            "colocated) instance, by instance number, as 'i:pct' separated by spaces", family="prefix"),
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)

@@ -24,7 +24,7 @@ def _count_or_empty(v: np.ndarray) -> pd.arrays.IntegerArray:
 
 
 def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
-    """One row per measured request (the `requests.csv` columns; with E11, `cached_tokens` last)."""
+    """One row per measured request (the `requests.csv` columns; with E12, `cached_tokens` last)."""
     r = {k: v[gaps.rows] for k, v in rec.requests.items()}
     frame = pd.DataFrame(
         {
@@ -49,7 +49,7 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
             "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.is_split and rec.kv_link != "independent"),
         }
     )
-    if rec.cached_tokens is not None:  # E11
+    if rec.cached_tokens is not None:  # E12
         frame["cached_tokens"] = rec.cached_tokens[gaps.rows]
     return frame
 

@@ -64,23 +64,19 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     m_rows = rows[multi]
     m_n = n[multi]
     m_first_at = first_at[multi]
-    start, _ = rec.word_rows(m_rows)  # global iteration row of word 2
+    lead_gap, lo, hi, extra, group = _stretch_gaps(rec, m_rows)
+    diffs = rec.writes.gaps
 
-    ended = rec.iterations["ended_at_ns"]
-    diffs = np.diff(ended, append=ended[-1:] if len(ended) else ended)
-    if len(diffs):  # (no iteration at all: a run cut short, or nothing measured)
-        diffs[rec.gpu_offsets[1:] - 1] = 0  # never a gap across GPUs
-    first_gap = ended[start] - m_first_at if len(start) else np.zeros(0, np.int64)
-
-    # gaps 2..n-1 of a reply are diffs[start : start + n - 2]
-    lo, hi = start, start + m_n - 2
+    # a stretch's gaps after its lead gap are diffs[lo : hi] (on consecutive writing iterations)
     has_more = hi > lo
     rest_max = np.zeros(len(lo), dtype=np.int64)
     if has_more.any():
         rest_max[has_more] = _range_max(diffs, lo[has_more], hi[has_more])
-    m_max = np.maximum(first_gap, rest_max)
     over = np.concatenate([[0], np.cumsum(diffs > limits.freeze + SLACK_NS)])
-    m_freezes = (first_gap > limits.freeze + SLACK_NS).astype(np.int64) + over[hi] - over[lo]
+    freeze = limits.freeze + SLACK_NS
+    m_max = _per_reply(np.maximum(np.maximum(lead_gap, rest_max), extra), group, len(m_rows), np.maximum)
+    m_freezes = _per_reply((lead_gap > freeze).astype(np.int64) + (extra > freeze) + over[hi] - over[lo],
+                           group, len(m_rows), np.add)
     m_total = r["finished_at_ns"][m_rows] - m_first_at
     if limits.mean_gap == OFF_NS:  # (the product would overflow)
         m_late_mean = np.zeros(len(m_rows), dtype=bool)
@@ -103,19 +99,58 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     froze &= limits.freeze != OFF_NS
     on_time = finished & ~late_first & ~late_mean & ~froze
 
-    # pooled gaps: diff k is seen by every reply with lo <= k < hi
+    # pooled gaps: diff k is seen by every stretch with lo <= k < hi
     weight = np.zeros(len(diffs) + 1, dtype=np.int64)
     np.add.at(weight, lo, 1)
     np.add.at(weight, hi, -1)
     weight = np.cumsum(weight[:-1])
-    values = np.concatenate([diffs[weight > 0], first_gap])
-    counts = np.concatenate([weight[weight > 0], np.ones(len(first_gap), dtype=np.int64)])
+    own = np.concatenate([lead_gap[lead_gap >= 0], extra[extra >= 0]])
+    values = np.concatenate([diffs[weight > 0], own])
+    counts = np.concatenate([weight[weight > 0], np.ones(len(own), dtype=np.int64)])
     values, inverse = np.unique(values, return_inverse=True)
     counts = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
     return ReplyGaps(
         rows, finished, first_wait, mean_gap, max_gap, n_freezes, on_time,
         late_first, late_mean, froze, values, counts,
     )
+
+
+def _stretch_gaps(rec: ArrangementRecords, rows: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The gaps of the stretches of requests `rows` (finished, two words or more): each
+    stretch's lead gap (the word before its first iteration word to that word; -1 if it has
+    none), the range lo:hi of `writes.gaps` it saw after it, the gap before a lead word a stretch
+    wrote itself after an earlier stretch (a moving reply; -1 if none), and each stretch's reply
+    (an index into `rows`; None when every reply has one stretch)."""
+    st, w = rec.stretches, rec.writes
+    s = st.of_requests(rows)
+    lo, n = st.first[s], st.n[s]
+    hi = lo + np.maximum(n - 1, 0)
+    lead_at = st.lead_at[s]
+    lead_gap = np.full(len(s), -1, np.int64)
+    has = n > 0
+    if has.any():
+        lead_gap[has] = w.ended[lo[has]] - lead_at[has]
+    extra = np.full(len(s), -1, np.int64)
+    if st.one_each:
+        return lead_gap, lo, hi, extra, None
+    counts = st.by_request[rows + 1] - st.by_request[rows]
+    group = np.repeat(np.arange(len(rows)), counts)
+    later = np.flatnonzero(st.lead_written[s] & (st.first_word[s] > 2) & (np.arange(len(s)) > 0))
+    later = later[group[later - 1] == group[later]]
+    prev = later - 1
+    prev_end = np.where(n[prev] > 0, w.ended[np.maximum(lo[prev] + n[prev] - 1, 0)], lead_at[prev])
+    extra[later] = lead_at[later] - prev_end
+    return lead_gap, lo, hi, extra, group
+
+
+def _per_reply(values: np.ndarray, group: np.ndarray | None, n: int, ufunc) -> np.ndarray:
+    """Per reply, `ufunc` (np.add, np.maximum) over its stretches' `values`."""
+    if group is None:
+        return values
+    out = np.zeros(n, values.dtype) if ufunc is np.add else np.full(n, -1, values.dtype)
+    ufunc.at(out, group, values)
+    return out
 
 
 def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -242,7 +277,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
 
 
 def prefix_figures(rec: ArrangementRecords, gaps: ReplyGaps, saved_ms_per_token: float) -> dict:
-    """E11 (`PREFIX_COLUMNS`): over the measured requests whose reading began, cached tokens over
+    """E12 (`PREFIX_COLUMNS`): over the measured requests whose reading began, cached tokens over
     prompt tokens (%), the cached tokens, the reading time they saved (`saved_ms_per_token`
     each), and the hit share of each reading instance."""
     assert rec.cached_tokens is not None  # (recorded whenever caching is on)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
-from .intervals import SHARE, interval, mean_half_width, t975  # noqa: F401 (mean_half_width, t975: re-exported)
+from .intervals import SHARE, interval, t975  # noqa: F401 (t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
 #: summary columns that judge one limit (empty when it is off: left out of the table)

@@ -28,7 +28,7 @@ class Cost(_Strict):
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
     per_attention_pair_ms: CostMs = 0.0  # E7
-    per_cached_token_ms: CostMs | None = None  # E11: None is 0 (and leaves dumps as before E11)
+    per_cached_token_ms: CostMs | None = None  # E12: None is 0 (and leaves dumps as before E12)
     preset: str | None = None  # filled in by scenario/presets.py
 
     _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset",
@@ -50,7 +50,7 @@ class SideCost(_Strict):
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
     per_attention_pair_ms: CostMs | None = None  # E7
-    per_cached_token_ms: CostMs | None = None  # E11
+    per_cached_token_ms: CostMs | None = None  # E12
     preset: str | None = None
 
     def over(self, base: Cost) -> Cost:

@@ -154,3 +154,24 @@ def length_bounds(spec: Any) -> tuple[int, int]:
 def length_raw(spec: Any) -> Any:
     """`spec` as a scenario file would write it (for overrides)."""
     return list(spec) if isinstance(spec, tuple) else spec.model_dump(mode="python")
+
+
+class PromptClass(_Strict):
+    """One class of prompts: drawn with probability `share`, tokens from `tokens` (a `[low, high]`
+    range, inclusive, or another length distribution)."""
+
+    share: Annotated[float, Field(gt=0, le=1)]
+    tokens: Length
+
+    _tuple = field_validator("tokens", mode="before")(_as_tuple)
+    _range = field_validator("tokens")(ordered_length)
+
+
+def mix_problem(mix: tuple[PromptClass, ...]) -> str | None:
+    """None, or what is wrong with a prompt mix as a whole: its shares must sum to 1."""
+    total = math.fsum(c.share for c in mix)
+    if math.isclose(total, 1.0, abs_tol=1e-9):
+        return None
+    shares = " + ".join(f"{c.share:g}" for c in mix[:6])
+    more = " + ..." if len(mix) > 6 else ""
+    return f"got shares {shares}{more} = {total:g}, expected shares summing to 1"

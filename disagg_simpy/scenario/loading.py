@@ -32,6 +32,7 @@ from .limits import (
     MIN_BURSTINESS,
     MIN_ITERATION_MS,
 )
+from .schedule import MAX_PERIODS, Diurnal, Period, RateCurve
 from .schema import (
     _NAME,
     Cost,
@@ -123,9 +124,19 @@ _EXPECT = {
     "writing_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per writing instance)",
     "preset": "a preset name like a100-80gb/llama-3-8b/tp1 (python -m disagg_simpy presets lists them)",
     "kv_path": "intra_node or inter_node (which of a preset's KV ship costs a split pays)",
+    "schedule": (f"a list of 1 to {MAX_PERIODS:,} periods like {{until_s: 3600, rate_per_s: 5}} (optionally "
+                 "prompt_mix, reply_words), in order"),
+    "until_s": f"a number of seconds > 0, up to {MAX_TIME_S:g} (the period's end)",
+    "rate_curve": "a mapping {diurnal: {mean_per_s, amplitude, period_s, phase_s}}",
+    "diurnal": "a mapping {mean_per_s: M, amplitude: A, period_s: P, phase_s: F}",
+    "mean_per_s": "a number of requests per second > 0",
+    "amplitude": "a number from 0 to 1 (the swing, as a share of mean_per_s)",
+    "period_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
+    "phase_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g} (when the rate peaks)",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",
+    "schedule": "a mapping like {until_s: 3600, rate_per_s: 5}",
     "prompt_mix": "a mapping like {share: 0.3, tokens: [3000, 8000]}",
     "tokens": "a whole number of tokens from 1 to 2**53",
     "reply_words": "a whole number of words from 1 to 2**53",
@@ -177,7 +188,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
         models.append(model)
         if isinstance(p, int):
             parent = clean[-2] if len(clean) >= 2 else None
-            model = PromptClass if parent == "prompt_mix" else None
+            items: dict[str, type[BaseModel]] = {"prompt_mix": PromptClass, "schedule": Period}
+            model = items.get(str(parent))
         elif model is Scenario:
             parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
             model = parts.get(p)
@@ -185,6 +197,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             model = SideCost
         elif model in (HistogramLength, LognormalLength) and p in ("histogram", "lognormal"):
             model = Histogram if p == "histogram" else Lognormal
+        elif (model, p) in ((SyntheticWorkload, "rate_curve"), (RateCurve, "diurnal")):
+            model = RateCurve if p == "rate_curve" else Diurnal
         else:
             model = None
     return tuple(clean), models

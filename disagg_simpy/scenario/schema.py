@@ -9,7 +9,6 @@ Reading files and turning validation errors into one-line messages is `loading.p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,7 +28,7 @@ from .base import (
     _show,
     _Strict,
 )
-from .lengths import Length, length_bounds, ordered_length
+from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS,
@@ -41,6 +40,7 @@ from .limits import (
     requests_problem,
     ship_problem,
 )
+from .limits_slo import Reference, Slo
 from .options import largest_draw, preset_tp_problem, sizes_text
 from .prefixes import (
     DEFAULT_BLOCK_TOKENS,
@@ -51,7 +51,16 @@ from .prefixes import (
     prefix_problem,
     session_bounds,
 )
-from .slo import Reference, Slo
+from .schedule import (
+    MAX_PERIODS,
+    Period,
+    RateCurve,
+    expected_arrivals,
+    length_variants,
+    rate_key,
+    rate_text,
+    schedule_problem,
+)
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -69,24 +78,14 @@ def has_attention_term() -> bool:
     return "per_attention_pair_ms" in Cost.model_fields
 
 
-class PromptClass(_Strict):
-    """One class of prompts: drawn with probability `share`, tokens from `tokens` (a `[low, high]`
-    range, inclusive, or another length distribution: `lengths.py`)."""
-
-    share: Annotated[float, Field(gt=0, le=1)]
-    tokens: Length
-
-    _tuple = field_validator("tokens", mode="before")(_as_tuple)
-    _range = field_validator("tokens")(ordered_length)
-
-
 class SyntheticWorkload(_Strict):
-    """Arrivals at `rate_per_s` (Poisson, Gamma or evenly spaced); prompt class by share; lengths
-    from each class's distribution (M6: uniform ranges). Measured: arrivals in
-    [warmup_s, measure_s) with traffic going on after (D6), or exactly `n_requests` arrivals, all
-    measured and nothing after (a benchmark client's `--num-prompts`)."""
+    """Arrivals at `rate_per_s` (Poisson, Gamma or evenly spaced), or at a rate that changes
+    (`schedule`, `rate_curve`: `schedule.py`, E11); prompt class by share; lengths from each
+    class's distribution (M6: uniform ranges). Measured: arrivals in [warmup_s, measure_s) with
+    traffic going on after (D6), or exactly `n_requests` arrivals, all measured and nothing after
+    (a benchmark client's `--num-prompts`)."""
 
-    rate_per_s: Annotated[float, Field(gt=0)]
+    rate_per_s: Annotated[float, Field(gt=0)] | None = None
     warmup_s: NonNegSeconds = 0.0
     measure_s: Seconds | None = None
     n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
@@ -94,21 +93,21 @@ class SyntheticWorkload(_Strict):
     burstiness: Annotated[float, Field(ge=MIN_BURSTINESS, le=MAX_BURSTINESS)] | None = None
     prompt_mix: tuple[PromptClass, ...] = Field(min_length=1, max_length=1000)
     reply_words: Length
-    prefixes: Prefixes | None = None  # E11
-    sessions: Sessions | None = None  # E11
+    schedule: tuple[Period, ...] | None = Field(default=None, min_length=1, max_length=MAX_PERIODS)
+    rate_curve: RateCurve | None = None
+    prefixes: Prefixes | None = None  # E12
+    sessions: Sessions | None = None  # E12
 
-    _dump = model_serializer(mode="wrap")(omit_defaults)  # E11's keys: out of files while unset
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E12's keys: out of files while unset
 
-    _tuple = field_validator("reply_words", "prompt_mix", mode="before")(_as_tuple)
+    _tuple = field_validator("reply_words", "prompt_mix", "schedule", mode="before")(_as_tuple)
     _range = field_validator("reply_words")(ordered_length)
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticWorkload:
-        total = math.fsum(c.share for c in self.prompt_mix)
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            shares = " + ".join(f"{c.share:g}" for c in self.prompt_mix[:6])
-            more = " + ..." if len(self.prompt_mix) > 6 else ""
-            raise ValueError(f"@prompt_mix: got shares {shares}{more} = {total:g}, expected shares summing to 1")
+        problem = mix_problem(self.prompt_mix) or schedule_problem(self)
+        if problem:
+            raise ValueError(problem if problem.startswith("@") else f"@prompt_mix: {problem}")
         if self.n_requests is not None:
             if self.measure_s is not None:
                 raise ValueError(f"@n_requests: got {self.n_requests} together with measure_s {self.measure_s:g}, expected "
@@ -121,19 +120,32 @@ class SyntheticWorkload(_Strict):
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
         if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
             raise ValueError(problem)
+        if self.sessions is not None and self.varies:
+            raise ValueError("@sessions: got sessions with a schedule or rate_curve, expected one of them (sessions "
+                             "start at a constant rate_per_s)")
         if self.burstiness is not None and self.arrivals != "gamma":
             raise ValueError(f"@burstiness: got {self.burstiness:g} with arrivals {self.arrivals!r}, expected arrivals: gamma "
                              "(burstiness is the Gamma shape)")
         return self
 
     def _class_bounds(self) -> list[tuple[int, int]]:
-        return [length_bounds(c.tokens) for c in self.prompt_mix]
+        """Each class's (smallest, largest) new prompt, over every part of the traffic."""
+        return [length_bounds(c.tokens) for mix, _ in length_variants(self) for c in mix]
 
-    def length_bounds(self) -> tuple[list[tuple[int, int]], tuple[int, int]]:
-        """(each class's (smallest, largest) prompt, (smallest, largest) reply) it can draw (with
-        sessions, a later turn's prompt holds the earlier turns: E11)."""
-        reply = length_bounds(self.reply_words)
-        return [session_bounds(self.sessions, b, reply) for b in self._class_bounds()], reply
+    def length_bounds(self) -> list[tuple[list[tuple[int, int]], tuple[int, int]]]:
+        """Per part of the traffic (each period of a schedule, or the whole), (each class's
+        (smallest, largest) prompt, (smallest, largest) reply) it can draw (with sessions, a later
+        turn's prompt holds the earlier turns: E12)."""
+        out = []
+        for mix, reply in length_variants(self):
+            r = length_bounds(reply)
+            out.append(([session_bounds(self.sessions, length_bounds(c.tokens), r) for c in mix], r))
+        return out
+
+    @property
+    def varies(self) -> bool:
+        """Whether the rate or the mix changes over time (a schedule or a rate curve)."""
+        return self.schedule is not None or self.rate_curve is not None
 
 
 class TraceWorkload(_Strict):
@@ -216,14 +228,14 @@ class Scenario(_Strict):
     slo: Slo = Slo()
     arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
     reference: Reference | None = None
-    # E11 (prefix caching) and routers: scenario-wide, for every arrangement
+    # E12 (prefix caching) and routers: scenario-wide, for every arrangement
     router: Literal["least_loaded", "round_robin", "power_of_two", "prefix_aware"] = "least_loaded"
     router_load_cap_tokens: Count | None = None  # prefix_aware: default PREFIX_LOAD_CAP_TOKENS
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     source: str = Field(default="<scenario>", exclude=True)
 
-    _dump = model_serializer(mode="wrap")(omit_defaults)  # E11's keys: out of files while at their defaults
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E12's keys: out of files while at their defaults
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -260,8 +272,8 @@ class Scenario(_Strict):
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
                 raise ValueError(
-                    f"@workload.rate_per_s: got {w.rate_per_s:g}, which expects, up to the cap at {cap:g} s, "
-                    f"{problem}; expected a lower rate_per_s or max_sim_s"
+                    f"@workload.{rate_key(w)}: got {rate_text(w)}, which expects, up to the cap at {cap:g} s, "
+                    f"{problem}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
                 )
         elif expected is not None:
             problem = requests_problem(expected, len(self.arrangements))
@@ -269,11 +281,11 @@ class Scenario(_Strict):
                 raise ValueError(f"@workload.n_requests: got {problem}; expected fewer requests or arrangements")
         if isinstance(w, SyntheticWorkload):
             for key, ms in self.ship_costs():
-                problem = ship_problem(ms, max(hi for _, hi in w.length_bounds()[0]))
+                problem = ship_problem(ms, max(hi for classes, _ in w.length_bounds() for _, hi in classes))
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
-        if (problem := prefix_problem(self)) is not None:  # E11
+        if (problem := prefix_problem(self)) is not None:  # E12
             raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)
@@ -303,7 +315,8 @@ class Scenario(_Strict):
             if tp_problem is not None:
                 raise ValueError(f"@arrangements[{i}].{tp_problem[0]}: {tp_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
-                problem = largest_draw(a, *w.length_bounds())
+                problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b))), default=None,
+                              key=lambda p: p[4])
                 if problem is not None:
                     key, cap, prompt, reply, need = problem
                     raise ValueError(
@@ -334,6 +347,8 @@ class Scenario(_Strict):
         w = self.workload
         if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
             return float(w.n_requests)
+        if isinstance(w, SyntheticWorkload):
+            return expected_arrivals(w, self.cap_s(None))
         if w.rate_per_s is not None and self.draws_requests:
             return w.rate_per_s * self.cap_s(None)
         return None

@@ -16,17 +16,14 @@ from collections.abc import Generator
 import pandas as pd
 
 from ..errors import InputError
-from ..results.report import mean_half_width
+from ..results.columns import names
+from ..results.intervals import SHARE, Interval, interval
 from ..scenario.schema import Scenario, Slo
 from .goodput import Probe, Prober, Request, _rerun, drive, probe_rate
 from .grid import ONLY, SLO_SCALE, resolve
 
-#: slo_scale.csv's columns
-SLO_SCALE_COLUMNS = (
-    "arrangement", "n_gpus", "rate_per_s", "target_pct", "seeds", "slo_scale", "passing_scale", "failing_scale",
-    "passing_on_time_pct", "passing_on_time_half_width_pct", "failing_on_time_pct", "failing_on_time_half_width_pct",
-    "n_probes",
-)
+#: slo_scale.csv's columns (declared in results/columns.py)
+SLO_SCALE_COLUMNS = names("slo_scale")
 MIN_SCALE, MAX_SCALE = 1e-3, 1e3
 MAX_STEPS = 12
 
@@ -92,16 +89,17 @@ def slo_scales(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     rows = []
     for a in scenario.arrangements:
         fail, good, n = found[a.name]
-        pm = lambda p: mean_half_width(p.on_time()) if p is not None else (math.nan, math.nan)  # noqa: E731
-        (pass_m, pass_h), (fail_m, fail_h) = pm(good), pm(fail)
+        none = Interval(math.nan, math.nan, math.nan, 0)
+        passing, failing = (interval(p.on_time(), SHARE) if p is not None else none for p in (good, fail))
         rows.append({
             "arrangement": a.name, "n_gpus": a.n_gpus, "rate_per_s": float(scenario.workload.rate_per_s or math.nan),
             "target_pct": target, "seeds": len(seeds),
             "slo_scale": good.rate if good is not None else math.nan,
             "passing_scale": good.rate if good is not None else math.nan,
             "failing_scale": fail.rate if fail is not None else math.nan,
-            "passing_on_time_pct": pass_m, "passing_on_time_half_width_pct": pass_h,
-            "failing_on_time_pct": fail_m, "failing_on_time_half_width_pct": fail_h, "n_probes": n,
+            "passing_on_time_pct": passing.mean, "passing_on_time_low_pct": passing.low,
+            "passing_on_time_high_pct": passing.high, "failing_on_time_pct": failing.mean,
+            "failing_on_time_low_pct": failing.low, "failing_on_time_high_pct": failing.high, "n_probes": n,
         })
     return pd.DataFrame(rows, columns=list(SLO_SCALE_COLUMNS))
 
@@ -111,13 +109,13 @@ def format_scales(table: pd.DataFrame) -> str:
     def num(x, spec=".2f"):
         return "-" if math.isnan(x) else format(x, spec)
 
-    def pm(m, h):
-        return "-" if math.isnan(m) else f"{m:.1f}" + ("" if math.isnan(h) else f"±{h:.1f}")
+    def pm(m, low, high):
+        return Interval(m, low, high, 2).text()
 
     header = ["arrangement", "gpus", "SLO scale", "passes at", "on time %", "fails at", "on time %"]
     rows = [[r.arrangement, str(r.n_gpus), num(r.slo_scale), num(r.passing_scale, ".3f"),
-             pm(r.passing_on_time_pct, r.passing_on_time_half_width_pct), num(r.failing_scale, ".3f"),
-             pm(r.failing_on_time_pct, r.failing_on_time_half_width_pct)] for r in table.itertuples()]
+             pm(r.passing_on_time_pct, r.passing_on_time_low_pct, r.passing_on_time_high_pct), num(r.failing_scale, ".3f"),
+             pm(r.failing_on_time_pct, r.failing_on_time_low_pct, r.failing_on_time_high_pct)] for r in table.itertuples()]
     widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
     return "\n".join(" ".join([x[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(x[1:], widths[1:]))])
                      for x in [header, *rows])

@@ -19,10 +19,12 @@ from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.prefixes import MOONCAKE_BLOCK_TOKENS
+from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
 from .lengths import draw_lengths
+from .periods import period_of, thinned_arrivals
 from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
 from .traces import TIME_RULES, read_trace
@@ -41,8 +43,8 @@ class Requests:
     measured: np.ndarray  # bool: arrived in [warmup_s, measure_s) (D6)
     cap_ns: int  # safety cap on simulated time
     info: dict = field(default_factory=dict)  # how the stream was made, for run.json
-    blocks: BlockIds | None = None  # E11: prompt block ids (a trace's hash_ids, drawn prefixes)
-    router_draws: np.ndarray | None = None  # E11: one uniform per request for power_of_two
+    blocks: BlockIds | None = None  # E12: prompt block ids (a trace's hash_ids, drawn prefixes)
+    router_draws: np.ndarray | None = None  # E12: one uniform per request for power_of_two
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -76,7 +78,7 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
         stream = _synthetic(w, scenario, seed)
     else:
         stream = _from_trace(w, scenario, seed)
-    if scenario.router == "power_of_two":  # E11: its own stream, so no other draw moves
+    if scenario.router == "power_of_two":  # E12: its own stream, so no other draw moves
         stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
     check_stream(scenario, stream)
     return stream
@@ -104,6 +106,9 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     """Arrivals until past the cap (or exactly n_requests), then each request's class and lengths
     from one uniform each, in arrival order (`lengths.py`)."""
     rng = make_streams(seed)
+    if w.varies:
+        return _changing(w, scenario, seed, rng)
+    assert w.rate_per_s is not None  # (schema: a constant rate without a schedule or curve)
     if w.n_requests is not None:
         arrived = _arrival_times(w, rng["arrivals"], 0, 0.0, w.n_requests)
         cap_s = scenario.cap_s(float(arrived[-1]))
@@ -123,25 +128,19 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
         n = int(np.searchsorted(arrived, cap_s, side="right"))
     arrived = arrived[:n]
     turns = None
-    if w.sessions is not None:  # E11: arrivals start sessions; n counts their turns from here
+    if w.sessions is not None:  # E12: arrivals start sessions; n counts their turns from here
         session, turn, at = session_turns(w.sessions, arrived, stream_seed(seed, "sessions"))
         turns, arrived, n = (session, turn), at, len(turn)
     shares = np.cumsum([c.share for c in w.prompt_mix])
     shares[-1] = 1.0
     cls = np.searchsorted(shares, rng["prompt_class"].random(n), side="right")
-    prompts = _class_lengths(w, cls, rng["prompt_tokens"].random(n))
+    prompts = _class_lengths(w.prompt_mix, cls, rng["prompt_tokens"].random(n))
     replies = draw_lengths(w.reply_words, rng["reply_words"].random(n))
     parent = None
     if turns is not None:  # a turn's prompt: the earlier turns' new tokens and replies, then its own
         prompts, replies, arrived, parent, turns = _session_order(turns, prompts, replies, arrived, cap_s)
         n = len(prompts)
-    block_ids = None
-    if scenario.prefix_cache_tokens is not None:  # E11: block ids of drawn prefixes and sessions
-        group, prefix = (draw_prefixes(w.prefixes, n, stream_seed(seed, "prefixes")) if w.prefixes is not None
-                         else (np.full(n, -1), np.zeros(n, np.int64)))
-        if turns is not None:
-            group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
-        block_ids = synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+    block_ids = _drawn_blocks(w, scenario, seed, prompts, turns, parent)
     arrived_ns = seconds_to_ns(arrived)
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
     info = {"kind": "synthetic", "seed": seed, "n_generated": n}
@@ -158,8 +157,22 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     )
 
 
+def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: np.ndarray, turns=None,
+                  parent: np.ndarray | None = None) -> BlockIds | None:
+    """E12: with caching on, the block ids of drawn prefixes (a session's first turn only) and
+    sessions (a turn holds its previous turn's blocks); None with caching off."""
+    if scenario.prefix_cache_tokens is None:
+        return None
+    n = len(prompts)
+    group, prefix = (draw_prefixes(w.prefixes, n, stream_seed(seed, "prefixes")) if w.prefixes is not None
+                     else (np.full(n, -1), np.zeros(n, np.int64)))
+    if turns is not None:
+        group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
+    return synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+
+
 def _session_order(turns, new, replies, at, cap_s):
-    """E11 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
+    """E12 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
     own new tokens), then every turn in arrival order (stable: a session's turns keep their
     order), those arriving after the cap left out; each turn's previous turn's index (-1: none)."""
     session, turn = turns
@@ -177,10 +190,43 @@ def _session_order(turns, new, replies, at, cap_s):
     return prompts[order], replies[order], at[order], parent, (session[order], turn[order])
 
 
+def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str, np.random.Generator]) -> Requests:
+    """E11: arrivals by thinning (`periods.py`), then each request's class and lengths from one
+    uniform each of the same streams as `_synthetic`, mapped by the mix of its arrival's period."""
+    if w.n_requests is not None:
+        arrived_ns = thinned_arrivals(w, rng["arrivals"], math.inf, w.n_requests)
+        cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
+        if arrived_ns[-1] > seconds_to_ns(cap_s):
+            raise InputError(
+                f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {w.n_requests:,} of n_requests arrives at "
+                f"{arrived_ns[-1] / NS_PER_S:.6g} s; expected at least that (n_requests sends every request)")
+    else:
+        cap_s = scenario.cap_s(None)
+        arrived_ns = thinned_arrivals(w, rng["arrivals"], cap_s)
+    n = len(arrived_ns)
+    u_class, u_prompt = rng["prompt_class"].random(n), rng["prompt_tokens"].random(n)
+    u_reply = rng["reply_words"].random(n)
+    prompts, replies = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    part = period_of(w, arrived_ns)
+    for k, (mix, reply) in enumerate(length_variants(w)):
+        rows = np.flatnonzero(part == k)
+        shares = np.cumsum([c.share for c in mix])
+        shares[-1] = 1.0
+        cls = np.searchsorted(shares, u_class[rows], side="right")
+        prompts[rows] = _class_lengths(mix, cls, u_prompt[rows])
+        replies[rows] = draw_lengths(reply, u_reply[rows])
+    measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
+    info = {"kind": "synthetic", "seed": seed, "n_generated": n, "rate": rate_key(w),
+            "n_periods": len(w.schedule) if w.schedule is not None else None}
+    return Requests(arrived_at_ns=arrived_ns, n_prompt_tokens=prompts, n_reply_words=replies, measured=measured,
+                    cap_ns=int(seconds_to_ns(cap_s)), info=info, blocks=_drawn_blocks(w, scenario, seed, prompts))
+
+
 def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, last_s: float, n: int) -> np.ndarray:
     """The next n arrival times (s) after `done` arrivals, the last at `last_s`: gaps
     -ln(1 - u) / rate (Poisson), Gamma(shape burstiness, scale 1 / (rate x burstiness)) as vLLM's
     benchmark draws them, or the k-th arrival (from 1) at exactly k / rate (constant)."""
+    assert w.rate_per_s is not None  # (a constant rate: _synthetic)
     if w.arrivals == "constant":
         return np.arange(done + 1, done + n + 1, dtype=np.float64) / w.rate_per_s
     if w.arrivals == "gamma":
@@ -191,10 +237,10 @@ def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, la
     return last_s + np.cumsum(gaps)
 
 
-def _class_lengths(w: SyntheticWorkload, cls: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Prompt tokens of requests of classes `cls`, from their uniforms `u`, each by its class's
-    distribution (all-range mixes at once, as the page's traffic always was)."""
-    ranges = [c.tokens for c in w.prompt_mix]
+def _class_lengths(prompt_mix, cls: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Prompt tokens of requests of classes `cls` of `prompt_mix`, from their uniforms `u`, each
+    by its class's distribution (all-range mixes at once, as the page's traffic always was)."""
+    ranges = [c.tokens for c in prompt_mix]
     if all(isinstance(r, tuple) for r in ranges):
         bounds = [r for r in ranges if isinstance(r, tuple)]
         lows = np.array([r[0] for r in bounds], dtype=np.int64)
@@ -225,7 +271,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         )
     table = read_trace(path, w.format)
     blocks = None
-    if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E11: its hash_ids
+    if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E12: its hash_ids
         blocks = read_hash_ids(path, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS)
         table.attrs["ignored_columns"] = [c for c in table.attrs.get("ignored_columns", []) if c != "hash_ids"]
     info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),

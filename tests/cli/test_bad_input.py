@@ -211,7 +211,7 @@ CATALOGUE = [
     ("trace-unknown-format", trace_spec(format="parquet"), {}, [], ["workload.format: got 'parquet', expected one of csv, azure, mooncake, lengths"]),
     ("trace-empty-path", trace_spec(trace=""), {}, [], ["workload.trace: got '', expected a trace file path"]),
     ("trace-count-past-2-53", trace_spec(), {"t.csv": TRACE_HEADER + "0,1e20,5\n"}, [], ["n_prompt_tokens: got 1e+20, expected a whole number up to 2**53"]),
-    # -- prefix caching (E11)
+    # -- prefix caching (E12)
     ("prefix-cache-below-a-block", BASE_TEXT + "prefix_cache_tokens: 100\n", {}, [],
      ["prefix_cache_tokens: got 100, expected at least prefix_block_tokens (512): a cache smaller than one block"]),
     ("prefix-aware-without-cache", BASE_TEXT + "router: prefix_aware\n", {}, [],

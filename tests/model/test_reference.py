@@ -25,7 +25,7 @@ WHEN = {"join_iteration": "joined_at_ns"}  # under a cap: the time a value is se
 
 
 def with_blocks(stream, blocks, unit):
-    """The stream with each request's prompt block ids (E11), in blocks of `unit` tokens."""
+    """The stream with each request's prompt block ids (E12), in blocks of `unit` tokens."""
     starts = np.concatenate(([0], np.cumsum([len(b) for b in blocks]))).astype(np.int64)
     ids = np.array([i for b in blocks for i in b], dtype=np.int64)
     return replace(stream, blocks=BlockIds(ids, starts, unit))
@@ -33,7 +33,7 @@ def with_blocks(stream, blocks, unit):
 
 def compare(scenario_path, expect_cap=None, blocks=None):
     """Run every arrangement of the scenario in the simulator and in the reference; assert equal.
-    `blocks`: each request's prompt block ids (E11), in blocks of the scenario's block size."""
+    `blocks`: each request's prompt block ids (E12), in blocks of the scenario's block size."""
     scenario = load_scenario(scenario_path)
     stream = make_requests(scenario)
     if blocks is not None:
@@ -43,7 +43,7 @@ def compare(scenario_path, expect_cap=None, blocks=None):
         assert expect_cap is None or rec.capped == expect_cap
         ref = reference_records(scenario, arrangement, stream)
         name = arrangement.name
-        if ref["cached_tokens"] is not None:  # E11: what each read found cached
+        if ref["cached_tokens"] is not None:  # E12: what each read found cached
             done = np.flatnonzero(rec.requests["read_started_at_ns"] >= 0)
             assert rec.cached_tokens[done].tolist() == np.asarray(ref["cached_tokens"])[done].tolist(), \
                 f"{name}: cached_tokens"
@@ -256,7 +256,7 @@ def test_hand_picked(tmp_path, case):
     compare(write_scenario(tmp_path, rows, arrangements, **extra), expect_cap="max_sim_s" in extra)
 
 
-# -- E11: prefix caches and routers --------------------------------------------------------------------
+# -- E12: prefix caches and routers --------------------------------------------------------------------
 
 @st.composite
 def prefix_case(draw):
@@ -283,7 +283,7 @@ def prefix_case(draw):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=prefix_case())
 def test_simulator_equals_reference_with_prefix_caches(tmp_path, case):
-    """E11 with every other option drawn as above: hits, pins, evictions and routers to the ns."""
+    """E12 with every other option drawn as above: hits, pins, evictions and routers to the ns."""
     rows, arrangements, cost, workload, slo, extra, blocks = case
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, **extra),
             blocks=blocks)

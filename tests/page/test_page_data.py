@@ -45,7 +45,7 @@ def decode_requests(data, a) -> dict[str, np.ndarray]:
     first = plus(arrived, r["first"])
     return {"id": np.cumsum(shared["id"]), "arrived": arrived, "read": plus(arrived, r["read"]), "first": first,
             "joined": plus(first, r["join"]), "fin": plus(arrived, r["fin"]), "n": np.array(shared["words"]),
-            "prompt": np.array(shared["prompt"]), **{k: r[k] for k in ("rg", "wg", "maxgap", "nfz", "late", "jit")}}
+            "prompt": np.array(shared["prompt"]), **{k: r[k] for k in ("rg", "wg", "maxgap", "nfz", "late", "jw")}}
 
 
 def decode_iterations(data, a) -> list[dict[str, np.ndarray]]:
@@ -56,7 +56,7 @@ def decode_iterations(data, a) -> list[dict[str, np.ndarray]]:
             start.append(t + wait)
             end.append(t + wait + dur)
             t = end[-1]
-        out.append({"number": g["first"] + np.arange(len(start)), "start": np.array(start, dtype=np.int64),
+        out.append({"number": g["first"] + np.arange(len(start)), "wfirst": g["wfirst"], "start": np.array(start, dtype=np.int64),
                     "end": np.array(end, dtype=np.int64), "tok": np.array(g["tok"]), "rep": np.array(g["rep"])})
     return out
 
@@ -121,7 +121,8 @@ def test_late_reasons_add_up_to_the_summary(res, data):
 
 
 def test_word_times_follow_from_the_embedded_iterations(res, data):
-    """The page draws word k >= 2 at the end of iteration jit + k - 2 of the writing GPU."""
+    """The page draws word k >= 2 at the end of writing iteration jw + k - 2 of the writing GPU
+    (its iterations that write words, counted from 0)."""
     lo, hi = data["span_ns"]
     for a in data["arrangements"]:
         its, r = decode_iterations(data, a), decode_requests(data, a)
@@ -129,13 +130,14 @@ def test_word_times_follow_from_the_embedded_iterations(res, data):
         for i in range(len(r["id"])):
             if r["first"][i] >= 0:
                 got.append((r["id"][i], 1, r["first"][i]))
-            if r["jit"][i] < 0:
+            if r["jw"][i] < 0:
                 continue
             it = its[r["wg"][i]]
+            wend = it["end"][it["rep"] > 0]
             for k in range(2, r["n"][i] + 1):
-                local = r["jit"][i] + k - 2 - it["number"][0]
-                if 0 <= local < len(it["end"]):
-                    got.append((r["id"][i], k, it["end"][local]))
+                local = r["jw"][i] + k - 2 - it["wfirst"]
+                if 0 <= local < len(wend):
+                    got.append((r["id"][i], k, wend[local]))
         words = res.words(a["name"])
         at = ns(words["at_s"])
         # every word whose iteration lies in the span (word 1 always)
@@ -243,7 +245,7 @@ def test_one_word_and_unfinished_replies(micro):
     data = embedded_data(page_html(res))
     (a,) = data["arrangements"]
     r = decode_requests(data, a)
-    assert r["wg"].tolist()[0] == -1 and r["jit"].tolist()[0] == -1 and r["maxgap"].tolist()[0] == -1
+    assert r["wg"].tolist()[0] == -1 and r["jw"].tolist()[0] == -1 and r["maxgap"].tolist()[0] == -1
     assert r["late"].tolist()[:2] == [0, 0] and r["late"][2] & UNFINISHED
     assert r["fin"][2] == -1 and r["nfz"][2] == -1
     assert a["summary"]["n_unfinished"] == 1

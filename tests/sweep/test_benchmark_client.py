@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from disagg_simpy.cli import main
+from disagg_simpy.results.columns import names
 
 WORKLOAD = {"rate_per_s": 3, "measure_s": 4, "prompt_mix": [{"share": 1, "tokens": [200, 2000]}], "reply_words": [5, 30]}
 FOUR = [{"name": "same-4", "kind": "colocated", "gpus": 4}, {"name": "split-2-2", "kind": "disaggregated",
@@ -84,7 +85,9 @@ def test_vary_slo_finds_the_scale_placed_by_construction(tmp_path, capsys, first
     out = capsys.readouterr().out
     assert "the smallest SLO scale meeting " + ("100% on time (per request: first word within" if criterion == "per_request"
                                                 else "P90 of each: first word within") in out
-    row = pd.read_csv(tmp_path / "g" / "slo_scale.csv").iloc[0]
+    table = pd.read_csv(tmp_path / "g" / "slo_scale.csv")
+    assert tuple(table.columns) == names("slo_scale")  # the registry's columns, in its order
+    row = table.iloc[0]
     assert row["failing_scale"] < threshold <= row["passing_scale"] <= row["failing_scale"] + 0.01
     assert row["passing_on_time_pct"] == 100 and row["failing_on_time_pct"] == 0
 

@@ -1,5 +1,4 @@
-"""The on-time limits (M7) and how they judge a run, and the published figures a scenario may
-show beside its own."""
+"""The on-time limits (M7) and the figures published elsewhere for a scenario (`reference`)."""
 
 from __future__ import annotations
 

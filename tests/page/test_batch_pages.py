@@ -1,0 +1,107 @@
+"""--html on sweep, goodput, plan and map (issue 24): one self-contained page each, opened in
+headless Chromium from the file: no console error, no request but the file itself, a click on a
+column header sorts the table by it, and each chart shows what its command found (a band per
+arrangement, the goodput marks, a cell per map point with its figures). Tiny runs (2 s windows,
+one or two seeds)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from helpers import DEFAULT
+from test_page_browser import CHROMIUM, CHROMIUM_ARGS, sync_api
+
+from disagg_simpy.cli import main
+
+COMMANDS = {
+    "sweep": ["--rate", "9,14", "--seeds", "2", "--limits"],
+    "goodput": ["--tolerance", "2"],
+    "plan": ["--gpus", "2", "--chunks", "512", "--tolerance", "2"],
+    "map": ["--gpus", "2", "--rate", "6,12", "--y", "workload.reply_words=[50,100],[100,400]", "--seeds", "1"],
+}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pages")
+    raw = yaml.safe_load(DEFAULT.read_text())
+    raw.update(name="tiny", seeds=1, max_sim_s=30, arrangements=raw["arrangements"][:3])
+    raw.pop("reference")
+    raw["workload"]["measure_s"] = 2
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    out = {}
+    for command, flags in COMMANDS.items():
+        html = folder / f"{command}.html"
+        assert main([command, str(path), *flags, "--no-plots", "--workers", "1", "--out", str(folder / command),
+                     "--html", str(html)]) == 0
+        out[command] = html
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_batch_page_opens_alone_and_sorts_on_a_click(command, pages, browser):
+    html = pages[command]
+    text = html.read_text()
+    assert "Content-Security-Policy" in text and not re.search(r"(src|href)=\"(https?:)?//", text)
+    page = browser.new_page()
+    seen = {"console": [], "errors": [], "requests": []}
+    page.on("console", lambda m: seen["console"].append((m.type, m.text)))
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on("request", lambda r: seen["requests"].append(r.url))
+    page.goto(html.as_uri())
+    table = page.locator("table[data-testid=table]")
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 2
+    headers = table.locator("thead th")
+    column = next(i for i in range(headers.count())
+                  if len({rows.nth(j).locator("td").nth(i).get_attribute("data-v") for j in range(rows.count())}) > 1)
+    for direction in ("descending", "ascending"):  # the first click sorts high to low, the next low to high
+        headers.nth(column).locator("button").click()
+        values = [rows.nth(j).locator("td").nth(column).get_attribute("data-v") for j in range(rows.count())]
+        filled = [v for v in values if v != ""]
+        assert values == filled + [""] * (len(values) - len(filled))  # empty cells last
+        key = [float(v) for v in filled] if all(_number(v) for v in filled) else filled
+        assert key == sorted(key, reverse=direction == "descending"), (direction, values)
+        assert headers.nth(column).get_attribute("aria-sort") == direction
+    assert page.locator("svg").count() >= 1 and page.locator("svg title").count() >= 1  # a chart with tooltips
+    assert not seen["errors"] and not [m for m in seen["console"] if m[0] == "error"]
+    assert seen["requests"] == [html.as_uri()]
+    page.close()
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_each_chart_shows_what_its_command_found(pages, browser):
+    """sweep: a band and the limits' own lines per arrangement; goodput and plan: a goodput mark
+    per arrangement searched; map: a cell per (rate, y) with its winner in the tooltip."""
+    page = browser.new_page()
+    page.goto(pages["sweep"].as_uri())
+    assert page.locator("svg polygon").count() == 3  # one panel, three arrangements
+    assert page.locator("svg path[stroke-dasharray]").count() == 6  # each limit alone, per arrangement
+    assert "% within the first-word limit" in page.locator("svg circle title").all_text_contents()[-4]
+    for command in ("goodput", "plan"):
+        page.goto(pages[command].as_uri())
+        marks = [t for t in page.locator("svg line title").all_text_contents() if ": goodput " in t]
+        names = page.locator(f"table[data-testid=table] tbody tr td:nth-child({1 if command == 'goodput' else 2})")
+        assert sorted(m.split(":")[0] for m in marks) == sorted(names.all_text_contents())
+    page.goto(pages["map"].as_uri())
+    cells = page.locator("svg rect[data-testid=cell] title").all_text_contents()
+    assert len(cells) == 4 and all(" on time" in c or "no measured request" in c for c in cells)
+    page.close()
