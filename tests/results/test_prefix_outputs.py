@@ -87,3 +87,18 @@ def test_explain_says_how_much_of_a_prompt_was_cached(scenario_path):
     told = " ".join(story_text(story_facts(res, "split", 2)).split())  # (wrapped at 100 characters)
     assert "read in 0.032 s (its first 1,536 tokens were cached, not read)" in told
     assert "cached" not in story_text(story_facts(res, "split", 1))
+
+
+def test_plan_bounds_stand_aside_when_prompts_are_cached_or_sessions_resend_them():
+    """plan prunes arrangements by a bound that counts every prompt token as read (and the mix's
+    prompt lengths): with a cache a prompt reads less, with sessions more, so no bound is used."""
+    from helpers import DEFAULT
+
+    from disagg_simpy.sweep.plan_bounds import budgets
+
+    s = load_scenario(DEFAULT)
+    assert budgets(s, s.arrangements[0]) is not None
+    cached = s.with_overrides(prefix_cache_tokens=500_000)
+    assert budgets(cached, cached.arrangements[0]) is None
+    sessions = s.with_overrides(**{"workload.sessions": {"turns": [2, 3], "think_s": [5, 30]}})
+    assert budgets(sessions, sessions.arrangements[0]) is None
