@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E12 and readings R1-R22, R29-R37), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E13 and readings R1-R22, R36-R44), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -46,13 +46,13 @@ class Req:
         self.finished = self.handoff_at = self.ship_started = NONE
         self.seated = NONE  # E8: start of the iteration that writes its word 2 (joined, without E8)
         self.word_times: list[int] = []
-        self.blocks: list[int] = []  # E12: its prompt's cache block ids
-        self.cached = 0  # E12: tokens found cached when its reading began
-        self.hit = 0  # E12: what the taking in progress found cached
+        self.blocks: list[int] = []  # E13: its prompt's cache block ids
+        self.cached = 0  # E13: tokens found cached when its reading began
+        self.hit = 0  # E13: what the taking in progress found cached
 
 
 class Cache:
-    """E12: one instance's prefix cache, straight from the rule: a stamp of last use per block."""
+    """E13: one instance's prefix cache, straight from the rule: a stamp of last use per block."""
 
     def __init__(self, capacity_tokens, block):
         self.block, self.capacity = block, capacity_tokens // block
@@ -103,7 +103,7 @@ class Gpu:
         self.held = 0  # KV tokens reserved (E4)
         self.peak = 0  # the most it ever held
         self.busy = None  # (end_ns, writes, reads) of the iteration in progress
-        self.cache = None  # E12
+        self.cache = None  # E13
         self.iterations: list[dict] = []
         self.reads: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
 
@@ -144,6 +144,7 @@ class Reference:
         # capacity (a side's own capacity, else kv_capacity_tokens); GPUs / TP instances per side
         if self.split:
             rc, wc = side(a.reading_cost), side(a.writing_cost)
+            self.side_costs = {"reading": rc, "writing": wc}  # E12: a GPU that moves takes its new side's
             n_r, n_w = a.reading_gpus // (a.reading_tp or 1), a.writing_gpus // (a.writing_tp or 1)
             r_cap = cap if a.reading_kv_capacity_tokens is None else a.reading_kv_capacity_tokens
             w_cap = cap if a.writing_kv_capacity_tokens is None else a.writing_kv_capacity_tokens
@@ -161,7 +162,7 @@ class Reference:
         self.kv_on = any(g.capacity is not None for g in self.gpus)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
             zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
-        # E12: caches on the instances that read (not a split's writing ones), and the router
+        # E13: caches on the instances that read (not a split's writing ones), and the router
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or 16_384
         self.draws = stream.router_draws
@@ -203,7 +204,7 @@ class Reference:
         g.queue.append(r)
 
     def route(self, r: Req):
-        """The reading instance by the scenario's router (E12; least_loaded is M3, D1, D2)."""
+        """The reading instance by the scenario's router (E13; least_loaded is M3, D1, D2)."""
         if self.router == "round_robin":
             g = self.reading[self.n_routed % len(self.reading)]
             self.n_routed += 1
@@ -236,7 +237,7 @@ class Reference:
         for r in g.queue:
             if budget is not None and budget == 0:
                 break
-            r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E12
+            r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E13
             pending = r.pending - r.hit
             n = pending if budget is None else min(budget, pending)
             if budget is None and room is not None and n > room:  # E8, whole prompts: it must fit ...
@@ -264,7 +265,7 @@ class Reference:
         if not writes and not reads:
             return
         n_cached = 0
-        for r, _ in reads:  # E12: a read begins after its cached prefix, which counts as read (E2, E7)
+        for r, _ in reads:  # E13: a read begins after its cached prefix, which counts as read (E2, E7)
             if r.pending == r.prompt and g.cache is not None:
                 r.cached = r.hit
                 g.cache.begin(r)
@@ -276,7 +277,7 @@ class Reference:
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
-        ms += c["per_cached_token_ms"] * n_cached  # E12
+        ms += c["per_cached_token_ms"] * n_cached  # E13
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:
@@ -305,7 +306,7 @@ class Reference:
             r.read += n
             if r.read < r.prompt:
                 continue
-            if g.cache is not None:  # E12: its full blocks enter the cache
+            if g.cache is not None:  # E13: its full blocks enter the cache
                 g.cache.end(r)
             r.first_word, r.written = now, 1
             r.word_times.append(now)
@@ -379,12 +380,15 @@ class Reference:
             times = [g.busy[0] for g in self.gpus if g.busy] + [t for t, _ in self.ships]
             if arrivals:
                 times.append(arrivals[0].arrived)
+            times += self.role_times(times)  # E12
             if not times:
                 break
             now = min(times)
             for g in self.gpus:  # step 1
                 if g.busy and g.busy[0] == now:
                     self.end(g, now)
+                    self.ended(g, now)
+            self.roles_phase(now)  # E12: the start of step 2
             while True:  # step 2: ship ends and arrivals, by request id
                 due = [r for t, r in self.ships if t == now]
                 self.ships = [(t, r) for t, r in self.ships if t != now]
@@ -402,6 +406,16 @@ class Reference:
                 if not g.busy:
                     self.start(g, now)
         return self
+
+    # -- E12 hooks (tests/reference_roles.py): nothing with static roles ------------------------
+    def role_times(self, times):
+        return []
+
+    def ended(self, g: Gpu, now: int):
+        pass
+
+    def roles_phase(self, now: int):
+        pass
 
     # -- records, shaped like the simulator's --------------------------------------------------------
     def records(self) -> dict:
@@ -431,4 +445,7 @@ class Reference:
 
 def reference_records(scenario, arrangement, stream) -> dict:
     """Run `arrangement` of `scenario` on `stream` (a workload.stream.Requests) by the spec."""
+    if getattr(arrangement, "role_changes", None) is not None:  # E12
+        from reference_roles import RolesReference
+        return RolesReference(scenario, arrangement, stream).run().records()
     return Reference(scenario, arrangement, stream).run().records()

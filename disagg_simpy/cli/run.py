@@ -203,7 +203,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
     from ..files import PartlyWritten, all_or_nothing, atomic_write_text
     from ..workload.stream import write_trace
-    from .run_tables import TableFiles, run_seeds
+    from .run_tables import TableFiles, changes_roles, run_seeds
 
     many = len(seeds) > 1
     extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
@@ -228,6 +228,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                 tables.close()
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
+                if changes_roles(scenario):  # E12
+                    written.append(outputs.out / f"switches.{args.format}")
                 run_info = _run_info(args, argv, scenario, seeds, kept)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None

@@ -99,6 +99,11 @@ class Kept:
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
 
 
+def changes_roles(scenario) -> bool:
+    """Whether some arrangement's GPUs change role (E12): then the run writes switches.csv."""
+    return any(getattr(a, "role_changes", None) is not None for a in scenario.arrangements)
+
+
 def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
               after_first: Callable[[object], None]) -> Kept:
     """Run every seed an arrangement at a time, writing each block of rows as it comes;
@@ -115,6 +120,11 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
             (name, rec), = one.records.items()
             for table, frame in one.tables_of(name).items():
                 tables.append(table, frame.assign(seed=seed) if many and table != "freezes" else frame)
+            if getattr(rec, "switches", None) is not None:  # E12: every move, in switches.csv
+                from ..results.frames import switches_frame
+
+                frame = switches_frame(rec)
+                tables.append("switches", frame.assign(seed=seed) if many else frame)
             kept.summaries.append(one.summary.assign(seed=seed) if many else one.summary)
             if seed == seeds[0]:
                 kept.freezes[name] = FreezeFacts.of(one, name)

@@ -30,7 +30,7 @@ class CostNs:
     per_reread_token: int = 0  # E2
     per_context_token: int = 0  # E3
     per_attention_pair: int = 0  # E7
-    per_cached_token: int = 0  # E12
+    per_cached_token: int = 0  # E13
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
@@ -58,7 +58,7 @@ class CostNs:
 
     @property
     def extra_terms(self) -> bool:
-        """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E12) cost anything."""
+        """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E13) cost anything."""
         return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair or self.per_cached_token)
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
@@ -68,7 +68,7 @@ class CostNs:
     def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
                           n_pairs: int = 0, n_cached: int = 0) -> int:
         """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
-        attention pairs (E7) and `n_cached` cached prompt tokens (E12), one rounding."""
+        attention pairs (E7) and `n_cached` cached prompt tokens (E13), one rounding."""
         total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)

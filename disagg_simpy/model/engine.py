@@ -26,6 +26,7 @@ from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_schedule
 from .prefix_cache import PrefixCache, cache_block_ids
 from .records import ArrangementRecords
 from .request import Request
+from .roles import RoleController
 from .router import Side
 
 __all__ = ["CostNs", "Engine", "exact_ns"]
@@ -87,6 +88,8 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+        roles = getattr(arrangement, "role_changes", None)  # E12
+        self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
@@ -99,7 +102,7 @@ class Engine:
         return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
 
     def _prefix_caches(self, scenario: Scenario, requests: Requests) -> None:
-        """E12: a prefix cache on every instance that reads prompts (not a split's writing
+        """E13: a prefix cache on every instance that reads prompts (not a split's writing
         instances), each request's cache block ids, and the router's settings."""
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
@@ -116,7 +119,7 @@ class Engine:
             self.blocks = cache_block_ids(b.ids, b.starts, b.unit, block)
 
     def _route(self, request: Request) -> Gpu:
-        """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E12)."""
+        """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E13)."""
         side, router = self.reading, self.router
         if router == "least_loaded":
             return side.least_queued()
@@ -244,6 +247,10 @@ class Engine:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
+    def gpu_drained(self, gpu: Gpu, now: int) -> None:
+        """E12: a GPU leaving its side ended an iteration."""
+        self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
+
     def more_may_arrive_now(self, now: int) -> bool:
         """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
         return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
@@ -254,11 +261,13 @@ class Engine:
         for gpu in self.gpus:
             env.process(gpu.run(env, self))
         env.process(self.source())
+        for process in self.roles.processes() if self.roles else ():
+            env.process(process)
         if self.n_measured_left > 0:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
         self.n_events = events_scheduled(env)
-        return ArrangementRecords.collect(
+        records = ArrangementRecords.collect(
             name=self.arrangement.name,
             kind=self.arrangement.kind,
             gpus=self.gpus,
@@ -270,3 +279,7 @@ class Engine:
             kv_link=self.arrangement.kv_link_mode if self.split else None,
             cached_tokens=[r.cached_tokens for r in self.arrived] if self.prefix_on else None,
         )
+        if self.roles is not None:  # E12: roles at the start, and every move
+            records.gpu_roles = tuple(self.arrangement.roles)
+            records.switches = self.roles.records()
+        return records

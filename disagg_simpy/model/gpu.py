@@ -39,6 +39,8 @@ class Host(Protocol):
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
+    def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
+
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
@@ -67,9 +69,11 @@ class Gpu:
         self.reserve_reply = reserve_reply
         self.kv_used = 0
         self.kv_peak = 0
-        self.prefix: PrefixCache | None = None  # E12: this instance's prefix cache (set by the engine)
+        self.prefix: PrefixCache | None = None  # E13: this instance's prefix cache (set by the engine)
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
+        self.changes_role = False  # E12: its role may change (model/roles.py)
+        self.draining = False  # E12: leaving its side; tells the host at each iteration end
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
@@ -177,7 +181,7 @@ class Gpu:
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
-                if r.cached_tokens:  # E12: its cached prefix is not read
+                if r.cached_tokens:  # E13: its cached prefix is not read
                     r.unread_tokens -= r.cached_tokens
                     n_cached += r.cached_tokens
             r.unread_tokens -= n
@@ -194,7 +198,7 @@ class Gpu:
           iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
           is read whole if it fits the room, else it waits, unless it is larger than the whole
           budget (or begun so), when it is read in pieces of the room;
-        - E12: a prompt whose reading has not begun reads only its tokens after its longest
+        - E13: a prompt whose reading has not begun reads only its tokens after its longest
           cached prefix; if taken, that prefix is fixed (`cached_tokens`) and pinned."""
         waiting = self.waiting
         capacity, limit = self.kv_capacity, self.max_tokens
@@ -209,7 +213,7 @@ class Gpu:
             r = waiting[0]
             n = r.unread_tokens
             hit = 0
-            if prefix is not None and n == r.n_prompt_tokens:  # E12: not begun
+            if prefix is not None and n == r.n_prompt_tokens:  # E13: not begun
                 hit = prefix.hit_blocks(r.blocks, n) * prefix.block_tokens
                 n -= hit
             if budget is not None:
@@ -252,9 +256,9 @@ class Gpu:
         extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
-        prefix = self.prefix  # E12
+        prefix = self.prefix  # E13
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or prefix is not None
+            self.max_tokens is not None) or self.changes_role or prefix is not None
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -300,7 +304,7 @@ class Gpu:
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
-                    if prefix is not None:  # E12: their full blocks enter the cache
+                    if prefix is not None:  # E13: their full blocks enter the cache
                         for r in finished_reading:
                             prefix.end(r.blocks, r.cached_tokens // prefix.block_tokens, r.n_prompt_tokens)
                     if kv:  # E4: a one-word reply ends with its read
@@ -309,6 +313,8 @@ class Gpu:
             if options:
                 if serves_handoff:
                     host.iteration_ended(now)
+                if self.draining:  # E12
+                    host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now)):
                     yield Slot(env, 0, start_priority)
             elif has_work() and host.more_may_arrive_now(now):
@@ -334,7 +340,7 @@ class Gpu:
         return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7, E12)."""
+        """An iteration's duration with the options' terms (E2, E3, E7, E13)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
@@ -343,7 +349,7 @@ class Gpu:
             before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
-            if r.read_started_at_ns == now:  # E12: its cached prefix, paid when its reading begins
+            if r.read_started_at_ns == now:  # E13: its cached prefix, paid when its reading begins
                 n_cached += r.cached_tokens
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)

@@ -1,4 +1,4 @@
-"""Prefix caching (E12): an instance keeps the KV of prompt blocks it has read, least recently
+"""Prefix caching (E13): an instance keeps the KV of prompt blocks it has read, least recently
 used out first, so a prompt that begins like an earlier one reads only the rest (docs/rules.md).
 
 A request carries its prompt's block ids (`Requests.block_ids`, from a trace's `hash_ids` or
@@ -28,7 +28,7 @@ def cache_block_ids(block_ids: np.ndarray, starts: np.ndarray, unit: int, block:
 
 
 class PrefixCache:
-    """One instance's cache of `capacity_blocks` blocks of `block_tokens` each (E12)."""
+    """One instance's cache of `capacity_blocks` blocks of `block_tokens` each (E13)."""
 
     __slots__ = ("block_tokens", "capacity_blocks", "lru", "pins", "n_hit_tokens")
 

@@ -31,5 +31,5 @@ class Request:
         self.read: simpy.Event | None = None  # succeeds with word 1
         self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
         self.done: simpy.Event | None = None  # succeeds with the reply's last word
-        self.blocks: tuple[int, ...] = ()  # E12: its prompt's cache block ids
-        self.cached_tokens = 0  # E12: prompt tokens found cached when its reading began
+        self.blocks: tuple[int, ...] = ()  # E13: its prompt's cache block ids
+        self.cached_tokens = 0  # E13: prompt tokens found cached when its reading began

@@ -50,11 +50,11 @@ class Side(Generic[G]):
         return self._assign(min(self.gpus, key=_READING_KEY))
 
     def round_robin(self) -> G:
-        """E12 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
+        """E13 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
         return self._assign(self.gpus[self.n_assignments % len(self.gpus)])
 
     def power_of_two(self, u: float) -> G:
-        """E12 `power_of_two`: the pair (i, j), i < j, numbered in lexicographic order, whose
+        """E13 `power_of_two`: the pair (i, j), i < j, numbered in lexicographic order, whose
         number is floor(u x n(n-1)/2), then the one with less work queued (ties by D2)."""
         n = len(self.gpus)
         if n == 1:
@@ -67,7 +67,7 @@ class Side(Generic[G]):
         return self._assign(min((self.gpus[i], self.gpus[i + 1 + k]), key=_READING_KEY))
 
     def prefix_aware(self, hits: Sequence[int], cap: int) -> G:
-        """E12 `prefix_aware`: among the instances whose work queued is at most the least work
+        """E13 `prefix_aware`: among the instances whose work queued is at most the least work
         queued plus `cap`, the one with the longest cached prefix (`hits`, by position), ties
         by less work queued, then D2."""
         least = min(g.queued_tokens for g in self.gpus)

@@ -217,7 +217,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
 
 
 def _draw_cached(ax: Axes, sample: pd.DataFrame, y: np.ndarray, window: Window) -> list[str]:
-    """E12: a green line just above the reading line of each reply whose prompt was partly cached
+    """E13: a green line just above the reading line of each reply whose prompt was partly cached
     (the cached part was not read, so it takes no time), and its label's text, ' 58% cached'."""
     if "cached_tokens" not in sample.columns:
         return [""] * len(sample)
@@ -232,7 +232,7 @@ def _draw_cached(ax: Axes, sample: pd.DataFrame, y: np.ndarray, window: Window) 
     return [f" {100 * s:.0f}% cached" if s > 0 else "" for s in share]
 
 
-CACHED_COLOUR = "#009E73"  # E12: a read whose prompt was partly cached
+CACHED_COLOUR = "#009E73"  # E13: a read whose prompt was partly cached
 
 
 def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n: int, on_time_share) -> str:

@@ -34,7 +34,7 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     row = blank_off(checked(row, SUMMARY_COLUMNS, "summary row"), scenario.slo)  # a limit that is off: empty
     if scenario.slo.criterion == "percentiles":
         row |= criterion_figures(gaps, scenario.slo)
-    if scenario.prefix_cache_tokens is not None:  # E12
+    if scenario.prefix_cache_tokens is not None:  # E13
         reading = arrangement.side_costs(scenario.cost)[0]
         row |= prefix_figures(rec, gaps, reading.per_prompt_token_ms - (reading.per_cached_token_ms or 0.0))
     return row

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
-TABLES = ("summary", "goodput", "plan", "map", "slo_scale")
+TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches")
 
 
 @dataclass(frozen=True)
@@ -172,19 +172,32 @@ COLUMNS: tuple[Column, ...] = (
     Column("failing_on_time_low_pct", "%", "low failing", "95% interval of that share: low end", "slo_scale"),
     Column("failing_on_time_high_pct", "%", "high failing", "the same interval's high end", "slo_scale"),
     Column("n_probes", "count", "probes", "scales probed", "slo_scale"),
+    # -- switches.csv (results.frames.switches_frame; E12: only when some arrangement's roles change) --
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "switches"),
+    Column("gpu", "count", "GPU", "the instance that moves (its number: a split numbers its first reading "
+           "instances first)", "switches"),
+    Column("from_role", "", "from", "the side it leaves: reads or writes", "switches"),
+    Column("to_role", "", "to", "the side it joins", "switches"),
+    Column("why", "", "why", "schedule, or the policy's reason: reading_wait, writing_gap, writing_memory", "switches"),
+    Column("requested_at_s", "s", "asked at", "when the move was decided (the instance stops taking new work)",
+           "switches"),
+    Column("drained_at_s", "s", "drained at", "when its last reply or read finished there: its warm-up "
+           "starts (empty: not yet at the stop)", "switches"),
+    Column("serving_at_s", "s", "serving at", "when its warm-up ended and it joined its new side (empty: not "
+           "yet at the stop)", "switches"),
 )
 
-#: E12 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
+#: E13 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
 #: (`metrics.prefix_figures`), after the others; `requests.csv` then gains `cached_tokens`.
 PREFIX = (
-    Column("prefix_hit_pct", "%", "prefix hit %", "E12: cached prompt tokens over all prompt tokens of the measured "
+    Column("prefix_hit_pct", "%", "prefix hit %", "E13: cached prompt tokens over all prompt tokens of the measured "
            "requests whose reading began", family="prefix", decimals=1),
-    Column("cached_tokens", "tokens", "cached tokens", "E12: prompt tokens of measured requests found cached (not read)",
+    Column("cached_tokens", "tokens", "cached tokens", "E13: prompt tokens of measured requests found cached (not read)",
            family="prefix"),
-    Column("reading_saved_s", "s", "reading saved s", "E12: reading time the cache saved the measured requests: "
+    Column("reading_saved_s", "s", "reading saved s", "E13: reading time the cache saved the measured requests: "
            "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side", family="prefix",
            decimals=1),
-    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E12: prefix_hit_pct of each reading (or "
+    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E13: prefix_hit_pct of each reading (or "
            "colocated) instance, by instance number, as 'i:pct' separated by spaces", family="prefix"),
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)

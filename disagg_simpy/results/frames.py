@@ -24,7 +24,7 @@ def _count_or_empty(v: np.ndarray) -> pd.arrays.IntegerArray:
 
 
 def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
-    """One row per measured request (the `requests.csv` columns; with E12, `cached_tokens` last)."""
+    """One row per measured request (the `requests.csv` columns; with E13, `cached_tokens` last)."""
     r = {k: v[gaps.rows] for k, v in rec.requests.items()}
     frame = pd.DataFrame(
         {
@@ -49,7 +49,7 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
             "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.is_split and rec.kv_link != "independent"),
         }
     )
-    if rec.cached_tokens is not None:  # E12
+    if rec.cached_tokens is not None:  # E13
         frame["cached_tokens"] = rec.cached_tokens[gaps.rows]
     return frame
 
@@ -88,3 +88,16 @@ def words_frame(rec: ArrangementRecords, rows: np.ndarray) -> pd.DataFrame:
     int32, int16, float64), built without copies."""
     request_id, word, at_s = rec.word_times(rows, ns_per_unit=NS_PER_S)
     return pd.DataFrame({"request_id": request_id, "word": word, "at_s": at_s}, copy=False)
+
+
+def switches_frame(rec: ArrangementRecords) -> pd.DataFrame:
+    """E12: one row per move of an instance (`switches.csv`); no rows with static roles."""
+    from .columns import names
+
+    sw = rec.switches or {k: [] for k in ("gpu", "from_role", "to_role", "why", "requested_at_ns",
+                                          "drained_at_ns", "serving_at_ns")}
+    at = {k: np.asarray(sw[k + "_ns"], dtype=np.int64) for k in ("requested_at", "drained_at", "serving_at")}
+    frame = pd.DataFrame({"arrangement": rec.name, "gpu": np.asarray(sw["gpu"], dtype=np.int64),
+                          **{k: pd.array(sw[k], dtype="string") for k in ("from_role", "to_role", "why")},
+                          **{f"{k}_s": _seconds(v) for k, v in at.items()}})
+    return frame[list(names("switches"))]

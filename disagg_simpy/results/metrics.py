@@ -277,7 +277,7 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
 
 
 def prefix_figures(rec: ArrangementRecords, gaps: ReplyGaps, saved_ms_per_token: float) -> dict:
-    """E12 (`PREFIX_COLUMNS`): over the measured requests whose reading began, cached tokens over
+    """E13 (`PREFIX_COLUMNS`): over the measured requests whose reading began, cached tokens over
     prompt tokens (%), the cached tokens, the reading time they saved (`saved_ms_per_token`
     each), and the hit share of each reading instance."""
     assert rec.cached_tokens is not None  # (recorded whenever caching is on)

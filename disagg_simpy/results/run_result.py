@@ -54,7 +54,7 @@ class RunResult:
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
-            extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E12
+            extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E13
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 
         return self._frame("summary", build)

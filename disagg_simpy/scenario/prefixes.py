@@ -1,5 +1,5 @@
-"""E12 (prefix caching and routers) as a scenario states it: the defaults and the checks that
-need several keys (docs/rules.md#e12)."""
+"""E13 (prefix caching and routers) as a scenario states it: the defaults and the checks that
+need several keys (docs/rules.md#e13)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ Think = Annotated[float, Field(ge=0, le=MAX_TIME_S)]
 
 
 class Prefixes(_Strict):
-    """Synthetic shared prefixes (E12): a `share` of requests begin with one of `groups` prefixes;
+    """Synthetic shared prefixes (E13): a `share` of requests begin with one of `groups` prefixes;
     group g (from 0) is drawn with weight 1 / (g + 1) ** `zipf` (Zipf popularity, exponent 1 by
     default; 0: all alike); each group's length is drawn once per seed, uniformly from `tokens`."""
 
@@ -30,7 +30,7 @@ class Prefixes(_Strict):
 
 
 class Sessions(_Strict):
-    """Synthetic multi-turn sessions (E12): arrivals start sessions; each has a number of turns
+    """Synthetic multi-turn sessions (E13): arrivals start sessions; each has a number of turns
     drawn uniformly from `turns`; turn k + 1 arrives `think_s` (uniform) after turn k arrived
     (open loop: not after its reply ends); its prompt is turn k's prompt and reply, then new
     tokens drawn as a prompt of the mix."""
@@ -64,27 +64,27 @@ def session_bounds(sessions: Sessions | None, prompt: tuple[int, int], reply: tu
 MOONCAKE_BLOCK_TOKENS = 512
 DEFAULT_BLOCK_TOKENS = 512
 PREFIX_LOAD_CAP_TOKENS = 16_384
-#: The scenario's E12 keys at their defaults (left out of files while so).
-E12_DEFAULTS = {"router": "least_loaded", "router_load_cap_tokens": None, "prefix_cache_tokens": None,
+#: The scenario's E13 keys at their defaults (left out of files while so).
+E13_DEFAULTS = {"router": "least_loaded", "router_load_cap_tokens": None, "prefix_cache_tokens": None,
                 "prefix_block_tokens": DEFAULT_BLOCK_TOKENS, "prefixes": None, "sessions": None}
 
 
 def omit_defaults(self, handler, info):
     """The scenario's (and synthetic workload's) serializer: in files (json mode: run.json, the
-    store's keys) the E12 keys are left out while at their defaults, so a scenario without them is
+    store's keys) the E13 keys are left out while at their defaults, so a scenario without them is
     dumped as before they existed."""
     out = handler(self)
     if info.mode_is_json() and isinstance(out, dict):
-        for key, default in E12_DEFAULTS.items():
+        for key, default in E13_DEFAULTS.items():
             if out.get(key, default) == default:
                 out.pop(key, None)
     return out
 
 
 def prefix_problem(scenario) -> str | None:
-    """E12h: None, or the message (`@key: ...`) of the first problem: a cache smaller than one
-    block; a block that does not divide a mooncake trace's 512; prefix_aware without a cache; a
-    load cap with another router."""
+    """E13h: None, or the message (`@key: ...`) of the first problem: a cache smaller than one
+    block; a block that does not divide a mooncake trace's 512; a cache with roles that change
+    (E12); prefix_aware without a cache; a load cap with another router."""
     block = scenario.prefix_block_tokens
     cache = scenario.prefix_cache_tokens
     if cache is not None and cache < block:
@@ -94,6 +94,10 @@ def prefix_problem(scenario) -> str | None:
     if cache is not None and getattr(w, "format", None) == "mooncake" and MOONCAKE_BLOCK_TOKENS % block:
         return (f"@prefix_block_tokens: got {block:,}, expected a divisor of the mooncake trace's block of "
                 f"{MOONCAKE_BLOCK_TOKENS} tokens (one hash_ids entry each), e.g. 16, 64 or 512")
+    for i, a in enumerate(scenario.arrangements):
+        if cache is not None and getattr(a, "role_changes", None) is not None:
+            return (f"@arrangements[{i}].roles: got roles that change (E12) with prefix_cache_tokens, expected static "
+                    "roles with a prefix cache (a cache stays with its instance; moving one is not modelled)")
     if scenario.router == "prefix_aware" and cache is None:
         return ("@router: got 'prefix_aware' without prefix_cache_tokens, expected prefix_cache_tokens (the router "
                 "looks for the longest cached prefix) or another router")

@@ -95,10 +95,10 @@ class SyntheticWorkload(_Strict):
     reply_words: Length
     schedule: tuple[Period, ...] | None = Field(default=None, min_length=1, max_length=MAX_PERIODS)
     rate_curve: RateCurve | None = None
-    prefixes: Prefixes | None = None  # E12
-    sessions: Sessions | None = None  # E12
+    prefixes: Prefixes | None = None  # E13
+    sessions: Sessions | None = None  # E13
 
-    _dump = model_serializer(mode="wrap")(omit_defaults)  # E12's keys: out of files while unset
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E13's keys: out of files while unset
 
     _tuple = field_validator("reply_words", "prompt_mix", "schedule", mode="before")(_as_tuple)
     _range = field_validator("reply_words")(ordered_length)
@@ -135,7 +135,7 @@ class SyntheticWorkload(_Strict):
     def length_bounds(self) -> list[tuple[list[tuple[int, int]], tuple[int, int]]]:
         """Per part of the traffic (each period of a schedule, or the whole), (each class's
         (smallest, largest) prompt, (smallest, largest) reply) it can draw (with sessions, a later
-        turn's prompt holds the earlier turns: E12)."""
+        turn's prompt holds the earlier turns: E13)."""
         out = []
         for mix, reply in length_variants(self):
             r = length_bounds(reply)
@@ -228,14 +228,14 @@ class Scenario(_Strict):
     slo: Slo = Slo()
     arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
     reference: Reference | None = None
-    # E12 (prefix caching) and routers: scenario-wide, for every arrangement
+    # E13 (prefix caching) and routers: scenario-wide, for every arrangement
     router: Literal["least_loaded", "round_robin", "power_of_two", "prefix_aware"] = "least_loaded"
     router_load_cap_tokens: Count | None = None  # prefix_aware: default PREFIX_LOAD_CAP_TOKENS
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     source: str = Field(default="<scenario>", exclude=True)
 
-    _dump = model_serializer(mode="wrap")(omit_defaults)  # E12's keys: out of files while at their defaults
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E13's keys: out of files while at their defaults
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -285,7 +285,7 @@ class Scenario(_Strict):
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
-        if (problem := prefix_problem(self)) is not None:  # E12
+        if (problem := prefix_problem(self)) is not None:  # E13
             raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)

@@ -51,7 +51,7 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
         return None
     w, slo = scenario.workload, scenario.slo
     if scenario.prefix_cache_tokens is not None or getattr(w, "sessions", None) is not None:
-        return None  # E12: a cached prompt reads less than the bound counts; a session's turns more than the mix
+        return None  # E13: a cached prompt reads less than the bound counts; a session's turns more than the mix
     if not _plain(w) or slo.criterion != "per_request" or slo.first_word_s is None or slo.mean_gap_ms is None:
         return None  # (the bound is of the per-request on-time share, from the first-word and mean-gap limits)
     assert isinstance(w, SyntheticWorkload) and w.measure_s is not None and isinstance(w.reply_words, tuple)

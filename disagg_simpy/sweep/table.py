@@ -37,7 +37,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
     if scenario.slo.criterion == "percentiles":
         columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
-    if any(PREFIX_COLUMNS[0] in row for row in rows):  # E12 on at some point (a key of --set)
+    if any(PREFIX_COLUMNS[0] in row for row in rows):  # E13 on at some point (a key of --set)
         columns += list(PREFIX_COLUMNS)
     return pd.DataFrame(rows).reindex(columns=columns)
 

@@ -1,4 +1,4 @@
-"""Prompt block ids for prefix caching (E12): read from a Mooncake trace's `hash_ids`, or drawn
+"""Prompt block ids for prefix caching (E13): read from a Mooncake trace's `hash_ids`, or drawn
 for synthetic traffic (`workload.prefixes`).
 
 A request's block ids are stored ragged, all requests' ids in one int64 array and each request's

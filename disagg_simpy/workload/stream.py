@@ -43,8 +43,8 @@ class Requests:
     measured: np.ndarray  # bool: arrived in [warmup_s, measure_s) (D6)
     cap_ns: int  # safety cap on simulated time
     info: dict = field(default_factory=dict)  # how the stream was made, for run.json
-    blocks: BlockIds | None = None  # E12: prompt block ids (a trace's hash_ids, drawn prefixes)
-    router_draws: np.ndarray | None = None  # E12: one uniform per request for power_of_two
+    blocks: BlockIds | None = None  # E13: prompt block ids (a trace's hash_ids, drawn prefixes)
+    router_draws: np.ndarray | None = None  # E13: one uniform per request for power_of_two
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -78,7 +78,7 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
         stream = _synthetic(w, scenario, seed)
     else:
         stream = _from_trace(w, scenario, seed)
-    if scenario.router == "power_of_two":  # E12: its own stream, so no other draw moves
+    if scenario.router == "power_of_two":  # E13: its own stream, so no other draw moves
         stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
     check_stream(scenario, stream)
     return stream
@@ -128,7 +128,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
         n = int(np.searchsorted(arrived, cap_s, side="right"))
     arrived = arrived[:n]
     turns = None
-    if w.sessions is not None:  # E12: arrivals start sessions; n counts their turns from here
+    if w.sessions is not None:  # E13: arrivals start sessions; n counts their turns from here
         session, turn, at = session_turns(w.sessions, arrived, stream_seed(seed, "sessions"))
         turns, arrived, n = (session, turn), at, len(turn)
     shares = np.cumsum([c.share for c in w.prompt_mix])
@@ -159,7 +159,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
 
 def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: np.ndarray, turns=None,
                   parent: np.ndarray | None = None) -> BlockIds | None:
-    """E12: with caching on, the block ids of drawn prefixes (a session's first turn only) and
+    """E13: with caching on, the block ids of drawn prefixes (a session's first turn only) and
     sessions (a turn holds its previous turn's blocks); None with caching off."""
     if scenario.prefix_cache_tokens is None:
         return None
@@ -172,7 +172,7 @@ def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: 
 
 
 def _session_order(turns, new, replies, at, cap_s):
-    """E12 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
+    """E13 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
     own new tokens), then every turn in arrival order (stable: a session's turns keep their
     order), those arriving after the cap left out; each turn's previous turn's index (-1: none)."""
     session, turn = turns
@@ -271,7 +271,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         )
     table = read_trace(path, w.format)
     blocks = None
-    if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E12: its hash_ids
+    if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E13: its hash_ids
         blocks = read_hash_ids(path, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS)
         table.attrs["ignored_columns"] = [c for c in table.attrs.get("ignored_columns", []) if c != "hash_ids"]
     info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),

@@ -211,7 +211,7 @@ CATALOGUE = [
     ("trace-unknown-format", trace_spec(format="parquet"), {}, [], ["workload.format: got 'parquet', expected one of csv, azure, mooncake, lengths"]),
     ("trace-empty-path", trace_spec(trace=""), {}, [], ["workload.trace: got '', expected a trace file path"]),
     ("trace-count-past-2-53", trace_spec(), {"t.csv": TRACE_HEADER + "0,1e20,5\n"}, [], ["n_prompt_tokens: got 1e+20, expected a whole number up to 2**53"]),
-    # -- prefix caching (E12)
+    # -- prefix caching (E13)
     ("prefix-cache-below-a-block", BASE_TEXT + "prefix_cache_tokens: 100\n", {}, [],
      ["prefix_cache_tokens: got 100, expected at least prefix_block_tokens (512): a cache smaller than one block"]),
     ("prefix-aware-without-cache", BASE_TEXT + "router: prefix_aware\n", {}, [],
@@ -225,6 +225,9 @@ CATALOGUE = [
      {"t.jsonl": '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n'
                  '{"timestamp": 1, "input_length": 600, "output_length": 5, "hash_ids": [0]}\n'}, [],
      ["t.jsonl:2: hash_ids: got [0] (1 entry), expected 2 whole numbers"]),
+    ("prefix-cache-with-roles-that-change", spec(lambda d: d.update(prefix_cache_tokens=4096) or d["arrangements"][1].update(
+        roles={"schedule": [{"from_s": 1, "reading_gpus": 1}]}, reading_gpus=1, writing_gpus=2)), {}, [],
+     ["arrangements[1].roles: got roles that change (E12) with prefix_cache_tokens, expected static roles"]),
     ("prefix-longer-than-a-prompt-class", spec(lambda d: d["workload"].update(
         prefixes={"share": 0.6, "groups": 20, "tokens": [500, 2000]})), {}, [],
      ["workload.prefixes.tokens: got up to 2,000 tokens, but prompt_mix[1] draws prompts from 200 tokens; "
@@ -266,6 +269,21 @@ CATALOGUE = [
     ("save-trace-is-a-folder", BASE_TEXT, {"d": "DIR"}, ["--save-trace", "{tmp}/d"], ["--save-trace: got {tmp}/d, which is a folder"]),
     ("plots-empty", BASE_TEXT, {}, ["--plots", ""], ["--plots: got an empty path, expected a folder"]),
     ("plots-under-a-file", BASE_TEXT, {"f": "old"}, ["--plots", "{tmp}/f/p"], ["--plots: cannot create {tmp}/f/p: {tmp}/f is a file"]),
+    # -- E12: roles that change
+    ("roles-leave-writing-empty", text("writing_gpus: 1}", "writing_gpus: 1, roles: {schedule: [{from_s: 5, "
+                                       "reading_gpus: 2}]}}"), {}, [],
+     ["arrangements[1].roles.schedule[0].reading_gpus: got 2 of 2 GPUs, expected at most 1 (the writing side needs a GPU)"]),
+    ("roles-no-reading", text("writing_gpus: 1}", "writing_gpus: 1, roles: {schedule: [{from_s: 5, reading_gpus: 0}]}}"),
+     {}, [], ["arrangements[1].roles.schedule[0].reading_gpus: got 0"]),
+    ("roles-out-of-order", text("reading_gpus: 1, writing_gpus: 1}", "reading_gpus: 1, writing_gpus: 2, roles: {schedule: "
+                                "[{from_s: 9, reading_gpus: 2}, {from_s: 5, reading_gpus: 1}]}}"), {}, [],
+     ["arrangements[1].roles.schedule[1].from_s: got 5 after 9, expected entries in increasing from_s"]),
+    ("roles-negative-switch", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: queue, switch_s: -1}}"), {}, [],
+     ["arrangements[1].roles.switch_s: got -1"]),
+    ("roles-policy-colocated", text("gpus: 1}", "gpus: 1, roles: {policy: queue}}"), {}, [],
+     ["arrangements[0].roles: got a schedule or policy, expected static: a colocated arrangement's GPUs all read"]),
+    ("roles-start-differs", text("writing_gpus: 1}", "writing_gpus: 2, roles: {schedule: [{from_s: 0, reading_gpus: 2}]}}"),
+     {}, [], ["arrangements[1].roles.schedule[0].reading_gpus: got 2 from 0 s, expected the arrangement's reading_gpus 1"]),
 ]
 
 

@@ -1,4 +1,4 @@
-"""E12 (prefix caching) by hand, in exact ns: a hit, a partial hit, evictions (least recently
+"""E13 (prefix caching) by hand, in exact ns: a hit, a partial hit, evictions (least recently
 used, a prompt's tail before its head), a pinned block; and on one instance with an unbounded
 cache, the hit tokens of a Mooncake trace equal a direct count from its hash_ids."""
 

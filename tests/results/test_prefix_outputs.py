@@ -1,4 +1,4 @@
-"""E12's outputs: `cached_tokens` per request, the summary's prefix columns (absent with caching
+"""E13's outputs: `cached_tokens` per request, the summary's prefix columns (absent with caching
 off), the timeline's cached reads, and `--set KEY=VALUE` for the commands that run one setting."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""E12's synthetic traffic: drawn prefixes (share, Zipf popularity, block ids shared within a
+"""E13's synthetic traffic: drawn prefixes (share, Zipf popularity, block ids shared within a
 group) and multi-turn sessions (a turn's prompt holds the earlier turns; open-loop think times)."""
 
 from __future__ import annotations
