@@ -217,8 +217,18 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
             with all_or_nothing() as commit, ExitStack() as stack:  # every output is new, or none is
                 tables = TableFiles(outputs.out, args.format, stack)
                 keep_first = outputs.plots is not None or outputs.html is not None
+                pooled = seed_runs = None
+                if many and keep_first:
+                    from ..results.pooled import Pooled
+
+                    pooled = Pooled()  # the distributions of every seed, as counts on fixed grids
+                if many and outputs.html is not None:
+                    from ..page.seed_runs import SeedRuns
+
+                    seed_runs = SeedRuns()  # what the player can switch to
+                watchers = tuple(w for w in (pooled, seed_runs) if w is not None)
                 kept = run_seeds(scenario, seeds, tables, keep_first,
-                                 lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)))
+                                 lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)), watchers)
                 summary = pd.concat(kept.summaries, ignore_index=True)
                 if many:
                     from ..results.paired import with_paired_difference
@@ -240,13 +250,13 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     from ..plots import write_plots
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=summary if many else None)
+                                           follow=args.follow, by_seed=summary if many else None, pooled=pooled)
                 if outputs.html is not None and first is not None:
                     from ..page import write_page
 
                     reference = first.scenario.reference
                     write_page(first, outputs.html, reference=reference.on_time_pct if reference else None,
-                               by_seed=summary if many else None)
+                               by_seed=summary if many else None, pooled=pooled, seed_runs=seed_runs)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")
