@@ -14,6 +14,7 @@ events would run at SimPy's own priorities and could not keep D5's order.
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ import simpy
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .prefix_cache import PrefixCache
+from .repeats import Repeat
 from .request import Request
 
 
@@ -39,11 +41,15 @@ class Host(Protocol):
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
+    def quiet_until(self, at: int) -> bool: ...
+
     def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
 
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
+
+    fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -61,9 +67,12 @@ class Gpu:
         self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
         self.track_context = cost.per_context_token != 0
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
+        self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
+        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
+        self.host: Host | None = None  # set by `run`
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -121,18 +130,26 @@ class Gpu:
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU
         looks again in step 3 (E4d)."""
+        if self.repeat is not None:
+            self.repeat.cut()
         self.kv_used -= tokens
         self._wake()
 
     def add_prompt(self, request: Request) -> None:
+        """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from
+        the next iteration end on (a repeat reading chunks takes it after the head, unchanged)."""
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
+        if self.repeat is not None and self.repeat.head is None:
+            self.repeat.cut(ahead=True)
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
         """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
         or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
+        if self.repeat is not None:
+            self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.n_replies += 1
         if self.seats is None:
             self._seat(request, self.n_started)
@@ -149,6 +166,7 @@ class Gpu:
         leaving = self.leaving.get(last)
         if leaving is None:
             self.leaving[last] = [request]
+            heapq.heappush(self.leaving_order, last)
         else:
             leaving.append(request)
 
@@ -212,10 +230,8 @@ class Gpu:
         while waiting:
             r = waiting[0]
             n = r.unread_tokens
-            hit = 0
-            if prefix is not None and n == r.n_prompt_tokens:  # E13: not begun
-                hit = prefix.hit_blocks(r.blocks, n) * prefix.block_tokens
-                n -= hit
+            hit = prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0  # E13: not begun
+            n -= hit
             if budget is not None:
                 if budget == 0:
                     break
@@ -230,8 +246,7 @@ class Gpu:
                     break
                 free -= need
             if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
-                r.cached_tokens = hit
-                prefix.begin(r.blocks, hit // prefix.block_tokens)
+                prefix.begin_read(r, hit)
             taken.append((r, n))
             if budget is not None:
                 budget -= n
@@ -259,6 +274,8 @@ class Gpu:
         prefix = self.prefix  # E13
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or prefix is not None
+        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
+        self.host = host
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -284,7 +301,23 @@ class Gpu:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
-            yield Slot(env, duration, end_priority)
+            if fast and duration and (n := self.steady_iterations(index, taken)) > 1:
+                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies,
+                                                 taken[0][0] if taken else None, n_tokens, n)
+                yield repeat.slot  # (or the slot `repeat.cut` put in its place)
+                self.repeat = None
+                if not repeat.n:
+                    continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
+                if repeat.after is None:
+                    repeat.finish()
+                    index += repeat.n - 1  # its last iteration ends now
+                else:  # cut, and the iteration after it ends now
+                    repeat.record(repeat.n)
+                    taken, n_tokens, duration = repeat.after
+                    index += repeat.n
+                started = env.now - duration
+            else:
+                yield Slot(env, duration, end_priority)
 
             now = env.now
             record_start(started)
@@ -293,6 +326,7 @@ class Gpu:
             record_tokens(n_tokens)
             leaving = self.leaving.pop(index, None)
             if leaving:
+                heapq.heappop(self.leaving_order)
                 self.n_replies -= len(leaving)
                 if options:
                     self._release(leaving)
@@ -305,8 +339,7 @@ class Gpu:
                         finished_reading.append(r)
                 if finished_reading:
                     if prefix is not None:  # E13: their full blocks enter the cache
-                        for r in finished_reading:
-                            prefix.end(r.blocks, r.cached_tokens // prefix.block_tokens, r.n_prompt_tokens)
+                        prefix.reads_ended(finished_reading)
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
@@ -319,6 +352,29 @@ class Gpu:
                     yield Slot(env, 0, start_priority)
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
+
+    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
+        """How many iterations from `index` (starting now, `taken` its reads) can run unchanged,
+        as one repeat (model/repeats.py): up to the first that ends with a reply's last word,
+        and, reading, while each reads one full chunk of the head prompt (the last of them may
+        read its last token). Anything that changes the batch before a change known now cuts
+        the repeat (`Repeat.cut`): an option that changes a batch at a time it knows in advance
+        bounds this number instead (docs/architecture.md)."""
+        n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
+        if taken:
+            head, tokens = taken[0]
+            if len(taken) > 1 or tokens != self.chunk_tokens:
+                return 1
+            n = min(n, 1 + head.unread_tokens // tokens)
+        return n
+
+    def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
+        """The iteration this GPU starts at `at` (later, without the options), taken now if
+        nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
+        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+            return None
+        taken, n_tokens = self._take_prompt_tokens(at)
+        return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
 
     def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
         """An iteration starting now under the options: (replies written, prompt tokens taken,

@@ -50,6 +50,20 @@ class PrefixCache:
             n += 1
         return n
 
+    def hit_tokens(self, request) -> int:
+        """Tokens of a request's longest cached prefix now (whole blocks, `hit_blocks`)."""
+        return self.hit_blocks(request.blocks, request.n_prompt_tokens) * self.block_tokens
+
+    def begin_read(self, request, hit: int) -> None:
+        """An iteration takes a prompt whose reading begins: its first `hit` tokens are cached."""
+        request.cached_tokens = hit
+        self.begin(request.blocks, hit // self.block_tokens)
+
+    def reads_ended(self, requests) -> None:
+        """Reads that ended at one iteration's end, in the order it took them (`end`)."""
+        for r in requests:
+            self.end(r.blocks, r.cached_tokens // self.block_tokens, r.n_prompt_tokens)
+
     def begin(self, ids: tuple[int, ...], n_blocks: int) -> None:
         """A read begins with its first `n_blocks` blocks cached: pin them until it ends."""
         pins = self.pins
