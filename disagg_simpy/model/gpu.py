@@ -73,6 +73,7 @@ class Gpu:
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
+        self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -123,6 +124,8 @@ class Gpu:
         return request.n_prompt_tokens + (request.n_reply_words if self.reserve_reply else 0)
 
     def reserve(self, tokens: int) -> None:
+        if self.repeat is not None:  # (E4e: the handoff reserves on a writing GPU, maybe mid-repeat)
+            self.repeat.cut()
         self.kv_used += tokens
         if self.kv_used > self.kv_peak:
             self.kv_peak = self.kv_used
@@ -199,9 +202,8 @@ class Gpu:
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
-                if r.cached_tokens:  # E13: its cached prefix is not read
-                    r.unread_tokens -= r.cached_tokens
-                    n_cached += r.cached_tokens
+                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+                n_cached += r.cached_tokens
             r.unread_tokens -= n
             n_tokens += n
         self.queued_tokens -= n_tokens + n_cached
@@ -216,8 +218,7 @@ class Gpu:
           iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
           is read whole if it fits the room, else it waits, unless it is larger than the whole
           budget (or begun so), when it is read in pieces of the room;
-        - E13: a prompt whose reading has not begun reads only its tokens after its longest
-          cached prefix; if taken, that prefix is fixed (`cached_tokens`) and pinned."""
+        - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
         waiting = self.waiting
         capacity, limit = self.kv_capacity, self.max_tokens
         free = 0 if capacity is None else capacity - self.kv_used
@@ -230,8 +231,7 @@ class Gpu:
         while waiting:
             r = waiting[0]
             n = r.unread_tokens
-            hit = prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0  # E13: not begun
-            n -= hit
+            n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
             if budget is not None:
                 if budget == 0:
                     break
@@ -271,11 +271,12 @@ class Gpu:
         extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
-        prefix = self.prefix  # E13
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.changes_role or prefix is not None
-        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
-        self.host = host
+            self.max_tokens is not None) or self.changes_role or self.prefix is not None
+        # repeats, with every option but those that make iterations of one batch differ (E2, E3,
+        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them
+        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None)
+        self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -338,8 +339,8 @@ class Gpu:
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
-                    if prefix is not None:  # E13: their full blocks enter the cache
-                        prefix.reads_ended(finished_reading)
+                    if self.prefix is not None:  # E13: their full blocks enter the cache
+                        self.prefix.reads_ended(finished_reading)
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
@@ -371,7 +372,7 @@ class Gpu:
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later, without the options), taken now if
         nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
-        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        if self.options or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         taken, n_tokens = self._take_prompt_tokens(at)
         return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
@@ -405,8 +406,7 @@ class Gpu:
             before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
-            if r.read_started_at_ns == now:  # E13: its cached prefix, paid when its reading begins
-                n_cached += r.cached_tokens
+            n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
 
