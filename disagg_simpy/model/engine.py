@@ -173,7 +173,10 @@ class Engine:
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
-        """Word 1 for prompts whose last token was just read; their replies go to a writer."""
+        """Word 1 for prompts whose last token was just read; their replies go to a writer. First
+        (E13) their full blocks enter the reading GPU's prefix cache."""
+        if gpu.prefix is not None:
+            gpu.prefix.reads_ended(requests)
         ships = self.split and gpu.reads
         local = not gpu.reads  # E6: read on its writing GPU
         for r in requests:

@@ -274,7 +274,9 @@ class Gpu:
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None
         # repeats, with every option but those that make iterations of one batch differ (E2, E3,
-        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them
+        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them.
+        # A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
+        # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
         fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None)
         self.host, self.options = host, options
         has_work = self.has_work
@@ -339,8 +341,6 @@ class Gpu:
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
-                    if self.prefix is not None:  # E13: their full blocks enter the cache
-                        self.prefix.reads_ended(finished_reading)
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
