@@ -141,8 +141,8 @@ COLUMNS: tuple[Column, ...] = (
     *_in("plan", *_GOODPUT, *_GOODPUT_INTERVAL),
     Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
     *_in("plan", _BINDING),
-    Column("goodput_below_per_s", "requests/s", "below", "not searched: its bound fails every rate from this (the "
-           "runner-up's goodput) up, so its goodput is below it (empty when searched)", "plan"),
+    Column("goodput_below_per_s", "requests/s", "below", "left (not searched to its end): two others beat it, so "
+           "its goodput is below this (empty when searched)", "plan"),
     # -- map.csv (sweep.winners) -------------------------------------------------------------------
     Column("rate_per_s", "requests/s", "rate", "the cell's offered rate", "map"),
     Column("y_key", "", "y key", "the traffic knob on the y axis", "map"),

@@ -31,11 +31,13 @@ from .base import (
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
+    MAX_BATCH_ARRANGEMENTS,
     MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
     MAX_REQUESTS,
     MAX_SEEDS,
     MIN_BURSTINESS,
+    arrangements_limit,
     iterations_problem,
     requests_problem,
     ship_problem,
@@ -226,7 +228,7 @@ class Scenario(_Strict):
     max_sim_s: Seconds | None = None
     cost: Cost = Cost()
     slo: Slo = Slo()
-    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
+    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_BATCH_ARRANGEMENTS)  # (see _check)
     reference: Reference | None = None
     # E13 (prefix caching) and routers: scenario-wide, for every arrangement
     router: Literal["least_loaded", "round_robin", "power_of_two", "prefix_aware"] = "least_loaded"
@@ -248,6 +250,10 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
+        if len(self.arrangements) > arrangements_limit():
+            raise ValueError(f"@arrangements: got {len(self.arrangements)} arrangements, expected 1 to {MAX_ARRANGEMENTS} "
+                             f"(a batch command, which keeps one arrangement's rows at a time, takes up to "
+                             f"{MAX_BATCH_ARRANGEMENTS:,})")
         first: dict[str, int] = {}
         for i, a in enumerate(self.arrangements):
             if a.name in first:
