@@ -24,6 +24,7 @@ import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .prefix_cache import PrefixCache
 from .repeats import Repeat
 from .request import Request
 
@@ -78,6 +79,7 @@ class Gpu:
         self.reserve_reply = reserve_reply
         self.kv_used = 0
         self.kv_peak = 0
+        self.prefix: PrefixCache | None = None  # E13: this instance's prefix cache (set by the engine)
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
@@ -196,13 +198,15 @@ class Gpu:
                     self.waiting.popleft()
                 else:
                     break
-        n_tokens = 0
+        n_tokens = n_cached = 0
         for r, n in taken:
             if r.unread_tokens == r.n_prompt_tokens:
                 r.read_started_at_ns = now
+                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+                n_cached += r.cached_tokens
             r.unread_tokens -= n
             n_tokens += n
-        self.queued_tokens -= n_tokens
+        self.queued_tokens -= n_tokens + n_cached
         return taken, n_tokens
 
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
@@ -213,7 +217,8 @@ class Gpu:
         - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each
           iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
           is read whole if it fits the room, else it waits, unless it is larger than the whole
-          budget (or begun so), when it is read in pieces of the room."""
+          budget (or begun so), when it is read in pieces of the room;
+        - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
         waiting = self.waiting
         capacity, limit = self.kv_capacity, self.max_tokens
         free = 0 if capacity is None else capacity - self.kv_used
@@ -222,15 +227,17 @@ class Gpu:
         if budget is not None and room is not None:
             budget, room = min(budget, room), None
         taken = []
+        prefix = self.prefix
         while waiting:
             r = waiting[0]
             n = r.unread_tokens
+            n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
             if budget is not None:
                 if budget == 0:
                     break
                 n = min(n, budget)
             elif room is not None and n > room:
-                if room == 0 or (n == r.n_prompt_tokens and limit is not None and n <= limit):
+                if room == 0 or (r.unread_tokens == r.n_prompt_tokens and limit is not None and n <= limit):
                     break  # a whole prompt waits for room
                 n = room
             if capacity is not None and r.unread_tokens == r.n_prompt_tokens:  # not begun: reserve now, or stop
@@ -238,12 +245,14 @@ class Gpu:
                 if need > free:
                     break
                 free -= need
+            if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
+                prefix.begin_read(r, hit)
             taken.append((r, n))
             if budget is not None:
                 budget -= n
             elif room is not None:
                 room -= n
-            if n == r.unread_tokens:
+            if n == r.unread_tokens - hit:
                 waiting.popleft()
             else:
                 break
@@ -263,12 +272,12 @@ class Gpu:
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.changes_role
+            self.max_tokens is not None) or self.changes_role or self.prefix is not None
         # repeats, with every option but those that make iterations of one batch differ (E2, E3,
-        # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them.
+        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them.
         # A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
         # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
-        fast = self.fast_forward and not (extra_terms or self.changes_role)
+        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
@@ -385,20 +394,21 @@ class Gpu:
         taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
-        return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
+        return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
 
-    def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7)."""
+    def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
+        """An iteration's duration with the options' terms (E2, E3, E7, E13)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
-        n_reread = n_pairs = 0
+        n_reread = n_pairs = n_cached = 0
         for r, n in taken:
-            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
+            n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8)."""

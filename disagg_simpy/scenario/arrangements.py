@@ -29,9 +29,11 @@ class Cost(_Strict):
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
     per_attention_pair_ms: CostMs = 0.0  # E7
+    per_cached_token_ms: CostMs | None = None  # E13: None is 0 (and leaves dumps as before E13)
     preset: str | None = None  # filled in by scenario/presets.py
 
-    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset"))
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset",
+                                                                              "per_cached_token_ms"))
 
 
 def _without_none(dumped: dict, *keys: str) -> dict:
@@ -49,6 +51,7 @@ class SideCost(_Strict):
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
     per_attention_pair_ms: CostMs | None = None  # E7
+    per_cached_token_ms: CostMs | None = None  # E13
     preset: str | None = None
 
     def over(self, base: Cost) -> Cost:
