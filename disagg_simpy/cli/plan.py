@@ -32,6 +32,9 @@ def build_plan_parser():
                         help="requests/s to carry: find the fewest GPUs (up to --max-gpus) and how to use them")
     p.add_argument("--max-gpus", type=int_at_least("--max-gpus", 1, 64), default=16, metavar="N",
                    help="with --rate: the most GPUs to try (default 16)")
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a scenario key for every run, e.g. router=prefix_aware or prefix_cache_tokens=500000 "
+                        "(repeatable)")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT", help="on-time share to meet (default 90)")
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")

@@ -1,15 +1,14 @@
 """A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
 
-One iteration writes one word for every reply in progress on the GPU and may read prompt
-tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
-joins when the GPU has started `j` iterations gets its words 2..n at the ends of iterations
-j .. j+n-2, so the GPU only needs to know, per iteration, which replies leave after it.
+One iteration writes one word for every reply in progress on the GPU and may read prompt tokens. Its replies and
+prompts are fixed when it starts. Words are not events: a reply that joins when the GPU has started `j` iterations
+gets its words 2..n at the ends of iterations j .. j+n-2, so the GPU only needs to know, per iteration, which replies
+leave after it.
 
-KV memory (E4) is a plain counter per GPU, not a SimPy `Container`: a reservation is taken
-whole by the iteration that starts a prompt's reading (or by the handoff, E4e), only if it fits
-at that moment, and the first prompt that does not fit blocks those behind it. That is a check
-at a known point of the instant (D5), not a process waiting in a queue; a Container's get/put
-events would run at SimPy's own priorities and could not keep D5's order.
+KV memory (E4) is a plain counter per GPU, not a SimPy `Container`: a reservation is taken whole by the iteration that
+starts a prompt's reading (or by the handoff, E4e), only if it fits at that moment, and the first prompt that does not
+fit blocks those behind it. That is a check at a known point of the instant (D5), not a process waiting in a queue; a
+Container's get/put events would run at SimPy's own priorities and could not keep D5's order.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .prefix_cache import PrefixCache
 from .repeats import Repeat
 from .request import Request
 
@@ -38,8 +38,6 @@ class Host(Protocol):
 
     def iteration_ended(self, now: int) -> None: ...
 
-    def requests_dropped(self, requests: list[Request], now: int) -> None: ...
-
     def more_may_arrive_now(self, now: int) -> bool: ...
 
     def quiet_until(self, at: int) -> bool: ...
@@ -50,6 +48,7 @@ class Host(Protocol):
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
+    paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
@@ -80,6 +79,7 @@ class Gpu:
         self.reserve_reply = reserve_reply
         self.kv_used = 0
         self.kv_peak = 0
+        self.prefix: PrefixCache | None = None  # E13: this instance's prefix cache (set by the engine)
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
@@ -91,7 +91,6 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
-        self.paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -199,13 +198,15 @@ class Gpu:
                     self.waiting.popleft()
                 else:
                     break
-        n_tokens = 0
+        n_tokens = n_cached = 0
         for r, n in taken:
             if r.read_started_at_ns < 0:
                 r.read_started_at_ns = now
+                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+                n_cached += r.cached_tokens
             r.unread_tokens -= n
             n_tokens += n
-        self.queued_tokens -= n_tokens
+        self.queued_tokens -= n_tokens + n_cached
         return taken, n_tokens
 
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
@@ -216,7 +217,8 @@ class Gpu:
         - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each
           iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
           is read whole if it fits the room, else it waits, unless it is larger than the whole
-          budget (or begun so), when it is read in pieces of the room."""
+          budget (or begun so), when it is read in pieces of the room;
+        - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
         waiting = self.waiting
         capacity, limit, paged = self.kv_capacity, self.max_tokens, self.paged
         free = 0 if capacity is None else capacity - self.kv_used
@@ -225,9 +227,11 @@ class Gpu:
         if budget is not None and room is not None:
             budget, room = min(budget, room), None
         taken = []
+        prefix = self.prefix
         while waiting:
             r = waiting[0]
             n = r.unread_tokens
+            n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
             if budget is not None:
                 if budget == 0:
                     break
@@ -241,12 +245,14 @@ class Gpu:
                 if need < 0 or need > free:
                     break
                 free -= need
+            if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
+                prefix.begin_read(r, hit)
             taken.append((r, n))
             if budget is not None:
                 budget -= n
             elif room is not None:
                 room -= n
-            if n == r.unread_tokens:
+            if n == r.unread_tokens - hit:
                 waiting.popleft()
             else:
                 break
@@ -266,12 +272,12 @@ class Gpu:
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.changes_role
+            self.max_tokens is not None) or self.changes_role or self.prefix is not None
         # repeats, with every option but those that make iterations of one batch differ (E2, E3,
-        # E7) or change roles (E12); the others bound them (`steady_iterations`) or cut them.
+        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them.
         # A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
         # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
-        fast = self.fast_forward and not (extra_terms or self.changes_role or self.paged is not None)  # (E9: blocks)
+        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None or self.paged)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
@@ -294,9 +300,7 @@ class Gpu:
             self.n_started = index + 1
             if options:
                 n_replies, taken, n_tokens, duration = self._options_start(started, index, host)
-                if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration
-                    self.n_started = index
-                    assert not has_work(), "an iteration with nothing to do"
+                if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)
                     continue
             else:
                 n_replies = self.n_replies
@@ -338,8 +342,6 @@ class Gpu:
                     self.reads_log.extend((index, r.request_id, n))
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
-                if finished_reading and self.paged is not None:  # E9: re-reads give their next word
-                    finished_reading = self.paged.reread(finished_reading, index, now, host)
                 if finished_reading:
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
@@ -388,26 +390,25 @@ class Gpu:
             while queue and self.n_seated < self.seats:
                 self._seat(queue.popleft(), index)
                 self.n_seated += 1
-        if self.paged is not None:  # E9: due blocks, preemptions, swap-ins, then the same
-            return self.paged.iteration(now, index, host)
         n_replies = self.n_seated if self.seats is not None else self.n_replies
         taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
-        return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
+        return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
 
-    def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7)."""
+    def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
+        """An iteration's duration with the options' terms (E2, E3, E7, E13)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
-        n_reread = n_pairs = 0
+        n_reread = n_pairs = n_cached = 0
         for r, n in taken:
-            before = r.read_size - r.unread_tokens - n  # E2: tokens of it earlier iterations read
+            before = r.read_size - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
+            n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
         n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
-        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
+        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E9)."""

@@ -77,6 +77,7 @@ class PagedKv:
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign]
+        gpu._options_start = self.iteration  # type: ignore[method-assign]
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
@@ -225,9 +226,15 @@ class PagedKv:
             self.swap_in(index)
 
     def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9, after E8's seats: (replies written, prompts taken, tokens,
-        duration; -1 when it has nothing to do after preempting, E9d)."""
+        """`Gpu._options_start` under E9 (it replaces it): E8's seats, then due blocks, preemptions
+        and swap-ins; (replies written, prompts taken, tokens, duration; -1 when it has nothing to
+        do after preempting, E9d)."""
         gpu = self.gpu
+        if gpu.seats is not None:
+            queue = gpu.seat_queue
+            while queue and gpu.n_seated < gpu.seats:
+                self.seat(queue.popleft(), index)
+                gpu.n_seated += 1
         self.start(index, now)
         if self.dropped:
             host.requests_dropped(self.dropped, now)
@@ -241,10 +248,11 @@ class PagedKv:
                 n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
             taken = gpu._take_with_options(n_replies) if gpu.waiting else []
             if not n_replies and not taken:
+                gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
                 return 0, [], 0, -1
         taken, n_tokens = gpu._take_prompt_tokens(now, taken) if taken else ([], 0)
         gpu.kv_used_tokens.append(gpu.kv_used)
-        duration = gpu._duration(index, n_replies, n_tokens, taken)
+        duration = gpu._duration(now, index, n_replies, n_tokens, taken)
         if self.moved_tokens:
             duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
         return n_replies, taken, n_tokens, duration
@@ -305,7 +313,7 @@ class PagedKv:
             return
         r.stretches.append([-1, words + 1, -1, last_at, 0])
         self.n_away += 1
-        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R40)
+        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R49)
         # an iteration's victims (preempted most recent first) queue in the order they joined,
         # behind those preempted before (and, to be read again, behind begun prompts)
         if self.swap:

@@ -8,7 +8,7 @@ from .records import REQUEST_FIELDS
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read_size",
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "blocks", "cached_tokens", "read_size",
                  "n_preemptions", "dropped_at_ns",
                  # E9 (paged KV), set only when it is on
                  "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
@@ -42,3 +42,5 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
+        self.blocks: tuple[int, ...] = ()  # E13: its prompt's cache block ids
+        self.cached_tokens = 0  # E13: prompt tokens found cached when its reading began

@@ -17,7 +17,7 @@ from ..units import NS_PER_S
 from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
-from .columns import PAGED_COLUMNS, SUMMARY_COLUMNS
+from .columns import PAGED_COLUMNS, PREFIX_COLUMNS, SUMMARY_COLUMNS
 from .frames import iterations_frame, paged_columns, reads_frame, requests_frame, words_frame
 from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns, paged_figures
 from .over_time import over_time_edges_ns, over_time_frame
@@ -55,7 +55,8 @@ class RunResult:
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
-            if self.paged:  # E9's figures, only when some arrangement is paged (R45)
+            extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E13
+            if self.paged:  # E9's figures, only when some arrangement is paged (R54)
                 for row, n in zip(rows, self.records):
                     row.update(paged_figures(self.records[n], self.gaps[n]))
                 extra = [*PAGED_COLUMNS, *extra]
@@ -70,7 +71,7 @@ class RunResult:
 
     @property
     def paged(self) -> bool:
-        """Whether some arrangement has paged KV (E9): its columns are written then (R45)."""
+        """Whether some arrangement has paged KV (E9): its columns are written then (R54)."""
         return any(rec.preemptions is not None for rec in self.records.values())
 
     def _requests_frame(self, name: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
-from .paging import E9_KEYS, PagedKeys, check_paged, paged_settings
+from .paging import E9_KEYS, PagedKeys, check_paged
 from .roles import Roles, check_roles, colocated_roles, static_roles
 
 
@@ -30,9 +30,11 @@ class Cost(_Strict):
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
     per_attention_pair_ms: CostMs = 0.0  # E7
+    per_cached_token_ms: CostMs | None = None  # E13: None is 0 (and leaves dumps as before E13)
     preset: str | None = None  # filled in by scenario/presets.py
 
-    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset"))
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset",
+                                                                              "per_cached_token_ms"))
 
 
 def _without_none(dumped: dict, *keys: str) -> dict:
@@ -50,6 +52,7 @@ class SideCost(_Strict):
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
     per_attention_pair_ms: CostMs | None = None  # E7
+    per_cached_token_ms: CostMs | None = None  # E13
     preset: str | None = None
 
     def over(self, base: Cost) -> Cost:
@@ -186,11 +189,6 @@ class _Arrangement(_Strict):
     def kv_limited(self) -> bool:
         """Whether E4 is on (some instance's KV cache is limited)."""
         return any(c is not None for c in self.kv_capacities)
-
-    @property
-    def paged(self) -> tuple[int, str, float, int] | None:
-        """E9: (block tokens, preemption, swap ms per token, max preemptions), or None (E4's reserve)."""
-        return paged_settings(self)
 
     @property
     def label(self) -> str:

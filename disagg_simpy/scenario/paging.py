@@ -23,6 +23,11 @@ class PagedKeys(_Strict):
     swap_ms_per_token: CostMs | None = None  # swap
     max_preemptions: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None  # paged; None: 8
 
+    @property
+    def paged(self) -> tuple[int, str, float, int] | None:
+        """E9: (block tokens, preemption, swap ms per token, max preemptions), or None (E4's reserve)."""
+        return paged_settings(self)
+
 
 def check_paged(a):
     """E9: paged KV's keys only with `kv_policy: paged` and a KV limit; swap's cost only with swap."""

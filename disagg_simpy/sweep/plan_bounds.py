@@ -75,6 +75,8 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     if any(getattr(arrangement, k, 1) not in (1, None) for k in ("tp", "reading_tp", "writing_tp")):
         return None
     w, slo = scenario.workload, scenario.slo
+    if scenario.prefix_cache_tokens is not None or getattr(w, "sessions", None) is not None:
+        return None  # E13: a cached prompt reads less than the bound counts; a session's turns more than the mix
     if not _plain(w) or slo.criterion != "per_request" or slo.first_word_s is None or slo.mean_gap_ms is None:
         return None  # (the bound is of the per-request on-time share, from the first-word and mean-gap limits)
     if not (_known(scenario, "scenario") and _known(scenario.cost, "cost") and _known(arrangement, "arrangement")):

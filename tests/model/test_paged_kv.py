@@ -211,6 +211,13 @@ def test_bad_paged_settings_get_one_line_and_exit_2(tmp_path):
             code = main([str(path), "--out", str(tmp_path / "out"), "--no-plots"])
         assert code == 2 and err.getvalue().count("\n") == 1 and expected in err.getvalue(), err.getvalue()
         assert not (tmp_path / "out").exists()
+    path.write_text(scenario_text("bad", SYNTHETIC, arrangements=[{"name": "a", "kind": "colocated", "gpus": 1,
+                                                                    **paged_kv}], prefix_cache_tokens=4096))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    assert err.getvalue().count("\n") == 1 and ("arrangements[0].kv_policy: got 'paged' with prefix_cache_tokens (E13)"
+                                                in err.getvalue()), err.getvalue()
     path.write_text(scenario_text("ok", SYNTHETIC, arrangements=[{"name": "a", "kind": "colocated", "gpus": 1,
                                                                    **paged_kv, "kv_capacity_tokens": 864}]))
     with contextlib.redirect_stdout(io.StringIO()):
