@@ -1,4 +1,4 @@
-"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6-E8, E10).
 
 One iteration writes one word for every reply in progress on the GPU and may read prompt
 tokens. Its replies and prompts are fixed when it starts. Words are not events: a reply that
@@ -24,6 +24,7 @@ import simpy
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .request import Request
+from .unmixed import unmixed_start
 
 
 class Host(Protocol):
@@ -44,7 +45,7 @@ class Gpu:
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, mixed: bool = True):
         self.number = number
         self.reads = reads
         self.writes = writes
@@ -75,6 +76,12 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
+        # E10 (not `mixed`): an iteration reads prompts or writes words; replies wait in
+        # `seat_queue` for the next writing iteration, whose count keys `leaving_by_write`
+        self.mixed = mixed
+        self.queue_replies = self.seats is not None or not mixed
+        self.n_writes = 0
+        self.leaving_by_write: dict[int, list[Request]] = {}
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -128,21 +135,26 @@ class Gpu:
         or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
         self.n_replies += 1
-        if self.seats is None:
+        if not self.queue_replies:
             self._seat(request, self.n_started)
         else:
             self.seat_queue.append(request)
         self._wake()
 
-    def _seat(self, request: Request, index: int) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration)."""
+    def _seat(self, request: Request, index: int, key: int | None = None) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration),
+        or (E10, `key` given) from the writing iterations numbered key, key + 1, ..."""
         request.join_iteration = index
+        if key is None:
+            key, by_key = index, self.leaving
+        else:
+            by_key = self.leaving_by_write
         if self.track_context:
-            self.context_base += request.n_prompt_tokens + 1 - index
-        last = index + request.n_reply_words - 2
-        leaving = self.leaving.get(last)
+            self.context_base += request.n_prompt_tokens + 1 - key
+        last = key + request.n_reply_words - 2
+        leaving = by_key.get(last)
         if leaving is None:
-            self.leaving[last] = [request]
+            by_key[last] = [request]
         else:
             leaving.append(request)
 
@@ -238,7 +250,7 @@ class Gpu:
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None)
+            self.max_tokens is not None) or not self.mixed
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -301,6 +313,8 @@ class Gpu:
         joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3,
         E7); the KV memory held is logged (E4; a run stopped mid-iteration leaves one extra
         entry, which `ArrangementRecords.collect` cuts)."""
+        if not self.mixed:
+            return unmixed_start(self, now, index)
         if self.seats is not None:
             queue = self.seat_queue
             while queue and self.n_seated < self.seats:
@@ -315,7 +329,8 @@ class Gpu:
         return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
 
     def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7)."""
+        """An iteration's duration with the options' terms (E2, E3, E7); `index` numbers the
+        iterations its replies' words count by (E10: the writing iterations)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
@@ -324,14 +339,19 @@ class Gpu:
             before = r.n_prompt_tokens - r.unread_tokens - n  # E2: tokens of it earlier iterations read
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
-        n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
+        n_context = self.context_base + index * n_replies if n_replies else 0  # E3: prompt + word - 1, summed
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
 
     def _release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8)."""
-        if self.seats is not None:
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c,
+        E8, E10)."""
+        if self.queue_replies:
             self.n_seated -= len(leaving)
         if self.track_context:
-            self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
+            if self.mixed:
+                self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
+            else:  # E10: seated at writing iteration `last word's - (n - 2)`
+                last = self.n_writes - 1
+                self.context_base -= sum(r.n_prompt_tokens + 1 - (last - r.n_reply_words + 2) for r in leaving)
         if self.kv_capacity is not None:
             self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)

@@ -212,6 +212,12 @@ class _Arrangement(_Strict):
         return base.kv_ship_ms_per_token
 
     @property
+    def mixed(self) -> bool:
+        """Whether an iteration may both read prompts and write words (E10 off; it is an option
+        of colocated arrangements only)."""
+        return True
+
+    @property
     def own_ship_cost(self) -> bool:
         """Whether the arrangement sets its own `kv_ship_ms_per_token` (E1)."""
         return False
@@ -223,7 +229,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens")
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "mixed_iterations")
 
     name: Name
     kind: Literal["colocated"]
@@ -234,8 +240,14 @@ class Colocated(_Arrangement):
     tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
+    mixed_iterations: bool | None = None  # E10: false = an iteration reads prompts or writes words; unset = true
 
     _name = field_validator("name")(_not_only_dots)
+
+    @property
+    def mixed(self) -> bool:
+        """Whether an iteration may both read prompts and write words (E10 off)."""
+        return self.mixed_iterations is not False
 
     @model_validator(mode="after")
     def _check(self) -> Colocated:
@@ -266,6 +278,8 @@ class Colocated(_Arrangement):
             text = f"{gpu_count(self.gpus)} as {_instances(self.gpus, self.tp)}, each reads prompts and writes replies"
         if self.chunk_tokens:
             text += f"; an iteration reads at most {self.chunk_tokens} prompt tokens"
+        if not self.mixed:
+            text += "; an iteration reads prompts (first) or writes words, never both"
         return text
 
     def side_costs(self, base: Cost) -> tuple[Cost, Cost]:

@@ -117,6 +117,7 @@ _EXPECT = {
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
     "max_batch_replies": "a whole number of replies from 1 to 2**53",
     "max_batch_tokens": "a whole number of tokens from 2 to 2**53",
+    "mixed_iterations": "true or false (false: an iteration reads prompts or writes words, E10)",
     "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
     "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",

@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E8, each on or off), and a few hand-picked cases."""
+option combination (E1-E8, E10, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -120,6 +120,8 @@ def arrangement(draw, i, tp=False):
         a = {"name": f"c{i}", "kind": "colocated", "gpus": draw(st.integers(1, 4))}
         if draw(st.booleans()):
             a["cost"] = draw(side_cost())
+        if draw(st.integers(0, 2)) == 0:  # E10: prompt-only iterations
+            a["mixed_iterations"] = False
     else:
         a = {"name": f"s{i}", "kind": "disaggregated", "reading_gpus": draw(st.integers(1, 4)),
              "writing_gpus": draw(st.integers(1, 4))}
@@ -224,6 +226,14 @@ HAND = {
                       [{"name": link, "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
                         "kv_link": link, "kv_ship_ms_per_token": 0.0000001}
                        for link in ("shared", "per_writing_gpu")], {"cost": {"per_prompt_token_ms": 0.0}}),
+    # E10: prompt-only iterations between a reply's words, with chunks, seats, a budget and memory;
+    # same-instant arrivals make the next iteration prompt-only
+    "prompt-only": ([("0", 64, 6), ("0.020", 48, 4), ("0.045", 32, 3), ("0.045", 8, 6), ("0.080", 24, 2)],
+                    [{"name": "whole", "kind": "colocated", "gpus": 1, "mixed_iterations": False},
+                     {"name": "chunked", "kind": "colocated", "gpus": 1, "mixed_iterations": False, "chunk_tokens": 40,
+                      "cost": {"per_context_token_ms": 0.002}},
+                     {"name": "limits", "kind": "colocated", "gpus": 2, "mixed_iterations": False,
+                      "max_batch_replies": 1, "max_batch_tokens": 40, "kv_capacity_tokens": 140}]),
     # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
     "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
             [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
