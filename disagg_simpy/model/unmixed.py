@@ -11,15 +11,13 @@ model/words.py, numbers the same iterations).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .gpu import Gpu
+from typing import Any
 
 
-def unmixed_start(gpu: Gpu, now: int, index: int) -> tuple[int, list, int, int]:
-    """Iteration `index` of `gpu` starting now under E10: (replies written, prompt tokens taken,
-    how many, duration), as `Gpu._options_start` returns them."""
+def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
+    """Iteration `index` of `gpu` (a `model.gpu.Gpu`, which imports this module) starting now
+    under E10: (replies written, prompt tokens taken, how many, duration), as
+    `Gpu._options_start` returns them."""
     taken = gpu._take_with_options(0) if gpu.waiting else []
     if taken:  # prompt first: it reads, and writes no word
         taken, n_tokens = gpu._take_prompt_tokens(now, taken)
