@@ -197,7 +197,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
         # a reply still shipping when the run stopped has not joined, and only then
         assert seats or (joined[multi & (join_it < 0)] == -1).all()  # (E8: or waits for a seat)
         assert (joined[in_gpu] <= stop).all()
-    elif not seats:  # (E8: a reply may still wait for a seat when the run stops)
+    elif not seats and mixed:  # (E8: a reply may still wait for a seat when the run stops; E10: for a writing iteration)
         assert (join_it[multi] >= 0).all()
     g, j = w_gpu[in_gpu], join_it[in_gpu]
     n_it = offsets[g + 1] - offsets[g]
