@@ -100,6 +100,7 @@ class Reference:
         # capacity (a side's own capacity, else kv_capacity_tokens); GPUs / TP instances per side
         if self.split:
             rc, wc = side(a.reading_cost), side(a.writing_cost)
+            self.side_costs = {"reading": rc, "writing": wc}  # E12: a GPU that moves takes its new side's
             n_r, n_w = a.reading_gpus // (a.reading_tp or 1), a.writing_gpus // (a.writing_tp or 1)
             r_cap = cap if a.reading_kv_capacity_tokens is None else a.reading_kv_capacity_tokens
             w_cap = cap if a.writing_kv_capacity_tokens is None else a.writing_kv_capacity_tokens
@@ -294,12 +295,15 @@ class Reference:
             times = [g.busy[0] for g in self.gpus if g.busy] + [t for t, _ in self.ships]
             if arrivals:
                 times.append(arrivals[0].arrived)
+            times += self.role_times(times)  # E12
             if not times:
                 break
             now = min(times)
             for g in self.gpus:  # step 1
                 if g.busy and g.busy[0] == now:
                     self.end(g, now)
+                    self.ended(g, now)
+            self.roles_phase(now)  # E12: the start of step 2
             while True:  # step 2: ship ends and arrivals, by request id
                 due = [r for t, r in self.ships if t == now]
                 self.ships = [(t, r) for t, r in self.ships if t != now]
@@ -317,6 +321,16 @@ class Reference:
                 if not g.busy:
                     self.start(g, now)
         return self
+
+    # -- E12 hooks (tests/reference_roles.py): nothing with static roles ------------------------
+    def role_times(self, times):
+        return []
+
+    def ended(self, g: Gpu, now: int):
+        pass
+
+    def roles_phase(self, now: int):
+        pass
 
     # -- records, shaped like the simulator's --------------------------------------------------------
     def records(self) -> dict:
@@ -345,4 +359,7 @@ class Reference:
 
 def reference_records(scenario, arrangement, stream) -> dict:
     """Run `arrangement` of `scenario` on `stream` (a workload.stream.Requests) by the spec."""
+    if getattr(arrangement, "role_changes", None) is not None:  # E12
+        from reference_roles import RolesReference
+        return RolesReference(scenario, arrangement, stream).run().records()
     return Reference(scenario, arrangement, stream).run().records()

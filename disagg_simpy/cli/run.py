@@ -203,7 +203,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
     from ..files import PartlyWritten, all_or_nothing, atomic_write_text
     from ..workload.stream import write_trace
-    from .run_tables import TableFiles, run_seeds
+    from .run_tables import TableFiles, changes_roles, run_seeds
 
     many = len(seeds) > 1
     extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
@@ -217,8 +217,18 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
             with all_or_nothing() as commit, ExitStack() as stack:  # every output is new, or none is
                 tables = TableFiles(outputs.out, args.format, stack)
                 keep_first = outputs.plots is not None or outputs.html is not None
+                pooled = seed_runs = None
+                if many and keep_first:
+                    from ..results.pooled import Pooled
+
+                    pooled = Pooled()  # the distributions of every seed, as counts on fixed grids
+                if many and outputs.html is not None:
+                    from ..page.seed_runs import SeedRuns
+
+                    seed_runs = SeedRuns()  # what the player can switch to
+                watchers = tuple(w for w in (pooled, seed_runs) if w is not None)
                 kept = run_seeds(scenario, seeds, tables, keep_first,
-                                 lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)))
+                                 lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)), watchers)
                 summary = pd.concat(kept.summaries, ignore_index=True)
                 if many:
                     from ..results.paired import with_paired_difference
@@ -228,6 +238,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                 tables.close()
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
+                if changes_roles(scenario):  # E12
+                    written.append(outputs.out / f"switches.{args.format}")
                 run_info = _run_info(args, argv, scenario, seeds, kept)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
@@ -238,13 +250,13 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     from ..plots import write_plots
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=summary if many else None)
+                                           follow=args.follow, by_seed=summary if many else None, pooled=pooled)
                 if outputs.html is not None and first is not None:
                     from ..page import write_page
 
                     reference = first.scenario.reference
                     write_page(first, outputs.html, reference=reference.on_time_pct if reference else None,
-                               by_seed=summary if many else None)
+                               by_seed=summary if many else None, pooled=pooled, seed_runs=seed_runs)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")

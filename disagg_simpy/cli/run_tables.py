@@ -3,8 +3,9 @@
 Each arrangement of each seed is run, its rows appended to the temporary files of `requests`,
 `iterations`, `reads` and `freezes` (inside the caller's all-or-nothing block), and dropped
 before the next one runs. What is kept: every seed's summary rows, the freeze counts by cause,
-and the first seed's run only when pictures or the page need it. So memory is one
-arrangement's run (plus the first seed's, for pictures) whatever the seeds, and a CSV file is
+and the first seed's run only when pictures or the page need it; `watchers` see each
+arrangement's run as it comes (the distributions pooled over seeds, the page's other seeds). So
+memory is one arrangement's run (plus the first seed's, for pictures) whatever the seeds, and a CSV file is
 the same bytes as the whole table's `to_csv(index=False)`. Parquet (`--format parquet`, pyarrow)
 gets one row group per block.
 """
@@ -99,10 +100,16 @@ class Kept:
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
 
 
+def changes_roles(scenario) -> bool:
+    """Whether some arrangement's GPUs change role (E12): then the run writes switches.csv."""
+    return any(getattr(a, "role_changes", None) is not None for a in scenario.arrangements)
+
+
 def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
-              after_first: Callable[[object], None]) -> Kept:
+              after_first: Callable[[object], None], watchers: tuple = ()) -> Kept:
     """Run every seed an arrangement at a time, writing each block of rows as it comes;
-    `after_first(result)` checks the first seed's whole run (plot options, what it keeps)."""
+    `after_first(result)` checks the first seed's whole run (plot options, what it keeps); each
+    of `watchers` gets `add(run, seed)` for every arrangement's run and `done(seed)` after each seed."""
     from ..api import run_each
     from ..results.run_result import RunResult
     from ..results.why_late import FreezeFacts
@@ -115,6 +122,11 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
             (name, rec), = one.records.items()
             for table, frame in one.tables_of(name).items():
                 tables.append(table, frame.assign(seed=seed) if many and table != "freezes" else frame)
+            if getattr(rec, "switches", None) is not None:  # E12: every move, in switches.csv
+                from ..results.frames import switches_frame
+
+                frame = switches_frame(rec)
+                tables.append("switches", frame.assign(seed=seed) if many else frame)
             kept.summaries.append(one.summary.assign(seed=seed) if many else one.summary)
             if seed == seeds[0]:
                 kept.freezes[name] = FreezeFacts.of(one, name)
@@ -122,9 +134,13 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
                 kept.freezes[name].add(one.blame[name])
             if rec.capped:
                 kept.capped.setdefault(str(seed), {})[name] = rec.n_unfinished
+            for watcher in watchers:
+                watcher.add(one, seed)
             parts.append(one if seed == seeds[0] and keep_first else None)
             kept.stream = kept.stream or one.stream
             del one, rec
+        for watcher in watchers:
+            watcher.done(seed)
         if seed == seeds[0]:
             first = RunResult(scenario, seed, kept.stream, {n: p.records[n] for p in parts for n in p.records},
                               {n: p.gaps[n] for p in parts for n in p.gaps}) if keep_first else None

@@ -24,6 +24,7 @@ from .kv_link import KvLink
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
 from .records import ArrangementRecords
 from .request import Request
+from .roles import RoleController
 from .router import Side
 
 __all__ = ["CostNs", "Engine", "exact_ns"]
@@ -85,6 +86,8 @@ class Engine:
         self.n_late_first_word = 0  # counted only with give_up
         self.n_late_mean_gap = 0
         self.gave_up = False
+        roles = getattr(arrangement, "role_changes", None)  # E12
+        self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
@@ -209,6 +212,10 @@ class Engine:
             self.gave_up = True
             Slot(self.env, 0, PHASE_STOP).callbacks.append(simpy.core.StopSimulation.callback)
 
+    def gpu_drained(self, gpu: Gpu, now: int) -> None:
+        """E12: a GPU leaving its side ended an iteration."""
+        self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
+
     def more_may_arrive_now(self, now: int) -> bool:
         """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
         return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
@@ -219,11 +226,13 @@ class Engine:
         for gpu in self.gpus:
             env.process(gpu.run(env, self))
         env.process(self.source())
+        for process in self.roles.processes() if self.roles else ():
+            env.process(process)
         if self.n_measured_left > 0:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
         self.n_events = events_scheduled(env)
-        return ArrangementRecords.collect(
+        records = ArrangementRecords.collect(
             name=self.arrangement.name,
             kind=self.arrangement.kind,
             gpus=self.gpus,
@@ -234,3 +243,7 @@ class Engine:
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
         )
+        if self.roles is not None:  # E12: roles at the start, and every move
+            records.gpu_roles = tuple(self.arrangement.roles)
+            records.switches = self.roles.records()
+        return records

@@ -39,6 +39,8 @@ class Host(Protocol):
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
+    def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
+
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
@@ -69,6 +71,8 @@ class Gpu:
         self.kv_peak = 0
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
+        self.changes_role = False  # E12: its role may change (model/roles.py)
+        self.draining = False  # E12: leaving its side; tells the host at each iteration end
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
@@ -250,7 +254,7 @@ class Gpu:
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or not self.mixed
+            self.max_tokens is not None) or self.changes_role or not self.mixed
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -302,6 +306,8 @@ class Gpu:
             if options:
                 if serves_handoff:
                     host.iteration_ended(now)
+                if self.draining:  # E12
+                    host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now)):
                     yield Slot(env, 0, start_priority)
             elif has_work() and host.more_may_arrive_now(now):

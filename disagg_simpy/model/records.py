@@ -74,6 +74,7 @@ class ArrangementRecords:
     kv_held_at_stop: np.ndarray | None = None  # E4: per GPU, tokens still reserved when the run stopped
     # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
     stretch_log: dict[str, np.ndarray] | None = None
+    switches: dict[str, list] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
 
     @property
     def is_split(self) -> bool:

@@ -30,12 +30,16 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
-def page_html(result, reference=None, span_s=None, by_seed=None) -> str:
+def page_html(result, reference=None, span_s=None, by_seed=None, pooled=None, seed_runs=None) -> str:
     """The page as one HTML string. `reference`: {arrangement: on-time %} to show beside ours
     (e.g. the explainer's figures); `span_s`: (start, end) of the iterations to embed; `by_seed`:
     the summary of every seed (a `seed` column; the table shows means over them, the player
-    `result`, one of them)."""
-    data = json.dumps(page_data(result, reference, span_s, by_seed), separators=(",", ":"), allow_nan=False)
+    `result`, one of them); `pooled` (results/pooled.Pooled): the distributions of every seed;
+    `seed_runs` (seed_runs.SeedRuns): the other seeds the player can switch to."""
+    runs, note = seed_runs.for_page(int(result.seed)) if seed_runs is not None else ([], "")
+    content = page_data(result, reference, span_s, by_seed, pooled, runs)
+    content["seed_runs_note"] = note
+    data = json.dumps(content, separators=(",", ":"), allow_nan=False)
     title = (f"disagg_simpy: {result.scenario.name}, " +
              (f"{by_seed['seed'].nunique()} seeds" if by_seed is not None else f"seed {result.seed}"))
     script = "(function () {\n\"use strict\";\n" + "\n".join(_asset(n) for n in _SCRIPTS) + "\nboot();\n})();"
@@ -48,9 +52,10 @@ def page_html(result, reference=None, span_s=None, by_seed=None) -> str:
     return re.sub(r"\{\{(title|style|data|script)\}\}", lambda m: parts[m[1]], _asset("template.html"))
 
 
-def write_page(result, path: str | Path, reference=None, span_s=None, by_seed=None) -> Path:
+def write_page(result, path: str | Path, reference=None, span_s=None, by_seed=None, pooled=None,
+               seed_runs=None) -> Path:
     """Write the page to `path` atomically (a temporary file, then a rename)."""
-    atomic_write_text(path, page_html(result, reference, span_s, by_seed))
+    atomic_write_text(path, page_html(result, reference, span_s, by_seed, pooled, seed_runs))
     return Path(path)
 
 

@@ -1,6 +1,9 @@
 // Summary charts (on-time bars with the reference figures, first-word and gap distributions)
 // and the "follow one request across every arrangement" table.
 
+// The distributions pool every seed's requests and gaps (counts on the grid, results/pooled.py).
+const POOLED_TEXT = D.pooled_seeds.length > 1 ? ` (all ${D.pooled_seeds.length} seeds pooled)` : "";
+
 function chart(parent, title, w, h) {
   const fig = el("figure", {class: "chart"}, parent);
   el("figcaption", {}, fig, title);
@@ -91,7 +94,7 @@ const Charts = {
 
   firstWord(box) {
     const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.first_word_grid_s;
-    const svg = chart(box, "Wait for the first word" + (MANY ? ` (seed ${D.scenario.seed})` : ""), w, h);
+    const svg = chart(box, "Wait for the first word" + POOLED_TEXT, w, h);
     // from the shortest wait any arrangement has to where the last curve stops rising
     let first = grid.length - 1, last = 0;
     ARR.forEach((a) => a.first_words.forEach((v, k) => {
@@ -113,7 +116,7 @@ const Charts = {
 
   gaps(box) {
     const w = 370, h = 260, x0 = 44, x1 = w - 18, y = (p) => 200 - p * 1.7, grid = D.gap_grid_ms;
-    const svg = chart(box, "Gaps between words" + (MANY ? ` (seed ${D.scenario.seed})` : ""), w, h);
+    const svg = chart(box, "Gaps between words" + POOLED_TEXT, w, h);
     let last = 0;  // the gaps drawn reach to where the last curve stops rising (at least 1 s)
     ARR.forEach((a) => a.gaps.forEach((v, k) => { if (k > 0 && v > a.gaps[k - 1]) last = Math.max(last, k); }));
     const lo = 5, hi = Math.max(1000, (SLO.freeze_ms || 0) * 4, grid[last] || 0);

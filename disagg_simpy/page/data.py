@@ -13,7 +13,8 @@ kept only inside `span` (by default the measured window, at most MAX_SPAN_S long
 the requests: those that arrive before its end and are still in progress at its start in some
 arrangement (for the default scenario, every measured request). The table and the charts cover
 every measured request: the summary rows, and the shares of first-word waits and of gaps at
-fixed grids.
+fixed grids, pooled over every seed of the run (results/pooled.py). `seed_runs` holds the
+other seeds' runs the player can switch to, each over a shorter span (page/seed_runs.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import PAGE_COLUMNS, SHARE
+from ..results.pooled import FIRST_WORD_GRID_S, GAP_GRID_MS, Pooled
 from ..units import NS_PER_S
 
 FORMAT_VERSION = 1
@@ -32,10 +34,6 @@ FORMAT_VERSION = 1
 MAX_SPAN_S = 60.0
 #: Late-reason bits: which limit a reply broke.
 LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED = 1, 2, 4, 8
-#: Gap distribution: shares at these gaps (ms), log-spaced from 1 ms to 100 s.
-GAP_GRID_MS = np.round(np.logspace(0, 5, 126), 4)
-#: First-word waits: shares at these waits (s), log-spaced from 1 ms to 1000 s.
-FIRST_WORD_GRID_S = np.round(np.logspace(-3, 3, 151), 7)
 
 
 def _ns(seconds) -> np.ndarray:
@@ -71,29 +69,6 @@ def default_span_s(result) -> tuple[float, float]:
         ended = result.iterations["ended_at_s"]
         hi = max(hi, float(ended.max()) if len(ended) else hi)
     return lo, min(max(hi, lo + 1e-9), lo + MAX_SPAN_S)
-
-
-def gap_shares(values_ns: np.ndarray, counts: np.ndarray) -> list[float]:
-    """Share (%) of the gaps between consecutive words of the finished replies of one
-    arrangement at most each GAP_GRID_MS value, from the run's pooled gaps (distinct values in
-    ns, ascending, and how often each occurs; a reply's first gap includes its KV cache ship;
-    a gap equal to a limit + 1 ns still counts as within it, D8)."""
-    if not counts.sum():
-        return []
-    cum = np.concatenate([[0], np.cumsum(counts)])
-    at = np.searchsorted(values_ns, np.round(GAP_GRID_MS * 1e6) + 1, side="right")
-    return np.round(cum[at] / cum[-1] * 100, 3).tolist()
-
-
-def first_word_shares(requests: pd.DataFrame) -> list[float]:
-    """Share (%) of the measured requests of one arrangement whose first word came at most each
-    FIRST_WORD_GRID_S value after arrival (D8: with 1 ns of slack); none ever: never counted."""
-    waits = _ns(requests["first_word_s"])
-    waits = np.sort(waits[waits >= 0])
-    if not len(requests):
-        return []
-    at = np.searchsorted(waits, np.round(FIRST_WORD_GRID_S * NS_PER_S) + 1, side="right")
-    return np.round(at / len(requests) * 100, 3).tolist()
 
 
 def in_span(requests: pd.DataFrame, lo_ns: int, hi_ns: int) -> np.ndarray:
@@ -170,37 +145,83 @@ def page_columns() -> list[dict]:
              "digits": "share" if c.page_digits == SHARE else c.page_digits} for c in PAGE_COLUMNS]
 
 
+def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
+    """One arrangement's part of the player: its measured requests' times and verdicts (every
+    measured row, with `in_span`: those the span shows) and its iterations in the span. Works
+    on a run of that arrangement alone (the run command's seeds come one at a time)."""
+    everyone = result.requests[result.requests["arrangement"] == name].reset_index(drop=True)
+    gaps = result.gaps[name]
+    arrived = _ns(everyone["arrived_at_s"])
+    first_at = _ns(everyone["first_word_at_s"])
+    it = result.iterations[result.iterations["arrangement"] == name].reset_index(drop=True)
+    return {
+        "in_span": in_span(everyone, lo_ns, hi_ns),
+        "id": everyone["request_id"].to_numpy(),
+        "arrived": arrived,
+        "prompt": everyone["n_prompt_tokens"].to_numpy(),
+        "words": everyone["n_reply_words"].to_numpy(),
+        "requests": {
+            "rg": np.asarray(_nullable(everyone["reading_gpu"])),
+            "read": np.asarray(_since(_ns(everyone["read_started_at_s"]), arrived)),
+            "first": np.asarray(_since(first_at, arrived)),
+            "wg": np.asarray(_nullable(everyone["writing_gpu"])),
+            "join": np.asarray(_since(_ns(everyone["joined_at_s"]), first_at)),
+            "fin": np.asarray(_since(_ns(everyone["finished_at_s"]), arrived)),
+            "maxgap": np.asarray(_nullable(np.round(everyone["max_gap_ms"] * 1e6))),
+            "nfz": np.asarray(_nullable(everyone["n_freezes"])),
+            "late": late_bits(gaps),
+            "jw": _word2_positions(result.records[name], gaps.rows),
+        },
+        "iterations": _iterations_in(it, len(result.records[name].gpu_roles), lo_ns, hi_ns),
+    }
+
+
+def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
+    """What the player shows of one seed's run, from each arrangement's `arrangement_rows`: the
+    requests in progress during [lo_ns, hi_ns) in any arrangement (the same requests in each)
+    and each arrangement's times for them and iterations."""
+    names = list(parts)
+    empty = np.zeros(0, dtype=np.int64)
+    base = parts[names[0]] if names else {"id": empty, "arrived": empty, "prompt": empty, "words": empty}
+    keep = np.zeros(len(base["id"]), dtype=bool)
+    for name, part in parts.items():
+        if not np.array_equal(part["id"], base["id"]):
+            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
+        keep |= part["in_span"]
+    return {
+        "span_ns": [lo_ns, hi_ns],
+        "requests": {
+            "id": np.diff(base["id"][keep], prepend=0).tolist(),
+            "arrived": np.diff(base["arrived"][keep], prepend=0).tolist(),
+            "prompt": base["prompt"][keep].tolist(),
+            "words": base["words"][keep].tolist(),
+        },
+        "arrangements": [{"requests": {k: v[keep].tolist() for k, v in parts[n]["requests"].items()},
+                          "iterations": parts[n]["iterations"]} for n in names],
+    }
+
+
 def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
-              by_seed: pd.DataFrame | None = None) -> dict:
+              by_seed: pd.DataFrame | None = None, pooled=None, seed_runs: list[dict] | None = None) -> dict:
     """Everything the page shows, as a JSON-ready dict (see the module docstring). With `by_seed`
     (every seed's summary rows, `result` being the run the player shows), the table has each
-    figure's mean over seeds with its interval and each seed's figure."""
+    figure's mean over seeds with its interval and each seed's figure; with `pooled`
+    (results/pooled.Pooled of every seed), the distributions pool every seed; `seed_runs`, the
+    other seeds' `player_run`s the player can switch to."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
         raise InputError(f"page span: got {lo_s:g} to {hi_s:g} s, expected an end after the start")
     lo_ns, hi_ns = round(lo_s * NS_PER_S), round(hi_s * NS_PER_S)
-    all_requests = result.requests
-    frames = {n: all_requests[all_requests["arrangement"] == n].reset_index(drop=True) for n in names}
-    keep = np.zeros(len(frames[names[0]]) if names else 0, dtype=bool)
-    for name, req in frames.items():
-        if not np.array_equal(req["request_id"].to_numpy(), frames[names[0]]["request_id"].to_numpy()):
-            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
-        keep |= in_span(req, lo_ns, hi_ns)
-    first = frames[names[0]][keep] if names else all_requests.iloc[:0]
-    ids = first["request_id"].to_numpy()
-    arrived = _ns(first["arrived_at_s"])
+    shown = player_run({n: arrangement_rows(result, n, lo_ns, hi_ns) for n in names}, lo_ns, hi_ns)
     slo = result.scenario.slo
     described = {a.name: a for a in result.scenario.arrangements}
+    own = pooled if pooled is not None else Pooled()
+    if pooled is None:
+        own.add(result)
     arrangements = []
-    for name in names:
-        everyone = frames[name]
-        req = everyone[keep].reset_index(drop=True)
-        it = result.iterations[result.iterations["arrangement"] == name].reset_index(drop=True)
+    for name, player in zip(names, shown["arrangements"]):
         roles = list(result.records[name].gpu_roles)
-        gaps = result.gaps[name]
-        jw = _word2_positions(result.records[name], gaps.rows[keep])
-        first_at = _ns(req["first_word_at_s"])
         summary = result.summary[result.summary["arrangement"] == name].iloc[0]
         arrangements.append({
             "name": name,
@@ -211,21 +232,9 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
             "unit": described[name].unit,
             "roles": roles,
             "summary": {k: _clean(v) for k, v in summary.items() if k != "arrangement"},
-            "requests": {
-                "rg": _nullable(req["reading_gpu"]),
-                "read": _since(_ns(req["read_started_at_s"]), arrived),
-                "first": _since(first_at, arrived),
-                "wg": _nullable(req["writing_gpu"]),
-                "join": _since(_ns(req["joined_at_s"]), first_at),
-                "fin": _since(_ns(req["finished_at_s"]), arrived),
-                "maxgap": _nullable(np.round(req["max_gap_ms"] * 1e6)),
-                "nfz": _nullable(req["n_freezes"]),
-                "late": late_bits(gaps)[keep].tolist(),
-                "jw": jw.tolist(),
-            },
-            "iterations": _iterations_in(it, len(roles), lo_ns, hi_ns),
-            "gaps": gap_shares(gaps.gap_values_ns, gaps.gap_counts),
-            "first_words": first_word_shares(everyone),
+            **player,
+            "gaps": own.gap_shares(name),
+            "first_words": own.first_word_shares(name),
             **(over_seeds(by_seed, name) if by_seed is not None else {}),
         })
     w = result.scenario.workload
@@ -240,16 +249,13 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
             "measured_s": list(result.measured_span_s),
             "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},
         },
-        "span_ns": [lo_ns, hi_ns],
+        "span_ns": shown["span_ns"],
         "reference": {str(k): float(v) for k, v in reference.items()} if reference else None,
         "columns": page_columns(),
         "gap_grid_ms": GAP_GRID_MS.tolist(),
         "first_word_grid_s": FIRST_WORD_GRID_S.tolist(),
-        "requests": {
-            "id": np.diff(ids, prepend=0).tolist(),
-            "arrived": np.diff(arrived, prepend=0).tolist(),
-            "prompt": first["n_prompt_tokens"].tolist(),
-            "words": first["n_reply_words"].tolist(),
-        },
+        "pooled_seeds": sorted(own.seeds),
+        "requests": shown["requests"],
         "arrangements": arrangements,
+        "seed_runs": seed_runs or [],
     }

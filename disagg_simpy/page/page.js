@@ -36,37 +36,60 @@ function fmt(x, digits) {
 
 function pct(x) { return x === null ? "–" : x < 9.95 ? x.toFixed(1) : x.toFixed(0); }
 
-const REQ = {
-  id: cumsum(D.requests.id), arrived: cumsum(D.requests.arrived),
-  prompt: D.requests.prompt, words: D.requests.words,
-};
+// The player's run: the page's own seed (D itself), or another seed's run of D.seed_runs
+// (the same fields over a shorter span); `useRun` switches REQ, ROW_OF and each ARR's times.
+const OWN_RUN = {seed: D.scenario.seed, span_ns: D.span_ns, requests: D.requests, arrangements: D.arrangements};
+const REQ = {id: [], arrived: [], prompt: [], words: []};
 const ROW_OF = new Map();
-REQ.id.forEach((id, i) => ROW_OF.set(id, i));
 
-function decodeArrangement(a, index) {
+/** An arrangement's player part (its requests' times and its iterations), decoded against REQ
+ * and the run's span. */
+function decodePlayer(a, span) {
   const r = a.requests, n = REQ.id.length;
   const abs = (base, off) => { const out = new Float64Array(n); for (let i = 0; i < n; i++) out[i] = off[i] < 0 || base[i] < 0 ? -1 : base[i] + off[i]; return out; };
   const read = abs(REQ.arrived, r.read), first = abs(REQ.arrived, r.first);
   const gpus = a.iterations.map((g) => {
     const start = new Float64Array(g.dur.length), end = new Float64Array(g.dur.length);
-    let t = D.span_ns[0];
+    let t = span[0];
     for (let i = 0; i < g.dur.length; i++) { start[i] = t + g.wait[i]; end[i] = start[i] + g.dur[i]; t = end[i]; }
     const wend = [];  // ends of the iterations that write words, in order: a reply's words 2.. are consecutive here
     for (let i = 0; i < g.dur.length; i++) if (g.rep[i] > 0) wend.push(end[i]);
     return {first: g.first, wfirst: g.wfirst, start, end, wend: Float64Array.from(wend), tok: g.tok, rep: g.rep};
   });
+  return {gpus, req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
+                      maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw}};
+}
+
+function decodeArrangement(a, index) {
   return {
     name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     means: a.means || null, interval: a.interval || null, by_seed: a.by_seed || null,
-    colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus,
-    req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
-          maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw},
+    colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus: [], req: null,
   };
 }
 const ARR = D.arrangements.map(decodeArrangement);
 
-// Shade scale of tokens read, shared by every arrangement: the longest prompt is darkest (an
-// iteration reading several whole prompts can read more; it is as dark).
+/** Make `run` the player's: its requests, its span (D.span_ns) and, per arrangement, its times,
+ * iterations and summary (with several seeds, the seed's own figures from by_seed). */
+function useRun(run) {
+  REQ.id = cumsum(run.requests.id); REQ.arrived = cumsum(run.requests.arrived);
+  REQ.prompt = run.requests.prompt; REQ.words = run.requests.words;
+  ROW_OF.clear();
+  REQ.id.forEach((id, i) => ROW_OF.set(id, i));
+  D.span_ns = run.span_ns;
+  const k = D.scenario.seeds.indexOf(run.seed);
+  ARR.forEach((a, i) => {
+    Object.assign(a, decodePlayer(run.arrangements[i], run.span_ns));
+    a.seed = run.seed;
+    if (run !== OWN_RUN && a.by_seed && k >= 0) {
+      a.summary = Object.fromEntries(Object.entries(a.by_seed).map(([key, v]) => [key, v[k]]));
+    } else a.summary = D.arrangements[i].summary;
+  });
+}
+useRun(OWN_RUN);
+
+// Shade scale of tokens read, shared by every arrangement and seed: the longest prompt of the
+// page's own seed is darkest (an iteration reading more, or another seed's longer prompt, is as dark).
 const MAX_TOKENS = REQ.prompt.reduce((m, p) => Math.max(m, p), 1);
 
 // ---- the comparison table ----
@@ -164,7 +187,10 @@ function boot() {
     `${ARR.length} arrangements of the same requests. The player animates one arrangement's GPUs and a sample of its replies; ` +
     `it holds the iterations from ${(D.span_ns[0] / NS).toFixed(1)} s to ${(D.span_ns[1] / NS).toFixed(1)} s ` +
     `and the ${REQ.id.length.toLocaleString("en")} requests in progress then.` +
-    (MANY ? ` The player shows seed ${D.scenario.seed} of ${SEEDS.length}: ${D.scenario.seed_why}.` : "");
+    (MANY ? ` The player shows seed ${D.scenario.seed} of ${SEEDS.length}: ${D.scenario.seed_why}.` +
+      (D.seed_runs.length ? ` Switch it to ${D.seed_runs.length === SEEDS.length - 1 ? "any other seed" : `${D.seed_runs.length} other seeds`} ` +
+        `(their runs from ${(D.seed_runs[0].span_ns[0] / NS).toFixed(1)} s to ${(D.seed_runs[0].span_ns[1] / NS).toFixed(1)} s only)` +
+        (D.seed_runs_note ? `; ${D.seed_runs_note}` : "") + "." : "") : "");
   drawTable();
   performance.mark("table-shown");
   Charts.draw(document.getElementById("charts"));

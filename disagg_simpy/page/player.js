@@ -78,6 +78,14 @@ const Player = {
       box.prepend(el("p", {class: "note", "data-testid": "follow-unknown"}, null,
         `No measured request has id ${fid.value.trim() || "(empty)"} in this run (measured ids run from ${ids}).`));
     });
+    const seeds = document.getElementById("seed-run");
+    const runs = [OWN_RUN, ...D.seed_runs].sort((p, q) => p.seed - q.seed);
+    if (runs.length > 1) {
+      runs.forEach((run) => el("option", {value: run.seed}, seeds,
+        `seed ${run.seed}${run === OWN_RUN ? " (representative)" : ""}`));
+      seeds.value = String(D.scenario.seed);
+      seeds.addEventListener("change", () => this.useSeed(runs.find((run) => run.seed === Number(seeds.value))));
+    } else seeds.parentElement.hidden = true;
     document.addEventListener("keydown", (e) => this.key(e));
     window.addEventListener("resize", () => { if (this.arr) this.render(); });
   },
@@ -99,9 +107,29 @@ const Player = {
     document.querySelectorAll("[data-testid=arrangement-row]").forEach((tr) =>
       tr.setAttribute("aria-selected", String(tr.dataset.arrangement === this.arr.name)));
     document.getElementById("player-h").textContent =
-      `${this.arr.name}: ${pct(this.arr.summary.on_time_pct)}% of ${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
+      `${this.arr.name}${MANY ? ` (seed ${this.arr.seed})` : ""}: ${pct(this.arr.summary.on_time_pct)}% of ` +
+      `${this.arr.summary.n_requests.toLocaleString("en")} replies on time. ${this.arr.description}`;
     this.render();
     if (this.pinned !== null) this.detail(this.pinned);
+  },
+
+  /** Switch to another seed's run: the same arrangement, the window kept where that run holds
+   * it; a followed or pinned request is let go (the seeds' requests differ). */
+  useSeed(run) {
+    this.pause();
+    useRun(run);
+    document.getElementById("player").dataset.seed = String(run.seed);
+    this.follow = null; this.pinned = null;
+    document.getElementById("follow-id").value = "";
+    const fid = document.getElementById("follow-id");
+    fid.min = REQ.id[0] ?? 0; fid.max = REQ.id[REQ.id.length - 1] ?? 0;
+    const ws = document.getElementById("win-start");
+    ws.min = (D.span_ns[0] / NS).toFixed(1); ws.max = (D.span_ns[1] / NS).toFixed(1);
+    document.getElementById("reply-detail").replaceChildren(el("p", {class: "note"}, null, "Hover or click a reply to see its numbers."));
+    drawFollow();
+    const len = Math.min(this.len, D.span_ns[1] - D.span_ns[0]);
+    this.setWindow(Math.max(D.span_ns[0], Math.min(this.a, D.span_ns[1] - len)), len);
+    this.show(this.arr.index);
   },
 
   setWindow(a, len) {

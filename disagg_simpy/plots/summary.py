@@ -105,10 +105,27 @@ def _cdf(ax: Axes, values: np.ndarray, counts: np.ndarray, total: int, style: di
     ax.step(np.r_[v[:1], v], np.r_[0.0, share], where="post", lw=1.8, label=label, **style)
 
 
-def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> Axes:
+def _on_grid(ax: Axes, grid: np.ndarray, shares: list[float], style: dict, label: str) -> None:
+    """A distribution known at grid points only (pooled over seeds): a line through them, from
+    the last grid point below the smallest value to the first at 100% (or the grid's end)."""
+    if not shares:
+        return
+    s = np.asarray(shares)
+    start = max(int(np.argmax(s > 0)) - 1, 0)
+    end = int(np.argmax(s >= s[-1])) + 1
+    ax.plot(grid[start:end], s[start:end], lw=1.8, label=label, **style)
+
+
+def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo, pooled=None) -> Axes:
     """Share of measured replies whose first word came within x seconds of arrival (replies
-    that never got one keep the curve below 100%)."""
+    that never got one keep the curve below 100%); with `pooled` (results/pooled.Pooled), of
+    every seed's replies, exact at each point of its grid."""
+    from ..results.pooled import FIRST_WORD_GRID_S
+
     for name, style in styles.items():
+        if pooled is not None:
+            _on_grid(ax, FIRST_WORD_GRID_S, pooled.first_word_shares(name), style, name)
+            continue
         waits = requests.loc[requests["arrangement"] == name, "first_word_s"].to_numpy(dtype=float)
         got = waits[~np.isnan(waits)]
         _cdf(ax, got, np.ones(len(got), dtype=np.int64), len(waits), style, name)
@@ -116,15 +133,21 @@ def draw_first_word_cdf(ax: Axes, requests: pd.DataFrame, styles: dict, slo) -> 
     rows = _limits(ax, [(slo.first_word_s, f"{slo.first_word_s:g} s: first-word limit")] if slo.first_word_s else [])
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     return _cdf_axes(ax, "wait from arrival to the first word (s, log scale)",
-                     "replies (%) with at most this wait", "Wait for the first word", rows)
+                     "replies (%) with at most this wait", "Wait for the first word" + _pooled_text(pooled), rows)
 
 
 WIDE_DECADES = 2.5  # a gap axis spanning more decades gets a tick per decade only
 
 
-def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
-    """Share of all gaps between consecutive words (of finished replies) up to x ms."""
+def draw_gap_cdf(ax: Axes, result, styles: dict, slo, pooled=None) -> Axes:
+    """Share of all gaps between consecutive words (of finished replies) up to x ms; with
+    `pooled`, of every seed's gaps, exact at each point of its grid."""
+    from ..results.pooled import GAP_GRID_MS
+
     for name, style in styles.items():
+        if pooled is not None:
+            _on_grid(ax, GAP_GRID_MS, pooled.gap_shares(name), style, name)
+            continue
         values, counts = result.gap_distribution(name)
         _cdf(ax, values * 1000, counts, int(counts.sum()), style, name)
     ax.set_xscale("log")
@@ -136,7 +159,11 @@ def draw_gap_cdf(ax: Axes, result, styles: dict, slo) -> Axes:
     ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
     return _cdf_axes(ax, "gap between consecutive words of a reply (ms, log scale)",
-                     "gaps (%) at most this long", "Gaps between words", rows)
+                     "gaps (%) at most this long", "Gaps between words" + _pooled_text(pooled), rows)
+
+
+def _pooled_text(pooled) -> str:
+    return f" (all {len(pooled.seeds)} seeds pooled)" if pooled is not None else ""
 
 
 def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str, label_rows: int = 1) -> Axes:
@@ -151,25 +178,12 @@ def _cdf_axes(ax: Axes, xlabel: str, ylabel: str, title: str, label_rows: int = 
     return ax
 
 
-class Pooled:
-    """The gap distributions of several runs, pooled (what `draw_gap_cdf` reads of a run)."""
-
-    def __init__(self, runs: list):
-        self.runs = runs
-
-    def gap_distribution(self, arrangement: str) -> tuple[np.ndarray, np.ndarray]:
-        parts = [r.gap_distribution(arrangement) for r in self.runs]
-        values = np.concatenate([v for v, _ in parts]) if parts else np.zeros(0)
-        counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, dtype=np.int64)
-        order = np.argsort(values, kind="stable")
-        return values[order], counts[order]
-
-
-def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None, pooled: list | None = None) -> Path:
+def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None, pooled=None) -> Path:
     """`summary.png`: on-time bars, first-word wait CDF and word-gap CDF, one colour per
     arrangement. With `by_seed` (the summary of several seeds), the bars show every seed and
-    the mean with its interval; the distributions pool the runs of `pooled` (every seed's
-    RunResult), else are `result`'s seed, as the title says."""
+    the mean with its interval; the distributions pool every seed with `pooled`
+    (results/pooled.Pooled: counts on fixed grids, added seed by seed), else are `result`'s
+    seed, as the title says."""
     names = [a.name for a in result.scenario.arrangements]
     styles = st.arrangement_styles(names)
     slo = result.scenario.slo
@@ -178,14 +192,15 @@ def save_summary(result, path: Path, by_seed: pd.DataFrame | None = None, pooled
         bars, first, gaps = fig.subplots(1, 3, width_ratios=[1, 1.15, 1.15])
         ref = result.scenario.reference
         draw_on_time_bars(bars, result.summary, styles, ref.on_time_pct if ref else None, by_seed)
-        runs = pooled if pooled else [result]
-        draw_first_word_cdf(first, pd.concat([r.requests for r in runs], ignore_index=True), styles, slo)
-        draw_gap_cdf(gaps, Pooled(runs), styles, slo)
+        pooled = pooled if pooled is not None and len(pooled.seeds) > 1 else None
+        draw_first_word_cdf(first, result.requests, styles, slo, pooled)
+        draw_gap_cdf(gaps, result, styles, slo, pooled)
         n = int(result.summary["n_requests"].iloc[0]) if len(result.summary) else 0
         what = f"the same {n:,} measured requests served {len(names)} ways (seed {result.seed})"
         if by_seed is not None and by_seed["seed"].nunique() > 1:
             seeds = by_seed["seed"].nunique()
-            shown = f"all {len(runs)} seeds pooled" if len(runs) > 1 else f"{result.seed_text}, {n:,} measured requests"
+            shown = (f"all {len(pooled.seeds)} seeds pooled, exact at 25 points a decade" if pooled is not None
+                     else f"{result.seed_text}, {n:,} measured requests")
             what = f"each seed's requests served the same {len(names)} ways (on time: {seeds} seeds; distributions: {shown})"
         fig.suptitle(
             f"{result.scenario.name}: {what}\n"

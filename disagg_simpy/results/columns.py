@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
-TABLES = ("summary", "goodput", "plan", "map", "slo_scale")
+TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches")
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("failing_on_time_low_pct", "%", "low failing", "95% interval of that share: low end", "slo_scale"),
     Column("failing_on_time_high_pct", "%", "high failing", "the same interval's high end", "slo_scale"),
     Column("n_probes", "count", "probes", "scales probed", "slo_scale"),
+    # -- switches.csv (results.frames.switches_frame; E12: only when some arrangement's roles change) --
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "switches"),
+    Column("gpu", "count", "GPU", "the instance that moves (its number: a split numbers its first reading "
+           "instances first)", "switches"),
+    Column("from_role", "", "from", "the side it leaves: reads or writes", "switches"),
+    Column("to_role", "", "to", "the side it joins", "switches"),
+    Column("why", "", "why", "schedule, or the policy's reason: reading_wait, writing_gap, writing_memory", "switches"),
+    Column("requested_at_s", "s", "asked at", "when the move was decided (the instance stops taking new work)",
+           "switches"),
+    Column("drained_at_s", "s", "drained at", "when its last reply or read finished there: its warm-up "
+           "starts (empty: not yet at the stop)", "switches"),
+    Column("serving_at_s", "s", "serving at", "when its warm-up ended and it joined its new side (empty: not "
+           "yet at the stop)", "switches"),
 )
 
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).

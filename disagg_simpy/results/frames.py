@@ -85,3 +85,16 @@ def words_frame(rec: ArrangementRecords, rows: np.ndarray) -> pd.DataFrame:
     int32, int16, float64), built without copies."""
     request_id, word, at_s = rec.word_times(rows, ns_per_unit=NS_PER_S)
     return pd.DataFrame({"request_id": request_id, "word": word, "at_s": at_s}, copy=False)
+
+
+def switches_frame(rec: ArrangementRecords) -> pd.DataFrame:
+    """E12: one row per move of an instance (`switches.csv`); no rows with static roles."""
+    from .columns import names
+
+    sw = rec.switches or {k: [] for k in ("gpu", "from_role", "to_role", "why", "requested_at_ns",
+                                          "drained_at_ns", "serving_at_ns")}
+    at = {k: np.asarray(sw[k + "_ns"], dtype=np.int64) for k in ("requested_at", "drained_at", "serving_at")}
+    frame = pd.DataFrame({"arrangement": rec.name, "gpu": np.asarray(sw["gpu"], dtype=np.int64),
+                          **{k: pd.array(sw[k], dtype="string") for k in ("from_role", "to_role", "why")},
+                          **{f"{k}_s": _seconds(v) for k, v in at.items()}})
+    return frame[list(names("switches"))]

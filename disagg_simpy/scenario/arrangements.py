@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
+from .roles import Roles, check_roles, colocated_roles, static_roles
 
 
 class Cost(_Strict):
@@ -110,6 +111,8 @@ class _Arrangement(_Strict):
         for key in self._OMIT_UNSET:
             if isinstance(out, dict) and out.get(key) is None:
                 out.pop(key, None)
+        if isinstance(out, dict) and "role_changes" in out:  # E12: dumped under its key, `roles`
+            out["roles"] = out.pop("role_changes")
         return out
 
     @property
@@ -229,7 +232,8 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "mixed_iterations")
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes",
+                                              "mixed_iterations")
 
     name: Name
     kind: Literal["colocated"]
@@ -240,9 +244,11 @@ class Colocated(_Arrangement):
     tp: Gpus | None = None  # TP: GPUs per instance (tensor parallelism); None: 1
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
+    role_changes: None = Field(None, alias="roles")  # E12: `roles: static` only (every GPU reads and writes)
     mixed_iterations: bool | None = None  # E10: false = an iteration reads prompts or writes words; unset = true
 
     _name = field_validator("name")(_not_only_dots)
+    _roles = field_validator("role_changes", mode="before")(colocated_roles)
 
     @property
     def mixed(self) -> bool:
@@ -311,11 +317,13 @@ class Disaggregated(_Arrangement):
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
     writing_kv_capacity_tokens: Count | None = None
     kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
+    role_changes: Roles = Field(None, alias="roles")  # E12 `roles:`: None (static), a schedule or a policy
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
-                                              "kv_path")
+                                              "kv_path", "role_changes")
     _name = field_validator("name")(_not_only_dots)
+    _roles = field_validator("role_changes", mode="before")(static_roles)
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
@@ -334,6 +342,7 @@ class Disaggregated(_Arrangement):
                 f"@{missing}_kv_capacity_tokens: missing with {given}_kv_capacity_tokens, expected both sides' "
                 "capacities (or kv_capacity_tokens for the side not given): KV memory (E4) limits both sides or neither"
             )
+        check_roles(self)
         return self
 
     @property

@@ -248,6 +248,21 @@ CATALOGUE = [
     ("save-trace-is-a-folder", BASE_TEXT, {"d": "DIR"}, ["--save-trace", "{tmp}/d"], ["--save-trace: got {tmp}/d, which is a folder"]),
     ("plots-empty", BASE_TEXT, {}, ["--plots", ""], ["--plots: got an empty path, expected a folder"]),
     ("plots-under-a-file", BASE_TEXT, {"f": "old"}, ["--plots", "{tmp}/f/p"], ["--plots: cannot create {tmp}/f/p: {tmp}/f is a file"]),
+    # -- E12: roles that change
+    ("roles-leave-writing-empty", text("writing_gpus: 1}", "writing_gpus: 1, roles: {schedule: [{from_s: 5, "
+                                       "reading_gpus: 2}]}}"), {}, [],
+     ["arrangements[1].roles.schedule[0].reading_gpus: got 2 of 2 GPUs, expected at most 1 (the writing side needs a GPU)"]),
+    ("roles-no-reading", text("writing_gpus: 1}", "writing_gpus: 1, roles: {schedule: [{from_s: 5, reading_gpus: 0}]}}"),
+     {}, [], ["arrangements[1].roles.schedule[0].reading_gpus: got 0"]),
+    ("roles-out-of-order", text("reading_gpus: 1, writing_gpus: 1}", "reading_gpus: 1, writing_gpus: 2, roles: {schedule: "
+                                "[{from_s: 9, reading_gpus: 2}, {from_s: 5, reading_gpus: 1}]}}"), {}, [],
+     ["arrangements[1].roles.schedule[1].from_s: got 5 after 9, expected entries in increasing from_s"]),
+    ("roles-negative-switch", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: queue, switch_s: -1}}"), {}, [],
+     ["arrangements[1].roles.switch_s: got -1"]),
+    ("roles-policy-colocated", text("gpus: 1}", "gpus: 1, roles: {policy: queue}}"), {}, [],
+     ["arrangements[0].roles: got a schedule or policy, expected static: a colocated arrangement's GPUs all read"]),
+    ("roles-start-differs", text("writing_gpus: 1}", "writing_gpus: 2, roles: {schedule: [{from_s: 0, reading_gpus: 2}]}}"),
+     {}, [], ["arrangements[1].roles.schedule[0].reading_gpus: got 2 from 0 s, expected the arrangement's reading_gpus 1"]),
 ]
 
 

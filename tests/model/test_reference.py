@@ -69,6 +69,13 @@ def compare(scenario_path, expect_cap=None):
             if rec.capped:
                 times, want = times, [t for t in want if t <= stop]
             assert times == want, f"{name}: word times of request {rid}"
+        if "switches" in ref:  # E12: every move up to the stop
+            want = {k: list(v) for k, v in ref["switches"].items()}
+            keep = [t <= stop for t in want["requested_at_ns"]]
+            for key in ("drained_at_ns", "serving_at_ns"):
+                want[key] = [t if t <= stop else -1 for t in want[key]]
+            want = {k: [x for x, ok in zip(v, keep) if ok] for k, v in want.items()}
+            assert rec.switches == want, f"{name}: switches\nsimulator {rec.switches}\nreference {want}"
         if not rec.capped:
             check_verdicts(name, reply_gaps(rec, LimitsNs.from_slo(scenario.slo)), ref, stream, scenario.slo)
 
@@ -247,3 +254,41 @@ def test_hand_picked(tmp_path, case):
     rows, arrangements, *extra = HAND[case]
     extra = extra[0] if extra else {}
     compare(write_scenario(tmp_path, rows, arrangements, **extra), expect_cap="max_sim_s" in extra)
+
+
+# -- E12: GPUs that change role -----------------------------------------------------------------------
+
+@st.composite
+def with_roles(draw, a):
+    """A split of `a` whose roles change (E12): one TP degree and one KV capacity on both sides;
+    a schedule of moves on a ms grid (some at the ns of an arrival or an iteration end), or the
+    policy with thresholds the tiny loads cross."""
+    a = dict(a, kind="disaggregated", name=a["name"].replace("c", "s"))
+    for key in ("gpus", "tp", "cost", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations"):
+        a.pop(key, None)
+    a.setdefault("reading_gpus", draw(st.integers(1, 3)))
+    a.setdefault("writing_gpus", draw(st.integers(1, 3)))
+    if a.get("reading_tp", 1) != a.get("writing_tp", 1):
+        a.pop("reading_tp", None), a.pop("writing_tp", None)
+    tp = a.get("reading_tp", 1)
+    total = a["reading_gpus"] + a["writing_gpus"]
+    switch = draw(st.sampled_from((0.0, 0.001, 0.004, 0.0125)))
+    if draw(st.booleans()):
+        times = sorted(draw(st.lists(st.integers(1, 60), min_size=1, max_size=3, unique=True)))
+        steps = [{"from_s": t / 1000, "reading_gpus": draw(st.sampled_from(range(tp, total - tp + 1, tp)))}
+                 for t in times]
+        a["roles"] = {"schedule": steps, "switch_s": switch}
+    else:
+        a["roles"] = {"policy": "queue", "switch_s": switch, "check_s": draw(st.sampled_from((0.001, 0.002, 0.005))),
+                      "cooldown_s": draw(st.sampled_from((0.0, 0.003, 0.01))),
+                      "wait_s": draw(st.sampled_from((0.001, 0.005))), "gap_ms": draw(st.sampled_from((2, 3, 14, 30)))}
+    return a
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=tiny_scenario(tp=True), data=st.data())
+def test_simulator_equals_reference_with_roles(tmp_path, case, data):
+    """E12 (schedules and the policy, with every other option) to the nanosecond, moves included."""
+    rows, arrangements, cost, workload, slo = case
+    arrangements = [data.draw(with_roles(a)) for a in arrangements]
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))

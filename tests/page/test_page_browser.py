@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import DEFAULT
@@ -229,3 +230,45 @@ def test_the_gap_charts_tick_labels_do_not_crowd_over_many_decades(browser, tmp_
     boxes.sort()
     assert len(boxes) >= 3
     assert all(right + 2 <= left for (_, right), (left, _) in zip(boxes, boxes[1:])), boxes
+
+
+def test_the_player_switches_to_any_seeds_run(browser, tmp_path):
+    """With several seeds the player starts on the representative one and a click on the seed
+    list switches it: the heading names the seed and its own on-time share, the replies drawn
+    are that seed's, the window moves into the span its run holds; no error, no request."""
+    from disagg_simpy.page import embedded_data
+
+    folder = tmp_path / "seeds"
+    assert main([str(DEFAULT), "--measure-s", "8", "--seeds", "3", "--out", str(folder), "--no-plots",
+                 "--html", str(folder / "page.html")]) == 0
+    data = embedded_data((folder / "page.html").read_text())
+    summary = pd.read_csv(folder / "summary.csv")
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    seen = {"errors": [], "console": [], "requests": []}
+    pg.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    pg.on("console", lambda m: seen["console"].append((m.type, m.text)))
+    pg.on("request", lambda r: seen["requests"].append(r.url))
+    pg.goto((folder / "page.html").as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    choices = pg.locator("[data-testid=seed-run] option")
+    assert [choices.nth(i).get_attribute("value") for i in range(choices.count())] == ["1", "2", "3"]
+    shown = data["scenario"]["seed"]
+    assert pg.locator("[data-testid=seed-run]").input_value() == str(shown)
+    other = next(r for r in data["seed_runs"])
+    pg.click("[data-testid=arrangement-row][data-arrangement=split-2-2]")
+    pg.select_option("[data-testid=seed-run]", str(other["seed"]))
+    row = summary[(summary.seed == other["seed"]) & (summary.arrangement == "split-2-2")].iloc[0]
+    heading = pg.locator("#player-h").text_content()
+    share = f"{row.on_time_pct:.1f}" if row.on_time_pct < 9.95 else f"{row.on_time_pct:.0f}"
+    assert heading.startswith(f"split-2-2 (seed {other['seed']}): {share}% of {row.n_requests:,} replies on time")
+    assert pg.locator("#player").get_attribute("data-seed") == str(other["seed"])
+    ids = set(np.cumsum(other["requests"]["id"]).tolist())
+    drawn = {int(g.get_attribute("data-request-id")) for g in pg.locator("#stage .reply").all()}
+    assert drawn and drawn <= ids
+    lo, hi = (v / 1e9 for v in other["span_ns"])
+    assert lo - 0.05 <= float(pg.locator("#win-start").input_value()) <= hi
+    pg.select_option("[data-testid=seed-run]", str(shown))  # and back
+    assert pg.locator("#player-h").text_content().startswith(f"split-2-2 (seed {shown}):")
+    assert not seen["errors"] and not [m for m in seen["console"] if m[0] == "error"]
+    assert seen["requests"] == [(folder / "page.html").as_uri()]
+    pg.close()
