@@ -14,6 +14,14 @@ the least and the median CPU seconds per arrangement and the change from BEFORE 
     python benchmarks/ab.py /tmp/before . --after-options '{"max_batch_replies": 64, "cost.per_attention_pair_ms": 1e-6}'
                                                        # the cost of options on, against them off
 
+`--scenario FILE --measure-s S --max-sim-s S` times another scenario (a path inside the BEFORE
+tree, as both trees read it; default scenarios/default.yaml, 200 s, cap 800 s); `--total` adds a
+row of the sums over the arrangements (one run of the whole scenario) and the ratio of medians:
+
+    python benchmarks/ab.py /tmp/before . --arrangements same-gpu,chunked-512,split-2-2,split-1-3,split-3-1 --total
+    python benchmarks/ab.py /tmp/before . --scenario scenarios/hour.yaml --measure-s 7200 --max-sim-s 7800 \
+        --runs 3 --arrangements same-gpu,chunked-512,split-2-2,split-1-3,split-3-1 --total   # issue 25's two hours
+
 `--after-options` sets keys on every arrangement of the AFTER tree's scenario (`cost.KEY`: the
 scenario's cost figures), so the options' cost is measured against today's single run.
 
@@ -84,8 +92,12 @@ def main() -> int:
     p.add_argument("--opcodes", action="store_true", help="count the simulation's Python opcodes instead of timing")
     p.add_argument("--after-options", default="{}", help="JSON keys set on every arrangement of the AFTER tree "
                                                           "('cost.KEY': the scenario's cost)")
+    p.add_argument("--scenario", default="scenarios/default.yaml", help="scenario file inside BEFORE")
+    p.add_argument("--measure-s", type=float, default=200.0, help="workload.measure_s (default 200)")
+    p.add_argument("--max-sim-s", type=float, default=800.0, help="max_sim_s (default 800)")
+    p.add_argument("--total", action="store_true", help="a last row: sums over the arrangements, ratio of medians")
     args = p.parse_args()
-    scenario_file = Path(args.before) / "scenarios" / "default.yaml"  # the older tree reads it too
+    scenario_file = Path(args.before) / args.scenario  # the older tree reads it too
     with tempfile.TemporaryDirectory() as tmp:
         for label in ("before", "after"):
             shutil.copytree(Path(getattr(args, label)) / "disagg_simpy", Path(tmp) / f"ab_{label}")
@@ -97,14 +109,16 @@ def main() -> int:
                 b, a = (count_opcodes(trees[label], scenario_file, name) for label in ("before", "after"))
                 print(f"{name:<14}{b:>12,}{a:>12,}{a / b - 1:>+8.2%}", flush=True)
             return 0
-        print(f"CPU s of run() + frames, default.yaml with 200 s of traffic, {args.runs} runs each, alternated")
+        print(f"CPU s of run() + frames, {Path(args.scenario).name} with {args.measure_s:g} s of traffic "
+              f"(cap {args.max_sim_s:g} s), {args.runs} runs each, alternated")
         print(f"{'arrangement':<14}{'least before':>14}{'least after':>13}{'change':>8}"
               f"{'median before':>15}{'median after':>14}{'change':>8}")
+        totals: dict[str, list[float]] = {"before": [], "after": []}
         for name in args.arrangements.split(","):
             scenarios = {}
             for label, package in trees.items():
                 s = package.load_scenario(scenario_file).with_overrides(
-                    **{"workload.measure_s": 200.0, "max_sim_s": 800.0})
+                    **{"workload.measure_s": args.measure_s, "max_sim_s": args.max_sim_s})
                 s = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
                 if label == "after":  # (on the measured arrangement only: an option may suit one kind)
                     s = with_options(s, json.loads(args.after_options))
@@ -119,9 +133,15 @@ def main() -> int:
                     r.summary, r.requests, r.iterations, r.reads  # noqa: B018 (builds the frames)
                     times[label].append(time.process_time() - t0)
             b, a = times["before"], times["after"]
+            for label, values in (("before", b), ("after", a)):
+                totals[label].append(statistics.median(values))
             print(f"{name:<14}{min(b):>14.4f}{min(a):>13.4f}{min(a) / min(b) - 1:>+8.1%}"
                   f"{statistics.median(b):>15.4f}{statistics.median(a):>14.4f}"
                   f"{statistics.median(a) / statistics.median(b) - 1:>+8.1%}", flush=True)
+        if args.total:
+            b_sum, a_sum = sum(totals["before"]), sum(totals["after"])
+            print(f"{'total':<14}{'':>35}{b_sum:>15.4f}{a_sum:>14.4f}{a_sum / b_sum - 1:>+8.1%}"
+                  f"   (sum of medians; {b_sum / a_sum:.2f}x the speed)")
     return 0
 
 

@@ -44,9 +44,10 @@ def quick_plots(monkeypatch):
     from disagg_simpy.files import atomic_write_text
     from disagg_simpy.files import make_folder as make
 
-    def fake(result, folder, window=None, n_replies=25, follow=None, by_seed=None, pooled=None):
+    def fake(result, folder, window=None, n_replies=25, follow=None, by_seed=None, pooled=None, over_time=None):
         folder = make(Path(folder), "plots folder")
         names = ["summary.png", *(f"timeline-{a.name}.png" for a in result.scenario.arrangements)]
+        names += ["over_time.png"] if over_time is not None else []
         for name in names:
             atomic_write_text(folder / name, "png")
         return [folder / name for name in names]

@@ -147,3 +147,15 @@ def freezes_by_reply(result, arrangement: str):
     out = f.iloc[rows].reset_index(drop=True)
     out.insert(2, "request_id", rid)
     return out.rename(columns={"gpu": "writing_gpu"})
+
+
+def tiny_batch_scenario(folder: Path) -> Path:
+    """The default scenario cut for the batch commands' tests: 3 arrangements, one seed, a 2 s
+    measured window, no reference figures; written as `<folder>/tiny.yaml`."""
+    raw = yaml.safe_load(DEFAULT.read_text())
+    raw.update(name="tiny", seeds=1, max_sim_s=30, arrangements=raw["arrangements"][:3])
+    raw.pop("reference")
+    raw["workload"]["measure_s"] = 2
+    path = Path(folder) / "tiny.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path

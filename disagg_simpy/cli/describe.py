@@ -18,7 +18,7 @@ def build_describe_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="python -m disagg_simpy describe",
         description="Print a trace's statistics: requests, duration, rate, burstiness, busiest "
-        "second and minute, prompt and reply percentiles.",
+        "second and minute, prompt and reply percentiles, and its rate over time (per window).",
     )
     p.add_argument("trace", help="trace file, or a public trace's id (see `traces list`)")
     p.add_argument("--format", choices=FORMATS, help="trace format (default csv; a public trace's own)")
@@ -51,7 +51,12 @@ def describe(argv: Sequence[str]) -> int:
 
         print(fit_text(table, args.bins, args.trace), end="")
     else:
+        from ..workload.trace_stats import format_rate_over_time, rate_over_time
+
         print(format_description(describe_trace(table)))
+        windows = rate_over_time(table)
+        if windows is not None:
+            print("\n" + format_rate_over_time(windows))
     if table.attrs.get("ignored_columns"):
         print(f"note: {args.trace}: ignored column(s) {ignored_text(table.attrs['ignored_columns'])}, "
               f"which the {fmt} format does not use", file=sys.stderr)

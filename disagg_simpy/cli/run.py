@@ -44,11 +44,11 @@ from .run_notes import no_measured_request, removed_note, shown_run
 OUTPUT_FILES = ("summary.csv", "requests.csv", "iterations.csv", "reads.csv", "freezes.csv", "run.json")
 
 
-def output_files(fmt: str) -> tuple[str, ...]:
-    """What a run writes into --out in table format `fmt`."""
+def output_files(fmt: str, scenario=None) -> tuple[str, ...]:
+    """What a run (of `scenario`) writes into --out in table format `fmt`."""
     from .run_tables import table_files
 
-    return (*table_files(fmt), "run.json")
+    return (*table_files(fmt, scenario), "run.json")
 
 
 def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentParser:
@@ -148,13 +148,14 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
 
     out = check_folder(args.out if args.out is not None else Path("runs") / scenario.name, "--out")
     check_own_folder(out, "run")
-    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in output_files(args.format)}
+    names = output_files(args.format, scenario)
+    outputs = {f"--out {out / name}": check_output_file(out / name, "--out") for name in names}
     plots_dir = None
     if not args.no_plots:
         from ..plots import plot_file_names
 
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
-        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow):
+        for name in plot_file_names([a.name for a in scenario.arrangements], args.follow, f"over_time.{args.format}" in names):
             outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
     for flag, path in (("--save-trace", args.save_trace), ("--html", args.html)):
         if path is not None:
@@ -203,7 +204,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
     from ..files import PartlyWritten, all_or_nothing, atomic_write_text
     from ..workload.stream import write_trace
-    from .run_tables import TableFiles, changes_roles, run_seeds
+    from .run_tables import TableFiles, changes_roles, run_seeds, write_over_time
 
     many = len(seeds) > 1
     extra = [p.parent for p in (outputs.save_trace, outputs.html) if p is not None]
@@ -235,11 +236,13 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
                     summary = with_paired_difference(summary)
                 tables.write_whole("summary", summary)
+                over_time = write_over_time(tables, kept)
                 tables.close()
                 written = [outputs.out / f"{name}.{args.format}" for name in ("summary", "requests", "iterations",
                                                                                "reads", "freezes")]
                 if changes_roles(scenario):  # E12
                     written.append(outputs.out / f"switches.{args.format}")
+                written += [outputs.out / f"over_time.{args.format}"] if over_time is not None else []
                 run_info = _run_info(args, argv, scenario, seeds, kept)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
@@ -250,7 +253,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     from ..plots import write_plots
 
                     written += write_plots(first, outputs.plots, window=args.window, n_replies=args.replies,
-                                           follow=args.follow, by_seed=summary if many else None, pooled=pooled)
+                                           follow=args.follow, by_seed=summary if many else None, pooled=pooled, over_time=over_time)
                 if outputs.html is not None and first is not None:
                     from ..page import write_page
 
@@ -375,11 +378,9 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         print(json.dumps(summary_means_json(summary), indent=2))
     else:
         w = scenario.workload
-        rate = f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""
-        if getattr(w, "varies", False):
-            from ..scenario.schedule import rate_text
+        from ..scenario.schedule import rate_words
 
-            rate = rate_text(w)
+        rate = rate_words(w)
         traffic = f"trace {w.trace} ({w.format}) {'at ' + rate if rate else ''}".rstrip() if hasattr(w, "trace") else rate
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]

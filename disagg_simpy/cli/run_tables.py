@@ -26,9 +26,22 @@ TABLES = ("summary", *BLOCK_TABLES)
 FORMATS = ("csv", "parquet")
 
 
-def table_files(fmt: str) -> tuple[str, ...]:
-    """The file names of the tables in format `fmt`."""
-    return tuple(f"{name}.{fmt}" for name in TABLES)
+def table_files(fmt: str, scenario=None) -> tuple[str, ...]:
+    """The file names of the tables in format `fmt` (and `over_time` for a `scenario` whose
+    traffic changes over time)."""
+    from ..results.over_time import changes_over_time
+
+    extra = ("over_time",) if scenario is not None and changes_over_time(scenario) else ()
+    return tuple(f"{name}.{fmt}" for name in (*TABLES, *extra))
+
+
+def write_over_time(tables: TableFiles, kept: Kept) -> pd.DataFrame | None:
+    """Write every seed's `over_time` rows whole; the frame, or None if the run keeps none."""
+    if not kept.over_time:
+        return None
+    frame = pd.concat(kept.over_time, ignore_index=True)
+    tables.write_whole("over_time", frame)
+    return frame
 
 
 class TableFiles:
@@ -98,6 +111,7 @@ class Kept:
     first: Any = None  # RunResult of the first seed (all arrangements), if kept
     stream: Any = None  # the first seed's request stream (workload.stream.Requests)
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
+    over_time: list[pd.DataFrame] = field(default_factory=list)  # every seed's over_time rows, if written
 
 
 def changes_roles(scenario) -> bool:
@@ -111,6 +125,7 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
     `after_first(result)` checks the first seed's whole run (plot options, what it keeps); each
     of `watchers` gets `add(run, seed)` for every arrangement's run and `done(seed)` after each seed."""
     from ..api import run_each
+    from ..results.over_time import changes_over_time
     from ..results.run_result import RunResult
     from ..results.why_late import FreezeFacts
 
@@ -128,6 +143,8 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
                 frame = switches_frame(rec)
                 tables.append("switches", frame.assign(seed=seed) if many else frame)
             kept.summaries.append(one.summary.assign(seed=seed) if many else one.summary)
+            if changes_over_time(scenario):
+                kept.over_time.append(one.over_time.assign(seed=seed) if many else one.over_time)
             if seed == seeds[0]:
                 kept.freezes[name] = FreezeFacts.of(one, name)
             else:

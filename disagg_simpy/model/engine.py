@@ -1,7 +1,7 @@
 """One arrangement, one request stream: the SimPy model (M1-M7, D1-D10).
 
-Processes: one per GPU (`gpu.Gpu.run`), a source that starts one process per request at its
-arrival, and a KV-transfer process per ship (`kv_link`). The clock counts whole nanoseconds
+Processes: one per GPU (`gpu.Gpu.run`) and a source that routes each request at its arrival;
+each ship is one timeout (`kv_link`). Requests are state, not processes: they wait on nothing. The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
 The options (docs/rules.md E1-E8, E10) live here as state the explainer's rules leave empty: per-side costs
@@ -67,6 +67,7 @@ class Engine:
                      for i, role in enumerate(arrangement.roles)]
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
+        self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)
         link = arrangement.kv_link_mode
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
@@ -101,7 +102,7 @@ class Engine:
 
     # -- processes -----------------------------------------------------------------------
     def source(self):
-        """Starts each request's process at its arrival, in phase (2) of its instant (D5)."""
+        """Each request arrives, in phase (2) of its instant (D5), and is routed (`arrive`)."""
         env = self.env
         r = self.requests
         times = r.arrived_at_ns.tolist()
@@ -113,34 +114,27 @@ class Engine:
             yield Slot(env, at - env.now, PHASE_ARRIVE + i)
             request = Request(i, at, prompts[i], words[i], measured[i])
             self.arrived.append(request)
-            env.process(self.request_process(request))
+            self.next_arrival_ns = times[i + 1] if i + 1 < len(times) else -1  # (only later ones: D5 step 2)
+            self.arrive(request, at)
         self.next_arrival_ns = -1
 
-    def request_process(self, request: Request):
-        """Arrive, be routed, wait for the prompt to be read, wait for the KV ship when split,
-        wait for the last word.
+    def arrive(self, request: Request, now: int) -> None:
+        """Route a request that arrives now to the GPU that reads its prompt (M3, D1, E6).
 
-        The hand-overs themselves happen at iteration ends, in the order of the instant (D5):
-        the reading GPU gives word 1, keeps the reply or picks a writing GPU and starts the
-        ship (`prompts_read`); the writing GPU's iterations write the rest.
-        """
-        env = self.env
-        request.read = env.event()
-        request.done = env.event()
+        A request is not a process, and waits on no event: what happens to it next happens at
+        iteration ends, in the order of the instant (D5): the reading GPU gives word 1, keeps
+        the reply or picks a writing GPU and starts the ship (`prompts_read`); the writing GPU's
+        iterations write the rest and the last one finishes it (`replies_finished`)."""
         if self.local_max is not None and request.n_prompt_tokens <= self.local_max:
             reader = self.writing.fewest_replies()  # E6: read where it will be written
             reader.n_local += 1
         else:
+            for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
+                if g.repeat is not None:
+                    g.repeat.sync(now)
             reader = self.reading.least_queued()
         request.reading_gpu = reader.number
         reader.add_prompt(request)
-        yield request.read
-        request.read = None
-        if request.ship is not None:
-            yield request.ship
-            request.ship = None
-        if request.done is not None:
-            yield request.done
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
@@ -167,7 +161,6 @@ class Engine:
             else:
                 r.writing_gpu = gpu.number
                 gpu.add_reply(r, now)
-            r.read.succeed()  # type: ignore[union-attr]  # (set when its process started, before any GPU saw it)
 
     def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
         """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
@@ -199,8 +192,6 @@ class Engine:
                 and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
             self.n_late_mean_gap += 1
             self._check_give_up()
-        r.done.succeed()  # type: ignore[union-attr]  # (as r.read)
-        r.done = None  # its process still holds it; finished requests keep no event
         if r.measured:
             self.n_measured_left -= 1
             if self.n_measured_left == 0:
@@ -217,8 +208,15 @@ class Engine:
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
     def more_may_arrive_now(self, now: int) -> bool:
-        """Whether an arrival or a ship end is due later in this instant (D5 step 2)."""
+        """Whether an arrival or a ship end is due later in this instant (D5 step 2): from an
+        iteration end (step 1), any of them; from an arrival or a ship end (step 2), those after
+        it (the source moves `next_arrival_ns` on before it routes, a ship end counts itself off)."""
         return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
+
+    def quiet_until(self, at: int) -> bool:
+        """Whether nothing can reach a GPU after this moment of step 2 up to `at` included: no
+        arrival, and no ships at all (colocated)."""
+        return not self.split and not (0 <= self.next_arrival_ns <= at)
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> ArrangementRecords:
@@ -231,6 +229,9 @@ class Engine:
         if self.n_measured_left > 0:
             env.run(until=self.requests.cap_ns + 1)
         self.stopped_at_ns = min(env.now, self.requests.cap_ns)
+        for gpu in self.gpus:
+            if gpu.repeat is not None:  # iterations that ended by the stop, as one by one
+                gpu.repeat.flush(self.stopped_at_ns)
         self.n_events = events_scheduled(env)
         records = ArrangementRecords.collect(
             name=self.arrangement.name,

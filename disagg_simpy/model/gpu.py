@@ -14,6 +14,7 @@ events would run at SimPy's own priorities and could not keep D5's order.
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ import simpy
 
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .repeats import Repeat
 from .request import Request
 from .unmixed import unmixed_start
 
@@ -39,11 +41,15 @@ class Host(Protocol):
 
     def more_may_arrive_now(self, now: int) -> bool: ...
 
+    def quiet_until(self, at: int) -> bool: ...
+
     def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
 
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
+
+    fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -61,9 +67,12 @@ class Gpu:
         self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
         self.track_context = cost.per_context_token != 0
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
+        self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
+        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
+        self.host: Host | None = None  # set by `run`
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -80,8 +89,7 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
-        # E10 (not `mixed`): an iteration reads prompts or writes words; replies wait in
-        # `seat_queue` for the next writing iteration, whose count keys `leaving_by_write`
+        # E10 (not `mixed`): replies wait in `seat_queue` for a writing iteration (model/unmixed.py)
         self.mixed = mixed
         self.queue_replies = self.seats is not None or not mixed
         self.n_writes = 0
@@ -126,18 +134,26 @@ class Gpu:
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU
         looks again in step 3 (E4d)."""
+        if self.repeat is not None:
+            self.repeat.cut()
         self.kv_used -= tokens
         self._wake()
 
     def add_prompt(self, request: Request) -> None:
+        """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from
+        the next iteration end on (a repeat reading chunks takes it after the head, unchanged)."""
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
+        if self.repeat is not None and self.repeat.head is None:
+            self.repeat.cut(ahead=True)
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
         """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
         or, with a seat limit (E8), waits for a seat in the order replies joined."""
         request.joined_at_ns = now
+        if self.repeat is not None:
+            self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.n_replies += 1
         if not self.queue_replies:
             self._seat(request, self.n_started)
@@ -149,16 +165,15 @@ class Gpu:
         """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration),
         or (E10, `key` given) from the writing iterations numbered key, key + 1, ..."""
         request.join_iteration = index
-        if key is None:
-            key, by_key = index, self.leaving
-        else:
-            by_key = self.leaving_by_write
+        key, by_key = (index, self.leaving) if key is None else (key, self.leaving_by_write)
         if self.track_context:
             self.context_base += request.n_prompt_tokens + 1 - key
         last = key + request.n_reply_words - 2
         leaving = by_key.get(last)
         if leaving is None:
             by_key[last] = [request]
+            if by_key is self.leaving:  # (E10's writing-iteration keys move to `leaving` when due)
+                heapq.heappush(self.leaving_order, last)
         else:
             leaving.append(request)
 
@@ -255,6 +270,8 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or not self.mixed
+        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
+        self.host = host
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -280,7 +297,23 @@ class Gpu:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
-            yield Slot(env, duration, end_priority)
+            if fast and duration and (n := self.steady_iterations(index, taken)) > 1:
+                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies,
+                                                 taken[0][0] if taken else None, n_tokens, n)
+                yield repeat.slot  # (or the slot `repeat.cut` put in its place)
+                self.repeat = None
+                if not repeat.n:
+                    continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
+                if repeat.after is None:
+                    repeat.finish()
+                    index += repeat.n - 1  # its last iteration ends now
+                else:  # cut, and the iteration after it ends now
+                    repeat.record(repeat.n)
+                    taken, n_tokens, duration = repeat.after
+                    index += repeat.n
+                started = env.now - duration
+            else:
+                yield Slot(env, duration, end_priority)
 
             now = env.now
             record_start(started)
@@ -289,6 +322,7 @@ class Gpu:
             record_tokens(n_tokens)
             leaving = self.leaving.pop(index, None)
             if leaving:
+                heapq.heappop(self.leaving_order)
                 self.n_replies -= len(leaving)
                 if options:
                     self._release(leaving)
@@ -312,6 +346,29 @@ class Gpu:
                     yield Slot(env, 0, start_priority)
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
+
+    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
+        """How many iterations from `index` (starting now, `taken` its reads) can run unchanged,
+        as one repeat (model/repeats.py): up to the first that ends with a reply's last word,
+        and, reading, while each reads one full chunk of the head prompt (the last of them may
+        read its last token). Anything that changes the batch before a change known now cuts
+        the repeat (`Repeat.cut`): an option that changes a batch at a time it knows in advance
+        bounds this number instead (docs/architecture.md)."""
+        n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
+        if taken:
+            head, tokens = taken[0]
+            if len(taken) > 1 or tokens != self.chunk_tokens:
+                return 1
+            n = min(n, 1 + head.unread_tokens // tokens)
+        return n
+
+    def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
+        """The iteration this GPU starts at `at` (later, without the options), taken now if
+        nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
+        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+            return None
+        taken, n_tokens = self._take_prompt_tokens(at)
+        return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
 
     def _options_start(self, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
         """An iteration starting now under the options: (replies written, prompt tokens taken,
@@ -354,10 +411,8 @@ class Gpu:
         if self.queue_replies:
             self.n_seated -= len(leaving)
         if self.track_context:
-            if self.mixed:
-                self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
-            else:  # E10: seated at writing iteration `last word's - (n - 2)`
-                last = self.n_writes - 1
-                self.context_base -= sum(r.n_prompt_tokens + 1 - (last - r.n_reply_words + 2) for r in leaving)
+            last = self.n_writes - 1  # E10: seated at writing iteration `last - (n - 2)`
+            self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else
+                                                              last - r.n_reply_words + 2) for r in leaving)
         if self.kv_capacity is not None:
             self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)

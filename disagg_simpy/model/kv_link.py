@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Environment, Slot
@@ -58,24 +59,18 @@ class KvLink:
                 link.queue.append(request)
                 return
             link.busy = True
-        # `_start`, inline: this is every ship's path
-        request.ship_started_at_ns = now
-        end = now + self.ship_ns(request.n_prompt_tokens)
-        self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
-        request.ship = self.env.process(self.ship(request, end))
+        self._start(request, now)
 
     def _start(self, request: Request, now: int) -> None:
-        """The ship leaves now; it ends its ship time later, in D5 step 2."""
+        """The ship leaves now; it ends its ship time later, in D5 step 2 (one timeout)."""
         request.ship_started_at_ns = now
         end = now + self.ship_ns(request.n_prompt_tokens)
         self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
-        request.ship = self.env.process(self.ship(request, end))
+        Slot(self.env, end - now, PHASE_ARRIVE + request.request_id).callbacks.append(partial(self.ended, request))
 
-    def ship(self, request: Request, end: int):
-        """The KV-transfer process: wait out the ship, then join the writing GPU (D5 step 2)."""
-        env = self.env
-        yield Slot(env, end - env.now, PHASE_ARRIVE + request.request_id)
-        now = env.now
+    def ended(self, request: Request, _event) -> None:
+        """The ship ends: the reply joins its writing GPU (D5 step 2)."""
+        now = end = self.env.now
         left = self.n_ending_at[end] - 1
         if left:
             self.n_ending_at[end] = left

@@ -42,6 +42,15 @@ class Slot(simpy.events.Event):
         env.schedule(self, priority, delay)  # type: ignore[arg-type]  # SimPy types a priority as a NewType of int
 
 
+def take_over(slot: Slot, delay: int, priority: int) -> Slot:
+    """A new Slot, `delay` from now in phase `priority`, that takes over whatever waits on `slot`
+    (a GPU's process): SimPy cannot take a scheduled event back, so `slot` stays on the queue
+    and fires with no one waiting."""
+    new = Slot(slot.env, delay, priority)
+    new.callbacks, slot.callbacks = slot.callbacks, []
+    return new
+
+
 def fire(event: simpy.events.Event, priority: int) -> None:
     """`event.succeed()` in a chosen phase of the current instant."""
     event._ok = True

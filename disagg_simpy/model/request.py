@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import simpy
-
 from .records import REQUEST_FIELDS
 
 
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "read", "ship", "done")
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens")
 
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
         self.request_id = request_id
@@ -28,6 +26,3 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
-        self.read: simpy.Event | None = None  # succeeds with word 1
-        self.ship: simpy.Process | None = None  # the KV-transfer process, on a split
-        self.done: simpy.Event | None = None  # succeeds with the reply's last word

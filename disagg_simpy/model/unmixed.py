@@ -11,6 +11,7 @@ model/words.py, numbers the same iterations).
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 
@@ -34,6 +35,7 @@ def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
             leaving = gpu.leaving_by_write.pop(key, None)
             if leaving:
                 gpu.leaving[index] = leaving
+                heapq.heappush(gpu.leaving_order, index)
     if gpu.kv_capacity is not None:
         gpu.kv_used_tokens.append(gpu.kv_used)
     return n_replies, taken, n_tokens, gpu._duration(key, n_replies, n_tokens, taken)

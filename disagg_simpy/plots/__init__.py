@@ -1,6 +1,7 @@
 """PNG pictures of a run, for design docs: what the explainer shows, as files.
 
-    write_plots(result, folder)  ->  summary.png, late.png, timeline-<arrangement>.png, [follow-<id>.png]
+    write_plots(result, folder)  ->  summary.png, late.png, timeline-<arrangement>.png, [follow-<id>.png],
+                                     [over_time.png]
 
 The model never imports this package (nor matplotlib); pictures read the run result only
 (`RunResult`: its frames, word times, gaps and GPU roles). A picture option that does not fit
@@ -28,6 +29,7 @@ from .data import (
 )
 from .follow import draw_journey, journey, save_follow
 from .late import draw_late_limits, draw_time_parts, save_late
+from .over_time import draw_offered_rate, draw_on_time_over_time, save_over_time
 from .style import arrangement_styles
 from .summary import (
     draw_first_word_cdf,
@@ -52,6 +54,8 @@ __all__ = [
     "draw_gpu_lanes",
     "draw_journey",
     "draw_late_limits",
+    "draw_offered_rate",
+    "draw_on_time_over_time",
     "draw_on_time_bars",
     "draw_reply_lanes",
     "draw_time_parts",
@@ -60,6 +64,7 @@ __all__ = [
     "sample_replies",
     "save_follow",
     "save_late",
+    "save_over_time",
     "save_summary",
     "save_timeline",
     "timeline_name",
@@ -72,10 +77,11 @@ def timeline_name(arrangement: str) -> str:
     return "timeline-" + re.sub(r"[^A-Za-z0-9._-]", "_", arrangement) + ".png"
 
 
-def plot_file_names(arrangements, follow: int | None = None) -> list[str]:
-    """The names `write_plots` writes for these arrangement names (and a followed request)."""
+def plot_file_names(arrangements, follow: int | None = None, over_time: bool = False) -> list[str]:
+    """The names `write_plots` writes for these arrangement names (and a followed request, and
+    the picture over time)."""
     names = ["summary.png", "late.png", *(timeline_name(a) for a in arrangements)]
-    return names + ([f"follow-{follow}.png"] if follow is not None else [])
+    return names + ([f"follow-{follow}.png"] if follow is not None else []) + (["over_time.png"] if over_time else [])
 
 
 def check_plot_options(result, window: Window | None, follow: int | None) -> Window:
@@ -99,6 +105,7 @@ def write_plots(
     follow: int | None = None,
     by_seed=None,
     pooled=None,
+    over_time=None,
 ) -> list[Path]:
     """Write `summary.png`, `late.png`, a `timeline-<arrangement>.png` per arrangement over `window`
     (default: 4 s from a third of the way into the measured window) with `n_replies` sampled
@@ -106,7 +113,8 @@ def write_plots(
     against the run (PlotOptionError) before writing anything; returns the paths written.
     `by_seed`, the summary of several seeds (`result` being one of them), puts every seed and
     the mean with its interval on the summary's on-time panel; `pooled` (every seed's run)
-    pools the summary's distributions over the seeds."""
+    pools the summary's distributions over the seeds. `over_time`, the `over_time.csv` frame
+    (every seed's rows), draws `over_time.png`."""
     window = check_plot_options(result, window, follow)
     if n_replies < 1:
         raise PlotOptionError("replies", f"got {n_replies}, expected a whole number from 1")
@@ -117,4 +125,13 @@ def write_plots(
         paths.append(save_timeline(result, name, folder / timeline_name(name), window, n_replies))
     if follow is not None:
         paths.append(save_follow(result, follow, folder / f"follow-{follow}.png"))
+    if over_time is not None:
+        paths.append(save_over_time(over_time, [a.name for a in result.scenario.arrangements],
+                                    folder / "over_time.png", result.scenario.name, boundaries_s(result.scenario)))
     return paths
+
+
+def boundaries_s(scenario) -> list[float]:
+    """A schedule's period boundaries (s), drawn as dotted lines over time (none otherwise)."""
+    schedule = getattr(scenario.workload, "schedule", None)
+    return [p.until_s for p in schedule[:-1]] if schedule else []

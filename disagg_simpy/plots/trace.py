@@ -10,7 +10,7 @@ import pandas as pd
 from ..errors import InputError
 from ..files import atomic_path
 from ..units import NS_PER_S as _NS_PER_S
-from ..workload.trace_stats import _LENGTHS
+from ..workload.trace_stats import _LENGTHS, rate_over_time
 
 
 def plot_description(df: pd.DataFrame, path, name: str | None = None) -> None:
@@ -38,6 +38,7 @@ def description_figure(df: pd.DataFrame, name: str | None = None):
     if "arrived_at_ns" in df and len(df):
         t_ns = df["arrived_at_ns"].to_numpy(dtype=np.int64)
         draw_arrivals(ax_rate, t_ns - t_ns[0])
+        draw_window_rate(ax_rate, rate_over_time(df))
     else:
         ax_rate.text(0.5, 0.5, "no arrival times (lengths-only trace)", ha="center", va="center",
                      transform=ax_rate.transAxes)
@@ -70,6 +71,18 @@ def draw_arrivals(ax, t_ns: np.ndarray):
         ax.plot(x[: smooth.size] + 30 * width_s, smooth, lw=1.5, label=f"{60 * width_s:,}-s moving average")
     ax.set_xlabel("time since first arrival (s)")
     ax.set_ylabel("arrival rate (req/s)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax
+
+
+def draw_window_rate(ax, windows: pd.DataFrame | None):
+    """The mean rate in each window of `rate_over_time` (the table `describe` prints), as steps."""
+    if windows is None:
+        return ax
+    edges = np.append(windows["window_start_s"].to_numpy(), windows["window_end_s"].to_numpy()[-1])
+    width = windows["window_end_s"].iloc[0] - windows["window_start_s"].iloc[0]
+    ax.stairs(windows["rate_per_s"].to_numpy(), edges, baseline=None, color="k", lw=2, zorder=5,
+              label=f"mean per {width:g}-s window")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 

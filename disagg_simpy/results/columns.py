@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
-TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches")
+TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches", "over_time")
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,17 @@ COLUMNS: tuple[Column, ...] = (
            "starts (empty: not yet at the stop)", "switches"),
     Column("serving_at_s", "s", "serving at", "when its warm-up ended and it joined its new side (empty: not "
            "yet at the stop)", "switches"),
+    # -- over_time.csv (results.over_time: traffic that changes over time) -------------------------
+    Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "over_time"),
+    Column("window_start_s", "s", "from s", "the window's start (windows cut 0 to the measured window's end)",
+           "over_time"),
+    Column("window_end_s", "s", "to s", "the window's end (excluded)", "over_time"),
+    Column("n_arrived", "count", "arrived", "requests arriving in the window, measured or not", "over_time"),
+    Column("offered_rate_per_s", "requests/s", "offered rate", "n_arrived divided by the window's length",
+           "over_time"),
+    Column("n_measured", "count", "measured", "measured requests arriving in the window", "over_time"),
+    Column("n_on_time", "count", "on time", "of those, the ones on time", "over_time"),
+    Column("on_time_pct", "%", "on time %", "n_on_time as a share of n_measured (empty: none measured)", "over_time"),
 )
 
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).

@@ -20,6 +20,7 @@ from .breakdown import summary_figures, time_columns
 from .columns import SUMMARY_COLUMNS
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
 from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns
+from .over_time import over_time_edges_ns, over_time_frame
 
 
 @dataclass
@@ -75,6 +76,17 @@ class RunResult:
         """One row per freeze of a measured reply, with what caused it: `freezes.csv`."""
         return self._frame("freezes", lambda: _concat(
             [freezes_frame(n, self.seed, self.blame[n]) for n in self.records], list(self.records)))
+
+    @property
+    def over_time(self) -> pd.DataFrame:
+        """The offered rate and the on-time share per time window, per arrangement:
+        `over_time.csv` (`over_time.py`)."""
+        def build() -> pd.DataFrame:
+            edges = over_time_edges_ns(self.scenario, self.stream.arrived_at_ns)
+            return _concat([over_time_frame(self.records[n], self.gaps[n], edges) for n in self.records],
+                           list(self.records))
+
+        return self._frame("over_time", build)
 
     def tables_of(self, name: str) -> dict[str, pd.DataFrame]:
         """Arrangement `name`'s rows of `requests`, `iterations`, `reads` and `freezes`, built

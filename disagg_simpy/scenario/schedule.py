@@ -166,3 +166,11 @@ def rate_text(w) -> str:
         return f"{w.rate_per_s:g}"
     what = "a rate curve" if w.rate_curve is not None else f"a schedule of {len(w.schedule)} periods"
     return f"{what} (peak {peak_rate(w):g} requests/s)"
+
+
+def rate_words(w) -> str:
+    """A workload's rate for the run's header: '14.5 requests/s', 'a schedule of 2 periods (peak
+    11 requests/s)', or '' (a trace without a rate of its own)."""
+    if rate_key(w) != "rate_per_s":
+        return rate_text(w)
+    return f"{w.rate_per_s:g} requests/s" if w.rate_per_s is not None else ""

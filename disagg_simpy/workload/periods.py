@@ -142,3 +142,24 @@ def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: floa
             break
     arrived = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
     return arrived[:n_requests] if n_requests is not None else arrived
+
+
+#: Widths of time windows to choose from (s), 0.1 s to a week: `over_time.csv`, `describe`.
+WINDOW_WIDTHS_S = (0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+                   43200, 86400, 172800, 604800)
+
+
+def window_width_s(span_s: float, max_windows: int = 48) -> float:
+    """The smallest width of `WINDOW_WIDTHS_S` that cuts `span_s` seconds into at most
+    `max_windows` windows (a week past that)."""
+    return float(next((w for w in WINDOW_WIDTHS_S if span_s <= w * max_windows), WINDOW_WIDTHS_S[-1]))
+
+
+def window_edges_ns(span_s: float, width_s: float | None = None, max_windows: int = 48) -> np.ndarray:
+    """Edges (whole ns) of windows [k x width, (k + 1) x width) over [0, span_s]: 0, width,
+    2 x width, ..., the last edge span_s (the last window may be shorter)."""
+    width = window_width_s(span_s, max_windows) if width_s is None else width_s
+    n = max(1, int(np.ceil(span_s / width - 1e-9)))
+    edges = np.minimum(np.arange(n + 1) * width, span_s)
+    edges[-1] = span_s
+    return seconds_to_ns(edges)

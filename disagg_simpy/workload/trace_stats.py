@@ -103,3 +103,36 @@ def fit_text(df: pd.DataFrame, bins: int, name: str) -> str:
         block = f"histogram: {{edges: [{', '.join(map(str, edges))}], weights: [{', '.join(map(str, weights))}]}}"
         lines.append(f"prompt_mix:\n  - share: 1\n    tokens: {{{block}}}" if key == "prompt_mix" else f"reply_words: {{{block}}}")
     return "\n".join(lines) + "\n"
+
+
+def rate_over_time(df: pd.DataFrame, max_windows: int = 24) -> pd.DataFrame | None:
+    """A trace's rate window by window (None without arrival times): `window_start_s`,
+    `window_end_s` (counted from the first arrival; windows as `periods.window_edges_ns`),
+    `n_arrived`, `rate_per_s` and the median prompt and reply of the requests arriving in it."""
+    from .periods import window_edges_ns
+
+    if "arrived_at_ns" not in df or not len(df):
+        return None
+    t_ns = df["arrived_at_ns"].to_numpy(dtype=np.int64)
+    t_ns = t_ns - t_ns[0]
+    span_s = max(float(t_ns[-1]) / _NS_PER_S, 1e-9)
+    edges = window_edges_ns(span_s, max_windows=max_windows)
+    k = np.minimum(np.searchsorted(edges, t_ns, side="right") - 1, len(edges) - 2)  # the last arrival: last window
+    n = np.bincount(k, minlength=len(edges) - 1)
+    medians = {c: pd.Series(df[c].to_numpy()).groupby(k).median().reindex(range(len(n))).to_numpy()
+               for c in ("n_prompt_tokens", "n_reply_words")}
+    return pd.DataFrame({"window_start_s": edges[:-1] / _NS_PER_S, "window_end_s": edges[1:] / _NS_PER_S,
+                         "n_arrived": n, "rate_per_s": n / (np.diff(edges) / _NS_PER_S),
+                         "prompt_tokens_p50": medians["n_prompt_tokens"], "reply_words_p50": medians["n_reply_words"]})
+
+
+def format_rate_over_time(frame: pd.DataFrame) -> str:
+    """`rate_over_time` as an aligned text table, times in s, min or h by the span."""
+    span = float(frame["window_end_s"].iloc[-1])
+    per, unit = (3600.0, "h") if span >= 7200 else (60.0, "min") if span >= 600 else (1.0, "s")
+    rows = [[f"window ({unit})", "requests", "req/s", "prompt p50", "reply p50"]]
+    for r in frame.itertuples():
+        rows.append([f"{r.window_start_s / per:.4g}-{r.window_end_s / per:.4g}", f"{r.n_arrived:,}", f"{r.rate_per_s:.3f}",
+                     "-" if np.isnan(r.prompt_tokens_p50) else f"{r.prompt_tokens_p50:,.0f}",
+                     "-" if np.isnan(r.reply_words_p50) else f"{r.reply_words_p50:,.0f}"])
+    return "rate over time (from the first arrival)\n" + "\n".join(aligned(rows))

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from helpers import DEFAULT
+from helpers import tiny_batch_scenario as tiny_scenario
 
 from disagg_simpy.cli import main
 
@@ -19,17 +18,6 @@ COMMANDS = {
     "plan": ["--gpus", "2", "--chunks", "512", "--tolerance", "2"],
     "map": ["--gpus", "2", "--rate", "6,12", "--y", "workload.reply_words=[50,100],[100,400]", "--seeds", "1"],
 }
-
-
-def tiny_scenario(folder):
-    """The default scenario cut to 3 arrangements, one seed and a 2 s window: `tiny.yaml`."""
-    raw = yaml.safe_load(DEFAULT.read_text())
-    raw.update(name="tiny", seeds=1, max_sim_s=30, arrangements=raw["arrangements"][:3])
-    raw.pop("reference")
-    raw["workload"]["measure_s"] = 2
-    path = folder / "tiny.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
 
 
 def _files(folder):

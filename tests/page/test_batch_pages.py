@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
-from helpers import DEFAULT
+from helpers import tiny_batch_scenario
 from test_page_browser import CHROMIUM, CHROMIUM_ARGS, sync_api
 
 from disagg_simpy.cli import main
@@ -26,12 +25,7 @@ COMMANDS = {
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pages")
-    raw = yaml.safe_load(DEFAULT.read_text())
-    raw.update(name="tiny", seeds=1, max_sim_s=30, arrangements=raw["arrangements"][:3])
-    raw.pop("reference")
-    raw["workload"]["measure_s"] = 2
-    path = folder / "tiny.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    path = tiny_batch_scenario(folder)
     out = {}
     for command, flags in COMMANDS.items():
         html = folder / f"{command}.html"
@@ -105,3 +99,14 @@ def test_each_chart_shows_what_its_command_found(pages, browser):
     cells = page.locator("svg rect[data-testid=cell] title").all_text_contents()
     assert len(cells) == 4 and all(" on time" in c or "no measured request" in c for c in cells)
     page.close()
+
+
+def test_goodput_vary_slo_writes_its_table_as_a_page(tmp_path):
+    """goodput --vary slo has no chart: its page is its table (a scale per arrangement), self-contained."""
+    scenario = tiny_batch_scenario(tmp_path)
+    html = tmp_path / "slo.html"
+    assert main(["goodput", str(scenario), "--vary", "slo", "--tolerance", "0.5", "--workers", "1",
+                 "--out", str(tmp_path / "slo"), "--html", str(html)]) == 0
+    text = html.read_text()
+    assert "Content-Security-Policy" in text and 'data-testid="table"' in text
+    assert text.count('data-testid="row"') == 3 and "slo_scale" in text

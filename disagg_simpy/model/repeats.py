@@ -1,0 +1,160 @@
+"""Fast-forward: iterations of one GPU that repeat unchanged, run as ONE SimPy timeout (a
+*repeat*; not the *stretches* of model/words.py, which are runs of one reply's words).
+
+A GPU whose batch does not change runs the same iteration again and again: the same replies
+written, the same prompt tokens read (none, or one chunk of the prompt at the head of its
+queue), so the same duration `d`, rounded once (D10). `Gpu.steady_iterations` says how many
+such iterations can run from a start before a change known in advance (a reply's last word, a
+prompt's last chunk); the GPU then waits for the end of the last one with one timeout, and its
+records are written in bulk as the one-by-one loop would have written them: iteration j of the
+repeat starts at `started + j * d` and ends at `started + (j + 1) * d`, exact integer sums.
+
+Only the repeat's last iteration may change anything at its end (finishes, first words): the
+GPU handles that end as it handles any. The ends before it change nothing but the records, so
+nothing else needs to see them when they happen, with two exceptions, both kept exact here:
+- something reaches the GPU during the repeat (D5 step 2: an arrival routed to it, a ship that
+  ends, freed memory) and would change its next iteration: `cut` ends the repeat at the right
+  boundary. Arriving exactly at an iteration end, it joins the iteration that starts at that
+  instant, in D5 step 3, as the one-by-one loop starts it (that loop puts off its start to step 3
+  whenever an arrival or a ship end is due at the instant); arriving inside an iteration, it
+  waits for that iteration's end, where the GPU continues as usual;
+- while it reads chunks, the router reads its queued tokens (D1) at each arrival: `sync`
+  takes the chunks of the iterations that have started by then (starts at the arrival's own
+  instant come in step 3, after it).
+A run that stops during a repeat records the iterations that ended by the stop (`flush`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from typing import Any, Protocol
+
+from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
+from .request import Request
+
+Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
+
+
+class RepeatingGpu(Protocol):
+    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`)."""
+
+    number: int
+    n_started: int
+    queued_tokens: int
+    waiting: deque[Request]
+    started_at_ns: Any  # the GPU's records, array('q') each
+    ended_at_ns: Any
+    n_replies_written: Any
+    n_prompt_tokens_read: Any
+    reads_log: Any
+
+    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
+
+
+class Repeat:
+    """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each,
+    writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
+
+    __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
+                 "slot", "after")
+
+    def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
+                 head: Request | None, n_tokens: int, n: int):
+        self.gpu = gpu
+        self.env = env
+        self.started = started
+        self.index = index
+        self.duration = duration
+        self.n_replies = n_replies
+        self.head = head
+        self.n_tokens = n_tokens
+        self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
+        self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
+        self.open = True  # not cut yet
+        self.after: tuple[Reads, int, int] | None = None  # see `cut`
+        self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
+
+    def sync(self, now: int) -> None:
+        """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
+        D5 step 3, after everything that arrives at `now`)."""
+        if self.head is not None:
+            started = max(1, min(self.n, (now - self.started + self.duration - 1) // self.duration))
+            self._take(started - self.n_taken)
+
+    def _take(self, n_iterations: int) -> None:
+        if n_iterations > 0 and self.head is not None:
+            tokens = n_iterations * self.n_tokens
+            self.head.unread_tokens -= tokens  # type: ignore[union-attr]  # (only with a head)
+            self.gpu.queued_tokens -= tokens
+            self.n_taken += n_iterations
+            if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
+                self.gpu.waiting.popleft()
+
+    def cut(self, ahead: bool = False) -> None:
+        """Something reaches the GPU now (D5 step 2) that changes its next iteration: end the
+        repeat with the iteration running now, or, exactly at an iteration end, there, the
+        next iteration starting in step 3 of this instant.
+
+        `ahead` (a prompt routed here, already queued): if nothing else can reach the GPU before
+        the running iteration ends, the next iteration, which reads it, is known now: it is
+        taken now, as of its start (`Gpu.start_ahead`), and the GPU waits for ITS end (`after`:
+        its reads, tokens and duration): one wake-up fewer."""
+        if not self.open:
+            return
+        self.open = False
+        gpu, d, now = self.gpu, self.duration, self.env.now
+        ran, into = divmod(now - self.started, d)  # iterations ended by now; ns into the next
+        if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
+            gpu.n_started = self.index + self.n
+            return
+        if into == 0 and ran >= 1:
+            self._take(ran - self.n_taken)
+            self.record(ran)
+            gpu.n_started = self.index + ran
+            self.n = 0
+            self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
+        else:
+            gpu.n_started = self.index + ran + 1
+            end = self.started + (ran + 1) * d
+            if ahead and ran + 1 < self.n and (after := gpu.start_ahead(end, self.n_replies)) is not None:
+                self.n, self.after = ran + 1, after
+                gpu.n_started += 1
+                self.slot = take_over(self.slot, end + after[2] - now, PHASE_END + gpu.number)
+            elif ran + 1 < self.n:
+                self.n = ran + 1
+                self.slot = take_over(self.slot, self.started + self.n * d - now, PHASE_END + gpu.number)
+
+    def finish(self) -> None:
+        """The repeat's last iteration ends now: take every chunk, record all iterations but
+        that last one (the GPU records it, and handles its end, as any other)."""
+        self._take(self.n - self.n_taken)
+        self.record(self.n - 1)
+        self.gpu.n_started = self.index + self.n
+
+    def flush(self, stopped_at_ns: int) -> None:
+        """The run stopped during the repeat: record the iterations that ended by the stop (and
+        forget the start of an `after` iteration that never started)."""
+        if self.n:
+            ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
+            assert ended < self.n or self.after is not None  # (else the last end came before any stop)
+            self.record(ended)
+            start = self.started + self.n * self.duration
+            if self.after is not None and stopped_at_ns < start:
+                for r, _ in self.after[0]:
+                    if r.read_started_at_ns == start:
+                        r.read_started_at_ns = -1
+
+    def record(self, count: int) -> None:
+        """Records of the repeat's first `count` iterations, in bulk."""
+        if count <= 0:
+            return
+        g, s, d = self.gpu, self.started, self.duration
+        g.started_at_ns.extend(range(s, s + count * d, d))
+        g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
+        g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
+        g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
+        if self.head is not None:  # iteration, request id, tokens; ...
+            log = array("q", (0, self.head.request_id, self.n_tokens)) * count
+            log[0::3] = array("q", range(self.index, self.index + count))
+            g.reads_log.extend(log)

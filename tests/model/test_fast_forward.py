@@ -1,0 +1,185 @@
+"""Fast-forward (model/repeats.py): a GPU's unchanged iterations run as one timeout, and the run
+leaves exactly the records of the one-by-one loop (`Gpu.fast_forward = False`), which also
+equal the reference model's: arrivals and ship ends exactly at an iteration end of a repeat,
+inside one and at its start (D5), the router reading a chunk-reading repeat's queued tokens
+(D1), and runs stopped mid-repeat (the last measured reply, the safety cap D6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import write_scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_reference import SHIPS, compare
+
+from disagg_simpy import load_scenario
+from disagg_simpy.api import run_arrangement
+from disagg_simpy.model.gpu import Gpu
+from disagg_simpy.workload.stream import make_requests
+
+EVEN = {"cost": {"iteration_ms": 10, "per_reply_ms": 0, "per_prompt_token_ms": 0, "kv_ship_ms_per_token": 1.25}}
+ONE, TWO = ({"name": f"c{n}", "kind": "colocated", "gpus": n} for n in (1, 2))
+CHUNKED = {"name": "chunked", "kind": "colocated", "gpus": 2, "chunk_tokens": 10}
+SPLITS = [{"name": f"s{w}", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": w} for w in (1, 2)]
+
+
+def all_records(path, fast: bool, monkeypatch) -> dict:
+    """Every record of every arrangement, as plain lists, with fast-forward on or off."""
+    monkeypatch.setattr(Gpu, "fast_forward", fast)
+    scenario = load_scenario(path)
+    stream = make_requests(scenario)
+    out = {}
+    for a in scenario.arrangements:
+        rec = run_arrangement(scenario, a, stream)
+        for table in ("requests", "iterations", "reads"):
+            for key, values in getattr(rec, table).items():
+                out[a.name, table, key] = np.asarray(values).tolist()
+        out[a.name, "stop"] = rec.stopped_at_ns
+        out[a.name, "events"] = rec.n_events
+    return out
+
+
+def same_as_one_by_one(path, monkeypatch) -> tuple[dict, dict]:
+    """Assert the records with fast-forward equal those without; both runs' records."""
+    fast, slow = (all_records(path, flag, monkeypatch) for flag in (True, False))
+    for key, want in slow.items():
+        if key[-1] != "events":
+            assert fast[key] == want, f"{key}: fast-forwarded {fast[key]}, one by one {want}"
+    return fast, slow
+
+
+# (arrival of the second request in ms, what it meets): the first request's reply of 20 words
+# is written by iterations of 10 ms from 10 ms on, one repeat until something reaches the GPU
+AT_ONE_GPU = {"0.050": "an iteration end", "0.055": "inside an iteration", "0.010": "the repeat's start",
+              "0.200": "the repeat's last end", "0.199": "inside the repeat's last iteration"}
+
+
+@pytest.mark.parametrize("at", sorted(AT_ONE_GPU))
+def test_an_arrival_cuts_a_repeat_at_the_right_iteration(tmp_path, monkeypatch, at):
+    rows = [("0", 8, 20), (at, 8, 3), ("0.3", 8, 2)]
+    path = write_scenario(tmp_path, rows, [ONE, TWO], **EVEN)
+    fast, slow = same_as_one_by_one(path, monkeypatch)
+    compare(path)
+    assert fast["c1", "events"] < 0.6 * slow["c1", "events"]  # (22 to 25 iterations, most in repeats)
+
+
+@pytest.mark.parametrize("more", [[("0.060", 8, 3)], [("0.057", 8, 3)], [("0.061", 8, 3)], [("0.055", 8, 3)]])
+def test_a_prompt_taken_ahead_waits_for_what_arrives_by_its_start(tmp_path, monkeypatch, more):
+    """A prompt arriving at 55 ms, inside an iteration of a repeat, is read from 60 ms on: with
+    another arriving at exactly 60 ms, before 60 ms or at 55 ms, both are read from 60 ms (D5);
+    one at 61 ms waits. Taking the first one's iteration ahead must see them all."""
+    rows = [("0", 8, 20), ("0.055", 8, 3), *more]
+    path = write_scenario(tmp_path, rows, [ONE], **EVEN)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["c1", "requests", "read_started_at_ns"][1:] == [60_000_000, 60_000_000 if more[0][0] < "0.061"
+                                                                 else 70_000_000]
+    compare(path)
+
+
+@pytest.mark.parametrize("at", ["0.010", "0.015", "0.020", "0.025", "0.030"])
+def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
+    """Ships of 10 ms (8 tokens): the second reply joins at an iteration end of the writing GPU's
+    repeat, inside one, or at its start (the first reply joins at 20 ms)."""
+    rows = [("0", 8, 20), (at, 8, 6), ("0.1", 8, 3)]
+    path = write_scenario(tmp_path, rows, SPLITS, **EVEN)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path)
+
+
+@pytest.mark.parametrize("at", ["0.040", "0.042", "0.045", "0.050", "0.095"])
+def test_the_router_sees_a_chunk_reading_repeats_queued_tokens(tmp_path, monkeypatch, at):
+    """Two GPUs read prompts of 105 and 100 tokens in chunks of 10, one from 0 ms, one from 5 ms;
+    a prompt arriving at a chunk boundary of either (their starts then come after it, D5) or
+    inside goes where the fewest tokens are queued (D1)."""
+    rows = [("0", 105, 2), ("0.005", 100, 30), (at, 8, 2)]
+    path = write_scenario(tmp_path, rows, [CHUNKED], **EVEN)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path)
+
+
+@pytest.mark.parametrize("at, reader", [("0.040", 1), ("0.045", 0)])
+def test_the_router_counts_only_chunks_started_before_the_arrival(tmp_path, monkeypatch, at, reader):
+    """Prompts of 115 and 110 tokens read in chunks of 10 from 0 ms (GPU 0) and 5 ms (GPU 1).
+    At 40 ms each has started 4 chunks (GPU 0's start at 40 ms comes after the arrival, D5):
+    75 against 70 tokens queued, GPU 1. At 45 ms GPU 0 has started 5, GPU 1 4: 65 against 70,
+    GPU 0. Counting the start at the arrival's own instant would swap both answers."""
+    rows = [("0", 115, 2), ("0.005", 110, 2), (at, 8, 2)]
+    path = write_scenario(tmp_path, rows, [CHUNKED], **EVEN)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["chunked", "requests", "reading_gpu"] == [0, 1, reader]
+    compare(path)
+
+
+def test_a_run_stopped_mid_repeat_records_what_ended_by_the_stop(tmp_path, monkeypatch):
+    """The last measured reply ends while another GPU is mid-repeat; the safety cap (D6) falls
+    inside a repeat."""
+    rows = [("0", 8, 5), ("0.001", 8, 50), ("0.002", 8, 40)]
+    for extra in ({"workload": {"measure_s": 0.001}}, {"max_sim_s": 0.203}):
+        path = write_scenario(tmp_path, rows, [ONE, TWO, *SPLITS], **EVEN, **extra)
+        same_as_one_by_one(path, monkeypatch)
+        compare(path, expect_cap="max_sim_s" in extra)
+
+
+@pytest.mark.parametrize("stop", [{"workload": {"measure_s": 0.001}}, {"max_sim_s": 0.05}, {"max_sim_s": 0.051}])
+def test_an_iteration_taken_ahead_starts_only_if_the_run_gets_there(tmp_path, monkeypatch, stop):
+    """A prompt routed at 46.5 ms to GPU 1, in a repeat ending iterations at 41, 51, ... ms, is
+    taken ahead as of 51 ms (nothing else can arrive by then); the run stops at 50 ms (request 0
+    finishes, the last measured; or the cap), so its reading never started, or at 51 ms, when it
+    did (D6: a cap at 51 ms runs that instant)."""
+    rows = [("0", 8, 5), ("0.001", 8, 50), ("0.002", 8, 50), ("0.0465", 8, 2)]
+    path = write_scenario(tmp_path, rows, [TWO], **EVEN, **stop)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["c2", "requests", "reading_gpu"] == [0, 1, 0, 1]
+    assert fast["c2", "requests", "read_started_at_ns"][3] == (51_000_000 if stop.get("max_sim_s") == 0.051 else -1)
+
+
+def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_path):
+    """Fails if the fast-forward stops happening: replies of 400 words arriving one every 200 ms
+    on one GPU; one by one that is at least one event per iteration."""
+    rows = [(f"{i * 0.2:.1f}", 100, 400) for i in range(10)]
+    rec = run_arrangement(*(lambda s: (s, s.arrangements[0], make_requests(s)))(
+        load_scenario(write_scenario(tmp_path, rows, [ONE]))))
+    n_iterations = len(rec.iterations["gpu"])
+    assert n_iterations > 400
+    assert rec.n_events < 0.15 * n_iterations, (rec.n_events, n_iterations)
+
+
+# -- hypothesis: options off, replies long enough for repeats, arrivals on a coarse grid --------
+
+@st.composite
+def steady_scenario(draw):
+    n = draw(st.integers(1, 10))
+    ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
+    prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))
+    words = draw(st.lists(st.sampled_from((1, 2, 5, 12, 30)), min_size=n, max_size=n))
+    rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
+    chunk = draw(st.none() | st.sampled_from((8, 16)))
+    if draw(st.booleans()):
+        a = {"name": "c", "kind": "colocated", "gpus": draw(st.integers(1, 3))}
+    else:
+        a = {"name": "s", "kind": "disaggregated", "reading_gpus": draw(st.integers(1, 2)),
+             "writing_gpus": draw(st.integers(1, 2))}
+        if draw(st.booleans()):
+            a["local_prompt_max_tokens"] = draw(st.sampled_from((8, 16)))  # E6: chunk repeats on writing GPUs
+    if chunk:
+        a["chunk_tokens"] = chunk
+    cost = {"iteration_ms": draw(st.sampled_from((1.0, 2.0, 3.0, 10.0))),
+            "per_reply_ms": draw(st.sampled_from((0.0, 0.5, 1.0))),
+            "per_prompt_token_ms": draw(st.sampled_from((0.0, 0.125, 0.25))),
+            "kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
+    extra = {}
+    if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
+        extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
+    if draw(st.integers(0, 3)) == 0:
+        extra["max_sim_s"] = (ms[-1] + draw(st.integers(1, 150))) / 1000  # a cap mid-repeat (D6)
+    return rows, [a], cost, extra
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=steady_scenario())
+def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    rows, arrangements, cost, extra = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path, expect_cap=None)
