@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..files import check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder
 from ..scenario.lengths import MAX_BINS
-from .common import NotWritten, Parser, int_at_least, path_flag
+from .common import NotWritten, Parser, int_at_least, path_flag, positive_float
 
 
 def build_describe_parser() -> argparse.ArgumentParser:
@@ -30,6 +30,12 @@ def build_describe_parser() -> argparse.ArgumentParser:
     p.add_argument("--bins", type=int_at_least("--bins", 1, MAX_BINS), default=20, metavar="N",
                    help=f"bins of --fit (default 20, at most {MAX_BINS:,}): one per distinct length when there "
                    "are at most N, else edges at the lengths' quantiles")
+    p.add_argument("--period-s", type=positive_float("--period-s"), metavar="SECONDS",
+                   help="with --fit: print instead a schedule (E11) of periods this long of the trace's clock, each "
+                   "with the rate and the length histograms of its own requests")
+    p.add_argument("--time-scale", type=positive_float("--time-scale"), default=1.0, metavar="F",
+                   help="with --period-s: replay the trace F times faster (periods F times shorter, rates F times "
+                   "higher), as a trace workload's time_scale (default 1)")
     return p
 
 
@@ -40,6 +46,13 @@ def describe(argv: Sequence[str]) -> int:
     from ..workload.traces import ignored_text, read_trace
 
     args = build_describe_parser().parse_args(argv)
+    from ..errors import InputError
+
+    if args.period_s is not None and not args.fit:
+        raise InputError(f"--period-s: got {args.period_s:g} without --fit, expected --fit --period-s SECONDS")
+    if args.time_scale != 1.0 and args.period_s is None:
+        raise InputError(f"--time-scale: got {args.time_scale:g} without --period-s, expected --fit --period-s "
+                         "SECONDS --time-scale F")
     fmt = args.format or (CATALOG[args.trace].format if args.trace in CATALOG else "csv")
     path = resolve_trace(args.trace, fmt, Path("."), "describe")
     if args.plot is not None:  # before reading: a bad path costs nothing, and never the trace
@@ -47,9 +60,12 @@ def describe(argv: Sequence[str]) -> int:
         check_outputs_apart({f"--plot {args.plot}": args.plot}, {"trace file": Path(path)})
     table = read_trace(path, fmt)
     if args.fit:
-        from ..workload.trace_stats import fit_text
+        from ..workload.trace_stats import fit_schedule_text, fit_text
 
-        print(fit_text(table, args.bins, args.trace), end="")
+        if args.period_s is not None:
+            print(fit_schedule_text(table, args.bins, args.trace, args.period_s, args.time_scale), end="")
+        else:
+            print(fit_text(table, args.bins, args.trace), end="")
     else:
         from ..workload.trace_stats import format_rate_over_time, rate_over_time
 

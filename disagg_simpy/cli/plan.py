@@ -8,9 +8,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..errors import InputError
+from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
 from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
 from .common import int_at_least, int_list_flag, positive_float
+from .plan_over_time import switch_seconds
 
 OUTPUT_FILES = output_files("plan")
 
@@ -42,6 +44,12 @@ def build_plan_parser():
     p.add_argument("--tp", type=tp_flag, default=(1,), metavar="T1,T2",
                    help="TP degrees tried, e.g. 1,2,4 (default 1): each from the preset of the scenario's GPU and "
                         "model at that TP (its cost: block must name a TP1 preset)")
+    p.add_argument("--over-time", action="store_true",
+                   help="with a workload.schedule: the best split per period, the switching plan as a roles: block, "
+                        "and the whole day run for it, every static split and the reactive policy (plan_over_time.csv; "
+                        "docs/over-time.md)")
+    p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
+                   help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
     return p
 
 
@@ -105,6 +113,11 @@ def _check(args, scenario) -> None:
     """Every check before any run: --splits against --gpus, the candidates, the plan's cost."""
     from ..sweep.plan import candidates, with_candidates
     from .common import seeds_to_run
+
+    if args.over_time:
+        from .plan_over_time import check_over_time
+
+        return check_over_time(args, scenario)
 
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")
@@ -173,4 +186,8 @@ def _plan(job: Job) -> Batch | None:
 
 def plan_command(argv: Sequence[str]) -> int:
     """Rank every way to use N GPUs (or find the fewest GPUs for a rate) for the scenario's traffic."""
+    if "--over-time" in (argv or ()):  # E12: plan_over_time.csv instead of plan.csv
+        from .plan_over_time import plan_over_time
+
+        return run_batch(argv, build_plan_parser(), "plan_over_time", plan_over_time, prepare=_check)
     return run_batch(argv, build_plan_parser(), "plan", _plan, prepare=_check)

@@ -223,14 +223,17 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
     for name, player in zip(names, shown["arrangements"]):
         roles = list(result.records[name].gpu_roles)
         summary = result.summary[result.summary["arrangement"] == name].iloc[0]
+        moves = _moves(result.records[name].switches)  # E12 (the key only when roles change)
+        lanes = [described[name].instance_name(g) for g in range(len(roles))]
         arrangements.append({
             "name": name,
             "kind": result.records[name].kind,
             "description": described[name].description,
             "is_split": described[name].is_split,
-            "lanes": [described[name].instance_name(g) for g in range(len(roles))],
+            "lanes": [f"{n} (moves)" if moves and g in {m["gpu"] for m in moves} else n for g, n in enumerate(lanes)],
             "unit": described[name].unit,
             "roles": roles,
+            **({"moves": moves} if moves is not None else {}),
             "summary": {k: _clean(v) for k, v in summary.items() if k != "arrangement"},
             **player,
             "gaps": own.gap_shares(name),
@@ -259,3 +262,13 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
         "arrangements": arrangements,
         "seed_runs": seed_runs or [],
     }
+
+
+def _moves(switches: dict | None) -> list[dict] | None:
+    """E12: each move of a GPU (ns; -1: not reached), for the player's lanes; None when static."""
+    if switches is None:
+        return None
+    keys = {"gpu": "gpu", "to": "to_role", "why": "why", "asked": "requested_at_ns", "drained": "drained_at_ns",
+            "serving": "serving_at_ns"}
+    return [{k: (v if isinstance(v, str) else int(v)) for k, v in zip(keys, values)}
+            for values in zip(*(switches[f] for f in keys.values()))]

@@ -62,7 +62,7 @@ function decodePlayer(a, span) {
 
 function decodeArrangement(a, index) {
   return {
-    name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
+    name: a.name, kind: a.kind, description: a.description, isSplit: a.is_split, lanes: a.lanes, unit: a.unit, roles: a.roles, moves: a.moves, summary: a.summary, gaps: a.gaps, first_words: a.first_words, index,
     means: a.means || null, interval: a.interval || null, by_seed: a.by_seed || null,
     colour: COLOURS[index % COLOURS.length], dash: DASHES[index % DASHES.length], gpus: [], req: null,
   };

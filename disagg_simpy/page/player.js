@@ -229,6 +229,22 @@ const Player = {
           class: Math.sqrt(tok / MAX_TOKENS) > 0.6 ? "block-label dark" : "block-label"}, lane, `${tok.toLocaleString("en")} tokens`);
       }
     });
+    // E12: each move on its GPU's lane: outlined while it drains, grey while it warms up
+    (a.moves || []).forEach((m) => {
+      const y = gpuY(m.gpu) + 2, drained = m.drained < 0 ? hi : m.drained, serving = m.serving < 0 ? hi : m.serving;
+      const g = el("svg:g", {"data-testid": "move"}, svg);
+      if (drained > lo && m.asked < hi && drained > m.asked)
+        el("svg:rect", {x: X(m.asked), y, width: Math.max(0.5, X(drained) - X(m.asked)), height: LANE_H - 4,
+                        fill: "none", stroke: "#F2C14E", "stroke-width": 2, class: "move-drain"}, g);
+      if (serving > lo && drained < hi && serving > drained)
+        el("svg:rect", {x: X(drained), y, width: Math.max(0.5, X(serving) - X(drained)), height: LANE_H - 4,
+                        fill: "#7F7F7F", opacity: 0.5, class: "move-warm"}, g);
+      el("svg:title", {}, g, `${a.lanes[m.gpu]} moves to ${m.to === "reads" ? "reading" : "writing"} (${m.why}): ` +
+        `asked ${(m.asked / NS).toFixed(3)} s, drained ${m.drained < 0 ? "-" : (m.drained / NS).toFixed(3) + " s"}, ` +
+        `serving ${m.serving < 0 ? "-" : (m.serving / NS).toFixed(3) + " s"}`);
+      if (m.serving >= lo && m.serving <= hi) el("svg:text", {x: this.x(m.serving) + 2, y: y + 9, class: "block-label"},
+                                               g, `→ ${m.to}`);
+    });
     if (split) {
       const ships = el("svg:g", {"data-testid": "ship-lane"}, svg);
       el("svg:text", {x: 4, y: shipY + LANE_H / 2 + 4, class: "lane-label"}, ships, "KV cache ships ↓");

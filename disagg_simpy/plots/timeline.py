@@ -28,6 +28,7 @@ from .data import (
     late_reason,
     sample_replies,
 )
+from .roles import draw_moves, move_handles
 
 ROLE_TEXT = {"reads": "reads prompts", "writes": "writes replies", "both": "reads + writes"}
 LANE = 0.8  # height of a GPU lane's blocks
@@ -293,7 +294,12 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
         )
         kv_capacity = result.records[name].kv_capacity_tokens
         names = [arrangement.instance_name(g) for g in range(len(roles))]
+        switches = result.records[name].switches  # E12: lanes keep the start's roles; moves drawn on them
+        if switches:
+            names = [f"{n} (moves)" if g in switches["gpu"] else n for g, n in enumerate(names)]
         draw_gpu_lanes(top, iterations, requests, roles, window, norm, kv_capacity, names)
+        if switches:
+            draw_moves(top, switches, lambda g: gpu_lane_y(g, roles), window, result.records[name].stopped_at_ns / 1e9)
         draw_reply_lanes(bottom, sample, words, slo, window, arrangement.unit)
         how = arrangement.description
         fig.suptitle(
@@ -313,6 +319,6 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
         link = arrangement.kv_link_mode != "independent"
-        fig.legend(handles=_legend_handles(split, slo, kv_capacity is not None, link), loc="outside right lower",
-                   frameon=False)
+        handles = _legend_handles(split, slo, kv_capacity is not None, link)
+        fig.legend(handles=handles + (move_handles() if switches else []), loc="outside right lower", frameon=False)
         return st.save_figure(fig, path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 #: The tables, by the file each is written to.
-TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches", "over_time")
+TABLES = ("summary", "goodput", "plan", "map", "slo_scale", "switches", "plan_over_time", "over_time")
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,23 @@ COLUMNS: tuple[Column, ...] = (
     Column("failing_on_time_low_pct", "%", "low failing", "95% interval of that share: low end", "slo_scale"),
     Column("failing_on_time_high_pct", "%", "high failing", "the same interval's high end", "slo_scale"),
     Column("n_probes", "count", "probes", "scales probed", "slo_scale"),
+    # -- plan_over_time.csv (sweep.role_plan, `plan --over-time`)---------------------------------
+    Column("arrangement", "", "arrangement", "a static split (split-R-W), the switching plan (switching) or the "
+           "reactive policy (reactive)", "plan_over_time"),
+    Column("part", "", "part", "day (the whole measured window) or period_K (requests arriving in period K)",
+           "plan_over_time"),
+    Column("start_s", "s", "from", "the part's start", "plan_over_time"),
+    Column("end_s", "s", "to", "the part's end", "plan_over_time"),
+    Column("on_time_pct", "%", "on time %", "mean on-time share over seeds of the part's measured requests",
+           "plan_over_time"),
+    Column("on_time_low_pct", "%", "low", "its 95% interval over seeds: low end (docs/statistics.md)", "plan_over_time"),
+    Column("on_time_high_pct", "%", "high", "the same interval's high end", "plan_over_time"),
+    Column("vs_best_static_pct", "%", "vs best static", "mean over seeds of the on-time share minus the best static "
+           "split's (the highest over the day), in points: a paired difference", "plan_over_time"),
+    Column("vs_best_static_low_pct", "%", "low", "its 95% interval over seeds: low end", "plan_over_time"),
+    Column("vs_best_static_high_pct", "%", "high", "the same interval's high end", "plan_over_time"),
+    Column("n_switches", "count", "moves", "moves made over the day (rows of switches.csv), mean over seeds",
+           "plan_over_time"),
     # -- switches.csv (results.frames.switches_frame; E12: only when some arrangement's roles change) --
     Column("arrangement", "", "arrangement", "the arrangement's name, as in the scenario", "switches"),
     Column("gpu", "count", "GPU", "the instance that moves (its number: a split numbers its first reading "

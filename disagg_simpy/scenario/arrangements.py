@@ -379,8 +379,17 @@ class Disaggregated(_Arrangement):
         if self.has_tp:
             reading += f" prompts ({_instances(self.reading_gpus, self.reading_tp)})"
             writing += f" replies ({_instances(self.writing_gpus, self.writing_tp)})"
-            return f"{reading}, {writing}; KV caches ship between them"
-        return f"{reading} prompts, {writing} replies; KV caches ship between them"
+            return f"{reading}, {writing}; KV caches ship between them{self._moves_text}"
+        return f"{reading} prompts, {writing} replies; KV caches ship between them{self._moves_text}"
+
+    @property
+    def _moves_text(self) -> str:
+        """E12: how the roles change ('' when static)."""
+        r = self.role_changes
+        if r is None:
+            return ""
+        how = "by a schedule" if r.policy is None else f"by the policy {r.policy}"
+        return f" (at the start; GPUs change role {how}, switch_s {r.switch_s:g})"
 
     @property
     def kv_link_mode(self) -> str:

@@ -136,3 +136,46 @@ def format_rate_over_time(frame: pd.DataFrame) -> str:
                      "-" if np.isnan(r.prompt_tokens_p50) else f"{r.prompt_tokens_p50:,.0f}",
                      "-" if np.isnan(r.reply_words_p50) else f"{r.reply_words_p50:,.0f}"])
     return "rate over time (from the first arrival)\n" + "\n".join(aligned(rows))
+
+
+def fit_schedule_text(df: pd.DataFrame, bins: int, name: str, period_s: float, time_scale: float = 1.0) -> str:
+    """A trace's arrivals and lengths as a synthetic workload whose rate and mix change period by
+    period (E11): periods of `period_s` of the trace's clock from its first arrival (the last one
+    ends at its last arrival), replayed `time_scale` times faster; each period's `rate_per_s` is
+    its requests over its (scaled) length, its `prompt_mix` and `reply_words` histograms of its
+    own requests' lengths (`lengths.fit_histogram`), and the workload's own are the whole trace's."""
+    from ..errors import InputError
+    from .lengths import fit_histogram
+
+    def histogram(values) -> str:
+        edges, weights = fit_histogram(np.asarray(values, dtype=np.int64), bins)
+        return f"{{histogram: {{edges: [{', '.join(map(str, edges))}], weights: [{', '.join(map(str, weights))}]}}}}"
+
+    if "arrived_at_ns" not in df or len(df) < 2:
+        raise InputError(f"describe {name}: --period-s: got a trace without arrival times (or with one row), "
+                         "expected a trace whose arrivals span a time")
+    t_s = (df["arrived_at_ns"].to_numpy(dtype=np.int64) - int(df["arrived_at_ns"].iloc[0])) / _NS_PER_S
+    span_s = float(t_s[-1])
+    n = max(1, int(np.ceil(span_s / period_s - 1e-9)))
+    k = np.minimum((t_s // period_s).astype(np.int64), n - 1)
+    prompts, replies = df["n_prompt_tokens"].to_numpy(), df["n_reply_words"].to_numpy()
+    ends = [min((i + 1) * period_s, span_s) for i in range(n)]
+    if span_s <= 0 or ends[-1] <= (n - 1) * period_s:
+        raise InputError(f"describe {name}: --period-s: got {period_s:g}, but the last period would be empty "
+                         f"(the trace spans {span_s:g} s); expected a period that divides its span otherwise")
+    lines = [f"# {name} ({len(df):,} requests over {span_s:,.1f} s) as {n} periods of {period_s:g} s of its clock, "
+             f"replayed {time_scale:g}x (describe --fit --period-s {period_s:g} --time-scale {time_scale:g});",
+             "# paste under a synthetic workload (prompt and reply lengths are drawn independently), with its own",
+             f"# warmup_s and measure_s (the schedule ends at {span_s / time_scale:g} s; its last period goes on after)",
+             f"prompt_mix:\n  - share: 1\n    tokens: {histogram(prompts)}", f"reply_words: {histogram(replies)}",
+             "schedule:"]
+    for i in range(n):
+        rows = k == i
+        if not rows.any():
+            raise InputError(f"describe {name}: --period-s: got {period_s:g}, but [{i * period_s:g}, {ends[i]:g}) s "
+                             "of the trace has no arrivals; expected longer periods (a period's rate must be above 0)")
+        rate = int(rows.sum()) / ((ends[i] - i * period_s) / time_scale)
+        lines += [f"  - until_s: {ends[i] / time_scale:.10g}", f"    rate_per_s: {rate:.6g}",
+                  f"    prompt_mix: [{{share: 1, tokens: {histogram(prompts[rows])}}}]",
+                  f"    reply_words: {histogram(replies[rows])}"]
+    return "\n".join(lines) + "\n"

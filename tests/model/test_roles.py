@@ -73,3 +73,19 @@ def test_static_roles_dump_as_before(tmp_path):
     plain = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}
     assert Disaggregated.model_validate({**plain, "roles": "static"}).model_dump() == \
         Disaggregated.model_validate(plain).model_dump()
+
+
+def test_the_policy_sees_the_queue_of_an_instant_before_any_gpu_starts(tmp_path):
+    """The policy (E12c) at 17 ms, the instant GPU 0 ends its first read: request 1 (1 ms) has
+    waited 16 ms >= wait_s 10 ms, and GPU 0 starts only in D5 step 3 (E12d), so the decision sees
+    it waiting: the writing GPU with the fewest replies (GPU 2; GPU 1 has request 0 shipping)
+    moves, idle, so drained at once; warm-up 2 ms; request 2 (20 ms) is read there (never
+    assigned on the reading side, it wins the tie with busy GPU 0)."""
+    rows = [("0", 100, 3), ("0.001", 100, 3), ("0.020", 100, 3)]
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2,
+             "roles": {"policy": "queue", "switch_s": 0.002, "check_s": 0.017, "wait_s": 0.010, "gap_ms": 1000}}
+    r, sw = run_one(tmp_path, rows, split)
+    assert sw == {"gpu": [2], "from_role": ["writes"], "to_role": ["reads"], "why": ["reading_wait"],
+                  "requested_at_ns": [17 * MS], "drained_at_ns": [17 * MS], "serving_at_ns": [19 * MS]}
+    assert (r["reading_gpu"][1], r["read_started_at_ns"][1]) == (0, 17 * MS)
+    assert (r["reading_gpu"][2], r["read_started_at_ns"][2], r["first_word_at_ns"][2]) == (2, 20 * MS, 37 * MS)

@@ -242,3 +242,42 @@ def test_a_rate_search_refuses_a_schedule_in_one_line(tmp_path, capsys):
     assert main([str(tmp_path / "s.yaml"), "--rate", "3", "--out", str(tmp_path / "out"), "--no-plots"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rate 3: got 3 with a schedule" in err, err
+
+
+def _two_rate_trace(tmp_path):
+    """100 s of a trace: 10 arrivals of 4,000-token prompts in [0, 50), 40 of 200 tokens in [50, 100]."""
+    times = np.concatenate([np.linspace(0, 49, 10), np.linspace(50, 100, 40)])
+    lines = ["arrived_at_s,n_prompt_tokens,n_reply_words"]
+    lines += [f"{t:.6f},{4000 if t < 50 else 200},{20 if t < 50 else 300}" for t in times]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path / "t.csv"
+
+
+def test_describe_fits_a_traces_periods_as_a_schedule(tmp_path, capsys):
+    trace = _two_rate_trace(tmp_path)
+    assert main(["describe", str(trace), "--fit", "--period-s", "50", "--time-scale", "2"]) == 0
+    fitted = yaml.safe_load(capsys.readouterr().out)
+    first, second = fitted["schedule"]
+    assert (first["until_s"], first["rate_per_s"]) == (25, 10 / 25) and (second["until_s"], second["rate_per_s"]) == (50, 40 / 25)
+    assert first["prompt_mix"][0]["tokens"] == {"histogram": {"edges": [4000, 4001], "weights": [10]}}
+    assert second["reply_words"] == {"histogram": {"edges": [300, 301], "weights": [40]}}
+    s = scenario({"measure_s": 50, **fitted})
+    r = make_requests(s, 1)
+    early = r.arrived_at_ns < 25 * NS_PER_S
+    assert (r.n_prompt_tokens[early] == 4000).all() and (r.n_prompt_tokens[~early] == 200).all()
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (["--period-s", "50"], "--period-s: got 50 without --fit, expected --fit --period-s SECONDS"),
+    (["--fit", "--time-scale", "2"], "--time-scale: got 2 without --period-s"),
+    (["--fit", "--period-s", "0"], "--period-s: got '0', expected a number > 0"),
+    (["--fit", "--period-s", "20"], "--period-s: got 20, but [40, 60) s of the trace has no arrivals"),
+])
+def test_describe_refuses_a_bad_schedule_fit_in_one_line(tmp_path, capsys, flags, fragment):
+    trace = _two_rate_trace(tmp_path)
+    if "20" in flags:  # a trace with a quiet stretch from 40 to 60 s
+        lines = trace.read_text().splitlines()
+        trace.write_text("\n".join(line for line in lines if not line[:1].isdigit() or not 40 <= float(line.split(",")[0]) < 60) + "\n")
+    assert main(["describe", str(trace), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and fragment in captured.err and captured.out == "", captured.err
