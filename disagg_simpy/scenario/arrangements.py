@@ -215,10 +215,8 @@ class _Arrangement(_Strict):
         return base.kv_ship_ms_per_token
 
     @property
-    def mixed(self) -> bool:
-        """Whether an iteration may both read prompts and write words (E10 off; it is an option
-        of colocated arrangements only)."""
-        return True
+    def mixed(self) -> bool:  # E10 off: an iteration may read prompts and write words (colocated ones may say not)
+        return getattr(self, "mixed_iterations", None) is not False
 
     @property
     def own_ship_cost(self) -> bool:
@@ -232,8 +230,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes",
-                                              "mixed_iterations")
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", "mixed_iterations")
 
     name: Name
     kind: Literal["colocated"]
@@ -249,11 +246,6 @@ class Colocated(_Arrangement):
 
     _name = field_validator("name")(_not_only_dots)
     _roles = field_validator("role_changes", mode="before")(colocated_roles)
-
-    @property
-    def mixed(self) -> bool:
-        """Whether an iteration may both read prompts and write words (E10 off)."""
-        return self.mixed_iterations is not False
 
     @model_validator(mode="after")
     def _check(self) -> Colocated:
