@@ -48,6 +48,8 @@ def build_plan_parser():
                    help="with a workload.schedule: the best split per period, the switching plan as a roles: block, "
                         "and the whole day run for it, every static split and the reactive policy (plan_over_time.csv; "
                         "docs/over-time.md)")
+    p.add_argument("--period-s", type=positive_float("--period-s"), metavar="S",
+                   help="with --over-time on a workload.rate_curve: plan periods of S seconds (each at the curve's mean rate)")
     p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
                    help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
     return p
@@ -118,6 +120,8 @@ def _check(args, scenario) -> None:
         from .plan_over_time import check_over_time
 
         return check_over_time(args, scenario)
+    if args.period_s is not None:
+        raise InputError("--period-s: got it without --over-time, expected it with --over-time (plans over a day)")
 
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")

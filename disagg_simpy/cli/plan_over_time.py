@@ -23,12 +23,25 @@ def switch_seconds(text: str) -> float:
 
 
 def check_over_time(args, scenario) -> None:
-    """--over-time needs --gpus (at least 2: a split) and a workload with a schedule."""
+    """--over-time needs --gpus (at least 2: a split) and a workload with a schedule, or a rate
+    curve with --period-s."""
     if args.gpus is None:
         raise InputError("--over-time: got it with --rate, expected it with --gpus N (the GPUs whose roles change)")
     if args.gpus < 2:
         raise InputError(f"--gpus: got {args.gpus} with --over-time, expected at least 2 (a split's two sides)")
-    if getattr(scenario.workload, "schedule", None) is None:
+    w = scenario.workload
+    if getattr(w, "rate_curve", None) is not None and getattr(w, "schedule", None) is None:
+        if args.period_s is None:
+            raise InputError("--over-time: the scenario's workload has a rate_curve and no schedule, expected "
+                             "--period-s S (the periods to plan, each at the curve's mean rate over it)")
+        if w.measure_s is None or args.period_s >= w.measure_s:
+            raise InputError(f"--period-s: got {args.period_s:g}, expected less than workload.measure_s "
+                             f"({w.measure_s if w.measure_s is not None else 'not set'}): at least two periods")
+        return
+    if args.period_s is not None:
+        raise InputError("--period-s: got it with a workload.schedule, expected it only with a rate_curve "
+                         "(a schedule's periods are its own)")
+    if getattr(w, "schedule", None) is None:
         raise InputError("--over-time: the scenario's workload has no schedule, expected workload.schedule "
                          "(periods: docs/traffic.md) whose best split may change")
 
@@ -67,7 +80,7 @@ def plan_over_time(job: Job) -> Batch:
 
     scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
     n = args.gpus
-    best = best_per_period(scenario, n, runner, seeds)
+    best = best_per_period(scenario, n, runner, seeds, args.period_s)
     roles = switching_roles(best, args.switch_s)
     arrangements = day_arrangements(n, best, args.switch_s)
     day_scenario = with_candidates(scenario, arrangements, "--gpus")

@@ -73,6 +73,7 @@ class Gpu:
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
+        self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -89,11 +90,9 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
-        # E10 (not `mixed`): replies wait in `seat_queue` for a writing iteration (model/unmixed.py)
-        self.mixed = mixed
+        self.mixed, self.n_writes = mixed, 0  # E10 (not `mixed`): replies wait in `seat_queue` for a writing iteration
         self.queue_replies = self.seats is not None or not mixed
-        self.n_writes = 0
-        self.leaving_by_write: dict[int, list[Request]] = {}
+        self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -127,6 +126,8 @@ class Gpu:
         return request.n_prompt_tokens + (request.n_reply_words if self.reserve_reply else 0)
 
     def reserve(self, tokens: int) -> None:
+        if self.repeat is not None:  # (E4e: the handoff reserves on a writing GPU, maybe mid-repeat)
+            self.repeat.cut()
         self.kv_used += tokens
         if self.kv_used > self.kv_peak:
             self.kv_peak = self.kv_used
@@ -162,8 +163,7 @@ class Gpu:
         self._wake()
 
     def _seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration),
-        or (E10, `key` given) from the writing iterations numbered key, key + 1, ..."""
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
         request.join_iteration = index
         key, by_key = (index, self.leaving) if key is None else (key, self.leaving_by_write)
         if self.track_context:
@@ -270,8 +270,12 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or not self.mixed
-        fast = self.fast_forward and not options  # (the options may bound repeats too: `steady_iterations`)
-        self.host = host
+        # repeats, with every option but those that make iterations of one batch differ (E2, E3,
+        # E7), change roles (E12) or alternate prompts and words (E10); the others bound them (`steady_iterations`)
+        # or cut them. A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
+        # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
+        fast = self.fast_forward and not (extra_terms or self.changes_role or not self.mixed)
+        self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -365,7 +369,7 @@ class Gpu:
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later, without the options), taken now if
         nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
-        if not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        if self.options or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         taken, n_tokens = self._take_prompt_tokens(at)
         return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
@@ -392,8 +396,7 @@ class Gpu:
         return n_replies, taken, n_tokens, self._duration(index, n_replies, n_tokens, taken)
 
     def _duration(self, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7); `index` numbers the
-        iterations its replies' words count by (E10: the writing iterations)."""
+        """An iteration's duration with the options' terms (E2, E3, E7); `index` counts its replies' words (E10: writing ones)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
@@ -406,8 +409,7 @@ class Gpu:
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs)
 
     def _release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c,
-        E8, E10)."""
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E10)."""
         if self.queue_replies:
             self.n_seated -= len(leaving)
         if self.track_context:

@@ -48,6 +48,9 @@ class RepeatingGpu(Protocol):
     n_replies_written: Any
     n_prompt_tokens_read: Any
     reads_log: Any
+    kv_used_tokens: Any  # E4: logged at each start
+    kv_capacity: int | None
+    kv_used: int
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
 
@@ -57,7 +60,7 @@ class Repeat:
     writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
 
     __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
-                 "slot", "after")
+                 "slot", "after", "kv", "n_kv_logged")
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
@@ -73,6 +76,8 @@ class Repeat:
         self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
         self.open = True  # not cut yet
         self.after: tuple[Reads, int, int] | None = None  # see `cut`
+        self.kv = gpu.kv_used if gpu.kv_capacity is not None else None  # E4: held at every start (a change cuts)
+        self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start)
         self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
 
     def sync(self, now: int) -> None:
@@ -111,6 +116,7 @@ class Repeat:
         if into == 0 and ran >= 1:
             self._take(ran - self.n_taken)
             self.record(ran)
+            self._log_kv(ran)
             gpu.n_started = self.index + ran
             self.n = 0
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
@@ -130,7 +136,14 @@ class Repeat:
         that last one (the GPU records it, and handles its end, as any other)."""
         self._take(self.n - self.n_taken)
         self.record(self.n - 1)
+        self._log_kv(self.n)
         self.gpu.n_started = self.index + self.n
+
+    def _log_kv(self, n_started: int) -> None:
+        """E4: the KV memory held at the starts of the first `n_started` iterations."""
+        if self.kv is not None and n_started > self.n_kv_logged:
+            self.gpu.kv_used_tokens.extend(array("q", (self.kv,)) * (n_started - self.n_kv_logged))
+            self.n_kv_logged = n_started
 
     def flush(self, stopped_at_ns: int) -> None:
         """The run stopped during the repeat: record the iterations that ended by the stop (and
@@ -139,6 +152,7 @@ class Repeat:
             ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
             assert ended < self.n or self.after is not None  # (else the last end came before any stop)
             self.record(ended)
+            self._log_kv(ended)
             start = self.started + self.n * self.duration
             if self.after is not None and stopped_at_ns < start:
                 for r, _ in self.after[0]:

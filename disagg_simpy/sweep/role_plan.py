@@ -45,16 +45,22 @@ class PeriodBest:
     best_reading: int
 
 
-def best_per_period(scenario: Scenario, n_gpus: int, runner: Runner, seeds: tuple[int, ...]) -> list[PeriodBest]:
-    """Every split of `n_gpus` on each period's steady traffic; the best by mean on-time share
-    (ties: fewer reading GPUs)."""
+def best_per_period(scenario: Scenario, n_gpus: int, runner: Runner, seeds: tuple[int, ...],
+                    period_s: float | None = None) -> list[PeriodBest]:
+    """Every split of `n_gpus` on each period's steady traffic (a schedule's periods; a rate
+    curve's windows of `period_s` up to `measure_s`, at each window's mean rate); the best by
+    mean on-time share; ties: the previous period's split (no move), then the most even split,
+    then fewer reading GPUs."""
     splits = [split(r, n_gpus) for r in range(1, n_gpus)]
-    out = []
-    for p in periods(scenario.workload):  # type: ignore[arg-type]  # (checked: a synthetic schedule)
+    out: list[PeriodBest] = []
+    w = scenario.workload
+    for p in periods(w, period_s, w.measure_s):  # type: ignore[arg-type]  # (checked: synthetic, over time)
         steady = with_candidates(scenario, splits, "--gpus").with_overrides(
             workload=p.workload.model_dump(mode="python", exclude_none=True))
         shares = at_rate(steady, runner, seeds)
-        best = max(range(1, n_gpus), key=lambda r: (shares[f"split-{r}-{n_gpus - r}"], -r))
+        before = out[-1].best_reading if out else None
+        best = max(range(1, n_gpus), key=lambda r: (shares[f"split-{r}-{n_gpus - r}"], r == before,
+                                                    -abs(2 * r - n_gpus), -r))
         out.append(PeriodBest(p.index, p.start_s, p.end_s, p.rate_per_s, shares, best))
     return out
 

@@ -11,10 +11,11 @@ import pytest
 from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reference import SHIPS, compare
+from test_reference import SHIPS, compare, tiny_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.model.engine import Engine, GiveUp
 from disagg_simpy.model.gpu import Gpu
 from disagg_simpy.workload.stream import make_requests
 
@@ -183,3 +184,44 @@ def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch,
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
     same_as_one_by_one(path, monkeypatch)
     compare(path, expect_cap=None)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=tiny_scenario())
+def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, case):
+    """The options (E1-E8 drawn as the reference tests draw them) with repeats: KV memory (E4,
+    its log at each start, handoffs that reserve mid-repeat), links (E5), local prompts (E6),
+    batch limits (E8); E2, E3 and E7 switch repeats off."""
+    rows, arrangements, cost, workload, slo = case
+    longest = max(words for _, _, words in rows)
+    for a in arrangements:  # replies three times as long, to repeat; KV capacities (E4) grown to match
+        a.pop("cost", None), a.pop("reading_cost", None), a.pop("writing_cost", None)
+        for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+            if key in a:
+                a[key] += 2 * longest
+    cost = {k: v for k, v in cost.items() if k not in ("per_reread_token_ms", "per_context_token_ms",
+                                                         "per_attention_pair_ms")}
+    rows = [(at, prompt, words * 3) for at, prompt, words in rows]
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path)
+
+
+@pytest.mark.parametrize("max_late", [1, 3])
+def test_a_probe_that_gives_up_mid_repeat_records_as_one_by_one(tmp_path, monkeypatch, max_late):
+    """A goodput probe stops once enough replies are certainly late (`GiveUp`): GPUs mid-repeat
+    then record what ended by the stop, as one by one."""
+    rows = [(f"{i * 0.007:.3f}", 16 + 8 * (i % 3), 12 + 5 * (i % 4)) for i in range(14)]
+    scenario = load_scenario(write_scenario(tmp_path, rows, [TWO, CHUNKED, *SPLITS], **EVEN))
+    stream = make_requests(scenario)
+    for a in scenario.arrangements:
+        got = {}
+        for fast in (True, False):
+            monkeypatch.setattr(Gpu, "fast_forward", fast)
+            engine = Engine(scenario, a, stream, give_up=GiveUp(first_word_ns=30_000_000, mean_gap_ns=9_000_000,
+                                                                 max_late=max_late))
+            rec = engine.run()
+            got[fast] = (engine.gave_up, rec.stopped_at_ns, {k: v.tolist() for k, v in rec.iterations.items()},
+                         {k: v.tolist() for k, v in rec.requests.items()}, {k: v.tolist() for k, v in rec.reads.items()})
+        assert got[True] == got[False], a.name
+        assert got[True][0], a.name  # (it did give up)

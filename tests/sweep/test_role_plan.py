@@ -75,6 +75,7 @@ def test_the_plan_is_a_roles_block_that_pastes_back(planned, tmp_path):
     ([], DAY.split("  schedule:")[0] + "  rate_per_s: 5\narrangements:\n  - {name: s, kind: colocated, gpus: 1}\n",
      "--over-time: the scenario's workload has no schedule"),
     (["--gpus", "1"], DAY, "--gpus: got 1 with --over-time, expected at least 2"),
+    (["--period-s", "5"], DAY, "--period-s: got it with a workload.schedule, expected it only with a rate_curve"),
 ])
 def test_bad_over_time_flags_are_one_line_exit_2(tmp_path, capsys, flags, text, message):
     (tmp_path / "s.yaml").write_text(text)
@@ -85,3 +86,19 @@ def test_bad_over_time_flags_are_one_line_exit_2(tmp_path, capsys, flags, text, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_rate_curve_is_planned_in_periods_and_ties_ask_for_no_move(tmp_path):
+    """A diurnal curve, planned in 10-s periods: light periods where every split is on time keep
+    the previous period's split (or the most even one), so no move is asked for nothing."""
+    text = DAY.split("  schedule:")[0] + ("  rate_curve: {diurnal: {mean_per_s: 1, amplitude: 0.5, period_s: 40}}\n"
+                                          "arrangements:\n  - {name: s, kind: colocated, gpus: 1}\n")
+    (tmp_path / "c.yaml").write_text(text.replace("measure_s: 40", "measure_s: 20"))
+    out = tmp_path / "o"
+    assert main(["plan", str(tmp_path / "c.yaml"), "--gpus", "4", "--over-time", "--period-s", "10", "--seeds", "1",
+                 "--out", str(out), "--no-plots", "--workers", "1"]) == 0
+    import json
+
+    info = json.loads((out / "run.json").read_text())
+    assert [(p["start_s"], p["end_s"]) for p in info["best_split_per_period"]] == [(0, 10), (10, 20)]
+    assert info["switching_plan"]["schedule"] == [{"from_s": 0.0, "reading_gpus": 2}]
