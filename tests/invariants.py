@@ -121,7 +121,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (per_iteration == it["n_prompt_tokens_read"]).all(), f"{name}: iteration token counts disagree with reads"
     if arrangement.chunk_tokens is not None:
         assert (it["n_prompt_tokens_read"] <= arrangement.chunk_tokens).all()
-    mixed = arrangement.mixed  # E10 when False: no iteration both reads and writes
+    mixed = getattr(arrangement, "mixed_iterations", None) is not False  # E10 when False: no iteration both reads and writes
     if not mixed:
         assert not ((it["n_replies_written"] > 0) & (it["n_prompt_tokens_read"] > 0)).any(), (
             f"{name}: an iteration read prompts and wrote words under mixed_iterations: false")

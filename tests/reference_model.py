@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E10 and their readings), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13 and their readings), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -20,7 +20,7 @@ from fractions import Fraction
 
 NONE = -1
 COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
-             "per_attention_pair_ms")
+             "per_attention_pair_ms", "per_cached_token_ms")
 
 
 def exact(ms) -> Fraction:
@@ -46,6 +46,50 @@ class Req:
         self.finished = self.handoff_at = self.ship_started = NONE
         self.seated = NONE  # E8: start of the iteration that writes its word 2 (joined, without E8)
         self.word_times: list[int] = []
+        self.blocks: list[int] = []  # E13: its prompt's cache block ids
+        self.cached = 0  # E13: tokens found cached when its reading began
+        self.hit = 0  # E13: what the taking in progress found cached
+
+
+class Cache:
+    """E13: one instance's prefix cache, straight from the rule: a stamp of last use per block."""
+
+    def __init__(self, capacity_tokens, block):
+        self.block, self.capacity = block, capacity_tokens // block
+        self.stamp: dict[int, int] = {}  # block id -> last use (higher: more recent)
+        self.pins: dict[int, int] = {}
+        self.clock = 0
+
+    def hit(self, r) -> int:
+        """Tokens of r's longest cached prefix, in whole blocks, leaving its last token to read."""
+        n = 0
+        for b in r.blocks[: (r.prompt - 1) // self.block]:
+            if b not in self.stamp:
+                break
+            n += 1
+        return n * self.block
+
+    def begin(self, r):
+        for b in r.blocks[: r.cached // self.block]:
+            self.pins[b] = self.pins.get(b, 0) + 1
+
+    def end(self, r):
+        for b in r.blocks[: r.cached // self.block]:
+            self.pins[b] -= 1
+        full = r.blocks[: r.prompt // self.block]
+        kept = []
+        for b in full:
+            if b not in self.stamp:
+                if len(self.stamp) >= self.capacity:
+                    victims = [x for x in self.stamp if not self.pins.get(x) and x not in full]
+                    if not victims:
+                        break
+                    del self.stamp[min(victims, key=self.stamp.__getitem__)]
+                self.stamp[b] = -1
+            kept.append(b)
+        for b in reversed(kept):  # the tail least recent of its blocks
+            self.clock += 1
+            self.stamp[b] = self.clock
 
 
 class Gpu:
@@ -60,6 +104,7 @@ class Gpu:
         self.held = 0  # KV tokens reserved (E4)
         self.peak = 0  # the most it ever held
         self.busy = None  # (end_ns, writes, reads) of the iteration in progress
+        self.cache = None  # E13
         self.iterations: list[dict] = []
         self.reads: list[tuple[int, int, int]] = []  # (iteration, request id, tokens)
 
@@ -81,7 +126,7 @@ class Reference:
     def __init__(self, scenario, arrangement, stream):
         a, base = arrangement, scenario.cost
         self.split = a.kind == "disaggregated"
-        figures = {k: exact(getattr(base, k)) for k in COST_KEYS}
+        figures = {k: exact(getattr(base, k) or 0) for k in COST_KEYS}
 
         def side(over):
             own = dict(figures)
@@ -119,6 +164,21 @@ class Reference:
         self.kv_on = any(g.capacity is not None for g in self.gpus)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
             zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
+        # E13: caches on the instances that read (not a split's writing ones), and the router
+        self.router = scenario.router
+        self.load_cap = scenario.router_load_cap_tokens or 16_384
+        self.draws = stream.router_draws
+        self.n_routed = 0
+        self.cache_on = scenario.prefix_cache_tokens is not None
+        if self.cache_on:
+            block = scenario.prefix_block_tokens
+            for g in self.reading:
+                g.cache = Cache(scenario.prefix_cache_tokens, block)
+            if stream.blocks is not None:
+                per = stream.blocks.unit // block  # sub-block s of a trace block h: h * per + s
+                for r in self.reqs:
+                    units = stream.blocks.ids[stream.blocks.starts[r.id]:stream.blocks.starts[r.id + 1]]
+                    r.blocks = [int(h) * per + s for h in units for s in range(per)]
         self.last_assigned = {"reading": {}, "writing": {}}  # D2: gpu number -> assignment number
         self.n_assignments = 0
         self.handoff: list[Req] = []  # E4e
@@ -141,9 +201,29 @@ class Reference:
             r.local = True
             g.local_unread += 1
         else:
-            g = self.pick(self.reading, Gpu.work_queued, "reading")
+            g = self.route(r)
         r.reading_gpu = g.number
         g.queue.append(r)
+
+    def route(self, r: Req):
+        """The reading instance by the scenario's router (E13; least_loaded is M3, D1, D2)."""
+        if self.router == "round_robin":
+            g = self.reading[self.n_routed % len(self.reading)]
+            self.n_routed += 1
+            self.last_assigned["reading"][g.number] = self.n_assignments
+            self.n_assignments += 1
+            return g
+        if self.router == "power_of_two":
+            n = len(self.reading)
+            pairs = [(i, j) for i in range(n) for j in range(i + 1, n)] or [(0, 0)]
+            i, j = pairs[int(float(self.draws[r.id]) * len(pairs)) if n > 1 else 0]
+            return self.pick(sorted({self.reading[i], self.reading[j]}, key=lambda g: g.number), Gpu.work_queued,
+                             "reading")
+        if self.router == "prefix_aware":
+            least = min(g.work_queued() for g in self.reading)
+            near = [g for g in self.reading if g.work_queued() <= least + self.load_cap]
+            return self.pick(near, lambda g: (-g.cache.hit(r), g.work_queued()), "reading")
+        return self.pick(self.reading, Gpu.work_queued, "reading")
 
     # -- iterations (M1, M2, M5, D4, D9, E2-E4, E7) -------------------------------------------------
     def reservation(self, g: Gpu, r: Req) -> int:
@@ -159,9 +239,11 @@ class Reference:
         for r in g.queue:
             if budget is not None and budget == 0:
                 break
-            n = r.pending if budget is None else min(budget, r.pending)
+            r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E13
+            pending = r.pending - r.hit
+            n = pending if budget is None else min(budget, pending)
             if budget is None and room is not None and n > room:  # E8, whole prompts: it must fit ...
-                if room == 0 or (r.pending == r.prompt and r.prompt <= g.budget):
+                if room == 0 or (r.pending == r.prompt and pending <= g.budget):
                     break
                 n = room  # ... unless larger than the whole budget (or begun so): pieces of the room
             if r.pending == r.prompt:  # reading not begun: it must fit (E4d)
@@ -188,19 +270,27 @@ class Reference:
                 r.seated, r.join_iteration = now, len(g.iterations)
         if not writes and not reads:
             return
+        n_cached = 0
+        for r, _ in reads:  # E13: a read begins after its cached prefix, which counts as read (E2, E7)
+            if r.pending == r.prompt and g.cache is not None:
+                r.cached = r.hit
+                g.cache.begin(r)
+                r.read += r.hit
+                n_cached += r.hit
         c = g.cost
         ms = c["iteration_ms"] + c["per_reply_ms"] * len(writes)
         ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
+        ms += c["per_cached_token_ms"] * n_cached  # E13
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:
                 r.read_started = now
                 g.held += self.reservation(g, r)
                 g.peak = max(g.peak, g.held)
-            r.pending -= n
+            r.pending -= n + (r.cached if r.pending == r.prompt else 0)
             g.reads.append((index, r.id, n))
         g.queue = [r for r in g.queue if r.pending > 0]
         end = now + max(1, to_ns(ms))
@@ -222,6 +312,8 @@ class Reference:
             r.read += n
             if r.read < r.prompt:
                 continue
+            if g.cache is not None:  # E13: its full blocks enter the cache
+                g.cache.end(r)
             r.first_word, r.written = now, 1
             r.word_times.append(now)
             if r.local:
@@ -354,7 +446,8 @@ class Reference:
         words = {r.id: r.word_times for r in self.reqs}
         kv = {"peak": [g.peak for g in self.gpus], "held_at_end": [g.held for g in self.gpus]} if self.kv_on else None
         return {"requests": requests, "iterations": iterations, "reads": reads, "words": words, "kv": kv,
-                "seated_at_ns": [r.seated for r in self.reqs]}
+                "seated_at_ns": [r.seated for r in self.reqs],
+                "cached_tokens": [r.cached for r in self.reqs] if self.cache_on else None}
 
 
 def reference_records(scenario, arrangement, stream) -> dict:

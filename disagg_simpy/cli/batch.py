@@ -47,6 +47,8 @@ def batch_parser(prog: str, description: str) -> Parser:
                    help="local worker processes (default: every core)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")
+    p.add_argument("--format", choices=("csv", "parquet"),
+                   help="the table's file: csv (default; sweep: csv and parquet) or parquet (the same columns, typed)")
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     return p
 
@@ -178,10 +180,10 @@ class Job:
 
 @dataclass
 class Batch:
-    """What a command's work returns: `table` is written as `<name>.csv` (and `.parquet` with
-    `parquet`) and printed with --json; `info` goes into run.json (before the store's figures);
-    `lines` are printed above "results in"; `picture(folder)` draws into the results folder;
-    `page(path)` writes the --html page."""
+    """What a command's work returns: `table` is written as `<name>.csv` and/or `.parquet`
+    (--format; sweep writes both by default) and printed with --json; `info` goes into run.json
+    (before the store's figures); `lines` are printed above "results in"; `picture(folder)` draws
+    into the results folder; `page(path)` writes the --html page."""
 
     table: Any
     info: dict = field(default_factory=dict)
@@ -199,19 +201,21 @@ def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Calla
               prepare: Callable[[argparse.Namespace, Any], Any] | None = None, parquet: bool = False,
               default_seeds: int | None = None) -> int:
     """Run one many-run command (see the module docstring): its outputs are `output_files(name,
-    parquet)`. `work` may return None after saying on stderr why there is nothing to write (plan
-    --rate when no arrangement carries the rate). `default_seeds` replaces the scenario's seeds
+    parquet)`, `--format` choosing the table's (`parquet`: both by default). `work` may return
+    None after saying on stderr why there is nothing to write (plan --rate when no arrangement
+    carries the rate). `default_seeds` replaces the scenario's seeds
     when --seeds is not given."""
     from ..results.csv_text import csv_text
 
     args = parser.parse_args(argv)
+    csv, parquet = args.format != "parquet", parquet if args.format is None else args.format == "parquet"
     if default_seeds is not None and args.seeds is None:
         args.seeds = default_seeds
     scenario = load_with_flags(args)
     prepared = prepare(args, scenario) if prepare is not None else None  # every check before any run
     seeds, note = seeds_to_run(scenario)
     command = parser.prog.split()[-1]  # (goodput --vary slo writes slo_scale.csv: still goodput's folder)
-    out = out_folder(args, scenario, list(output_files(name, parquet)), command)
+    out = out_folder(args, scenario, [f for f in output_files(name, parquet) if csv or not f.endswith(".csv")], command)
     if note:
         print(note, file=sys.stderr)
     runner = open_runner(args, out)
@@ -222,7 +226,8 @@ def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Calla
     if batch is not None:
         info = run_info(command, argv, scenario, seeds, **batch.info, store=str(runner.store.path),
                         runs_skipped=runner.skipped, runs_done=runner.ran)
-        texts = {f"{name}.csv": csv_text(batch.table), "run.json": json.dumps(info, indent=2) + "\n"}
+        texts = {f"{name}.csv": csv_text(batch.table)} if csv else {}
+        texts["run.json"] = json.dumps(info, indent=2) + "\n"
         picture = None if args.no_plots else batch.picture
         page = None
         if args.html is not None:

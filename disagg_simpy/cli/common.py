@@ -164,6 +164,10 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
     if rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
     scenario = scenario.with_overrides(flags=flags, **changes)
+    if getattr(args, "fixed", None):  # plan, map: --set KEY=VALUE
+        from ..sweep.grid import apply_sets
+
+        scenario = apply_sets(scenario, args.fixed)
     for warning in scenario.preset_info().get("preset_warnings", []):  # a preset outside its fit
         print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
     return scenario

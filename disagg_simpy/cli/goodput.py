@@ -16,6 +16,8 @@ OUTPUT_FILES = output_files("goodput")
 def build_goodput_parser():
     p = batch_parser("goodput", "Find, per arrangement, the highest offered rate (requests/s) at which the mean "
                      "on-time share over the seeds is at least the target: its goodput.")
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a scenario key for every run, e.g. router=prefix_aware (repeatable)")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT",
                    help="on-time share to meet, in percent (default 90)")
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=None, metavar="PER_S",

@@ -23,6 +23,9 @@ def build_map_parser():
     p.add_argument("--y", metavar="KEY=VALUES",
                    help="y: a traffic knob and its values, KEY=V1,V2,... or KEY=START:STOP:STEP "
                    "(default long_prompt_share=0:0.95:0.05, 20 values; e.g. workload.reply_words=[50,100],[100,400])")
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a scenario key for every run, e.g. router=prefix_aware or prefix_cache_tokens=500000 "
+                        "(repeatable)")
     p.add_argument("--chunks", type=chunks_flag, default=(512,), metavar="C1,C2",
                    help="chunk sizes of the same-GPU arrangements compared (default 512; splits read whole)")
     return p

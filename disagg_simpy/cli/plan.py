@@ -32,13 +32,17 @@ def build_plan_parser():
                         help="requests/s to carry: find the fewest GPUs (up to --max-gpus) and how to use them")
     p.add_argument("--max-gpus", type=int_at_least("--max-gpus", 1, 64), default=16, metavar="N",
                    help="with --rate: the most GPUs to try (default 16)")
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a scenario key for every run, e.g. router=prefix_aware or prefix_cache_tokens=500000 "
+                        "(repeatable)")
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT", help="on-time share to meet (default 90)")
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")
     p.add_argument("--chunks", type=chunks_flag, default=(256, 512, 1024, 2048), metavar="C1,C2",
                    help="chunk sizes tried, on the same GPU and on a split's reading GPUs (default 256,512,1024,2048)")
     p.add_argument("--exhaustive", action="store_true",
-                   help="search every arrangement (default: skip those whose bound is below the runner-up's goodput)")
+                   help="search every arrangement to its end, with its interval (default: leave those that cannot reach "
+                        "the top two, and search intervals for the top two only)")
     p.add_argument("--splits", type=splits_flag, metavar="R1,R2",
                    help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
     p.add_argument("--tp", type=tp_flag, default=(1,), metavar="T1,T2",
@@ -66,7 +70,8 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
     narrow += ", --tp" if hasattr(args, "tp") else ""
     narrow += ", fewer --seeds, or more --workers or a --dask cluster"
     workers = None if args.dask else (args.workers or os.cpu_count() or 1)
-    problem, note = plan_cost_problem(scenario, arrangements, len(seeds), workers, narrow)
+    problem, note = plan_cost_problem(scenario, arrangements, len(seeds), workers, narrow,
+                                      exhaustive=getattr(args, "exhaustive", True))
     if problem:
         raise InputError(problem)
     return note
@@ -80,8 +85,8 @@ def format_plan(table) -> str:
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
         goodput = f"{r.goodput_per_s:.2f}{interval}"
-        if not math.isnan(r.goodput_below_per_s):  # not searched: below the runner-up, by its bound
-            goodput = f"below {r.goodput_below_per_s:.2f} (bound; not searched)"
+        if not math.isnan(r.goodput_below_per_s):  # left: two others beat it (sweep/plan.py)
+            goodput = f"below {r.goodput_below_per_s:.2f} (left: not in the top two)"
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",

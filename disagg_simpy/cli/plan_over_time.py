@@ -92,10 +92,12 @@ def plan_over_time(job: Job) -> Batch:
     plan_day = t.loc[(SWITCHING, "day")]
     per_period = "; ".join(f"period {p.index} ({p.start_s:g}-{p.end_s:g} s, {p.rate_per_s:g}/s): "
                            f"split-{p.best_reading}-{n - p.best_reading}" for p in best)
+    paired = ("one seed: no interval" if math.isnan(plan_day.vs_best_static_low_pct) else
+              f"{plan_day.vs_best_static_low_pct:+.1f} to {plan_day.vs_best_static_high_pct:+.1f}, paired over "
+              f"{len(seeds)} seeds")
     line = (f"switching plan: {_pct(plan_day.on_time_pct, plan_day.on_time_low_pct, plan_day.on_time_high_pct)}% "
-            f"on time over the day, {plan_day.vs_best_static_pct:+.1f} points "
-            f"({plan_day.vs_best_static_low_pct:+.1f} to {plan_day.vs_best_static_high_pct:+.1f}, paired over "
-            f"{len(seeds)} seed{'s' * (len(seeds) > 1)}) against the best static split, {best_static}")
+            f"on time over the day, {plan_day.vs_best_static_pct:+.1f} points ({paired}) against the best static "
+            f"split, {best_static}")
     react = t.loc[(REACTIVE, "day")]
     line2 = (f"reactive policy: {react.on_time_pct:.1f}% on time, {react.vs_best_static_pct:+.1f} points "
              f"against {best_static}, {react.n_switches:.1f} moves a day")

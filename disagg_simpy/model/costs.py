@@ -30,22 +30,26 @@ class CostNs:
     per_reread_token: int = 0  # E2
     per_context_token: int = 0  # E3
     per_attention_pair: int = 0  # E7
+    per_cached_token: int = 0  # E13
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
-                per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0) -> CostNs:
+                per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
+                per_cached_token_ms: float = 0.0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
-                                       per_reread_token_ms, per_context_token_ms, per_attention_pair_ms)]
+                                       per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
+                                       per_cached_token_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair = (int(p * den) for p in parts)
-        return cls(it, reply, token, ship, den, reread, context, pair)
+        it, reply, token, ship, reread, context, pair, cached = (int(p * den) for p in parts)
+        return cls(it, reply, token, ship, den, reread, context, pair, cached)
 
     @classmethod
     def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
         """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
-                           cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms)
+                           cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
+                           cost.per_cached_token_ms or 0.0)
 
     @classmethod
     def from_scenario(cls, scenario) -> CostNs:
@@ -54,20 +58,20 @@ class CostNs:
 
     @property
     def extra_terms(self) -> bool:
-        """Whether re-reading (E2), context (E3) or attention (E7) costs anything."""
-        return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair)
+        """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E13) cost anything."""
+        return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair or self.per_cached_token)
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
         total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
         return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
 
     def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
-                          n_pairs: int = 0) -> int:
-        """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3) and `n_pairs`
-        attention pairs (E7), one rounding."""
+                          n_pairs: int = 0, n_cached: int = 0) -> int:
+        """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
+        attention pairs (E7) and `n_cached` cached prompt tokens (E13), one rounding."""
         total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
-                 + self.per_attention_pair * n_pairs)
+                 + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         return (2 * total + self.denominator) // (2 * self.denominator)
 
     def ship_ns(self, n_tokens: int) -> int:

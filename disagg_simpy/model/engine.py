@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 import simpy
 
+from ..scenario.prefixes import PREFIX_LOAD_CAP_TOKENS
 from ..scenario.schema import Scenario
 from ..workload.stream import Requests
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
+from .prefix_cache import PrefixCache, cache_block_ids
 from .records import ArrangementRecords
 from .request import Request
 from .roles import RoleController
@@ -61,7 +63,7 @@ class Engine:
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
         self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens,  # E8
-                             "mixed": arrangement.mixed}  # E10
+                             "mixed": getattr(arrangement, "mixed_iterations", None) is not False}  # E10 (colocated only)
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
@@ -78,6 +80,7 @@ class Engine:
             # at this instant, and a ship started by a link at a ship end may be over at once (a
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
             g.always_defer = kv_on or link != "independent"
+        self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -100,6 +103,37 @@ class Engine:
             return Gpu(number, True, False, chunk, self.cost, capacity, reserve_reply=False, **limits)
         return Gpu(number, False, True, chunk if self.local_max else None, writing, capacity, **limits)
 
+    def _prefix_caches(self, scenario: Scenario, requests: Requests) -> None:
+        """E13: a prefix cache on every instance that reads prompts (not a split's writing
+        instances), each request's cache block ids, and the router's settings."""
+        self.router = scenario.router
+        self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
+        self.router_draws = requests.router_draws.tolist() if requests.router_draws is not None else None
+        self.blocks: list[tuple[int, ...]] | None = None
+        self.prefix_on = scenario.prefix_cache_tokens is not None
+        if not self.prefix_on:
+            return
+        block = scenario.prefix_block_tokens
+        for g in self.reading.gpus:
+            g.prefix = PrefixCache(scenario.prefix_cache_tokens, block)  # type: ignore[arg-type]  # (on: an int)
+        b = requests.blocks
+        if b is not None:
+            self.blocks = cache_block_ids(b.ids, b.starts, b.unit, block)
+
+    def _route(self, request: Request) -> Gpu:
+        """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E13)."""
+        side, router = self.reading, self.router
+        if router == "least_loaded":
+            return side.least_queued()
+        if router == "round_robin":
+            return side.round_robin()
+        if router == "power_of_two":
+            assert self.router_draws is not None  # (drawn for power_of_two: workload.stream)
+            return side.power_of_two(self.router_draws[request.request_id])
+        hits = [g.prefix.hit_blocks(request.blocks, request.n_prompt_tokens)  # type: ignore[union-attr]
+                for g in side.gpus]
+        return side.prefix_aware(hits, self.load_cap)
+
     # -- processes -----------------------------------------------------------------------
     def source(self):
         """Each request arrives, in phase (2) of its instant (D5), and is routed (`arrive`)."""
@@ -113,6 +147,8 @@ class Engine:
             self.next_arrival_ns = at
             yield Slot(env, at - env.now, PHASE_ARRIVE + i)
             request = Request(i, at, prompts[i], words[i], measured[i])
+            if self.blocks is not None:
+                request.blocks = self.blocks[i]
             self.arrived.append(request)
             self.next_arrival_ns = times[i + 1] if i + 1 < len(times) else -1  # (only later ones: D5 step 2)
             self.arrive(request, at)
@@ -132,13 +168,16 @@ class Engine:
             for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
                 if g.repeat is not None:
                     g.repeat.sync(now)
-            reader = self.reading.least_queued()
+            reader = self._route(request)
         request.reading_gpu = reader.number
         reader.add_prompt(request)
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
     def prompts_read(self, gpu: Gpu, requests: list[Request], now: int) -> None:
-        """Word 1 for prompts whose last token was just read; their replies go to a writer."""
+        """Word 1 for prompts whose last token was just read; their replies go to a writer. First
+        (E13) their full blocks enter the reading GPU's prefix cache."""
+        if gpu.prefix is not None:
+            gpu.prefix.reads_ended(requests)
         ships = self.split and gpu.reads
         local = not gpu.reads  # E6: read on its writing GPU
         for r in requests:
@@ -243,6 +282,7 @@ class Engine:
             n_events=self.n_events,
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
+            cached_tokens=[r.cached_tokens for r in self.arrived] if self.prefix_on else None,
         )
         if self.roles is not None:  # E12: roles at the start, and every move
             records.gpu_roles = tuple(self.arrangement.roles)

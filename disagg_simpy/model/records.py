@@ -75,6 +75,7 @@ class ArrangementRecords:
     # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
     stretch_log: dict[str, np.ndarray] | None = None
     switches: dict[str, list] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
+    cached_tokens: np.ndarray | None = None  # E13: per request, prompt tokens found cached; None: no cache
 
     @property
     def is_split(self) -> bool:
@@ -95,7 +96,8 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
-                kv_link: str | None = None, stretch_log: Sequence[Sequence[int]] | None = None) -> ArrangementRecords:
+                kv_link: str | None = None, stretch_log: Sequence[Sequence[int]] | None = None,
+                cached_tokens: Sequence[int] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
         moved replies, one tuple of STRETCH_LOG_FIELDS per stretch."""
@@ -136,6 +138,7 @@ class ArrangementRecords:
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
             stretch_log=None if stretch_log is None else dict(zip(
                 STRETCH_LOG_FIELDS, _int_table(stretch_log, len(stretch_log), len(STRETCH_LOG_FIELDS)).T.copy())),
+            cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
         )
 
     @cached_property

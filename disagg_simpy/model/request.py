@@ -8,7 +8,7 @@ from .records import REQUEST_FIELDS
 class Request:
     """A request's state and its record (times in ns; -1 = never)."""
 
-    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens")
+    __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "blocks", "cached_tokens")
 
     def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
         self.request_id = request_id
@@ -26,3 +26,5 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
+        self.blocks: tuple[int, ...] = ()  # E13: its prompt's cache block ids
+        self.cached_tokens = 0  # E13: prompt tokens found cached when its reading began

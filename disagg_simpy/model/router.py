@@ -49,6 +49,32 @@ class Side(Generic[G]):
         """The reading GPU with the least work queued (M3, D1, D2)."""
         return self._assign(min(self.gpus, key=_READING_KEY))
 
+    def round_robin(self) -> G:
+        """E13 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
+        return self._assign(self.gpus[self.n_assignments % len(self.gpus)])
+
+    def power_of_two(self, u: float) -> G:
+        """E13 `power_of_two`: the pair (i, j), i < j, numbered in lexicographic order, whose
+        number is floor(u x n(n-1)/2), then the one with less work queued (ties by D2)."""
+        n = len(self.gpus)
+        if n == 1:
+            return self._assign(self.gpus[0])
+        k = int(u * (n * (n - 1) // 2))
+        i = 0
+        while k >= n - 1 - i:
+            k -= n - 1 - i
+            i += 1
+        return self._assign(min((self.gpus[i], self.gpus[i + 1 + k]), key=_READING_KEY))
+
+    def prefix_aware(self, hits: Sequence[int], cap: int) -> G:
+        """E13 `prefix_aware`: among the instances whose work queued is at most the least work
+        queued plus `cap`, the one with the longest cached prefix (`hits`, by position), ties
+        by less work queued, then D2."""
+        least = min(g.queued_tokens for g in self.gpus)
+        candidates = [(g, h) for g, h in zip(self.gpus, hits) if g.queued_tokens <= least + cap]
+        best = min(candidates, key=lambda gh: (-gh[1], gh[0].queued_tokens, gh[0].last_assignment))
+        return self._assign(best[0])
+
     @overload
     def fewest_replies(self) -> G: ...
     @overload

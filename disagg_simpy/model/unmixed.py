@@ -38,4 +38,4 @@ def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
                 heapq.heappush(gpu.leaving_order, index)
     if gpu.kv_capacity is not None:
         gpu.kv_used_tokens.append(gpu.kv_used)
-    return n_replies, taken, n_tokens, gpu._duration(key, n_replies, n_tokens, taken)
+    return n_replies, taken, n_tokens, gpu._duration(now, key, n_replies, n_tokens, taken)

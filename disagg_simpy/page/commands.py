@@ -149,7 +149,7 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
                ("on_time_pct_at_rate", "on time % at rate"), ("binding_limit", "fails first")]
     searched = _interval("goodput_per_s", "goodput_low_per_s", "goodput_high_per_s", 2)
     cells = {"goodput_per_s": lambda r: (searched(r) if pd.isna(r.get("goodput_below_per_s")) else
-                                         f"below {r['goodput_below_per_s']:.2f} (bound; not searched)"),
+                                         f"below {r['goodput_below_per_s']:.2f} (left: not in the top two)"),
              "goodput_per_gpu_per_s": lambda r: _f(2)(r["goodput_per_gpu_per_s"]),
              "on_time_pct_at_rate": lambda r: _f(1)(r["on_time_pct_at_rate"]),
              "gpus": lambda r: str(r["gpus"]) if pd.isna(r.get("reading_gpus")) else f"{r['reading_gpus']}+{r['writing_gpus']}"}

@@ -180,6 +180,7 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     spans("arrived_at_s", "read_started_at_s", st.WAIT_COLOUR, 1.2, "waiting", style=(0, (1, 1.5)))
     spans("read_started_at_s", "first_word_at_s", "#E69F00", 2.5, "reading")
     spans("first_word_at_s", "joined_at_s", st.SHIP_COLOUR, 5, "ships")
+    cached = _draw_cached(ax, sample, y, window)
 
     gaps = gaps_of(words).over(freeze_s(slo)).in_window(window)
     gy = lane.loc[gaps.request_id].to_numpy()
@@ -202,8 +203,8 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     dots = ax.scatter(first["at_s"], lane.loc[first["request_id"]], marker="D", s=28, c="black", zorder=3)
     dots.set_gid("first-words")
 
-    labels = [f"#{r.request_id} {_gpus(r, unit)}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
-              for r in sample.itertuples()]
+    labels = [f"#{r.request_id} {_gpus(r, unit)}{c}  " + ("✓ on time" if r.on_time else f"✗ {late_reason(r, slo)}")
+              for r, c in zip(sample.itertuples(), cached)]
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=8)
     for label, is_late in zip(ax.get_yticklabels(), late):
@@ -214,6 +215,25 @@ def draw_reply_lanes(ax: Axes, sample: pd.DataFrame, words: pd.DataFrame, slo, w
     for s in ("top", "right", "left"):
         ax.spines[s].set_visible(False)
     return ax
+
+
+def _draw_cached(ax: Axes, sample: pd.DataFrame, y: np.ndarray, window: Window) -> list[str]:
+    """E13: a green line just above the reading line of each reply whose prompt was partly cached
+    (the cached part was not read, so it takes no time), and its label's text, ' 58% cached'."""
+    if "cached_tokens" not in sample.columns:
+        return [""] * len(sample)
+    share = sample["cached_tokens"].to_numpy(dtype=float) / sample["n_prompt_tokens"].to_numpy(dtype=float)
+    x0, x1 = sample["read_started_at_s"].to_numpy(dtype=float), sample["first_word_at_s"].to_numpy(dtype=float)
+    keep = (share > 0) & ~np.isnan(x0) & ~np.isnan(x1) & (x0 < window[1]) & (x1 > window[0])
+    lines = LineCollection(st.segments(np.maximum(x0[keep], window[0]), y[keep] + 0.22,
+                                       np.minimum(x1[keep], window[1]), y[keep] + 0.22),
+                           colors=CACHED_COLOUR, linewidths=2.5)
+    lines.set_gid("cached-reads")
+    ax.add_collection(lines)
+    return [f" {100 * s:.0f}% cached" if s > 0 else "" for s in share]
+
+
+CACHED_COLOUR = "#009E73"  # E13: a read whose prompt was partly cached
 
 
 def _sample_text(sample: pd.DataFrame, requests: pd.DataFrame, window: Window, n: int, on_time_share) -> str:
@@ -249,7 +269,7 @@ def pct_text(value: float) -> str:
     return f"{value:.1f}%" if value < 9.95 else f"{value:.0f}%"
 
 
-def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> list:
+def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False, cached: bool = False) -> list:
     h = [
         Patch(facecolor="#F08A2C", label="iteration that reads prompt tokens\n(darker = more tokens)"),
         Patch(facecolor=st.WRITE_COLOUR, label="iteration that only writes words"),
@@ -268,6 +288,8 @@ def _legend_handles(split: bool, slo, kv: bool = False, link: bool = False) -> l
         h.insert(3, Line2D([], [], color=st.SHIP_COLOUR, lw=1.2, ls=(0, (1, 1.5)), label="ship waits for its link"))
     if kv:
         h.insert(2, Patch(facecolor="#6A51A3", label="KV memory held (band under a\nGPU; darker = fuller)"))
+    if cached:
+        h.insert(4, Line2D([], [], color=CACHED_COLOUR, lw=2.5, label="its prompt's beginning was cached\n(not read; share in its label)"))
     return h
 
 
@@ -319,6 +341,7 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             extend="max" if norm.vmax < iterations["n_prompt_tokens_read"].max() else "neither",
         )
         link = arrangement.kv_link_mode != "independent"
-        handles = _legend_handles(split, slo, kv_capacity is not None, link)
+        cached = result.scenario.prefix_cache_tokens is not None
+        handles = _legend_handles(split, slo, kv_capacity is not None, link, cached)
         fig.legend(handles=handles + (move_handles() if switches else []), loc="outside right lower", frameon=False)
         return st.save_figure(fig, path)

@@ -19,7 +19,7 @@ from ..model.records import ArrangementRecords
 from ..units import NS_PER_S
 from .blame import FREEZE_SUMMARY_COLUMNS, freeze_summary, iteration_gaps, long_prompt_tokens, reply_spans
 from .columns import SUMMARY_COLUMNS, WHY_LATE_COLUMNS, checked
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps, blank_off, criterion_figures, summary_row
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, blank_off, criterion_figures, prefix_figures, summary_row
 
 TIME_PARTS = ("queued", "reading", "shipping", "joining", "writing")
 
@@ -34,6 +34,9 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     row = blank_off(checked(row, SUMMARY_COLUMNS, "summary row"), scenario.slo)  # a limit that is off: empty
     if scenario.slo.criterion == "percentiles":
         row |= criterion_figures(gaps, scenario.slo)
+    if scenario.prefix_cache_tokens is not None:  # E13
+        reading = arrangement.side_costs(scenario.cost)[0]
+        row |= prefix_figures(rec, gaps, reading.per_prompt_token_ms - (reading.per_cached_token_ms or 0.0))
     return row
 
 

@@ -141,8 +141,8 @@ COLUMNS: tuple[Column, ...] = (
     *_in("plan", *_GOODPUT, *_GOODPUT_INTERVAL),
     Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
     *_in("plan", _BINDING),
-    Column("goodput_below_per_s", "requests/s", "below", "not searched: its bound fails every rate from this (the "
-           "runner-up's goodput) up, so its goodput is below it (empty when searched)", "plan"),
+    Column("goodput_below_per_s", "requests/s", "below", "left (not searched to its end): two others beat it, so "
+           "its goodput is below this (empty when searched)", "plan"),
     # -- map.csv (sweep.winners) -------------------------------------------------------------------
     Column("rate_per_s", "requests/s", "rate", "the cell's offered rate", "map"),
     Column("y_key", "", "y key", "the traffic knob on the y axis", "map"),
@@ -215,6 +215,21 @@ COLUMNS: tuple[Column, ...] = (
     Column("on_time_pct", "%", "on time %", "n_on_time as a share of n_measured (empty: none measured)", "over_time"),
 )
 
+#: E13 (prefix caching): columns `summary.csv` and sweep rows gain when `prefix_cache_tokens` is set
+#: (`metrics.prefix_figures`), after the others; `requests.csv` then gains `cached_tokens`.
+PREFIX = (
+    Column("prefix_hit_pct", "%", "prefix hit %", "E13: cached prompt tokens over all prompt tokens of the measured "
+           "requests whose reading began", family="prefix", decimals=1),
+    Column("cached_tokens", "tokens", "cached tokens", "E13: prompt tokens of measured requests found cached (not read)",
+           family="prefix"),
+    Column("reading_saved_s", "s", "reading saved s", "E13: reading time the cache saved the measured requests: "
+           "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side", family="prefix",
+           decimals=1),
+    Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E13: prefix_hit_pct of each reading (or "
+           "colocated) instance, by instance number, as 'i:pct' separated by spaces", family="prefix"),
+)
+PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
+
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
 SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
 VS_BEST = Column("on_time_vs_best_pct", "%", "on time vs best", "on-time share minus the best arrangement's in "
@@ -230,7 +245,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX)}
 
 
 def summary_column(name: str) -> Column:

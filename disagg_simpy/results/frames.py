@@ -24,9 +24,9 @@ def _count_or_empty(v: np.ndarray) -> pd.arrays.IntegerArray:
 
 
 def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
-    """One row per measured request (the `requests.csv` columns)."""
+    """One row per measured request (the `requests.csv` columns; with E13, `cached_tokens` last)."""
     r = {k: v[gaps.rows] for k, v in rec.requests.items()}
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "arrangement": rec.name,
             "request_id": r["request_id"],
@@ -49,6 +49,9 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
             "link_wait_s": _wait(r["handoff_at_ns"], r["ship_started_at_ns"], rec.is_split and rec.kv_link != "independent"),
         }
     )
+    if rec.cached_tokens is not None:  # E13
+        frame["cached_tokens"] = rec.cached_tokens[gaps.rows]
+    return frame
 
 
 def _wait(since: np.ndarray, until: np.ndarray, option_on: bool) -> np.ndarray:

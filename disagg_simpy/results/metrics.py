@@ -15,7 +15,7 @@ import numpy as np
 from ..model.records import ArrangementRecords
 from ..scenario.schema import Slo
 from ..units import NS_PER_MS, NS_PER_S, SLACK_NS, nearest_ns
-from .columns import FIGURE_COLUMNS, OPTION_COLUMNS
+from .columns import FIGURE_COLUMNS, OPTION_COLUMNS, PREFIX_COLUMNS
 
 __all__ = ["SLACK_NS", "LimitsNs", "ReplyGaps", "reply_gaps", "summary_row", "option_figures", "weighted_percentile"]
 #: A limit that is off (null): no wait or gap reaches it (every time fits MAX_TIME_S, far below),
@@ -274,6 +274,25 @@ def option_figures(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     if rec.is_split and rec.kv_link != "independent":
         out["link_waited_pct"] = waited(r["handoff_at_ns"], r["ship_started_at_ns"])
     return out
+
+
+def prefix_figures(rec: ArrangementRecords, gaps: ReplyGaps, saved_ms_per_token: float) -> dict:
+    """E13 (`PREFIX_COLUMNS`): over the measured requests whose reading began, cached tokens over
+    prompt tokens (%), the cached tokens, the reading time they saved (`saved_ms_per_token`
+    each), and the hit share of each reading instance."""
+    assert rec.cached_tokens is not None  # (recorded whenever caching is on)
+    r = rec.requests
+    rows = gaps.rows[r["read_started_at_ns"][gaps.rows] >= 0]
+    cached, prompt, gpu = rec.cached_tokens[rows], r["n_prompt_tokens"][rows], r["reading_gpu"][rows]
+    total = int(cached.sum())
+    by_instance = []
+    for g, role in enumerate(rec.gpu_roles):
+        if role != "writes":
+            mine = gpu == g
+            p = int(prompt[mine].sum())
+            by_instance.append(f"{g}:{100.0 * int(cached[mine].sum()) / p:.1f}" if p else f"{g}:")
+    return dict(zip(PREFIX_COLUMNS, (100.0 * total / int(prompt.sum()) if len(rows) else float("nan"), total,
+                                     total * saved_ms_per_token / 1e3, " ".join(by_instance))))
 
 
 #: Columns that judge one limit: left empty when that limit is off (null), and left out of tables.

@@ -17,7 +17,7 @@ from ..units import NS_PER_S
 from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
-from .columns import SUMMARY_COLUMNS
+from .columns import PREFIX_COLUMNS, SUMMARY_COLUMNS
 from .frames import iterations_frame, reads_frame, requests_frame, words_frame
 from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns
 from .over_time import over_time_edges_ns, over_time_frame
@@ -55,6 +55,7 @@ class RunResult:
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
+            extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E13
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 
         return self._frame("summary", build)

@@ -178,7 +178,8 @@ def _story_lines(facts: dict) -> list[str]:
     if f["reading_s"] is not None:
         chunks = f" in {f['n_read_iterations']} iterations" if f["n_read_iterations"] > 1 else ""
         along = f", along with {_prompts_text(f['read_with'])}" if f["read_with"] else ""
-        parts.append(f"read in {seconds_text(f['reading_s'])}{chunks}{along}")
+        cached = f" (its first {f['cached_tokens']:,} tokens were cached, not read)" if f.get("cached_tokens") else ""  # E13
+        parts.append(f"read in {seconds_text(f['reading_s'])}{chunks}{along}{cached}")
         parts.append(f"first word at {seconds_text(f['first_word_at_s'])} ({seconds_text(f['first_word_s'])} after arrival)")
     lines.append("  " + "; ".join(parts))
     parts = []

@@ -29,9 +29,11 @@ class Cost(_Strict):
     per_reread_token_ms: CostMs = 0.0  # E2
     per_context_token_ms: CostMs = 0.0  # E3
     per_attention_pair_ms: CostMs = 0.0  # E7
+    per_cached_token_ms: CostMs | None = None  # E13: None is 0 (and leaves dumps as before E13)
     preset: str | None = None  # filled in by scenario/presets.py
 
-    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset"))
+    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset",
+                                                                              "per_cached_token_ms"))
 
 
 def _without_none(dumped: dict, *keys: str) -> dict:
@@ -49,6 +51,7 @@ class SideCost(_Strict):
     per_reread_token_ms: CostMs | None = None
     per_context_token_ms: CostMs | None = None
     per_attention_pair_ms: CostMs | None = None  # E7
+    per_cached_token_ms: CostMs | None = None  # E13
     preset: str | None = None
 
     def over(self, base: Cost) -> Cost:
@@ -215,10 +218,6 @@ class _Arrangement(_Strict):
         return base.kv_ship_ms_per_token
 
     @property
-    def mixed(self) -> bool:  # E10 off: an iteration may read prompts and write words (colocated ones may say not)
-        return getattr(self, "mixed_iterations", None) is not False
-
-    @property
     def own_ship_cost(self) -> bool:
         """Whether the arrangement sets its own `kv_ship_ms_per_token` (E1)."""
         return False
@@ -276,7 +275,7 @@ class Colocated(_Arrangement):
             text = f"{gpu_count(self.gpus)} as {_instances(self.gpus, self.tp)}, each reads prompts and writes replies"
         if self.chunk_tokens:
             text += f"; an iteration reads at most {self.chunk_tokens} prompt tokens"
-        if not self.mixed:
+        if self.mixed_iterations is False:
             text += "; an iteration reads prompts (first) or writes words, never both"
         return text
 

@@ -41,8 +41,15 @@ MAX_KEPT_ROWS = 25_000_000
 MAX_WRITTEN_ROWS = 250_000_000
 #: GPUs in one arrangement (reading + writing on a split).
 MAX_GPUS = 1024
-#: Arrangements in one scenario.
+#: Arrangements in one scenario; in a batch command, whose tasks keep one arrangement's rows at a
+#: time and whose table one row each, MAX_BATCH_ARRANGEMENTS (a 64-GPU plan has 320 candidates).
 MAX_ARRANGEMENTS = 100
+MAX_BATCH_ARRANGEMENTS = 10_000
+
+
+def arrangements_limit() -> int:
+    """The most arrangements a scenario may hold here: more inside `one_arrangement_at_a_time`."""
+    return MAX_BATCH_ARRANGEMENTS if _ALONE.get() else MAX_ARRANGEMENTS
 #: seeds a scenario or --seeds may ask for
 MAX_SEEDS = 10_000
 #: Any time the model keeps, in seconds: max_sim_s, windows, arrivals, a KV ship, an SLO

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_serializer, model_validator
 
 from . import presets
 from .arrangements import Arrangement, Colocated, Cost, Disaggregated, SideCost
@@ -31,17 +31,28 @@ from .base import (
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
+    MAX_BATCH_ARRANGEMENTS,
     MAX_BURSTINESS,
     MAX_BURSTINESS_CV,
     MAX_REQUESTS,
     MAX_SEEDS,
     MIN_BURSTINESS,
+    arrangements_limit,
     iterations_problem,
     requests_problem,
     ship_problem,
 )
 from .limits_slo import Reference, Slo
 from .options import largest_draw, preset_tp_problem, sizes_text
+from .prefixes import (
+    DEFAULT_BLOCK_TOKENS,
+    Prefixes,
+    Sessions,
+    omit_defaults,
+    prefix_class_problem,
+    prefix_problem,
+    session_bounds,
+)
 from .schedule import (
     MAX_PERIODS,
     Period,
@@ -86,6 +97,10 @@ class SyntheticWorkload(_Strict):
     reply_words: Length
     schedule: tuple[Period, ...] | None = Field(default=None, min_length=1, max_length=MAX_PERIODS)
     rate_curve: RateCurve | None = None
+    prefixes: Prefixes | None = None  # E13
+    sessions: Sessions | None = None  # E13
+
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E13's keys: out of files while unset
 
     _tuple = field_validator("reply_words", "prompt_mix", "schedule", mode="before")(_as_tuple)
     _range = field_validator("reply_words")(ordered_length)
@@ -105,15 +120,29 @@ class SyntheticWorkload(_Strict):
             raise ValueError("@measure_s: missing, expected a number of seconds > 0 (the measured window's end) or n_requests")
         elif self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
+        if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
+            raise ValueError(problem)
+        if self.sessions is not None and self.varies:
+            raise ValueError("@sessions: got sessions with a schedule or rate_curve, expected one of them (sessions "
+                             "start at a constant rate_per_s)")
         if self.burstiness is not None and self.arrivals != "gamma":
             raise ValueError(f"@burstiness: got {self.burstiness:g} with arrivals {self.arrivals!r}, expected arrivals: gamma "
                              "(burstiness is the Gamma shape)")
         return self
 
+    def _class_bounds(self) -> list[tuple[int, int]]:
+        """Each class's (smallest, largest) new prompt, over every part of the traffic."""
+        return [length_bounds(c.tokens) for mix, _ in length_variants(self) for c in mix]
+
     def length_bounds(self) -> list[tuple[list[tuple[int, int]], tuple[int, int]]]:
         """Per part of the traffic (each period of a schedule, or the whole), (each class's
-        (smallest, largest) prompt, (smallest, largest) reply) it can draw."""
-        return [([length_bounds(c.tokens) for c in mix], length_bounds(reply)) for mix, reply in length_variants(self)]
+        (smallest, largest) prompt, (smallest, largest) reply) it can draw (with sessions, a later
+        turn's prompt holds the earlier turns: E13)."""
+        out = []
+        for mix, reply in length_variants(self):
+            r = length_bounds(reply)
+            out.append(([session_bounds(self.sessions, length_bounds(c.tokens), r) for c in mix], r))
+        return out
 
     @property
     def varies(self) -> bool:
@@ -199,9 +228,16 @@ class Scenario(_Strict):
     max_sim_s: Seconds | None = None
     cost: Cost = Cost()
     slo: Slo = Slo()
-    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_ARRANGEMENTS)
+    arrangements: tuple[Arrangement, ...] = Field(min_length=1, max_length=MAX_BATCH_ARRANGEMENTS)  # (see _check)
     reference: Reference | None = None
+    # E13 (prefix caching) and routers: scenario-wide, for every arrangement
+    router: Literal["least_loaded", "round_robin", "power_of_two", "prefix_aware"] = "least_loaded"
+    router_load_cap_tokens: Count | None = None  # prefix_aware: default PREFIX_LOAD_CAP_TOKENS
+    prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
+    prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     source: str = Field(default="<scenario>", exclude=True)
+
+    _dump = model_serializer(mode="wrap")(omit_defaults)  # E13's keys: out of files while at their defaults
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -214,6 +250,10 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
+        if len(self.arrangements) > arrangements_limit():
+            raise ValueError(f"@arrangements: got {len(self.arrangements)} arrangements, expected 1 to {MAX_ARRANGEMENTS} "
+                             f"(a batch command, which keeps one arrangement's rows at a time, takes up to "
+                             f"{MAX_BATCH_ARRANGEMENTS:,})")
         first: dict[str, int] = {}
         for i, a in enumerate(self.arrangements):
             if a.name in first:
@@ -251,6 +291,8 @@ class Scenario(_Strict):
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
+        if (problem := prefix_problem(self)) is not None:  # E13
+            raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)
             if problem:

@@ -111,11 +111,15 @@ def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, sl
     return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target, slo), {}))
 
 
-def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe]
+def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe], bound=None
                ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """`test(probe)` at `rate` (True, False, or None while an early-stopped seed leaves it open:
-    those seeds run again to the verdict cap). A rate already probed (`seen`) runs nothing new."""
+    those seeds run again to the verdict cap). A rate already probed (`seen`) runs nothing new.
+    `bound(rate)`: each seed's most possible on-time share in % (plan_bounds), or None; where
+    their mean is below `test`'s target it stands for the runs, as seeds stopped early do."""
     probe = seen.get(rate)
+    if probe is None and bound is not None and (most := bound(rate)) is not None:
+        probe = Probe(rate, [{"seed": s, "below_target": True, "on_time_at_most_pct": m} for s, m in zip(seeds, most)])
     if probe is None:
         rows = yield (name, rate, seeds, "probe")
         probe = Probe(rate, rows)
@@ -139,14 +143,24 @@ def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
 
 
 def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: float, fits, seen: dict[float, Probe],
-           lo: Probe | None = None, hi: Probe | None = None
+           lo: Probe | None = None, hi: Probe | None = None, stop=None, bound=None, guess=None
            ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """The highest rate passing `test`, bracketed to the tolerance: probe `start`, step away
     by growing factors until the answer changes, then halve the bracket. `lo`/`hi` are a
-    passing and a failing probe already known; `seen` the probes run so far (reused)."""
+    passing and a failing probe already known; `seen` the probes run so far (reused). The
+    answer always lies in [lo, hi) as they stand: `stop(lo, hi)`, asked before every probe
+    after the first, ends the search early when that is enough (a plan's arrangement that
+    cannot reach the top two); `bound` as in `probe_with`; `guess(rate)`, a (probe, verdict) to
+    take without running (not kept in `seen`), or None."""
+
+    def step(rate: float):
+        if guess is not None and rate not in seen and (taken := guess(rate)) is not None:
+            return taken
+        return (yield from probe_with(name, rate, seeds, test, seen, bound))
+
     n = 0
     before = len(seen)
-    first, ok = yield from probe_with(name, start, seeds, test, seen)
+    first, ok = yield from step(start)
     if ok:
         lo = first if lo is None or first.rate > lo.rate else lo
     else:
@@ -157,15 +171,17 @@ def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: flo
             break
         rate = rate * factor if hi is None else rate / factor
         factor *= factor
-        if not fits(rate):
+        if not fits(rate) or (stop is not None and stop(lo, hi)):
             break
-        probe, ok = yield from probe_with(name, rate, seeds, test, seen)
+        probe, ok = yield from step(rate)
         if ok:
             lo = probe
         else:
             hi = probe
     while lo is not None and hi is not None and hi.rate - lo.rate > tolerance:
-        probe, ok = yield from probe_with(name, (lo.rate + hi.rate) / 2, seeds, test, seen)
+        if stop is not None and stop(lo, hi):
+            break
+        probe, ok = yield from step((lo.rate + hi.rate) / 2)
         if ok:
             lo = probe
         else:
@@ -210,19 +226,27 @@ def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: floa
     criterion's test (`decide`, `interval_passes`)."""
     seen: dict[float, Probe] = {}
     lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, slo), tolerance, fits, seen)
+    return (yield from goodput_interval(name, lo, hi, n, seeds, target, tolerance, fits, seen, report, slo))
+
+
+def goodput_interval(name: str, lo: Probe | None, hi: Probe | None, n: int, seeds: tuple[int, ...], target: float,
+                     tolerance: float, fits, seen: dict[float, Probe], report: bool = True, slo: Slo | None = None,
+                     bound=None) -> Generator[Request, list[dict], tuple]:
+    """The rest of `goodput_search` once its point is bracketed (`lo`, `hi`, after `n` probes,
+    `seen`): the interval, and the failing rate's every figure (`report`); the same tuple."""
     low = high = math.nan
     if len(seeds) > 1:
         if lo is None:
             low = 0.0
         else:
             below = lambda p: interval_passes(p, target, "low", slo)  # noqa: E731
-            l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi)
+            l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi, bound=bound)
             low, n = (l_lo.rate if l_lo is not None else 0.0), n + k
         above = lambda p: interval_passes(p, target, "high", slo)  # noqa: E731
         if hi is None:
             high = lo.rate if lo is not None else 0.0  # the highest rate the scenario allows passed
         else:
-            h_lo, _, k = yield from bisect(name, hi.rate, seeds, above, tolerance, fits, seen, lo=lo)
+            h_lo, _, k = yield from bisect(name, hi.rate, seeds, above, tolerance, fits, seen, lo=lo, bound=bound)
             high, n = (h_lo.rate if h_lo is not None else 0.0), n + k
     if hi is not None and report:  # the failing rate's every figure, from runs to their end
         hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
@@ -247,7 +271,10 @@ def drive(searches: dict[Key, Search], run_batch) -> dict[Key, Any]:
     results: dict[Key, Any] = {}
     pending: dict[Key, Request] = {}
     for name, gen in searches.items():
-        pending[name] = next(gen)
+        try:
+            pending[name] = next(gen)
+        except StopIteration as done:  # (nothing to run)
+            results[name] = done.value
     while pending:
         answers = run_batch(list(pending.values()))
         for (name, _), rows in zip(list(pending.items()), answers):

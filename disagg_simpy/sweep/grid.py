@@ -169,6 +169,21 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
     return scenario.with_overrides(flags=flags, **changes)
 
 
+def apply_sets(scenario: Scenario, texts: list[str]) -> Scenario:
+    """`--set KEY=VALUE` of a command that runs one setting (plan, map): each key once, one value
+    each, checked like sweep's keys (`router=prefix_aware`, `prefix_cache_tokens=500000`, ...)."""
+    point: dict[str, Any] = {}
+    for text in texts:
+        key, values = parse_set(text)
+        if len(values) != 1:
+            raise InputError(f"--set {key}: got {len(values)} values, expected one (KEY=VALUE; sweep varies a key)")
+        if key in point:
+            raise InputError(f"--set {key}: got the key twice, expected each key once")
+        check_key(scenario, key)
+        point[key] = values[0]
+    return resolve(scenario, point) if point else scenario
+
+
 @dataclass(frozen=True)
 class Grid:
     """Rates x each key's values, in the order given (the first key varies slowest)."""

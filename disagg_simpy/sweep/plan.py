@@ -18,9 +18,9 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
-from ..scenario.limits import MAX_ARRANGEMENTS
+from ..scenario.limits import arrangements_limit
 from ..scenario.schema import DROP, Scenario
-from .goodput import Prober, Search, drive, goodput_row, goodput_search, probe_rate
+from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
@@ -69,9 +69,9 @@ def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chun
 
 def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
     """The scenario's traffic, costs and limits with these arrangements instead of its own."""
-    if len(arrangements) > MAX_ARRANGEMENTS:
+    if len(arrangements) > arrangements_limit():  # (a batch command keeps one arrangement's rows at a time)
         raise InputError(f"{flag}: got {len(arrangements)} arrangements to compare, expected at most "
-                         f"{MAX_ARRANGEMENTS} (fewer GPUs or chunk sizes)")
+                         f"{arrangements_limit():,} (fewer GPUs, chunk sizes, --splits or --tp)")
     return scenario.with_overrides(flags={"arrangements": flag}, arrangements=arrangements, reference=DROP)
 
 
@@ -93,38 +93,88 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
          exhaustive: bool = False) -> pd.DataFrame:
     """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best).
 
-    Arrangements are searched in waves, the likeliest first (`plan_bounds.capacity_proxy`);
-    after each wave, one whose bound says every rate from the runner-up's goodput up fails
-    (`plan_bounds.Bounds`) is not searched: its goodput is below the top two's, so the top two,
-    their intervals and the recommendation are those of searching every one (`exhaustive`)."""
+    Exact where it decides the answer, cheaper elsewhere (`exhaustive`: every figure of every
+    arrangement). Arrangements are searched in waves, the likeliest first
+    (`plan_bounds.capacity_proxy`); one is left (`goodput_below_per_s`: its goodput is below
+    that) as soon as two others are known to beat it: before its search when its bound fails
+    every rate from the runner-up's passing rate up (`plan_bounds.Bounds.fails_from`), or during
+    it when its failing rate is at or below two others' passing rates (its goodput lies below its
+    failing rate), or when it passes no rate from the runner-up's up: its search first runs only
+    the rates from there up, taking those below as passed (a fail there would leave it below the
+    runner-up too), and runs again in full only if one of them passes. A probe whose bound alone
+    fails it runs nothing. The interval and the limit
+    that fails first are searched for the top two only, whose comparison the recommendation
+    states. So the recommendation, the top two rows and every goodput searched to its end are
+    those of the exhaustive search."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
     start = float(scenario.workload.rate_per_s)
     prober = Prober(scenario, runner, target)
     by_name = {a.name: a for a in scenario.arrangements}
-    names = list(by_name)
-    todo, below = names, {}
-    found: dict[str, tuple] = {}
     bounds = None if exhaustive else Bounds(scenario, seeds, target)
-    if bounds is not None:
-        todo = sorted(names, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    seen: dict[str, dict[float, Probe]] = {n: {} for n in by_name}
+    passed: dict[str, float] = {}  # the highest rate each search has passed so far (its goodput is at least that)
+    below: dict[str, float] = {}  # arrangements left, and the rate their goodput is below
+
+    def runner_up(name: str) -> float:
+        """The second-highest passing rate of the others: two of them have goodputs at least this."""
+        rates = sorted((r for n, r in passed.items() if n != name), reverse=True)
+        return rates[1] if len(rates) >= 2 else 0.0
+
+    def point(name: str):
+        a = by_name[name]
+
+        def stop(lo, hi) -> bool:
+            if lo is not None and lo.rows:  # (a pass run, not guessed)
+                passed[name] = max(passed.get(name, 0.0), lo.rate)
+            if bounds is not None and hi is not None and hi.rate <= runner_up(name):
+                below[name] = hi.rate
+                return True
+            return False
+
+        def guess(rate: float):
+            """Below the runner-up's passing rate, a pass: were it a fail, this one's goodput would
+            be below it, and the search would end here anyway (see `plan`)."""
+            return (Probe(rate, []), True) if rate < runner_up(name) else None
+
+        bound = None if bounds is None else lambda rate: _bound_pct(bounds, a, rate, target)
+        test = lambda p: decide(p, target, scenario.slo)  # noqa: E731
+        if bounds is not None and runner_up(name) > 0:  # first without the rates below the runner-up's
+            lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
+                                          bound=bound, guess=guess)
+            if name in below:
+                return lo, hi, n
+            if lo is None or lo.rows == []:  # (guessed: every rate it passed is below the runner-up's)
+                below[name] = runner_up(name)
+                return lo, hi, n
+        lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
+                                      bound=bound)
+        stop(lo, None)
+        return lo, hi, n
+
+    todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    points: dict[str, tuple] = {}
     while todo:
         wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
-        searches: dict[str, Search] = {n: goodput_search(n, start, seeds, target, tolerance, prober.fits,
-                                                         slo=scenario.slo) for n in wave}
-        found |= drive(searches, prober.run_batch)
-        best = sorted((_goodput(found[n]) for n in found), reverse=True)
-        if bounds is not None and len(best) >= 2 and best[1] > 0:
-            for n in [n for n in todo if bounds.fails_from(by_name[n], best[1])]:
-                below[n] = best[1]
-            todo = [n for n in todo if n not in below]
-    on_time = at_rate(scenario, runner, seeds)
+        if bounds is not None:
+            for n in wave:
+                if (r := runner_up(n)) > 0 and bounds.fails_from(by_name[n], r):
+                    below[n] = r
+        points |= drive({n: point(n) for n in wave if n not in below}, prober.run_batch)
+    searched = [n for n in by_name if n not in below]
+    on_time = drive({n: _on_time_at(n, seen[n][start], seeds) for n in searched}, prober.run_batch)
+    order = sorted(searched, key=lambda n: (-_goodput(points[n]), -on_time[n]))  # (stable: ties keep their order)
+    top = order if bounds is None else order[:2]
+    details = drive({n: goodput_interval(n, points[n][0], points[n][1], points[n][2], seeds, target, tolerance,
+                                         prober.fits, seen[n], slo=scenario.slo) for n in top}, prober.run_batch)
     rows = []
     for a in scenario.arrangements:
         if a.name in below:
-            rows.append(_not_searched(a, below[a.name], on_time))
+            rows.append(_not_searched(a, below[a.name]))
             continue
-        g = goodput_row(scenario, a.name, seeds, target, *found[a.name][:5])
+        lo, hi, n, low, high = details[a.name][:5] if a.name in details else (*points[a.name][:2], points[a.name][2],
+                                                                              math.nan, math.nan)
+        g = goodput_row(scenario, a.name, seeds, target, lo, hi if a.name in details else None, n, low, high)
         rows.append({
             "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
             "reading_gpus": a.n_reading_gpus if a.is_split else None,
@@ -132,7 +182,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
             "chunk_tokens": a.chunk_tokens,
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
-            "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": g["binding_limit"],
+            "on_time_pct_at_rate": on_time[a.name], "binding_limit": g["binding_limit"],
             "goodput_below_per_s": math.nan,
         })
     table = pd.DataFrame(rows)
@@ -141,18 +191,33 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
-    table.attrs["curves"] = {name: found[name][5] for name in found}  # for the --html page
+    table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page
     return table
 
 
-def _not_searched(a, below: float, on_time: dict) -> dict:
-    """The row of an arrangement not searched: its goodput is below `below` (the runner-up's)."""
+def _bound_pct(bounds: Bounds, arrangement, rate: float, target: float) -> list[float] | None:
+    """Each seed's most possible on-time share at `rate` (%), where their mean fails the target."""
+    most = bounds.share_at_most(arrangement, rate)
+    if most is None or sum(most) / len(most) * 100 >= target - 1e-9:
+        return None
+    return [100.0 * m for m in most]
+
+
+def _on_time_at(name: str, probe: Probe, seeds: tuple[int, ...]):
+    """The mean on-time share at the start rate, from its probe (seeds stopped early run again to
+    the verdict cap: the share is exact)."""
+    probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
+    return float(probe.on_time().mean())
+
+
+def _not_searched(a, below: float) -> dict:
+    """The row of an arrangement left: its goodput is below `below` (two others' is not)."""
     return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
             "reading_gpus": a.n_reading_gpus if a.is_split else None,
             "writing_gpus": a.n_writing_gpus if a.is_split else None,
             "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
             "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
-            "on_time_pct_at_rate": on_time.get(a.name, math.nan), "binding_limit": "", "goodput_below_per_s": below}
+            "on_time_pct_at_rate": math.nan, "binding_limit": "", "goodput_below_per_s": below}
 
 
 def _goodput(found: tuple) -> float:

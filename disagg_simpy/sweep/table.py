@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results.columns import SEED, SUMMARY_COLUMNS
+from ..results.columns import PREFIX_COLUMNS, SEED, SUMMARY_COLUMNS
 from ..results.intervals import SHARE, Interval, interval
 from ..results.metrics import CRITERION_COLUMNS
 from ..scenario.schema import Scenario
@@ -37,6 +37,8 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
     if scenario.slo.criterion == "percentiles":
         columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
+    if any(PREFIX_COLUMNS[0] in row for row in rows):  # E13 on at some point (a key of --set)
+        columns += list(PREFIX_COLUMNS)
     return pd.DataFrame(rows).reindex(columns=columns)
 
 

@@ -8,7 +8,7 @@ the cap or block size: a longer run sees the same prefix.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -18,17 +18,19 @@ from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
+from ..scenario.prefixes import MOONCAKE_BLOCK_TOKENS
 from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
 from .lengths import draw_lengths
 from .periods import period_of, thinned_arrivals
+from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
 from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arrivals
 from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
-STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words")
+STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words", "router", "prefixes", "sessions")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class Requests:
     measured: np.ndarray  # bool: arrived in [warmup_s, measure_s) (D6)
     cap_ns: int  # safety cap on simulated time
     info: dict = field(default_factory=dict)  # how the stream was made, for run.json
+    blocks: BlockIds | None = None  # E13: prompt block ids (a trace's hash_ids, drawn prefixes)
+    router_draws: np.ndarray | None = None  # E13: one uniform per request for power_of_two
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -61,6 +65,11 @@ def make_streams(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(ss) for name, ss in zip(STREAMS, children)}
 
 
+def stream_seed(seed: int, name: str) -> np.random.SeedSequence:
+    """The seed sequence of one named stream (for a quantity drawn from several generators)."""
+    return np.random.SeedSequence(seed).spawn(len(STREAMS))[STREAMS.index(name)]
+
+
 def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
     """The request stream of `scenario` (with `seed` instead of the scenario's, if given)."""
     w = scenario.workload
@@ -69,6 +78,8 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
         stream = _synthetic(w, scenario, seed)
     else:
         stream = _from_trace(w, scenario, seed)
+    if scenario.router == "power_of_two":  # E13: its own stream, so no other draw moves
+        stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
     check_stream(scenario, stream)
     return stream
 
@@ -115,12 +126,22 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
             blocks.append(_arrival_times(w, rng["arrivals"], block * len(blocks), float(blocks[-1][-1]), block))
         arrived = np.concatenate(blocks)
         n = int(np.searchsorted(arrived, cap_s, side="right"))
+    arrived = arrived[:n]
+    turns = None
+    if w.sessions is not None:  # E13: arrivals start sessions; n counts their turns from here
+        session, turn, at = session_turns(w.sessions, arrived, stream_seed(seed, "sessions"))
+        turns, arrived, n = (session, turn), at, len(turn)
     shares = np.cumsum([c.share for c in w.prompt_mix])
     shares[-1] = 1.0
     cls = np.searchsorted(shares, rng["prompt_class"].random(n), side="right")
     prompts = _class_lengths(w.prompt_mix, cls, rng["prompt_tokens"].random(n))
     replies = draw_lengths(w.reply_words, rng["reply_words"].random(n))
-    arrived_ns = seconds_to_ns(arrived[:n])
+    parent = None
+    if turns is not None:  # a turn's prompt: the earlier turns' new tokens and replies, then its own
+        prompts, replies, arrived, parent, turns = _session_order(turns, prompts, replies, arrived, cap_s)
+        n = len(prompts)
+    block_ids = _drawn_blocks(w, scenario, seed, prompts, turns, parent)
+    arrived_ns = seconds_to_ns(arrived)
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
     info = {"kind": "synthetic", "seed": seed, "n_generated": n}
     if w.arrivals != "poisson":  # (run.json unchanged for the page's traffic)
@@ -132,7 +153,41 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
         measured=measured,
         cap_ns=int(seconds_to_ns(cap_s)),
         info=info,
+        blocks=block_ids,
     )
+
+
+def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: np.ndarray, turns=None,
+                  parent: np.ndarray | None = None) -> BlockIds | None:
+    """E13: with caching on, the block ids of drawn prefixes (a session's first turn only) and
+    sessions (a turn holds its previous turn's blocks); None with caching off."""
+    if scenario.prefix_cache_tokens is None:
+        return None
+    n = len(prompts)
+    group, prefix = (draw_prefixes(w.prefixes, n, stream_seed(seed, "prefixes")) if w.prefixes is not None
+                     else (np.full(n, -1), np.zeros(n, np.int64)))
+    if turns is not None:
+        group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
+    return synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+
+
+def _session_order(turns, new, replies, at, cap_s):
+    """E13 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
+    own new tokens), then every turn in arrival order (stable: a session's turns keep their
+    order), those arriving after the cap left out; each turn's previous turn's index (-1: none)."""
+    session, turn = turns
+    first = np.flatnonzero(turn == 0)
+    k = np.diff(np.append(first, len(turn)))
+    total = np.cumsum(new + replies)
+    before = np.repeat(total[first] - (new + replies)[first], k)
+    prompts = total - before - replies
+    order = np.argsort(at, kind="stable")
+    order = order[at[order] <= cap_s]
+    where = np.full(len(turn), -1)
+    where[order] = np.arange(len(order))
+    previous = np.where(turn > 0, np.arange(len(turn)) - 1, -1)
+    parent = np.where(previous[order] >= 0, where[np.maximum(previous[order], 0)], -1)
+    return prompts[order], replies[order], at[order], parent, (session[order], turn[order])
 
 
 def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str, np.random.Generator]) -> Requests:
@@ -164,7 +219,7 @@ def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str
     info = {"kind": "synthetic", "seed": seed, "n_generated": n, "rate": rate_key(w),
             "n_periods": len(w.schedule) if w.schedule is not None else None}
     return Requests(arrived_at_ns=arrived_ns, n_prompt_tokens=prompts, n_reply_words=replies, measured=measured,
-                    cap_ns=int(seconds_to_ns(cap_s)), info=info)
+                    cap_ns=int(seconds_to_ns(cap_s)), info=info, blocks=_drawn_blocks(w, scenario, seed, prompts))
 
 
 def _arrival_times(w: SyntheticWorkload, rng: np.random.Generator, done: int, last_s: float, n: int) -> np.ndarray:
@@ -215,6 +270,10 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             f"{scenario.source}: workload.trace: got {w.trace!r} ({problem}: {path}), expected a trace file"
         )
     table = read_trace(path, w.format)
+    blocks = None
+    if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E13: its hash_ids
+        blocks = read_hash_ids(path, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS)
+        table.attrs["ignored_columns"] = [c for c in table.attrs.get("ignored_columns", []) if c != "hash_ids"]
     info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
             "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
     if w.trace in CATALOG:
@@ -242,6 +301,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             source=f"{scenario.source}: workload",
         )
         table = table[keep].reset_index(drop=True)
+        blocks = blocks.take(np.asarray(keep)) if blocks is not None else None
         info.update(shaping)
         cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
     rows = np.flatnonzero(keep) + 1 if w.format != "lengths" else None  # data rows kept, from 1
@@ -264,6 +324,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         measured=measured[keep],
         cap_ns=cap_ns,
         info=info,
+        blocks=blocks.take(keep) if blocks is not None else None,
     )
 
 

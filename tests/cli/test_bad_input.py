@@ -211,6 +211,27 @@ CATALOGUE = [
     ("trace-unknown-format", trace_spec(format="parquet"), {}, [], ["workload.format: got 'parquet', expected one of csv, azure, mooncake, lengths"]),
     ("trace-empty-path", trace_spec(trace=""), {}, [], ["workload.trace: got '', expected a trace file path"]),
     ("trace-count-past-2-53", trace_spec(), {"t.csv": TRACE_HEADER + "0,1e20,5\n"}, [], ["n_prompt_tokens: got 1e+20, expected a whole number up to 2**53"]),
+    # -- prefix caching (E13)
+    ("prefix-cache-below-a-block", BASE_TEXT + "prefix_cache_tokens: 100\n", {}, [],
+     ["prefix_cache_tokens: got 100, expected at least prefix_block_tokens (512): a cache smaller than one block"]),
+    ("prefix-aware-without-cache", BASE_TEXT + "router: prefix_aware\n", {}, [],
+     ["router: got 'prefix_aware' without prefix_cache_tokens, expected prefix_cache_tokens"]),
+    ("prefix-block-not-dividing-the-trace", spec(lambda d: d.update(
+        workload={"trace": "t.jsonl", "format": "mooncake"}, prefix_cache_tokens=4096, prefix_block_tokens=300)),
+     {"t.jsonl": '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n'}, [],
+     ["prefix_block_tokens: got 300, expected a divisor of the mooncake trace's block of 512 tokens"]),
+    ("prefix-hash-ids-too-few", spec(lambda d: d.update(
+        workload={"trace": "t.jsonl", "format": "mooncake"}, prefix_cache_tokens=4096)),
+     {"t.jsonl": '{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n'
+                 '{"timestamp": 1, "input_length": 600, "output_length": 5, "hash_ids": [0]}\n'}, [],
+     ["t.jsonl:2: hash_ids: got [0] (1 entry), expected 2 whole numbers"]),
+    ("prefix-cache-with-roles-that-change", spec(lambda d: d.update(prefix_cache_tokens=4096) or d["arrangements"][1].update(
+        roles={"schedule": [{"from_s": 1, "reading_gpus": 1}]}, reading_gpus=1, writing_gpus=2)), {}, [],
+     ["arrangements[1].roles: got roles that change (E12) with prefix_cache_tokens, expected static roles"]),
+    ("prefix-longer-than-a-prompt-class", spec(lambda d: d["workload"].update(
+        prefixes={"share": 0.6, "groups": 20, "tokens": [500, 2000]})), {}, [],
+     ["workload.prefixes.tokens: got up to 2,000 tokens, but prompt_mix[1] draws prompts from 200 tokens; "
+      "expected prefixes shorter than every prompt"]),
     # -- flags
     ("flag-rate-not-a-number", BASE_TEXT, {}, ["--rate", "fast"], ["--rate: got 'fast', expected a number"]),
     ("flag-rate-zero", BASE_TEXT, {}, ["--rate", "0"], ["--rate: got '0', expected a number > 0"]),

@@ -4,6 +4,8 @@ option combination (E1-E8, E10, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers import write_scenario
@@ -14,6 +16,7 @@ from reference_model import reference_records
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
 from disagg_simpy.results.metrics import LimitsNs, reply_gaps
+from disagg_simpy.workload.prefixes import BlockIds
 from disagg_simpy.workload.stream import make_requests
 
 REQUEST_KEYS = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writing_gpu", "joined_at_ns",
@@ -21,15 +24,29 @@ REQUEST_KEYS = ("reading_gpu", "read_started_at_ns", "first_word_at_ns", "writin
 WHEN = {"join_iteration": "joined_at_ns"}  # under a cap: the time a value is set by
 
 
-def compare(scenario_path, expect_cap=None):
-    """Run every arrangement of the scenario in the simulator and in the reference; assert equal."""
+def with_blocks(stream, blocks, unit):
+    """The stream with each request's prompt block ids (E13), in blocks of `unit` tokens."""
+    starts = np.concatenate(([0], np.cumsum([len(b) for b in blocks]))).astype(np.int64)
+    ids = np.array([i for b in blocks for i in b], dtype=np.int64)
+    return replace(stream, blocks=BlockIds(ids, starts, unit))
+
+
+def compare(scenario_path, expect_cap=None, blocks=None):
+    """Run every arrangement of the scenario in the simulator and in the reference; assert equal.
+    `blocks`: each request's prompt block ids (E13), in blocks of the scenario's block size."""
     scenario = load_scenario(scenario_path)
     stream = make_requests(scenario)
+    if blocks is not None:
+        stream = with_blocks(stream, blocks, scenario.prefix_block_tokens)
     for arrangement in scenario.arrangements:
         rec = run_arrangement(scenario, arrangement, stream)
         assert expect_cap is None or rec.capped == expect_cap
         ref = reference_records(scenario, arrangement, stream)
         name = arrangement.name
+        if ref["cached_tokens"] is not None:  # E13: what each read found cached
+            done = np.flatnonzero(rec.requests["read_started_at_ns"] >= 0)
+            assert rec.cached_tokens[done].tolist() == np.asarray(ref["cached_tokens"])[done].tolist(), \
+                f"{name}: cached_tokens"
         measured = np.flatnonzero(stream.measured)
         everything = bool(stream.measured.all()) and not rec.capped
         stop = rec.stopped_at_ns
@@ -292,3 +309,39 @@ def test_simulator_equals_reference_with_roles(tmp_path, case, data):
     rows, arrangements, cost, workload, slo = case
     arrangements = [data.draw(with_roles(a)) for a in arrangements]
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
+# -- E13: prefix caches and routers --------------------------------------------------------------------
+
+@st.composite
+def prefix_case(draw):
+    """A tiny scenario with prefix caching on (small blocks, caches of a few blocks, every router)
+    and each request's block ids from a small tree of prefixes: block j's id names the request's
+    first j + 1 branch choices, so prompts share blocks only along a shared beginning."""
+    rows, arrangements, cost, workload, slo = draw(tiny_scenario())
+    block = draw(st.sampled_from((4, 8, 16)))
+    extra = {"prefix_block_tokens": block,
+             "prefix_cache_tokens": block * draw(st.sampled_from((1, 2, 3, 6, 1000))),
+             "router": draw(st.sampled_from(("least_loaded", "round_robin", "power_of_two", "prefix_aware")))}
+    if extra["router"] == "prefix_aware" and draw(st.booleans()):
+        extra["router_load_cap_tokens"] = draw(st.sampled_from((1, 16, 64)))
+    if draw(st.booleans()):
+        cost["per_cached_token_ms"] = draw(st.sampled_from((0.0, 0.01, 0.125, 0.0000005)))
+    if extra["router"] != "prefix_aware" and draw(st.integers(0, 3)) == 0:  # a router alone (no cache)
+        del extra["prefix_cache_tokens"]
+    names: dict[tuple, int] = {}
+    blocks = []
+    for _, prompt, _ in rows:
+        path = tuple(draw(st.lists(st.integers(0, 1), min_size=-(-prompt // block), max_size=-(-prompt // block))))
+        blocks.append([names.setdefault(path[: j + 1], len(names)) for j in range(len(path))])
+    return rows, arrangements, cost, workload, slo, extra, blocks
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=prefix_case())
+def test_simulator_equals_reference_with_prefix_caches(tmp_path, case):
+    """E13 with every other option drawn as above: hits, pins, evictions and routers to the ns
+    (a quarter of the round_robin, power_of_two and least_loaded cases without a cache)."""
+    rows, arrangements, cost, workload, slo, extra, blocks = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, **extra),
+            blocks=blocks)

@@ -31,6 +31,16 @@ def test_sixteen_gpus_of_the_default_traffic_are_planned_one_arrangement_at_a_ti
     assert [r["arrangement"] for r in rows] == ["split-8-8"] and rows[0]["on_time_pct"] > 0
 
 
+def test_the_arrangement_limit_counts_what_a_command_keeps():
+    """A 64-GPU plan has 320 candidates: over the 100 arrangements a run keeps at once, but a
+    batch command keeps one arrangement's rows at a time, so there the limit is 10,000."""
+    scenario = load_scenario(DEFAULT)
+    with pytest.raises(InputError, match="got 320 arrangements to compare, expected at most 100"):
+        with_candidates(scenario, candidates(64), "--gpus")
+    with one_arrangement_at_a_time():
+        assert len(with_candidates(scenario, candidates(64), "--gpus").arrangements) == 320
+
+
 def test_splits_narrow_the_candidates_and_the_estimate():
     names = [a["name"] for a in candidates(6, chunks=(512,), splits=(2, 4))]
     assert names == ["same-gpu", "chunked-512", "split-2-4", "split-2-4-chunked-512", "split-4-2", "split-4-2-chunked-512"]
@@ -41,3 +51,20 @@ def test_splits_narrow_the_candidates_and_the_estimate():
     assert note.startswith("plan: 10 arrangements of 64 GPUs x about 10 probes x 5 seeds: about ")
     dask, _ = plan_cost_problem(scenario, candidates(64), 5, None, "NARROW")
     assert dask is None  # a cluster of unknown size: noted, not refused
+
+
+def test_format_parquet_writes_the_batch_table_as_parquet_instead_of_csv(tmp_path):
+    """--format parquet on a batch command (the one writer of sweep, goodput, plan and map):
+    `<name>.parquet`, the same rows as the CSV, and no CSV."""
+    import pandas as pd
+
+    from disagg_simpy.cli import main
+
+    command, extra = "plan", ["--gpus", "1", "--chunks", "none"]
+    tiny = ["--seeds", "2", "--measure-s", "1", "--tolerance", "2", "--workers", "1", "--no-plots"]
+    for fmt in ("csv", "parquet"):
+        assert main([command, str(DEFAULT), *extra, *tiny, "--format", fmt, "--out", str(tmp_path / fmt)]) == 0
+    assert not (tmp_path / "parquet" / f"{command}.csv").exists()
+    assert not (tmp_path / "csv" / f"{command}.parquet").exists()
+    table = pd.read_parquet(tmp_path / "parquet" / f"{command}.parquet")
+    pd.testing.assert_frame_equal(table, pd.read_csv(tmp_path / "csv" / f"{command}.csv"), check_dtype=False)

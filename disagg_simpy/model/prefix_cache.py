@@ -1,0 +1,107 @@
+"""Prefix caching (E13): an instance keeps the KV of prompt blocks it has read, least recently
+used out first, so a prompt that begins like an earlier one reads only the rest (docs/rules.md).
+
+A request carries its prompt's block ids (`Requests.block_ids`, from a trace's `hash_ids` or
+drawn prefixes): block j holds tokens j*B .. (j+1)*B - 1 and its id names the whole prompt up to
+there, so two prompts share a block only if they share everything before it. The cache is a plain
+ordered dict (oldest first), a pin count per block, and no SimPy: it changes only when a read
+begins (pins) and when a read ends (unpins, inserts, evicts), at known points of D5's instant.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+
+def cache_block_ids(block_ids: np.ndarray, starts: np.ndarray, unit: int, block: int) -> list[tuple[int, ...]]:
+    """Each request's ids of blocks of `block` tokens, from ids of blocks of `unit` tokens (a
+    trace's 512; `block` divides it): sub-block s of unit block u is u * (unit // block) + s, so
+    every sub-block keeps its unit's meaning (the prefix up to it)."""
+    k = unit // block
+    ids = block_ids.tolist()
+    out = []
+    for lo, hi in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        out.append(tuple(h * k + s for h in ids[lo:hi] for s in range(k)) if k > 1 else tuple(ids[lo:hi]))
+    return out
+
+
+class PrefixCache:
+    """One instance's cache of `capacity_blocks` blocks of `block_tokens` each (E13)."""
+
+    __slots__ = ("block_tokens", "capacity_blocks", "lru", "pins", "n_hit_tokens")
+
+    def __init__(self, capacity_tokens: int, block_tokens: int):
+        self.block_tokens = block_tokens
+        self.capacity_blocks = capacity_tokens // block_tokens
+        self.lru: OrderedDict[int, None] = OrderedDict()  # cached block ids, least recently used first
+        self.pins: dict[int, int] = {}  # block id -> reads in progress that hit it
+        self.n_hit_tokens = 0
+
+    def hit_blocks(self, ids: tuple[int, ...], n_prompt: int) -> int:
+        """How many leading blocks of a prompt are cached now. At most (n_prompt - 1) // B blocks
+        count: the last prompt token is always read (its word 1 needs it), as vLLM does."""
+        lru = self.lru
+        n = 0
+        for block in ids[: (n_prompt - 1) // self.block_tokens]:
+            if block not in lru:
+                break
+            n += 1
+        return n
+
+    def hit_tokens(self, request) -> int:
+        """Tokens of a request's longest cached prefix now (whole blocks, `hit_blocks`)."""
+        return self.hit_blocks(request.blocks, request.n_prompt_tokens) * self.block_tokens
+
+    def begin_read(self, request, hit: int) -> None:
+        """An iteration takes a prompt whose reading begins: its first `hit` tokens are cached."""
+        request.cached_tokens = hit
+        self.begin(request.blocks, hit // self.block_tokens)
+
+    def reads_ended(self, requests) -> None:
+        """Reads that ended at one iteration's end, in the order it took them (`end`)."""
+        for r in requests:
+            self.end(r.blocks, r.cached_tokens // self.block_tokens, r.n_prompt_tokens)
+
+    def begin(self, ids: tuple[int, ...], n_blocks: int) -> None:
+        """A read begins with its first `n_blocks` blocks cached: pin them until it ends."""
+        pins = self.pins
+        for block in ids[:n_blocks]:
+            pins[block] = pins.get(block, 0) + 1
+
+    def end(self, ids: tuple[int, ...], n_hit: int, n_prompt: int) -> None:
+        """A read ends: unpin its hit blocks, then cache its full blocks (the partial last one
+        never): those not cached take a place each, in prefix order, the least recently used
+        unpinned block that is not one of them leaving when the cache is full (none such: this
+        block and those after it stay out). Then all its cached blocks become the most recently
+        used, its first block most recent of all (so a prompt's tail leaves before its head); blocks
+        after one that found no place are left as they are."""
+        pins = self.pins
+        for block in ids[:n_hit]:
+            left = pins[block] - 1
+            if left:
+                pins[block] = left
+            else:
+                del pins[block]
+        full = ids[: n_prompt // self.block_tokens]
+        lru = self.lru
+        mine = set(full)
+        kept = []
+        for block in full:
+            if block not in lru:
+                if len(lru) >= self.capacity_blocks and not self._evict(mine):
+                    break
+                lru[block] = None
+            kept.append(block)
+        for block in reversed(kept):  # tail first: the head ends most recent
+            lru.move_to_end(block)
+
+    def _evict(self, keep: set[int]) -> bool:
+        """Drop the least recently used block neither pinned nor in `keep`; False if none."""
+        pins = self.pins
+        for block in self.lru:
+            if block not in pins and block not in keep:
+                del self.lru[block]
+                return True
+        return False
