@@ -119,9 +119,10 @@ def main() -> int:
             for label, package in trees.items():
                 s = package.load_scenario(scenario_file).with_overrides(
                     **{"workload.measure_s": args.measure_s, "max_sim_s": args.max_sim_s})
-                if label == "after":
+                s = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
+                if label == "after":  # (on the measured arrangement only: an option may suit one kind)
                     s = with_options(s, json.loads(args.after_options))
-                scenarios[label] = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
+                scenarios[label] = s
                 package.run(scenarios[label], seed=1)  # warm-up
             times: dict[str, list[float]] = {"before": [], "after": []}
             for i in range(args.runs):

@@ -121,6 +121,10 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (per_iteration == it["n_prompt_tokens_read"]).all(), f"{name}: iteration token counts disagree with reads"
     if arrangement.chunk_tokens is not None:
         assert (it["n_prompt_tokens_read"] <= arrangement.chunk_tokens).all()
+    mixed = getattr(arrangement, "mixed_iterations", None) is not False  # E10 when False: no iteration both reads and writes
+    if not mixed:
+        assert not ((it["n_replies_written"] > 0) & (it["n_prompt_tokens_read"] > 0)).any(), (
+            f"{name}: an iteration read prompts and wrote words under mixed_iterations: false")
     # E8: no iteration over its budget
     seats = [x for x in (arrangement.max_batch_replies, arrangement.max_batch_tokens) if x is not None]
     if seats:
@@ -193,7 +197,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
         # a reply still shipping when the run stopped has not joined, and only then
         assert seats or (joined[multi & (join_it < 0)] == -1).all()  # (E8: or waits for a seat)
         assert (joined[in_gpu] <= stop).all()
-    elif not seats:  # (E8: a reply may still wait for a seat when the run stops)
+    elif not seats and mixed:  # (E8: a reply may still wait for a seat when the run stops; E10: for a writing iteration)
         assert (join_it[multi] >= 0).all()
     g, j = w_gpu[in_gpu], join_it[in_gpu]
     n_it = offsets[g + 1] - offsets[g]
@@ -201,32 +205,45 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     assert (j <= n_it + 1).all()
     has_prev = (j > 0) & (j <= n_it)
     prev_start = started[(offsets[g] + j - 1)[has_prev]]
-    if not seats:  # (E8: a reply waiting for a seat misses iterations)
+    if not seats and mixed:  # (E8: a reply waiting for a seat misses iterations; E10: prompt-only ones)
         assert (prev_start < joined[in_gpu][has_prev]).all(), f"{name}: a reply missed an iteration that started after it joined"
     has_next = j < n_it
     assert (started[(offsets[g] + j)[has_next]] >= joined[in_gpu][has_next]).all(), f"{name}: a reply got a word before it joined"
-    n_written = np.clip(np.minimum(words[in_gpu] - 1, n_it - j), 0, None)
-    # replies written per iteration: reply r is in iterations j .. j + n - 2 of its GPU
-    rows0 = offsets[g] + j
-    cover = np.zeros(len(started) + 1, dtype=np.int64)
+    # a reply's words 2..n end iterations j, j+1, ... of its GPU that write words: all of them
+    # (M2) unless E10 puts prompt-only iterations between them. In "positions" (iterations that
+    # write words, numbered per GPU then on across GPUs: iteration rows when mixed) reply r covers
+    # positions p0 .. p0 + n - 2.
+    writes = it["n_replies_written"] > 0
+    pos_of = np.concatenate([[0], np.cumsum(writes)]) if not mixed else np.arange(len(started) + 1)
+    row_of = np.flatnonzero(writes) if not mixed else np.arange(len(started))
+    p_end = pos_of[offsets[g + 1]]
+    rows0 = offsets[g] + np.minimum(j, n_it)
+    if not mixed:  # word 2 ends iteration j itself, a writing one
+        assert writes[rows0[j < n_it]].all(), f"{name}: join_iteration is not an iteration writing words"
+    p0 = pos_of[rows0]
+    n_written = np.clip(np.minimum(words[in_gpu] - 1, p_end - p0), 0, None)
+    cover = np.zeros(len(row_of) + 1, dtype=np.int64)
     some = n_written > 0
-    np.add.at(cover, rows0[some], 1)
-    np.add.at(cover, (rows0 + n_written)[some], -1)
-    assert (np.cumsum(cover)[:-1] == it["n_replies_written"]).all(), f"{name}: an iteration wrote the wrong number of words"
-    # E3: a reply getting word w has context prompt + w - 1; at row k (word k - row0 + 2) that is
-    # prompt + 1 - row0 + k, summed over the replies the row writes
-    base = np.zeros(len(started) + 1, dtype=np.int64)
-    np.add.at(base, rows0[some], (q["n_prompt_tokens"][in_gpu] + 1 - rows0)[some])
-    np.add.at(base, (rows0 + n_written)[some], -(q["n_prompt_tokens"][in_gpu] + 1 - rows0)[some])
-    context = np.cumsum(base)[:-1] + np.arange(len(started)) * it["n_replies_written"]
+    np.add.at(cover, p0[some], 1)
+    np.add.at(cover, (p0 + n_written)[some], -1)
+    assert (np.cumsum(cover)[:-1] == it["n_replies_written"][row_of]).all(), f"{name}: an iteration wrote the wrong number of words"
+    # E3: a reply getting word w has context prompt + w - 1; at position k (word k - p0 + 2) that is
+    # prompt + 1 - p0 + k, summed over the replies the position writes
+    base = np.zeros(len(row_of) + 1, dtype=np.int64)
+    np.add.at(base, p0[some], (q["n_prompt_tokens"][in_gpu] + 1 - p0)[some])
+    np.add.at(base, (p0 + n_written)[some], -(q["n_prompt_tokens"][in_gpu] + 1 - p0)[some])
+    context = np.zeros(len(started), dtype=np.int64)
+    context[row_of] = np.cumsum(base)[:-1] + np.arange(len(row_of)) * it["n_replies_written"][row_of]
     check_costs(result, arrangement, roles, rec, context)
+    rows0 = row_of[np.minimum(p0, max(len(row_of) - 1, 0))] if len(row_of) else rows0
     # word times: word 2 after word 1, later words at increasing iteration ends
     w2 = n_written > 0
     assert (ended[rows0[w2]] > first[in_gpu][w2]).all(), f"{name}: word 2 not after word 1"
     if split:
         assert (ended[rows0[w2]] - first[in_gpu][w2] >= (joined - first)[in_gpu][w2]).all(), f"{name}: first gap shorter than the ship"
     complete = n_written == words[in_gpu] - 1
-    last_at = np.where(complete, ended[np.minimum(rows0 + n_written - 1, len(ended) - 1)] if len(ended) else -1, -1)
+    last_row = row_of[np.clip(p0 + n_written - 1, 0, max(len(row_of) - 1, 0))] if len(row_of) else p0
+    last_at = np.where(complete, ended[last_row] if len(ended) else -1, -1)
     assert (q["finished_at_ns"][in_gpu] == last_at).all(), f"{name}: finished_at is not the last word's time"
     finished = q["finished_at_ns"] >= 0
     assert (finished[multi & ~in_gpu] == False).all()  # noqa: E712
@@ -280,7 +297,7 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
 
 def oracle_words(rec, request_id: int) -> list[int]:
     """Word times (ns) of one request from the rules: word 1, then the ends of iterations
-    join_iteration .. of its writing GPU (none while it ships)."""
+    join_iteration .. of its writing GPU that write words (none while it ships)."""
     q = rec.requests
     first = int(q["first_word_at_ns"][request_id])
     if first < 0:
@@ -290,7 +307,8 @@ def oracle_words(rec, request_id: int) -> list[int]:
         return [first]
     lo, hi = rec.gpu_offsets[g] + j, rec.gpu_offsets[g + 1]
     n = int(q["n_reply_words"][request_id]) - 1
-    return [first] + rec.iterations["ended_at_ns"][lo:min(hi, lo + n)].tolist()
+    writing = rec.iterations["n_replies_written"][lo:hi] > 0
+    return [first] + rec.iterations["ended_at_ns"][lo:hi][writing][:n].tolist()
 
 
 def check_words_frame(result, arrangement_name: str) -> None:

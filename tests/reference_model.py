@@ -1,6 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E13 and readings R1-R22, R36-R44; E9 in reference_paged.py), to
-check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13 and their readings; E9 in reference_paged.py), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -94,9 +93,10 @@ class Cache:
 
 
 class Gpu:
-    def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None):
+    def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None, mixed=True):
         self.number, self.side, self.cost, self.chunk, self.capacity = number, side, cost, chunk, capacity
         self.seats, self.budget = seats, budget  # E8: replies written, and replies + tokens, per iteration
+        self.mixed = mixed  # E10 when False: an iteration reads prompts (first) or writes words
         self.queue: list[Req] = []  # prompts with tokens not yet taken, in arrival order
         self.replies: list[Req] = []  # replies in progress (get a word each iteration)
         self.shipping = 0  # replies shipping to it, or waiting for their link (E5)
@@ -158,7 +158,8 @@ class Reference:
             self.local_max = a.local_prompt_max_tokens
         else:
             c = side(a.cost)
-            self.reading = [Gpu(i, "colocated", c, chunk, cap, **e8) for i in range(a.gpus // (a.tp or 1))]
+            mixed = a.mixed_iterations is not False  # E10
+            self.reading = [Gpu(i, "colocated", c, chunk, cap, mixed=mixed, **e8) for i in range(a.gpus // (a.tp or 1))]
             self.writing, self.link, self.local_max = [], "independent", None
         self.gpus = self.reading + self.writing
         self.kv_on = any(g.capacity is not None for g in self.gpus)
@@ -259,11 +260,15 @@ class Reference:
         return reads
 
     def start(self, g: Gpu, now: int):
-        writes = g.replies[:g.seats]  # E8: the first replies that joined; all of them without E8
+        if g.mixed:
+            writes = g.replies[:g.seats]  # E8: the first replies that joined; all of them without E8
+            reads = self.take(g, len(writes))
+        else:  # E10: prompts first, if it can take any (as an iteration writing no word); else words only
+            reads = self.take(g, 0)
+            writes = [] if reads else g.replies[:g.seats]
         for r in writes:
             if r.seated == NONE:
                 r.seated, r.join_iteration = now, len(g.iterations)
-        reads = self.take(g, len(writes))
         if not writes and not reads:
             return
         n_cached = 0
@@ -370,9 +375,10 @@ class Reference:
 
     def join(self, g: Gpu, r: Req, now: int):
         """A reply joins its writing GPU: without E8 its word 2 comes from the next iteration to
-        start; with E8 from the first that gives it a seat (set in `start`)."""
+        start; with E8 from the first that gives it a seat, with E10 from the next that writes
+        words (set in `start`)."""
         g.replies.append(r)
-        if not self.e8:
+        if not self.e8 and g.mixed:
             r.seated, r.join_iteration = now, len(g.iterations)
 
     # -- the clock (D5) --------------------------------------------------------------------------

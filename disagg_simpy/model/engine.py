@@ -4,7 +4,7 @@ Processes: one per GPU (`gpu.Gpu.run`) and a source that routes each request at 
 each ship is one timeout (`kv_link`). Requests are state, not processes: they wait on nothing. The clock counts whole nanoseconds
 (D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
 
-The options (docs/rules.md E1-E8) live here as state the explainer's rules leave empty: per-side costs
+The options (docs/rules.md E1-E8, E10) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
 the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arrival).
 """
@@ -63,7 +63,8 @@ class Engine:
         reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
-        self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens}  # E8
+        self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens,  # E8
+                             "mixed": getattr(arrangement, "mixed_iterations", None) is not False}  # E10 (colocated only)
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
         self.paged = arrangement.paged  # E9: (block tokens, preemption, swap ms per token, max preemptions)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)

@@ -1,4 +1,4 @@
-"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6, E7).
+"""A GPU: a SimPy process running iterations (M1, M2, M4, M5, D4, D9; E1-E4, E6-E8, E10).
 
 One iteration writes one word for every reply in progress on the GPU and may read prompt tokens. Its replies and
 prompts are fixed when it starts. Words are not events: a reply that joins when the GPU has started `j` iterations
@@ -8,8 +8,7 @@ leave after it.
 KV memory (E4) is a plain counter per GPU, not a SimPy `Container`: a reservation is taken whole by the iteration that
 starts a prompt's reading (or by the handoff, E4e), only if it fits at that moment, and the first prompt that does not
 fit blocks those behind it. That is a check at a known point of the instant (D5), not a process waiting in a queue; a
-Container's get/put events would run at SimPy's own priorities and could not keep D5's order.
-"""
+Container's get/put events would run at SimPy's own priorities and could not keep D5's order."""
 
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .prefix_cache import PrefixCache
 from .repeats import Repeat
 from .request import Request
+from .unmixed import unmixed_start
 
 
 class Host(Protocol):
@@ -53,7 +53,7 @@ class Gpu:
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, mixed: bool = True):
         self.number = number
         self.reads = reads
         self.writes = writes
@@ -91,6 +91,8 @@ class Gpu:
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
         self.n_seated = 0
+        self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
+        self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -131,16 +133,15 @@ class Gpu:
             self.kv_peak = self.kv_used
 
     def free(self, tokens: int) -> None:
-        """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU
-        looks again in step 3 (E4d)."""
+        """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU looks again in step 3 (E4d)."""
         if self.repeat is not None:
             self.repeat.cut()
         self.kv_used -= tokens
         self._wake()
 
     def add_prompt(self, request: Request) -> None:
-        """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from
-        the next iteration end on (a repeat reading chunks takes it after the head, unchanged)."""
+        """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from the next iteration end on
+        (a repeat reading chunks takes it after the head, unchanged)."""
         self.waiting.append(request)
         self.queued_tokens += request.n_prompt_tokens
         if self.repeat is not None and self.repeat.head is None:
@@ -148,28 +149,30 @@ class Gpu:
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
-        """A reply joins: it gets a word from every iteration starting now or later (M2, M4),
-        or, with a seat limit (E8), waits for a seat in the order replies joined."""
+        """A reply joins: it gets a word from every iteration starting now or later (M2, M4), or, with a seat limit (E8),
+        waits for a seat in the order replies joined."""
         request.joined_at_ns = now
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.n_replies += 1
-        if self.seats is None:
+        if not self.queue_replies:
             self._seat(request, self.n_started)
         else:
             self.seat_queue.append(request)
         self._wake()
 
-    def _seat(self, request: Request, index: int) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (its join_iteration)."""
+    def _seat(self, request: Request, index: int, key: int | None = None) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
         request.join_iteration = index
+        key, by_key = (index, self.leaving) if key is None else (key, self.leaving_by_write)
         if self.track_context:
-            self.context_base += request.n_prompt_tokens + 1 - index
-        last = index + request.n_reply_words - 2
-        leaving = self.leaving.get(last)
+            self.context_base += request.n_prompt_tokens + 1 - key
+        last = key + request.n_reply_words - 2
+        leaving = by_key.get(last)
         if leaving is None:
-            self.leaving[last] = [request]
-            heapq.heappush(self.leaving_order, last)
+            by_key[last] = [request]
+            if by_key is self.leaving:  # (E10's writing-iteration keys move to `leaving` when due)
+                heapq.heappush(self.leaving_order, last)
         else:
             leaving.append(request)
 
@@ -180,8 +183,8 @@ class Gpu:
 
     def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None
                             ) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose
-        them), and how many. They stop counting as queued (D1)."""
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them), and how many. They
+        stop counting as queued (D1)."""
         if taken is not None:
             pass
         elif self.chunk_tokens is None:
@@ -211,13 +214,11 @@ class Gpu:
 
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
         """D4 under the options, in arrival order, no prompt overtaking another:
-        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the
-          free tokens (less what prompts taken before it reserved); chunked, a prompt is
-          considered only if the budget reaches it;
-        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each
-          iteration reads at most min(chunk_tokens, that room); reading whole prompts, the head
-          is read whole if it fits the room, else it waits, unless it is larger than the whole
-          budget (or begun so), when it is read in pieces of the room;
+        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
+          prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
+        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
+          min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
+          waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
         - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
         waiting = self.waiting
         capacity, limit, paged = self.kv_capacity, self.max_tokens, self.paged
@@ -261,23 +262,22 @@ class Gpu:
         return taken
 
     def run(self, env: Environment, host: Host):
-        """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and
-        the options (E2-E4, E7, E8).
+        """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
+        E8).
 
-        The options' work sits behind one local flag, `options`, tested twice per iteration;
-        with every option off an iteration costs what the former separate loop for the
-        explainer's rules cost (benchmarks/ab.py, see the commit that merged the two loops)."""
+        The options' work sits behind one local flag, `options`, tested twice per iteration; with every option off an
+        iteration costs what the former separate loop for the explainer's rules cost (benchmarks/ab.py, see the commit
+        that merged the two loops)."""
         cost = self.cost
         extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.changes_role or self.prefix is not None
-        # repeats, with every option but those that make iterations of one batch differ (E2, E3,
-        # E7), change roles (E12) or look up prefix caches (E13); the others bound or cut them.
-        # A NEW option that changes a batch, or a per-iteration log, between a GPU's own starts
-        # and ends must do one or the other, or be added here (docs/architecture.md, Fast-forward)
-        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None or self.paged)
+            self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
+        # repeats, with every option but those that make iterations of one batch differ (E2, E3, E7), change roles (E12), look up
+        # prefix caches (E13) or alternate prompts and words (E10); the others bound or cut them. A NEW option that changes a batch,
+        # or a per-iteration log, between a GPU's own starts and ends must do one or the other, or be added here (architecture.md)
+        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None or not self.mixed or self.paged)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
@@ -357,12 +357,10 @@ class Gpu:
                 yield Slot(env, 0, start_priority)
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
-        """How many iterations from `index` (starting now, `taken` its reads) can run unchanged,
-        as one repeat (model/repeats.py): up to the first that ends with a reply's last word,
-        and, reading, while each reads one full chunk of the head prompt (the last of them may
-        read its last token). Anything that changes the batch before a change known now cuts
-        the repeat (`Repeat.cut`): an option that changes a batch at a time it knows in advance
-        bounds this number instead (docs/architecture.md)."""
+        """How many iterations from `index` (starting now, `taken` its reads) can run unchanged, as one repeat (model/repeats.py): up to the
+        first that ends with a reply's last word, and, reading, while each reads one full chunk of the head prompt (the last of them may
+        read its last token). Anything that changes the batch before a change known now cuts the repeat (`Repeat.cut`): an option that
+        changes a batch at a time it knows in advance bounds this number instead (docs/architecture.md)."""
         n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
         if taken:
             head, tokens = taken[0]
@@ -372,19 +370,20 @@ class Gpu:
         return n
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
-        """The iteration this GPU starts at `at` (later, without the options), taken now if
-        nothing can reach it by then (`Host.quiet_until`): its reads (D4), tokens, duration."""
+        """The iteration this GPU starts at `at` (later, without the options), taken now if nothing can reach it by then
+        (`Host.quiet_until`): its reads (D4), tokens, duration."""
         if self.options or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         taken, n_tokens = self._take_prompt_tokens(at)
         return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
 
     def _options_start(self, now: int, index: int, host: Host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """An iteration starting now under the options: (replies written, prompt tokens taken,
-        how many, duration). Replies waiting for a seat take the free seats in the order they
-        joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3,
-        E7); the KV memory held is logged (E4; a run stopped mid-iteration leaves one extra
-        entry, which `ArrangementRecords.collect` cuts)."""
+        """An iteration starting now under the options: (replies written, prompt tokens taken, how many, duration).
+        Replies waiting for a seat take the free seats in the order they joined (E8); prompts are taken (E4d, E8); the
+        duration has the options' terms (E2, E3, E7); the KV memory held is logged (E4; a run stopped mid-iteration
+        leaves one extra entry, which `ArrangementRecords.collect` cuts)."""
+        if not self.mixed:
+            return unmixed_start(self, now, index)
         if self.seats is not None:
             queue = self.seat_queue
             while queue and self.n_seated < self.seats:
@@ -397,7 +396,7 @@ class Gpu:
         return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7, E13)."""
+        """An iteration's duration with the options' terms (E2, E3, E7, E13); `index` counts its replies' words (E10: writing ones)."""
         cost = self.cost
         if not cost.extra_terms:
             return cost.iteration_ns(n_replies, n_tokens)
@@ -407,14 +406,15 @@ class Gpu:
             n_reread += before
             n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
             n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
-        n_context = self.context_base + index * n_replies  # E3: prompt + word - 1, summed
+        n_context = self.context_base + index * n_replies if n_replies else 0  # E3: prompt + word - 1, summed
         return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
 
     def _release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E9)."""
-        if self.seats is not None:  # (E9 replaces this method: PagedKv.release)
+        """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E10)."""
+        if self.queue_replies:
             self.n_seated -= len(leaving)
         if self.track_context:
-            self.context_base -= sum(r.n_prompt_tokens + 1 - r.join_iteration for r in leaving)
+            w = self.n_writes + 1  # E10: a reply of n words leaving now was seated at writing iteration w - n
+            self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else w - r.n_reply_words) for r in leaving)
         if self.kv_capacity is not None:
             self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)

@@ -6,7 +6,7 @@ its later words end *writing iterations* of its writing GPU: iterations that wri
 least one reply (`n_replies_written > 0`). `WriteView` numbers each GPU's writing iterations in
 order ("write positions", global over the GPUs as iteration rows are). A reply in progress on a
 GPU gets a word from every writing iteration of that GPU, so its words there are consecutive in
-this view even when iterations that write nothing (prompt-only iterations) run between
+this view even when iterations that write nothing (E10's prompt-only iterations) run between
 them: a *stretch* (`Stretches`): the reply, its GPU, the write position and number of its first
 word written by an iteration, how many such words, and the word just before them (its time,
 and whether the stretch wrote it: word 1, by its read).

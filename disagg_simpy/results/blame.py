@@ -1,19 +1,20 @@
-"""What froze the replies: one row per freezing iteration (a gap over the freeze limit), with
+"""What froze the replies: one row per freezing iteration (a gap over the freeze limit; E10: per
+gap, which prompt-only iterations may lengthen), with
 its cause and how many replies it froze; `reply_freezes` pairs each reply with the rows it saw.
 
 Where a reply's gaps come from (M2, M4, D8): word 1 ends an iteration of the reading GPU; words
 2..n end consecutive *writing* iterations of the writing GPU (those that write words: the view
 `records.writes`, model/words.py), one per writing iteration while the reply is in progress. So
 gap k (word k to k+1, k >= 2) is the time from one writing iteration's end to the next's: one
-iteration's length, or also the prompt-only iterations between them. A reply's first
+iteration's length, or with E10 also the prompt-only iterations between them. A reply's first
 gap is from word 1 to the end of its first writing iteration: shared with the replies in
 progress when word 1 ended the writing iteration before (a mixed iteration), else its own (read
-alone, or by a prompt-only iteration; grouped with the replies of the same instants). A split
+alone, or by an E10 prompt-only iteration; grouped with the replies of the same instants). A split
 reply's first gap is its KV ship, then the wait from landing to the end of its first writing
 iteration.
 
 Causes, in `CAUSES`:
-- `prompt_read`: the iterations spanning the gap read prompt tokens (a prompt-only
+- `prompt_read`: the iterations spanning the gap read prompt tokens (E10: a prompt-only
   iteration between two writing ones); the blamed prompts are those they read, the most tokens
   first (ties by request id).
 - `kv_ship`: a split reply's first gap, whose ship is at least as long as the rest of the gap;
@@ -129,7 +130,7 @@ class FreezeBlame:
     """One arrangement's freezes, one row per gap over the limit that the replies in progress on
     a writing GPU shared (from one writing iteration's end to the next's), one per group of
     colocated replies whose first gap froze from the same word-1 instant to the same writing
-    iteration (a prompt-only iteration in between; the same as the first row kind without
+    iteration (E10: a prompt-only iteration in between; the same as the first row kind without
     it), and one per split reply whose first gap froze (its ship, or its wait to join), by the
     iteration that ends the gap; times in int64 ns. `n_replies` is how many finished measured
     replies the row froze: a freezing iteration freezes every reply in progress on its GPU, so
@@ -297,7 +298,7 @@ def _reads_in(rec: ArrangementRecords, from_rows: np.ndarray, to_rows: np.ndarra
     one = (to_rows - from_rows == 1).tolist()
     ids, tokens, firsts = [], [], []
     for a, b, single in zip(lo.tolist(), hi.tolist(), one):
-        if single:  # one iteration (every gap of mixed iterations): its reads are in order already
+        if single:  # one iteration (every gap without E10): its reads are in order already
             pairs = list(zip(rid[a:b], n[a:b]))
         else:
             summed: dict[int, int] = {}

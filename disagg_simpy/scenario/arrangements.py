@@ -230,7 +230,7 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement, PagedKeys):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", *E9_KEYS)
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", "mixed_iterations", *E9_KEYS)
 
     name: Name
     kind: Literal["colocated"]
@@ -242,6 +242,7 @@ class Colocated(_Arrangement, PagedKeys):
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
     role_changes: None = Field(None, alias="roles")  # E12: `roles: static` only (every GPU reads and writes)
+    mixed_iterations: bool | None = None  # E10: false = an iteration reads prompts or writes words; unset = true
 
     _name = field_validator("name")(_not_only_dots)
     _roles = field_validator("role_changes", mode="before")(colocated_roles)
@@ -275,6 +276,8 @@ class Colocated(_Arrangement, PagedKeys):
             text = f"{gpu_count(self.gpus)} as {_instances(self.gpus, self.tp)}, each reads prompts and writes replies"
         if self.chunk_tokens:
             text += f"; an iteration reads at most {self.chunk_tokens} prompt tokens"
+        if self.mixed_iterations is False:
+            text += "; an iteration reads prompts (first) or writes words, never both"
         return text
 
     def side_costs(self, base: Cost) -> tuple[Cost, Cost]:

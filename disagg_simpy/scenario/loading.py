@@ -122,6 +122,7 @@ _EXPECT = {
     "preemption": "recompute or swap (E9)",
     "swap_ms_per_token": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "max_preemptions": "a whole number from 0 to 2**53",
+    "mixed_iterations": "true or false (false: an iteration reads prompts or writes words, E10)",
     "tp": f"a TP degree: GPUs per instance, a whole number from 1 to {MAX_GPUS} that divides gpus",
     "reading_tp": f"a TP degree: GPUs per reading instance, a whole number from 1 to {MAX_GPUS} that divides reading_gpus",
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",

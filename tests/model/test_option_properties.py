@@ -1,4 +1,4 @@
-"""The optional rules E1-E6 on random tiny scenarios: every invariant holds with them on
+"""The optional rules (E1-E8, E10) on random tiny scenarios: every invariant holds with them on
 (memory never over capacity, one ship per link at a time, every reservation freed), and the
 metamorphic checks: options set to their neutral values are the explainer's model, a `shared` link
 never ships faster than independent ships, and more KV memory never lowers the on-time share on
@@ -64,6 +64,8 @@ def arrangement(draw, trace_rows):
         a = {"kind": "colocated", "gpus": draw(st.integers(1, 2))}
         if (c := draw(side_cost)) is not None:
             a["cost"] = c
+        if draw(st.integers(0, 3)) == 0:  # E10
+            a["mixed_iterations"] = False
     else:
         a = {"kind": "disaggregated", "reading_gpus": draw(st.integers(1, 2)), "writing_gpus": draw(st.integers(1, 2)),
              "kv_link": draw(st.sampled_from(LINKS))}

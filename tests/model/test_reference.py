@@ -1,6 +1,6 @@
 """The simulator's records equal, to the nanosecond, those of a plain reference written from the
 spec alone (tests/reference_model.py): on hypothesis-drawn tiny scenarios with many ties, every
-option combination (E1-E9, each on or off), and a few hand-picked cases."""
+option combination (E1-E10, each on or off), and a few hand-picked cases."""
 
 from __future__ import annotations
 
@@ -154,6 +154,8 @@ def arrangement(draw, i, tp=False):
         a = {"name": f"c{i}", "kind": "colocated", "gpus": draw(st.integers(1, 4))}
         if draw(st.booleans()):
             a["cost"] = draw(side_cost())
+        if draw(st.integers(0, 2)) == 0:  # E10: prompt-only iterations
+            a["mixed_iterations"] = False
     else:
         a = {"name": f"s{i}", "kind": "disaggregated", "reading_gpus": draw(st.integers(1, 4)),
              "writing_gpus": draw(st.integers(1, 4))}
@@ -213,6 +215,8 @@ def tiny_scenario(draw, tp=False):
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
     arrangements = [draw(arrangement(i, tp)) for i in range(draw(st.integers(1, 2)))]
     for a in arrangements:
+        if a.get("kv_policy") == "paged":  # (E9 with E10 is refused)
+            a.pop("mixed_iterations", None)
         block = a.get("kv_block_tokens")  # E9: the most a request holds, in blocks, plus one to admit it
         need = max(p + w if block is None else block * (-(-(p + w - 1) // block) + 1) for p, w in zip(prompts, words))
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
@@ -244,7 +248,7 @@ def paged_scenario(draw):
     words = draw(st.lists(st.sampled_from((2, 5, 9, 17, 30)), min_size=len(rows), max_size=len(rows)))
     rows = [(t, p, w) for (t, p, _), w in zip(rows, words)]
     for a in arrangements:
-        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
+        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations"):
             a.pop(key, None)
         block = draw(st.sampled_from((1, 2, 4, 8)))
         a.update(kv_policy="paged", kv_block_tokens=block, kv_capacity_tokens=max(
@@ -297,6 +301,14 @@ HAND = {
                       [{"name": link, "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2,
                         "kv_link": link, "kv_ship_ms_per_token": 0.0000001}
                        for link in ("shared", "per_writing_gpu")], {"cost": {"per_prompt_token_ms": 0.0}}),
+    # E10: prompt-only iterations between a reply's words, with chunks, seats, a budget and memory;
+    # same-instant arrivals make the next iteration prompt-only
+    "prompt-only": ([("0", 64, 6), ("0.020", 48, 4), ("0.045", 32, 3), ("0.045", 8, 6), ("0.080", 24, 2)],
+                    [{"name": "whole", "kind": "colocated", "gpus": 1, "mixed_iterations": False},
+                     {"name": "chunked", "kind": "colocated", "gpus": 1, "mixed_iterations": False, "chunk_tokens": 40,
+                      "cost": {"per_context_token_ms": 0.002}},
+                     {"name": "limits", "kind": "colocated", "gpus": 2, "mixed_iterations": False,
+                      "max_batch_replies": 1, "max_batch_tokens": 40, "kv_capacity_tokens": 140}]),
     # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
     "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
             [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},
@@ -320,7 +332,7 @@ def with_roles(draw, a):
     a schedule of moves on a ms grid (some at the ns of an arrival or an iteration end), or the
     policy with thresholds the tiny loads cross."""
     a = dict(a, kind="disaggregated", name=a["name"].replace("c", "s"))
-    for key in ("gpus", "tp", "cost", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens",
+    for key in ("gpus", "tp", "cost", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations",
                 "kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):  # (E9: refused)
         a.pop(key, None)
     a.setdefault("reading_gpus", draw(st.integers(1, 3)))

@@ -120,9 +120,9 @@ def test_late_reasons_add_up_to_the_summary(res, data):
     assert any(np.array(a["requests"]["late"]).any() for a in data["arrangements"])
 
 
-def test_word_times_follow_from_the_embedded_iterations(res, data):
+def check_page_words(res, data):
     """The page draws word k >= 2 at the end of writing iteration jw + k - 2 of the writing GPU
-    (its iterations that write words, counted from 0)."""
+    (its iterations that write words, counted from 0): the run's words in the span."""
     lo, hi = data["span_ns"]
     for a in data["arrangements"]:
         its, r = decode_iterations(data, a), decode_requests(data, a)
@@ -144,6 +144,22 @@ def test_word_times_follow_from_the_embedded_iterations(res, data):
         want = words[(words["word"] == 1) | ((at <= hi) & (at > lo))]
         got = [w for w in got if w[1] == 1 or lo < w[2] <= hi]
         assert sorted(got) == sorted(zip(want["request_id"], want["word"], ns(want["at_s"])))
+
+
+def test_word_times_follow_from_the_embedded_iterations(res, data):
+    check_page_words(res, data)
+
+
+def test_word_times_skip_prompt_only_iterations(tmp_path):
+    """E10: prompt-only iterations between a reply's words write none of them; the page's
+    player draws the words on the iterations that write (and the gap across the others)."""
+    s = load_scenario(DEFAULT).with_overrides(**{"workload.measure_s": 4})
+    e10 = s.arrangements[0].model_copy(update={"name": "e10", "mixed_iterations": False})
+    res = run(s.model_copy(update={"arrangements": [e10]}))
+    it = res.iterations
+    assert ((it["n_replies_written"] == 0) & (it["n_prompt_tokens_read"] > 0)).sum() > 10
+    data = embedded_data(page_html(res))
+    check_page_words(res, data)
 
 
 def test_first_word_shares_are_the_frames(res, data):

@@ -1,0 +1,41 @@
+"""E10: prompt-only iterations (`mixed_iterations: false` on a colocated arrangement).
+
+An iteration either reads prompts or writes words, never both, as vLLM did before chunked
+prefill: when it starts, if the GPU has a waiting prompt it can take (D4; E4d's memory and E8's
+token budget, as for an iteration that writes nothing) it reads prompts and writes no word;
+otherwise it writes a word for each reply in progress (E8: each seated one) and reads nothing.
+Replies wait in the GPU's seat queue for the next writing iteration, so a reply's words still
+end consecutive *writing* iterations, counted by `Gpu.n_writes` (the records' word view,
+model/words.py, numbers the same iterations).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+
+def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
+    """Iteration `index` of `gpu` (a `model.gpu.Gpu`, which imports this module) starting now
+    under E10: (replies written, prompt tokens taken, how many, duration), as
+    `Gpu._options_start` returns them."""
+    taken = gpu._take_with_options(0) if gpu.waiting else []
+    if taken:  # prompt first: it reads, and writes no word
+        taken, n_tokens = gpu._take_prompt_tokens(now, taken)
+        n_replies, key = 0, index
+    else:
+        key = gpu.n_writes
+        queue = gpu.seat_queue
+        while queue and (gpu.seats is None or gpu.n_seated < gpu.seats):
+            gpu._seat(queue.popleft(), index, key)
+            gpu.n_seated += 1
+        n_replies, n_tokens = gpu.n_seated, 0
+        if n_replies:
+            gpu.n_writes = key + 1
+            leaving = gpu.leaving_by_write.pop(key, None)
+            if leaving:
+                gpu.leaving[index] = leaving
+                heapq.heappush(gpu.leaving_order, index)
+    if gpu.kv_capacity is not None:
+        gpu.kv_used_tokens.append(gpu.kv_used)
+    return n_replies, taken, n_tokens, gpu._duration(now, key, n_replies, n_tokens, taken)
