@@ -203,7 +203,7 @@ class Gpu:
                     break
         n_tokens = n_cached = 0
         for r, n in taken:
-            if r.read_started_at_ns < 0:
+            if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
                 r.read_started_at_ns = now
                 r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
                 n_cached += r.cached_tokens
@@ -238,7 +238,7 @@ class Gpu:
                     break
                 n = min(n, budget)
             elif room is not None and n > room:
-                if room == 0 or (n == r.read_size and limit is not None and n <= limit):
+                if room == 0 or (r.unread_tokens == r.read_size and limit is not None and n <= limit):
                     break  # a whole prompt waits for room
                 n = room
             if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
