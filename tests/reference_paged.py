@@ -1,5 +1,5 @@
 """E9 (paged KV memory with preemption) in the plain reference model, written from docs/rules.md
-(E9a-h, readings R45-R55) alone: a subclass of `reference_model.Reference` that replaces how an
+(E9a-h, readings R50-R60) alone: a subclass of `reference_model.Reference` that replaces how an
 iteration starts and ends and how memory is taken and freed. No block schedule, no stretches: at
 every start each written reply's next word is checked against its blocks, and words are given
 one by one, as the base reference does.

@@ -313,7 +313,7 @@ class PagedKv:
             return
         r.stretches.append([-1, words + 1, -1, last_at, 0])
         self.n_away += 1
-        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R49)
+        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R54)
         # an iteration's victims (preempted most recent first) queue in the order they joined,
         # behind those preempted before (and, to be read again, behind begun prompts)
         if self.swap:

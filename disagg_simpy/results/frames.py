@@ -55,7 +55,7 @@ def requests_frame(rec: ArrangementRecords, gaps: ReplyGaps) -> pd.DataFrame:
 
 
 def paged_columns(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
-    """E9's requests.csv columns (R54): preemptions and whether dropped (empty when the
+    """E9's requests.csv columns (R59): preemptions and whether dropped (empty when the
     arrangement is not paged)."""
     r = rec.requests
     if "n_preemptions" not in r:

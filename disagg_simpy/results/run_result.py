@@ -56,7 +56,7 @@ class RunResult:
                     for n in self.records]
             extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
             extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E13
-            if self.paged:  # E9's figures, only when some arrangement is paged (R54)
+            if self.paged:  # E9's figures, only when some arrangement is paged (R59)
                 for row, n in zip(rows, self.records):
                     row.update(paged_figures(self.records[n], self.gaps[n]))
                 extra = [*PAGED_COLUMNS, *extra]
@@ -71,7 +71,7 @@ class RunResult:
 
     @property
     def paged(self) -> bool:
-        """Whether some arrangement has paged KV (E9): its columns are written then (R54)."""
+        """Whether some arrangement has paged KV (E9): its columns are written then (R59)."""
         return any(rec.preemptions is not None for rec in self.records.values())
 
     def _requests_frame(self, name: str) -> pd.DataFrame:

@@ -111,7 +111,7 @@ def check_verdicts(name, gaps, ref, stream, slo):
     dropped = ref["requests"].get("dropped_at_ns")
     for i, rid in enumerate(np.flatnonzero(stream.measured)):
         words = ref["words"][int(rid)]
-        if dropped is not None and dropped[rid] >= 0:  # E9: a dropped request is late (R52)
+        if dropped is not None and dropped[rid] >= 0:  # E9: a dropped request is late (R57)
             assert not gaps.on_time[i] and gaps.froze[i], f"{name}: request {rid} was dropped"
             continue
         wait = words[0] - int(stream.arrived_at_ns[rid])
