@@ -54,6 +54,19 @@ def test_every_rule_the_code_cites_is_on_the_rules_page():
     assert not undefined, f"rule ids cited in the code but not defined in docs/rules.md: {undefined}"
 
 
+def test_every_rule_and_reading_is_defined_once():
+    """Parallel branches each took the next free reading number and collided after merging (E9's
+    and E10's R45): every anchor on the rules page is defined once, and the readings run R1..Rn
+    without a gap."""
+    rules = (DOCS / "rules.md").read_text(encoding="utf-8")
+    anchors = re.findall(r'id="([a-z0-9-]+)"|\{#([a-z0-9-]+)\}', rules)
+    names = [a or b for a, b in anchors]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    assert not twice, f"docs/rules.md defines these anchors more than once: {twice}"
+    readings = sorted(int(n[1:]) for n in names if re.fullmatch(r"r\d+", n))
+    assert readings == list(range(1, len(readings) + 1)), "the readings R1..Rn have a gap or a repeat"
+
+
 def test_the_readme_stays_short_and_it_and_the_site_show_the_ci_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 250
