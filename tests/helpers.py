@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from disagg_simpy import load_scenario, run
+from disagg_simpy.cli import main as cli_main
 from disagg_simpy.workload.catalog import CATALOG, ENV_FOLDER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,3 +160,14 @@ def tiny_batch_scenario(folder: Path) -> Path:
     path = Path(folder) / "tiny.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
+
+
+def assert_scenario_refused(tmp_path: Path, capsys, spec: dict, fragment: str) -> None:
+    """A run of scenario `spec` (written to tmp_path/s.yaml) exits 2 with one line on stderr that
+    names the file and contains `fragment`, prints nothing else and writes nothing."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert cli_main([str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1 and captured.out == "", captured.err
+    assert fragment in captured.err and "s.yaml:" in captured.err, captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]

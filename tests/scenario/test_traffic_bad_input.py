@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import yaml
+from helpers import assert_scenario_refused
 
 from disagg_simpy.cli import main
 
@@ -43,12 +43,7 @@ CASES = [  # (id, workload changes, fragment of the one line)
 def test_bad_traffic_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, changes, fragment):
     workload = {k: v for k, v in {**WORKLOAD, **changes}.items() if v is not None}
     spec = {"name": "bad", "workload": workload, "arrangements": [{"name": "same", "kind": "colocated", "gpus": 1}]}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    assert main([str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
-    captured = capsys.readouterr()
-    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1 and captured.out == "", captured.err
-    assert fragment in captured.err and "s.yaml:" in captured.err, captured.err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+    assert_scenario_refused(tmp_path, capsys, spec, fragment)
 
 
 def test_describe_refuses_bins_below_one(tmp_path, capsys):

@@ -13,6 +13,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 import yaml
+from helpers import assert_scenario_refused
 from stats import chi2_critical
 
 from disagg_simpy.cli import main
@@ -228,12 +229,7 @@ CASES = [  # (id, workload changes, fragment of the one line)
 @pytest.mark.parametrize(("changes", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_schedule_is_one_line_exit_2_and_nothing_written(tmp_path, capsys, changes, fragment):
     spec = {"name": "bad", "workload": {**BASE, **changes}, "arrangements": ONE_GPU}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    assert main([str(tmp_path / "s.yaml"), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
-    captured = capsys.readouterr()
-    assert captured.err.startswith("error: ") and captured.err.count("\n") == 1 and captured.out == "", captured.err
-    assert fragment in captured.err and "s.yaml:" in captured.err, captured.err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
+    assert_scenario_refused(tmp_path, capsys, spec, fragment)
 
 
 def test_a_rate_search_refuses_a_schedule_in_one_line(tmp_path, capsys):
