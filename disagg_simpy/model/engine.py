@@ -224,6 +224,10 @@ class Engine:
     def iteration_ended(self, now: int) -> None:
         """E4e: serve the handoff queue from its head; a head with no room stops it."""
         queue = self.handoff
+        if queue and self.paged is not None:  # E9: the blocks a writing GPU mid-repeat has taken by now
+            for g in self.writing.gpus:
+                if g.repeat is not None:
+                    g.repeat.sync(now)
         while queue:
             r = queue[0]
             if self.paged is None:

@@ -23,7 +23,7 @@ import simpy
 from .costs import CostNs
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .prefix_cache import PrefixCache
-from .repeats import Repeat
+from .repeats import Repeat, option_bound
 from .request import Request
 from .unmixed import unmixed_start
 
@@ -274,10 +274,9 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
-        # repeats, with every option but those that make iterations of one batch differ (E2, E3, E7), change roles (E12), look up
-        # prefix caches (E13) or alternate prompts and words (E10); the others bound or cut them. A NEW option that changes a batch,
-        # or a per-iteration log, between a GPU's own starts and ends must do one or the other, or be added here (architecture.md)
-        fast = self.fast_forward and not (extra_terms or self.changes_role or self.prefix is not None or not self.mixed or self.paged)
+        # repeats, with every option but role changes (E12) and prefix caches (E13); the others bound or cut them (model/repeats.py). A NEW
+        # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number
@@ -306,7 +305,7 @@ class Gpu:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = cost.iteration_ns(n_replies, n_tokens)
-            if fast and duration and (n := self.steady_iterations(index, taken)) > 1:
+            if fast and duration and (n := self.steady_iterations(index, taken, n_replies)) > 1:
                 repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies,
                                                  taken[0][0] if taken else None, n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place)
@@ -356,18 +355,18 @@ class Gpu:
             elif has_work() and host.more_may_arrive_now(now):
                 yield Slot(env, 0, start_priority)
 
-    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]]) -> int:
+    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0) -> int:
         """How many iterations from `index` (starting now, `taken` its reads) can run unchanged, as one repeat (model/repeats.py): up to the
         first that ends with a reply's last word, and, reading, while each reads one full chunk of the head prompt (the last of them may
-        read its last token). Anything that changes the batch before a change known now cuts the repeat (`Repeat.cut`): an option that
-        changes a batch at a time it knows in advance bounds this number instead (docs/architecture.md)."""
+        read its last token); the options bound it further (`repeats.option_bound`). Anything that changes the batch before a change known
+        now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
         n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
         if taken:
             head, tokens = taken[0]
             if len(taken) > 1 or tokens != self.chunk_tokens:
                 return 1
             n = min(n, 1 + head.unread_tokens // tokens)
-        return n
+        return option_bound(self, index, taken, n_replies, n) if self.options and n > 1 else n
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later, without the options), taken now if nothing can reach it by then

@@ -118,6 +118,8 @@ class PagedKv:
         gpu = self.gpu
         if r.joined_at_ns < 0:
             r.joined_at_ns = now
+        if gpu.repeat is not None:
+            gpu.repeat.cut()  # (first: the reply's join iteration is the next to start; model/repeats.py)
         self._join(r)
         if gpu.seats is None:
             self.seat(r, gpu.n_started)

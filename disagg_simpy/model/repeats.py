@@ -22,10 +22,20 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   takes the chunks of the iterations that have started by then (starts at the arrival's own
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
+
+Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
+reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
+start as `unmixed_start` moves it; E9's block boundaries inside a repeat change no batch, only
+the KV memory held, so a repeat runs through them as long as every due block is free (a
+preemption is the first change), and applies them, with E4's log at each start, for the starts
+before any moment someone looks (`sync`, `cut`, `finish`, `flush`). E2, E3 and E7 make
+iterations of one batch differ in length: repeats then run only where those terms do not
+change (no prompt read for E2 and E7, no reply written for E3).
 """
 
 from __future__ import annotations
 
+import heapq
 from array import array
 from collections import deque
 from typing import Any, Protocol
@@ -51,6 +61,13 @@ class RepeatingGpu(Protocol):
     kv_used_tokens: Any  # E4: logged at each start
     kv_capacity: int | None
     kv_used: int
+    repeat: Any
+    paged: Any  # E9: its model/paged_kv.PagedKv, else None
+    mixed: bool  # E10: False when an iteration reads or writes, never both
+    n_writes: int
+    leaving: dict[int, list[Request]]
+    leaving_order: list[int]
+    leaving_by_write: dict[int, list[Request]]
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
 
@@ -60,7 +77,7 @@ class Repeat:
     writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
 
     __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
-                 "slot", "after", "kv", "n_kv_logged")
+                 "slot", "after", "kv", "n_kv_logged", "paged", "key")
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
@@ -76,16 +93,19 @@ class Repeat:
         self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
         self.open = True  # not cut yet
         self.after: tuple[Reads, int, int] | None = None  # see `cut`
-        self.kv = gpu.kv_used if gpu.kv_capacity is not None else None  # E4: held at every start (a change cuts)
-        self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start)
+        self.paged = gpu.paged  # E9: due blocks taken at the starts inside the repeat (`_grow`)
+        self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
+        self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
+        self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
         self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
 
     def sync(self, now: int) -> None:
         """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
         D5 step 3, after everything that arrives at `now`)."""
-        if self.head is not None:
+        if self.head is not None or self.paged is not None:
             started = max(1, min(self.n, (now - self.started + self.duration - 1) // self.duration))
             self._take(started - self.n_taken)
+            self._log_kv(started)  # (E9: the KV memory held now, as the handoff reads it)
 
     def _take(self, n_iterations: int) -> None:
         if n_iterations > 0 and self.head is not None:
@@ -112,16 +132,20 @@ class Repeat:
         ran, into = divmod(now - self.started, d)  # iterations ended by now; ns into the next
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             gpu.n_started = self.index + self.n
+            self._log_kv(self.n)
             return
         if into == 0 and ran >= 1:
             self._take(ran - self.n_taken)
             self.record(ran)
             self._log_kv(ran)
             gpu.n_started = self.index + ran
+            if self.key >= 0:  # E10: writing iterations started
+                gpu.n_writes = self.key + ran - 1
             self.n = 0
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
         else:
             gpu.n_started = self.index + ran + 1
+            self._log_kv(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
             end = self.started + (ran + 1) * d
             if ahead and ran + 1 < self.n and (after := gpu.start_ahead(end, self.n_replies)) is not None:
                 self.n, self.after = ran + 1, after
@@ -134,16 +158,39 @@ class Repeat:
     def finish(self) -> None:
         """The repeat's last iteration ends now: take every chunk, record all iterations but
         that last one (the GPU records it, and handles its end, as any other)."""
-        self._take(self.n - self.n_taken)
-        self.record(self.n - 1)
-        self._log_kv(self.n)
-        self.gpu.n_started = self.index + self.n
+        gpu, n = self.gpu, self.n
+        self._take(n - self.n_taken)
+        self.record(n - 1)
+        self._log_kv(n)
+        gpu.n_started = self.index + n
+        if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it (unmixed_start)
+            gpu.n_writes = self.key + n - 1
+            leaving = gpu.leaving_by_write.pop(self.key + n - 2, None)
+            if leaving:
+                gpu.leaving[self.index + n - 1] = leaving
+                heapq.heappush(gpu.leaving_order, self.index + n - 1)
 
     def _log_kv(self, n_started: int) -> None:
-        """E4: the KV memory held at the starts of the first `n_started` iterations."""
-        if self.kv is not None and n_started > self.n_kv_logged:
-            self.gpu.kv_used_tokens.extend(array("q", (self.kv,)) * (n_started - self.n_kv_logged))
+        """E4: the KV memory held at the starts of the first `n_started` iterations (E9: after their due blocks)."""
+        if n_started > self.n_kv_logged:
+            if self.paged is not None:
+                self._grow(n_started)
+            elif self.kv is not None:
+                self.gpu.kv_used_tokens.extend(array("q", (self.kv,)) * (n_started - self.n_kv_logged))
             self.n_kv_logged = n_started
+
+    def _grow(self, n_started: int) -> None:
+        """E9: the blocks due at the starts from the last grown up to the first `n_started` (`option_bound`
+        made sure they are free), each start's KV memory logged after them, as `PagedKv.start` does."""
+        gpu, paged = self.gpu, self.paged
+        needs, log = paged.needs, gpu.kv_used_tokens
+        saved, gpu.repeat = gpu.repeat, None  # (a grow reserves without cutting this repeat)
+        for k in range(self.index + self.n_kv_logged, self.index + n_started):
+            due = needs.pop(k, None)
+            if due:
+                paged._grow_all(due, k)
+            log.append(gpu.kv_used)
+        gpu.repeat = saved
 
     def flush(self, stopped_at_ns: int) -> None:
         """The run stopped during the repeat: record the iterations that ended by the stop (and
@@ -152,7 +199,7 @@ class Repeat:
             ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
             assert ended < self.n or self.after is not None  # (else the last end came before any stop)
             self.record(ended)
-            self._log_kv(ended)
+            self._log_kv(min(self.n, ended + 1))  # (every start by the stop: a start at the stop came in D5 step 3)
             start = self.started + self.n * self.duration
             if self.after is not None and stopped_at_ns < start:
                 for r, _ in self.after[0]:
@@ -172,3 +219,43 @@ class Repeat:
             log = array("q", (0, self.head.request_id, self.n_tokens)) * count
             log[0::3] = array("q", range(self.index, self.index + count))
             g.reads_log.extend(log)
+
+
+def option_bound(gpu: RepeatingGpu, index: int, taken: Reads, n_replies: int, n: int) -> int:
+    """`Gpu.steady_iterations` under the options: how many of the `n` iterations from `index`
+    (starting now, reading `taken`, writing `n_replies` replies) run unchanged."""
+    cost = gpu.cost  # type: ignore[attr-defined]
+    if (taken and (cost.per_reread_token or cost.per_attention_pair)) or (n_replies and cost.per_context_token):
+        return 1  # E2, E7: each chunk of a prompt costs more than the one before; E3: each word's context grows
+    if not gpu.mixed and n_replies and gpu.leaving_by_write:  # E10: up to the first writing iteration a reply leaves after
+        n = min(n, max(1, min(gpu.leaving_by_write) - gpu.n_writes + 2))
+    paged = gpu.paged
+    if paged is not None and n > 1:
+        if paged.blocked or paged.moved_tokens:
+            return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
+        n = _blocks_free(gpu, paged, index, n_replies, n)
+    return n
+
+
+def _blocks_free(gpu: RepeatingGpu, paged: Any, index: int, n_replies: int, n: int) -> int:
+    """E9: how many of the `n` iterations from `index` run before one whose due blocks are not all
+    free (it may preempt: it starts on its own). Each written reply takes at most one block every
+    `block` starts; only near capacity are the due blocks counted start by start."""
+    block = paged.block
+    free = gpu.kv_capacity - gpu.kv_used  # type: ignore[operator]
+    if n_replies * block * -(-(n - 1) // block) <= free:
+        return n
+    needs = paged.needs
+    later: dict[int, list[int]] = {}  # start -> the last iterations of replies due a block again then
+    for k in range(index + 1, index + n):
+        lasts = later.pop(k, [])
+        for r in needs.get(k, ()):
+            if r.kv_due == k and r.seat_index >= 0:  # (not preempted since it was scheduled)
+                lasts.append(r.seat_index + r.n_reply_words - r.seat_word)
+        free -= len(lasts) * block
+        if free < 0:
+            return k - index
+        for last in lasts:
+            if last >= k + block:
+                later.setdefault(k + block, []).append(last)
+    return n

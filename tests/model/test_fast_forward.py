@@ -11,7 +11,7 @@ import pytest
 from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reference import SHIPS, compare, tiny_scenario
+from test_reference import SHIPS, compare, paged_scenario, tiny_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
@@ -36,6 +36,11 @@ def all_records(path, fast: bool, monkeypatch) -> dict:
         for table in ("requests", "iterations", "reads"):
             for key, values in getattr(rec, table).items():
                 out[a.name, table, key] = np.asarray(values).tolist()
+        for table in ("preemptions", "stretch_log"):  # E9
+            for key, values in (getattr(rec, table) or {}).items():
+                out[a.name, table, key] = np.asarray(values).tolist()
+        for key in ("kv_peak_tokens", "kv_held_at_stop"):  # E4
+            out[a.name, key] = None if getattr(rec, key) is None else getattr(rec, key).tolist()
         out[a.name, "stop"] = rec.stopped_at_ns
         out[a.name, "events"] = rec.n_events
     return out
@@ -189,24 +194,33 @@ def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch,
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario())
 def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, case):
-    """The options (E1-E8 drawn as the reference tests draw them) with repeats: KV memory (E4,
+    """The options (E1-E10 drawn as the reference tests draw them) with repeats: KV memory (E4,
     its log at each start, handoffs that reserve mid-repeat), links (E5), local prompts (E6),
-    batch limits (E8); E2, E3 and E7 switch repeats off."""
+    batch limits (E8), paged KV with memory to spare (E9: block boundaries inside repeats),
+    prompt-only iterations (E10: repeats of writing iterations up to a reply's last); E2, E3 and
+    E7 repeat only where their terms do not change."""
     rows, arrangements, cost, workload, slo = case
     longest = max(words for _, _, words in rows)
     for a in arrangements:  # replies three times as long, to repeat; KV capacities (E4) grown to match
         a.pop("cost", None), a.pop("reading_cost", None), a.pop("writing_cost", None)
-        for key in ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):
-            a.pop(key, None)  # (E9, paged KV, runs one by one: its block boundaries change the batch)
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
             if key in a:
-                a[key] += 2 * longest
-    cost = {k: v for k, v in cost.items() if k not in ("per_reread_token_ms", "per_context_token_ms",
-                                                         "per_attention_pair_ms")}
+                a[key] += 3 * longest + a.get("kv_block_tokens", 0)  # (E9: blocks of the longer replies)
     rows = [(at, prompt, words * 3) for at, prompt, words in rows]
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo)
     same_as_one_by_one(path, monkeypatch)
     compare(path)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=paged_scenario())
+def test_fast_forward_with_paged_kv_that_preempts_equals_one_by_one(tmp_path, monkeypatch, case):
+    """E9 with memory tight enough that most runs preempt (by recompute or swap) and drop: a
+    repeat runs through block boundaries only while every due block is free, and the KV memory
+    a handoff reads mid-repeat (E4e) counts the blocks taken by then."""
+    rows, arrangements, cost, workload, slo = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo)
+    same_as_one_by_one(path, monkeypatch)
 
 
 @pytest.mark.parametrize("max_late", [1, 3])
