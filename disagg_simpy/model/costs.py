@@ -74,5 +74,11 @@ class CostNs:
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         return (2 * total + self.denominator) // (2 * self.denominator)
 
+    def total_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int, n_pairs: int = 0) -> int:
+        """`iteration_ns_full`'s sum before its rounding, over `denominator` (model/repeats.py
+        adds to it)."""
+        return (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+                + self.per_reread_token * n_reread + self.per_context_token * n_context + self.per_attention_pair * n_pairs)
+
     def ship_ns(self, n_tokens: int) -> int:
         return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)

@@ -85,8 +85,9 @@ class Engine:
             g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
             # at this instant, and a ship started by a link at a ship end may be over at once (a
-            # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled
-            g.always_defer = kv_on or link != "independent"
+            # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled (on a
+            # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
+            g.always_defer = (kv_on and self.split) or link != "independent"
         self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []

@@ -313,7 +313,7 @@ class Gpu:
                 if not repeat.n:
                     continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
                 if repeat.after is None:
-                    repeat.finish()
+                    duration = repeat.finish()  # (its last iteration's)
                     index += repeat.n - 1  # its last iteration ends now
                 else:  # cut, and the iteration after it ends now
                     repeat.record(repeat.n)

@@ -31,6 +31,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .paged_unmixed import last_write_end, unmixed_iteration
+from .repeats import cut_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -250,6 +251,8 @@ class PagedKv:
                 self.seat(queue.popleft(), index)
                 gpu.n_seated += 1
         self.start(index, now)
+        if (self.blocked or self.moved_tokens) and getattr(host, "handoff", None):
+            cut_all(host.gpus)  # memory freed or a reply back at a start: every GPU's next end serves the handoff (E4e)
         if self.dropped:
             host.requests_dropped(self.dropped, now)
             self.dropped = []

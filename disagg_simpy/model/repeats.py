@@ -29,8 +29,10 @@ start as `unmixed_start` moves it; E9's block boundaries inside a repeat change 
 the KV memory held, so a repeat runs through them as long as every due block is free (a
 preemption is the first change), and applies them, with E4's log at each start, for the starts
 before any moment someone looks (`sync`, `cut`, `finish`, `flush`). E2, E3 and E7 make
-iterations of one batch differ in length: repeats then run only where those terms do not
-change (no prompt read for E2 and E7, no reply written for E3).
+iterations of one batch differ in length, each by the same amount before rounding (E3: each
+reply's context grows by a token a word; E2, E7: each chunk of the head prompt re-reads, and
+attends to, one chunk more than the one before): the repeat's durations are then computed
+together (numpy), each rounded once (D10), and its ends are their running sums (`ends`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, Protocol
+
+import numpy as np
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
 from .request import Request
@@ -62,6 +67,9 @@ class RepeatingGpu(Protocol):
     kv_capacity: int | None
     kv_used: int
     repeat: Any
+    options: bool
+    cost: Any  # its model/costs.CostNs
+    context_base: int  # E3
     paged: Any  # E9: its model/paged_kv.PagedKv, else None
     mixed: bool  # E10: False when an iteration reads or writes, never both
     n_writes: int
@@ -73,11 +81,12 @@ class RepeatingGpu(Protocol):
 
 
 class Repeat:
-    """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each,
-    writing `n_replies` replies and reading `n_tokens` tokens of `head` (None: reading none)."""
+    """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each
+    (E2, E3, E7: the first's; `ends` their ends after `started`), writing `n_replies` replies and
+    reading `n_tokens` tokens of `head` (None: reading none)."""
 
     __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
-                 "slot", "after", "kv", "n_kv_logged", "paged", "key")
+                 "slot", "after", "kv", "n_kv_logged", "paged", "key", "ends", "grows_at")
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
@@ -97,13 +106,30 @@ class Repeat:
         self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
         self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
-        self.slot = Slot(env, n * duration, PHASE_END + gpu.number)  # the GPU's process waits on it
+        self.grows_at = _block_keys(gpu, index, n_replies)  # E9: the first iteration's key in the block schedule
+        self.ends: np.ndarray | None = None
+        if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
+            self.n = n = min(n, 1 << 12)  # (a shorter repeat is as exact: the GPU goes on from its last end)
+            self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
+            assert self.ends[0] == duration, (self.ends[0], duration)  # (the first as the GPU computed it)
+        self.slot = Slot(env, self._end(n - 1), PHASE_END + gpu.number)  # the GPU's process waits on it
+
+    def _end(self, j: int) -> int:
+        """When iteration j of the repeat ends, after its start (0 for j = -1)."""
+        if j < 0:
+            return 0
+        return (j + 1) * self.duration if self.ends is None else int(self.ends[j])
+
+    def _ended_by(self, t: int) -> int:
+        """How many of the repeat's iterations end by `t` after its start."""
+        return t // self.duration if self.ends is None else int(np.searchsorted(self.ends, t, "right"))
 
     def sync(self, now: int) -> None:
         """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
         D5 step 3, after everything that arrives at `now`)."""
         if self.head is not None or self.paged is not None:
-            started = max(1, min(self.n, (now - self.started + self.duration - 1) // self.duration))
+            t = now - self.started
+            started = max(1, min(self.n, 1 + self._ended_by(t - 1)))  # (starts before now: the first, and after ends before now)
             self._take(started - self.n_taken)
             self._log_kv(started)  # (E9: the KV memory held now, as the handoff reads it)
 
@@ -128,8 +154,9 @@ class Repeat:
         if not self.open:
             return
         self.open = False
-        gpu, d, now = self.gpu, self.duration, self.env.now
-        ran, into = divmod(now - self.started, d)  # iterations ended by now; ns into the next
+        gpu, now = self.gpu, self.env.now
+        ran = self._ended_by(now - self.started)  # iterations ended by now
+        into = now - self.started - self._end(ran - 1)  # ns into the next
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             gpu.n_started = self.index + self.n
             self._log_kv(self.n)
@@ -146,18 +173,18 @@ class Repeat:
         else:
             gpu.n_started = self.index + ran + 1
             self._log_kv(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
-            end = self.started + (ran + 1) * d
+            end = self.started + self._end(ran)
             if ahead and ran + 1 < self.n and (after := gpu.start_ahead(end, self.n_replies)) is not None:
                 self.n, self.after = ran + 1, after
                 gpu.n_started += 1
                 self.slot = take_over(self.slot, end + after[2] - now, PHASE_END + gpu.number)
             elif ran + 1 < self.n:
                 self.n = ran + 1
-                self.slot = take_over(self.slot, self.started + self.n * d - now, PHASE_END + gpu.number)
+                self.slot = take_over(self.slot, self.started + self._end(self.n - 1) - now, PHASE_END + gpu.number)
 
-    def finish(self) -> None:
+    def finish(self) -> int:
         """The repeat's last iteration ends now: take every chunk, record all iterations but
-        that last one (the GPU records it, and handles its end, as any other)."""
+        that last one (the GPU records it, and handles its end, as any other); its duration."""
         gpu, n = self.gpu, self.n
         self._take(n - self.n_taken)
         self.record(n - 1)
@@ -169,6 +196,7 @@ class Repeat:
             if leaving:
                 gpu.leaving[self.index + n - 1] = leaving
                 heapq.heappush(gpu.leaving_order, self.index + n - 1)
+        return self._end(n - 1) - self._end(n - 2)
 
     def _log_kv(self, n_started: int) -> None:
         """E4: the KV memory held at the starts of the first `n_started` iterations (E9: after their due blocks)."""
@@ -185,10 +213,11 @@ class Repeat:
         gpu, paged = self.gpu, self.paged
         needs, log = paged.needs, gpu.kv_used_tokens
         saved, gpu.repeat = gpu.repeat, None  # (a grow reserves without cutting this repeat)
-        for k in range(self.index + self.n_kv_logged, self.index + n_started):
-            due = needs.pop(k, None)
+        base = self.grows_at
+        for j in range(self.n_kv_logged, n_started):
+            due = needs.pop(base + j, None) if base >= 0 else None
             if due:
-                paged._grow_all(due, k)
+                paged._grow_all(due, base + j)
             log.append(gpu.kv_used)
         gpu.repeat = saved
 
@@ -196,11 +225,11 @@ class Repeat:
         """The run stopped during the repeat: record the iterations that ended by the stop (and
         forget the start of an `after` iteration that never started)."""
         if self.n:
-            ended = min(self.n, (stopped_at_ns - self.started) // self.duration)
+            ended = min(self.n, self._ended_by(stopped_at_ns - self.started))
             assert ended < self.n or self.after is not None  # (else the last end came before any stop)
             self.record(ended)
             self._log_kv(min(self.n, ended + 1))  # (every start by the stop: a start at the stop came in D5 step 3)
-            start = self.started + self.n * self.duration
+            start = self.started + self._end(self.n - 1)
             if self.after is not None and stopped_at_ns < start:
                 for r, _ in self.after[0]:
                     if r.read_started_at_ns == start:
@@ -211,8 +240,13 @@ class Repeat:
         if count <= 0:
             return
         g, s, d = self.gpu, self.started, self.duration
-        g.started_at_ns.extend(range(s, s + count * d, d))
-        g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
+        if self.ends is None:
+            g.started_at_ns.extend(range(s, s + count * d, d))
+            g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
+        else:  # (E2, E3, E7)
+            g.started_at_ns.append(s)
+            g.started_at_ns.frombytes((s + self.ends[:count - 1]).tobytes())
+            g.ended_at_ns.frombytes((s + self.ends[:count]).tobytes())
         g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
         g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
         if self.head is not None:  # iteration, request id, tokens; ...
@@ -221,24 +255,40 @@ class Repeat:
             g.reads_log.extend(log)
 
 
-def option_bound(gpu: RepeatingGpu, index: int, taken: Reads, n_replies: int, n: int) -> int:
+def cut_all(gpus) -> None:
+    """E9 on a split: a start freed KV memory (a preemption) or brought a reply back (a swap-in),
+    which the handoff queue (E4e), served after every iteration end, may now use: every repeat
+    ends with the iteration running now, so that its end serves it as one by one."""
+    for g in gpus:
+        if g.repeat is not None:
+            g.repeat.cut()
+
+
+def option_bound(gpu: RepeatingGpu, index: int, taken: Sequence[tuple[Request, int]], n_replies: int, n: int) -> int:
     """`Gpu.steady_iterations` under the options: how many of the `n` iterations from `index`
     (starting now, reading `taken`, writing `n_replies` replies) run unchanged."""
-    cost = gpu.cost  # type: ignore[attr-defined]
-    if (taken and (cost.per_reread_token or cost.per_attention_pair)) or (n_replies and cost.per_context_token):
-        return 1  # E2, E7: each chunk of a prompt costs more than the one before; E3: each word's context grows
     if not gpu.mixed and n_replies and gpu.leaving_by_write:  # E10: up to the first writing iteration a reply leaves after
         n = min(n, max(1, min(gpu.leaving_by_write) - gpu.n_writes + 2))
     paged = gpu.paged
     if paged is not None and n > 1:
         if paged.blocked or paged.moved_tokens:
             return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
-        n = _blocks_free(gpu, paged, index, n_replies, n)
+        if (base := _block_keys(gpu, index, n_replies)) >= 0:
+            n = _blocks_free(gpu, paged, base, n_replies, n)
     return n
 
 
+def _block_keys(gpu: Any, index: int, n_replies: int) -> int:
+    """E9: the key of iteration `index` in its GPU's block schedule (`PagedKv.needs`): the
+    iteration itself, or under E10 (model/paged_unmixed.py) its writing iteration; -1 for E10's
+    prompt-only iterations, which give no block."""
+    if gpu.mixed:
+        return index
+    return gpu.n_writes - 1 if n_replies else -1
+
+
 def _blocks_free(gpu: RepeatingGpu, paged: Any, index: int, n_replies: int, n: int) -> int:
-    """E9: how many of the `n` iterations from `index` run before one whose due blocks are not all
+    """E9: how many of the `n` iterations from `index` (its key in the block schedule) run before one whose due blocks are not all
     free (it may preempt: it starts on its own). Each written reply takes at most one block every
     `block` starts; only near capacity are the due blocks counted start by start."""
     block = paged.block
@@ -259,3 +309,31 @@ def _blocks_free(gpu: RepeatingGpu, paged: Any, index: int, n_replies: int, n: i
             if last >= k + block:
                 later.setdefault(k + block, []).append(last)
     return n
+
+
+def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
+    """E2, E3, E7: how much each iteration of a repeat costs more than the one before, before
+    rounding (over the cost's denominator): each reply's context grows by one token (E3); each
+    chunk of the head re-reads one chunk more (E2), and its tokens attend to one chunk more (E7)."""
+    cost = gpu.cost
+    step = cost.per_context_token * n_replies
+    if head is not None:
+        step += (cost.per_reread_token + cost.per_attention_pair * n_tokens) * n_tokens
+    return step
+
+
+def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int) -> np.ndarray:
+    """The ends, after the first start, of a repeat's `n` iterations whose costs before rounding
+    grow by `step` each: the first's terms as `Gpu._duration` adds them (its chunk `c` of `head`
+    taken already; `key` its words' iteration), each duration rounded once (D10, halves up)."""
+    cost = gpu.cost
+    before = 0 if head is None else head.read_size - head.unread_tokens - c  # E2: read before the first chunk
+    n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
+    total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
+                            if head is not None else 0)
+    den2 = 2 * cost.denominator
+    if 2 * (total + step * n) + den2 < 1 << 62:  # (int64 holds every sum: exact)
+        durations = (2 * (total + step * np.arange(n, dtype=np.int64)) + cost.denominator) // den2
+    else:
+        durations = np.array([(2 * (total + step * j) + cost.denominator) // den2 for j in range(n)], dtype=np.int64)
+    return np.cumsum(durations)
