@@ -241,3 +241,17 @@ def test_a_probe_that_gives_up_mid_repeat_records_as_one_by_one(tmp_path, monkey
                          {k: v.tolist() for k, v in rec.requests.items()}, {k: v.tolist() for k, v in rec.reads.items()})
         assert got[True] == got[False], a.name
         assert got[True][0], a.name  # (it did give up)
+
+
+def test_memory_a_preemption_frees_goes_to_the_handoff_at_the_next_end_of_any_gpu(tmp_path, monkeypatch):
+    """E9 on a split with E4e: writing GPU 2's start at 105.5 ms drops a reply and frees its
+    blocks; the three prompts waiting for a writing GPU take them at the next iteration end of
+    ANY GPU (writing GPU 1's at 117.3 ms, inside its repeat), not at the end of that repeat."""
+    rows = [("0.000", p, w) for p, w in ((8, 3), (24, 27), (32, 9), (8, 3), (8, 3), (32, 6), (8, 3), (24, 3),
+                                         (8, 3), (8, 3), (8, 3))]
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "kv_capacity_tokens": 67,
+             "kv_policy": "paged", "kv_block_tokens": 1, "max_preemptions": 0}
+    path = write_scenario(tmp_path, rows, [split], cost={"kv_ship_ms_per_token": 0.0625})
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["s", "requests", "handoff_at_ns"][8:] == [117_300_000] * 3
+    compare(path)
