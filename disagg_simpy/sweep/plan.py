@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..results.columns import names
 from ..scenario.limits import arrangements_limit
 from ..scenario.schema import DROP, Scenario
-from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate
+from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate, staged_target
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
@@ -139,16 +139,17 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
 
         bound = None if bounds is None else lambda rate: _bound_pct(bounds, a, rate, target)
         test = lambda p: decide(p, target, scenario.slo)  # noqa: E731
+        staged = staged_target(target, scenario.slo)
         if bounds is not None and runner_up(name) > 0:  # first without the rates below the runner-up's
             lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
-                                          bound=bound, guess=guess)
+                                          bound=bound, guess=guess, staged=staged)
             if name in below:
                 return lo, hi, n
             if lo is None or lo.rows == []:  # (guessed: every rate it passed is below the runner-up's)
                 below[name] = runner_up(name)
                 return lo, hi, n
         lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
-                                      bound=bound)
+                                      bound=bound, staged=staged)
         stop(lo, None)
         return lo, hi, n
 
