@@ -55,7 +55,7 @@ def decide(probe: Probe, target: float, slo: Slo | None = None) -> bool | None:
 #: "full" runs to the end (every figure, for the failing rate reported).
 Request = tuple[str, float, tuple[int, ...], str, float | None]
 #: how far below the target the first seeds of a staged probe run before they give up (points)
-STAGE_DEPTH = 25.0
+STAGE_DEPTH = 40.0
 MODES = {"probe": (True, True), "verdicts": (False, True), "full": (False, False)}  # (give up, verdicts only)
 
 

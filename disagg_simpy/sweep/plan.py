@@ -30,6 +30,8 @@ DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 PLAN_COLUMNS = names("plan")
 #: arrangements searched together, the likeliest first, before the next are checked against the bounds
 WAVE = 8
+#: the waves after the first (the runner-up is known by then: more at once keeps the workers busy)
+LATER_WAVE = 32
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
@@ -156,7 +158,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]))
     points: dict[str, tuple] = {}
     while todo:
-        wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
+        size = WAVE if not points else LATER_WAVE
+        wave, todo = (todo, []) if bounds is None else (todo[:size], todo[size:])
         if bounds is not None:
             for n in wave:
                 if (r := runner_up(n)) > 0 and bounds.fails_from(by_name[n], r):

@@ -26,9 +26,9 @@ def searched(tmp_path, scenario) -> tuple[pd.DataFrame, int]:
 
 
 def test_staged_probes_find_the_goodputs_and_intervals_of_probes_that_run_every_seed(tmp_path, monkeypatch):
-    """The explainer's traffic on 4 GPUs (3 s measured, four seeds: two run first, to 80% on
+    """The explainer's traffic on 4 GPUs (3 s measured, four seeds: one runs first, to 60% on
     time): every figure of goodput.csv equals that of probes running all four seeds at once,
-    with fewer runs (the rates far above capacity fail on two seeds)."""
+    with fewer runs (the rates far above capacity fail on one seed)."""
     scenario = small(tmp_path, 4, chunks=(512,), measure_s=3)
     staged, n_staged = searched(tmp_path / "staged", scenario)
     monkeypatch.setattr(goodput_probe, "staged_target", lambda target, slo: None)

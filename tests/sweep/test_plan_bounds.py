@@ -92,6 +92,7 @@ def test_a_plan_that_leaves_arrangements_recommends_what_the_exhaustive_one_does
     recommendation and every goodput searched to its end must equal the exhaustive search's,
     and every arrangement left must have its true goodput below its figure."""
     monkeypatch.setattr("disagg_simpy.sweep.plan.WAVE", 1)
+    monkeypatch.setattr("disagg_simpy.sweep.plan.LATER_WAVE", 1)
     scenario = small(tmp_path, 4, chunks=(512,), measure_s=3)
     every = searched(tmp_path / "every", scenario, exhaustive=True)
     worst_first = {n: -i for i, n in enumerate(reversed(every.index))}  # (capacity_proxy: higher goes first)
