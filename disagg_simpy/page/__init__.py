@@ -18,7 +18,7 @@ from .data import FORMAT_VERSION, page_data
 
 __all__ = ["FORMAT_VERSION", "embedded_data", "page_data", "page_html", "write_page"]
 
-_SCRIPTS = ("page.js", "charts.js", "player.js")  # in this order, then boot()
+_SCRIPTS = ("page.js", "charts.js", "player.js", "pieces.js")  # in this order, then boot()
 
 
 def _asset(name: str) -> str:

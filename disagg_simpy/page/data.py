@@ -121,12 +121,12 @@ def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
 
 
 def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
-    """E9 (paged KV), only for an arrangement that has it: per request, its stretches of words
-    `st` ([write position of its first word among its GPU's writing iterations, or -1; that
-    word's number; words written by those iterations; the word before them, ns from arrival; 1
-    if the stretch wrote that word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
-    log = rec.preemptions
-    if log is None:
+    """Replies in several stretches (E9's preempted replies: `rec.stretch_log`), only for an
+    arrangement that logs them: per request, its stretches of words `st` ([GPU; write position of
+    its first word among that GPU's writing iterations, or -1; that word's number; words written
+    by those iterations; the word before them, ns from arrival, or -1; 1 if the stretch wrote that
+    word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
+    if rec.stretch_log is None:
         return {}
     st, w = rec.stretches, rec.writes
     lo, hi = st.by_request[rows], st.by_request[rows + 1]
@@ -135,8 +135,11 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     lead = st.lead_at
     stretches, pre = np.empty(len(rows), object), np.empty(len(rows), object)  # (ragged: one list per request)
     for i, (a_lo, a_hi, a) in enumerate(zip(lo.tolist(), hi.tolist(), arrived.tolist())):
-        stretches[i] = [[int(pos[k]), int(st.first_word[k]), int(st.n[k]), int(lead[k] - a) if lead[k] >= 0 else -1,
-                         int(st.lead_written[k])] for k in range(a_lo, a_hi)]
+        stretches[i] = [[int(st.gpu[k]), int(pos[k]), int(st.first_word[k]), int(st.n[k]),
+                         int(lead[k] - a) if lead[k] >= 0 else -1, int(st.lead_written[k])] for k in range(a_lo, a_hi)]
+    log = rec.preemptions
+    if log is None:
+        log = {"request_id": np.zeros(0, np.int64), "at_ns": np.zeros(0, np.int64)}
     order = np.argsort(log["request_id"], kind="stable")
     ids, at = log["request_id"][order], log["at_ns"][order]
     start, stop = np.searchsorted(ids, rows), np.searchsorted(ids, rows, side="right")
