@@ -231,12 +231,14 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
 
 
 def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
-              by_seed: pd.DataFrame | None = None, pooled=None, seed_runs: list[dict] | None = None) -> dict:
+              by_seed: pd.DataFrame | None = None, pooled=None, seed_runs: list[dict] | None = None,
+              over_time: pd.DataFrame | None = None) -> dict:
     """Everything the page shows, as a JSON-ready dict (see the module docstring). With `by_seed`
     (every seed's summary rows, `result` being the run the player shows), the table has each
     figure's mean over seeds with its interval and each seed's figure; with `pooled`
     (results/pooled.Pooled of every seed), the distributions pool every seed; `seed_runs`, the
-    other seeds' `player_run`s the player can switch to."""
+    other seeds' `player_run`s the player can switch to; `over_time`, the `over_time.csv` frame
+    (every seed's rows; by default `result`'s own, when its traffic changes over time)."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
@@ -290,6 +292,30 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
         "requests": shown["requests"],
         "arrangements": arrangements,
         "seed_runs": seed_runs or [],
+        "over_time": over_time_part(result, names, over_time),
+    }
+
+
+def over_time_part(result, names: list[str], frame: pd.DataFrame | None) -> dict | None:
+    """E11: the offered rate and each arrangement's on-time share per window, read from the
+    `over_time.csv` frame (with several seeds, their mean, as `over_time.png` draws it); None
+    when the run's traffic does not change over time."""
+    from ..results.over_time import boundaries_s, changes_over_time, mean_over_seeds
+
+    if frame is None:
+        if not changes_over_time(result.scenario):
+            return None
+        frame = result.over_time
+    mean = mean_over_seeds(frame)
+    by_name = {name: rows for name, rows in mean.groupby("arrangement", observed=True, sort=False)}
+    first = by_name[names[0]]
+    return {
+        "start_s": first["window_start_s"].tolist(),
+        "end_s": first["window_end_s"].tolist(),
+        "rate_per_s": [_clean(v) for v in first["offered_rate_per_s"]],
+        "on_time_pct": [[_clean(v) for v in by_name[n]["on_time_pct"]] for n in names],
+        "n_seeds": int(frame["seed"].nunique()) if "seed" in frame else 1,
+        "boundaries_s": boundaries_s(result.scenario),
     }
 
 
