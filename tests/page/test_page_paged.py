@@ -18,6 +18,7 @@ from helpers import DEFAULT
 from test_page_data import decode_iterations, decode_requests, ns
 
 from disagg_simpy import load_scenario, run
+from disagg_simpy.model.words import STRETCH_LOG_FIELDS
 from disagg_simpy.page import embedded_data, page_html
 
 
@@ -94,7 +95,21 @@ def expected_pieces(res, name: str, request_id: int) -> tuple[list[tuple], list[
         if last >= first:
             pieces.append((int(st.gpu[k]), first, last, last - first + 1, at[first], at[last], last - first + 1 - (first == 1)))
     log = rec.preemptions
-    return pieces, sorted(log["at_ns"][log["request_id"] == request_id].tolist())
+    return pieces, [] if log is None else sorted(log["at_ns"][log["request_id"] == request_id].tolist())
+
+
+def drawn_lane(page, request_id: int) -> dict:
+    """Follow `request_id` in the player and read its lane: pieces (GPU, first and last word,
+    words, first and last word's ns, ticks drawn), ticks in the word paths, times away, crosses."""
+    page.fill("#follow-id", str(request_id))
+    page.dispatch_event("#follow-id", "change")
+    return page.locator(f"[data-testid=reply-lane][data-request-id='{request_id}']").evaluate("""g => ({
+        pieces: [...g.querySelectorAll('[data-testid=piece]')].map(e => [e.dataset.gpu, e.dataset.firstWord,
+            e.dataset.lastWord, e.dataset.words, e.dataset.fromNs, e.dataset.toNs, e.dataset.ticks].map(Number)),
+        ticks: [...g.querySelectorAll('[data-testid=piece] path.words')].map(e =>
+            (e.getAttribute('d').match(/M/g) || []).length),
+        gaps: [...g.querySelectorAll('[data-testid=piece-gap]')].map(e => [Number(e.dataset.fromNs), Number(e.dataset.toNs)]),
+        crosses: [...g.querySelectorAll('[data-testid=preempted]')].map(e => Number(e.dataset.atNs)).sort((p, q) => p - q)})""")
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
@@ -123,16 +138,7 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
             rows = req[(req["arrangement"] == name) & (req["n_preemptions"] > 0)]
             whole = rows[(ns(rows["arrived_at_s"]) >= lo) & (ns(rows["finished_at_s"]) <= hi)]
             for rid, n_pre in zip(whole["request_id"].tolist(), whole["n_preemptions"].tolist()):
-                page.fill("#follow-id", str(rid))
-                page.dispatch_event("#follow-id", "change")
-                lane = page.locator(f"[data-testid=reply-lane][data-request-id='{rid}']")
-                drawn = lane.evaluate("""g => ({
-                    pieces: [...g.querySelectorAll('[data-testid=piece]')].map(e => [e.dataset.gpu, e.dataset.firstWord,
-                        e.dataset.lastWord, e.dataset.words, e.dataset.fromNs, e.dataset.toNs, e.dataset.ticks].map(Number)),
-                    ticks: [...g.querySelectorAll('[data-testid=piece] path.words')].map(e =>
-                        (e.getAttribute('d').match(/M/g) || []).length),
-                    gaps: [...g.querySelectorAll('[data-testid=piece-gap]')].map(e => [Number(e.dataset.fromNs), Number(e.dataset.toNs)]),
-                    crosses: [...g.querySelectorAll('[data-testid=preempted]')].map(e => Number(e.dataset.atNs)).sort((p, q) => p - q)})""")
+                drawn = drawn_lane(page, rid)
                 pieces, preempted = expected_pieces(paged_res, name, rid)
                 assert len(pieces) > 1, (name, rid)
                 assert [tuple(x) for x in drawn["pieces"]] == pieces, (name, rid)
@@ -150,3 +156,56 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
         browser.close()
     assert errors == []
     assert checked >= 6
+
+
+def moved_log(rec, n_moved: int) -> tuple[list[tuple[int, ...]], list[int]]:
+    """A stretch log of `rec` (two colocated GPUs) in which `n_moved` replies of at least 6 words
+    move after word 3 to the other GPU's next writing iterations: words 4.. there (no model
+    moves a reply across GPUs yet; the page must still draw each piece on its own GPU)."""
+    r, w, st = rec.requests, rec.writes, rec.stretches
+    log, moved = [], []
+    for i in range(len(r["request_id"])):
+        g, j, n_words, lead = (int(r[f][i]) for f in ("writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns"))
+        h, first = 1 - g, int(st.first[i])
+        if len(moved) < n_moved and j >= 0 and n_words >= 6 and st.n[i] == n_words - 1:
+            t_last = int(w.ended[first + 1])  # word 3
+            p = int(np.searchsorted(w.started[w.offsets[h]:w.offsets[h + 1]], t_last) + w.offsets[h])
+            if p + n_words - 3 <= w.offsets[h + 1]:
+                log += [(i, g, j, 2, 2, lead, 1), (i, h, int(w.rows[p] - rec.gpu_offsets[h]), 4, n_words - 3, t_last, 0)]
+                moved.append(i)
+                continue
+        log.append((i, g, j, 2, n_words - 1, lead, 1))
+    return log, moved
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_the_player_draws_each_piece_on_its_own_gpu(tmp_path):
+    """Replies whose stretch log moves them from one GPU to the other: each piece is drawn on its
+    own GPU's writing iterations, as the records' words have it."""
+    import dataclasses
+
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump({"name": "two-gpus", "seed": 3, "max_sim_s": 12, "slo": {"freeze_ms": 150},
+                                    "workload": {"rate_per_s": 6, "measure_s": 4, "reply_words": [1, 40],
+                                                 "prompt_mix": [{"share": 1, "tokens": [200, 1200]}]},
+                                    "arrangements": [{"name": "same-gpu", "kind": "colocated", "gpus": 2}]}))
+    res = run(load_scenario(path))
+    rec = res.records["same-gpu"]
+    log, moved = moved_log(rec, 4)
+    rec = dataclasses.replace(rec, stretch_log={k: np.array(v, np.int64) for k, v in zip(STRETCH_LOG_FIELDS, zip(*log))})
+    res = dataclasses.replace(res, records={"same-gpu": rec})
+    html = tmp_path / "p.html"
+    html.write_text(page_html(res, span_s=(0.0, 12.0)))
+    assert len(moved) == 4
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(html.as_uri())
+        page.wait_for_selector("[data-testid=arrangement-row]")
+        page.select_option("#win-len", "16")
+        for rid in moved:
+            drawn = drawn_lane(page, rid)
+            pieces, _ = expected_pieces(res, "same-gpu", rid)
+            assert {x[0] for x in pieces} == {0, 1} and [tuple(x) for x in drawn["pieces"]] == pieces, rid
+            assert drawn["gaps"] == [[pieces[0][5], pieces[1][4]]] and drawn["crosses"] == []
+        browser.close()
