@@ -23,7 +23,8 @@ row of the sums over the arrangements (one run of the whole scenario) and the ra
         --runs 3 --arrangements same-gpu,chunked-512,split-2-2,split-1-3,split-3-1 --total   # issue 25's two hours
 
 `--after-options` sets keys on every arrangement of the AFTER tree's scenario (`cost.KEY`: the
-scenario's cost figures), so the options' cost is measured against today's single run.
+scenario's cost figures), so the options' cost is measured against today's single run; with
+`--both` on BEFORE's too, so what a change did to the options' own path is measured.
 
 `--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
 (`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
@@ -92,6 +93,8 @@ def main() -> int:
     p.add_argument("--opcodes", action="store_true", help="count the simulation's Python opcodes instead of timing")
     p.add_argument("--after-options", default="{}", help="JSON keys set on every arrangement of the AFTER tree "
                                                           "('cost.KEY': the scenario's cost)")
+    p.add_argument("--both", action="store_true", help="set --after-options on BEFORE too (what a change did to the "
+                                                        "options' own path)")
     p.add_argument("--scenario", default="scenarios/default.yaml", help="scenario file inside BEFORE")
     p.add_argument("--measure-s", type=float, default=200.0, help="workload.measure_s (default 200)")
     p.add_argument("--max-sim-s", type=float, default=800.0, help="max_sim_s (default 800)")
@@ -120,7 +123,7 @@ def main() -> int:
                 s = package.load_scenario(scenario_file).with_overrides(
                     **{"workload.measure_s": args.measure_s, "max_sim_s": args.max_sim_s})
                 s = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
-                if label == "after":  # (on the measured arrangement only: an option may suit one kind)
+                if label == "after" or args.both:  # (on the measured arrangement only: an option may suit one kind)
                     s = with_options(s, json.loads(args.after_options))
                 scenarios[label] = s
                 package.run(scenarios[label], seed=1)  # warm-up

@@ -228,7 +228,7 @@ class Engine:
         if queue and self.paged is not None:  # E9: the blocks a writing GPU mid-repeat has taken by now
             for g in self.writing.gpus:
                 if g.repeat is not None:
-                    g.repeat.sync(now)
+                    g.repeat.sync_kv(now)
         while queue:
             r = queue[0]
             if self.paged is None:

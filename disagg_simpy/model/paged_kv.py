@@ -31,7 +31,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from .paged_unmixed import last_write_end, unmixed_iteration
-from .repeats import cut_all
+from .repeats import cut_all, cut_repeat
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,8 +123,7 @@ class PagedKv:
         gpu = self.gpu
         if r.joined_at_ns < 0:
             r.joined_at_ns = now
-        if gpu.repeat is not None:
-            gpu.repeat.cut()  # (first: the reply's join iteration is the next to start; model/repeats.py)
+        cut_repeat(gpu)  # (first: the reply's join iteration is the next to start)
         self._join(r)
         if not gpu.queue_replies:
             self.seat(r, gpu.n_started)
@@ -253,8 +252,7 @@ class PagedKv:
                 self.seat(queue.popleft(), index)
                 gpu.n_seated += 1
         self.start(index, now)
-        if (self.blocked or self.moved_tokens) and getattr(host, "handoff", None):
-            cut_all(host.gpus)  # memory freed or a reply back at a start: every GPU's next end serves the handoff (E4e)
+        cut_all(host, self.blocked or self.moved_tokens)  # (E4e: memory freed, or a reply back, at a start)
         if self.dropped:
             host.requests_dropped(self.dropped, now)
             self.dropped = []

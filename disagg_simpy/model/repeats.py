@@ -32,18 +32,18 @@ before any moment someone looks (`sync`, `cut`, `finish`, `flush`). E2, E3 and E
 iterations of one batch differ in length, each by the same amount before rounding (E3: each
 reply's context grows by a token a word; E2, E7: each chunk of the head prompt re-reads, and
 attends to, one chunk more than the one before): the repeat's durations are then computed
-together (numpy), each rounded once (D10), and its ends are their running sums (`ends`).
+together, each rounded once (D10), and its ends are their running sums (`ends`; plain ints:
+numpy costs more than it saves on the few tens of iterations a repeat holds).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from array import array
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
-
-import numpy as np
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
 from .request import Request
@@ -107,9 +107,9 @@ class Repeat:
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
         self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
         self.grows_at = _block_keys(gpu, index, n_replies)  # E9: the first iteration's key in the block schedule
-        self.ends: np.ndarray | None = None
+        self.ends: list[int] | None = None
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
-            self.n = n = min(n, 1 << 12)  # (a shorter repeat is as exact: the GPU goes on from its last end)
+            self.n = n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
             self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
             assert self.ends[0] == duration, (self.ends[0], duration)  # (the first as the GPU computed it)
         self.slot = Slot(env, self._end(n - 1), PHASE_END + gpu.number)  # the GPU's process waits on it
@@ -118,20 +118,28 @@ class Repeat:
         """When iteration j of the repeat ends, after its start (0 for j = -1)."""
         if j < 0:
             return 0
-        return (j + 1) * self.duration if self.ends is None else int(self.ends[j])
+        return (j + 1) * self.duration if self.ends is None else self.ends[j]
 
     def _ended_by(self, t: int) -> int:
         """How many of the repeat's iterations end by `t` after its start."""
-        return t // self.duration if self.ends is None else int(np.searchsorted(self.ends, t, "right"))
+        return t // self.duration if self.ends is None else bisect.bisect_right(self.ends, t)
 
     def sync(self, now: int) -> None:
         """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
         D5 step 3, after everything that arrives at `now`)."""
-        if self.head is not None or self.paged is not None:
-            t = now - self.started
-            started = max(1, min(self.n, 1 + self._ended_by(t - 1)))  # (starts before now: the first, and after ends before now)
+        if self.head is not None:
+            d = self.duration  # (the router calls this at every arrival: the usual case inline)
+            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if self.ends is None else self._started_by(now)
             self._take(started - self.n_taken)
-            self._log_kv(started)  # (E9: the KV memory held now, as the handoff reads it)
+
+    def sync_kv(self, now: int) -> None:
+        """E9: take the blocks due at the starts before `now`, for the handoff (E4e) to read the
+        KV memory held now."""
+        self._log_kv(self._started_by(now))
+
+    def _started_by(self, now: int) -> int:
+        """How many of the repeat's iterations started before `now` (the first, and one after each end before it)."""
+        return max(1, min(self.n, 1 + self._ended_by(now - self.started - 1)))
 
     def _take(self, n_iterations: int) -> None:
         if n_iterations > 0 and self.head is not None:
@@ -245,8 +253,8 @@ class Repeat:
             g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
         else:  # (E2, E3, E7)
             g.started_at_ns.append(s)
-            g.started_at_ns.frombytes((s + self.ends[:count - 1]).tobytes())
-            g.ended_at_ns.frombytes((s + self.ends[:count]).tobytes())
+            g.started_at_ns.extend([s + e for e in self.ends[:count - 1]])
+            g.ended_at_ns.extend([s + e for e in self.ends[:count]])
         g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
         g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
         if self.head is not None:  # iteration, request id, tokens; ...
@@ -255,13 +263,20 @@ class Repeat:
             g.reads_log.extend(log)
 
 
-def cut_all(gpus) -> None:
-    """E9 on a split: a start freed KV memory (a preemption) or brought a reply back (a swap-in),
-    which the handoff queue (E4e), served after every iteration end, may now use: every repeat
-    ends with the iteration running now, so that its end serves it as one by one."""
-    for g in gpus:
-        if g.repeat is not None:
-            g.repeat.cut()
+def cut_repeat(gpu: Any) -> None:
+    """Something reaches `gpu` now that changes its next iteration: its repeat, if any, is cut."""
+    if gpu.repeat is not None:
+        gpu.repeat.cut()
+
+
+def cut_all(host: Any, changed: Any) -> None:
+    """E9 on a split: if a start `changed` what the handoff queue (E4e) may use (freed KV memory,
+    a preemption; a reply back, a swap-in), every repeat ends with the iteration running now, so
+    that its end serves the queue as one by one (the queue is served after every iteration end)."""
+    if changed and getattr(host, "handoff", None):
+        for g in host.gpus:
+            if g.repeat is not None:
+                g.repeat.cut()
 
 
 def option_bound(gpu: RepeatingGpu, index: int, taken: Sequence[tuple[Request, int]], n_replies: int, n: int) -> int:
@@ -322,7 +337,7 @@ def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
     return step
 
 
-def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int) -> np.ndarray:
+def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int) -> list[int]:
     """The ends, after the first start, of a repeat's `n` iterations whose costs before rounding
     grow by `step` each: the first's terms as `Gpu._duration` adds them (its chunk `c` of `head`
     taken already; `key` its words' iteration), each duration rounded once (D10, halves up)."""
@@ -331,9 +346,9 @@ def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step
     n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
-    den2 = 2 * cost.denominator
-    if 2 * (total + step * n) + den2 < 1 << 62:  # (int64 holds every sum: exact)
-        durations = (2 * (total + step * np.arange(n, dtype=np.int64)) + cost.denominator) // den2
-    else:
-        durations = np.array([(2 * (total + step * j) + cost.denominator) // den2 for j in range(n)], dtype=np.int64)
-    return np.cumsum(durations)
+    den, den2 = cost.denominator, 2 * cost.denominator
+    ends, end = [], 0
+    for j in range(n):
+        end += (2 * (total + step * j) + den) // den2
+        ends.append(end)
+    return ends
