@@ -56,21 +56,24 @@ def quick_plots(monkeypatch):
 
 
 # -- tests marked real_traces need the public traces: they run when $DISAGG_SIMPY_TRACES holds them
-_REAL_SKIPPED = pytest.StashKey[tuple]()
+_SKIP_PREFIX = "needs the public traces: "
 
 
 def pytest_collection_modifyitems(config, items):
     reason = real_traces_missing()
-    marked = [item for item in items if item.get_closest_marker("real_traces")]
-    if reason and marked:
-        for item in marked:
-            item.add_marker(pytest.mark.skip(reason=f"needs the public traces: {reason}"))
-        config.stash[_REAL_SKIPPED] = (len(marked), reason)
+    if reason:
+        for item in items:
+            if item.get_closest_marker("real_traces"):
+                item.add_marker(pytest.mark.skip(reason=_SKIP_PREFIX + reason))
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    n, reason = config.stash.get(_REAL_SKIPPED, (0, ""))
-    if n:
+    """One line for the skipped tests of the public traces, counted from the reports (under xdist the
+    workers collect, so only the reports reach the process that prints)."""
+    reasons = [str(r.longrepr[2]) for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and _SKIP_PREFIX in str(r.longrepr[2])]
+    if reasons:
+        reason = reasons[0].split(_SKIP_PREFIX, 1)[1]
         terminalreporter.write_line(
-            f"{n} tests of the public traces skipped: {reason} (python -m disagg_simpy traces fetch, then set it "
-            "to the folder `traces list` names)")
+            f"{len(reasons)} tests of the public traces skipped: {reason} (python -m disagg_simpy traces fetch, then "
+            "set it to the folder `traces list` names)")

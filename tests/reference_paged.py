@@ -1,8 +1,10 @@
 """E9 (paged KV memory with preemption) in the plain reference model, written from docs/rules.md
-(E9a-h, readings R50-R60) alone: a subclass of `reference_model.Reference` that replaces how an
-iteration starts and ends and how memory is taken and freed. No block schedule, no stretches: at
-every start each written reply's next word is checked against its blocks, and words are given
-one by one, as the base reference does.
+(E9a-i, readings R50-R60; with E10's prompt-only iterations, R61-R67) alone: a subclass of
+`reference_model.Reference` that replaces how an iteration starts and ends and how memory is taken
+and freed. No block schedule, no stretches: at every start each written reply's next word is
+checked against its blocks, and words are given one by one, as the base reference does. Under
+E10 an iteration first tries to take prompts (as one writing nothing); only if it takes none does
+it seat, grow, preempt, swap in and write.
 """
 
 from __future__ import annotations
@@ -72,6 +74,11 @@ class PagedReference(Reference):
     def start(self, g, now: int):
         b = self.block
         index = len(g.iterations)
+        if not g.mixed:  # E10: prompts first, if it can take one (nothing preempted yet); it grows nothing
+            reads = self.take(g, 0)
+            if reads:
+                self.launch(g, now, [], reads, 0)
+                return
         for r in g.replies[:g.seats]:
             if r.seated == NONE:
                 r.seated, r.join_iteration = now, index
@@ -93,13 +100,19 @@ class PagedReference(Reference):
         if not preempted:
             moved += self.swap_in(g, index, now)
         writes = g.replies[:g.seats]
-        reads = self.take(g, len(writes), admit=not preempted)
+        reads = self.take(g, len(writes), admit=not preempted) if g.mixed else []
         if preempted and not writes and not reads:  # E9d: nothing else to do: admit as usual
             moved += self.swap_in(g, index, now)
             writes = g.replies[:g.seats]
-            reads = self.take(g, len(writes))
+            reads = self.take(g, len(writes)) if g.mixed or not writes else []  # (E10: one or the other)
         if not writes and not reads:
             return
+        self.launch(g, now, writes, reads, moved)
+
+    def launch(self, g, now: int, writes, reads, moved: int):
+        """The iteration's cost (M1, E2, E3, E7; E9f's moves rounded on their own), its reads' blocks, its record."""
+        b = self.block
+        index = len(g.iterations)
         c = g.cost
         ms = c["iteration_ms"] + c["per_reply_ms"] * len(writes)
         read = sum(n for _, n in reads)  # (a recompute's re-read is read as a prompt: E14 too)
@@ -207,8 +220,8 @@ class PagedReference(Reference):
             self.serve_handoff(now)
 
     def join(self, g, r, now: int):
-        g.replies.append(r)  # (a rejoin keeps its first join_iteration)
-        if not self.e8 and r.join_iteration == NONE:
+        g.replies.append(r)  # (a rejoin keeps its first join_iteration; E10: set by its first writing iteration)
+        if not self.e8 and g.mixed and r.join_iteration == NONE:
             r.seated, r.join_iteration = now, len(g.iterations)
 
     # -- handoff and ship end (E9b) --------------------------------------------------------------------

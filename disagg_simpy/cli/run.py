@@ -259,7 +259,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
 
                     reference = first.scenario.reference
                     write_page(first, outputs.html, reference=reference.on_time_pct if reference else None,
-                               by_seed=summary if many else None, pooled=pooled, seed_runs=seed_runs)
+                               by_seed=summary if many else None, pooled=pooled, seed_runs=seed_runs, over_time=over_time)
                     written.append(outputs.html)
                 run_info["files"] = _inside(outputs.out, [*written, outputs.out / "run.json"])
                 atomic_write_text(outputs.out / "run.json", json.dumps(run_info, indent=2) + "\n")

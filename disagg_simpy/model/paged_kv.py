@@ -30,6 +30,8 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .paged_unmixed import last_write_end, unmixed_iteration
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -119,7 +121,7 @@ class PagedKv:
         if r.joined_at_ns < 0:
             r.joined_at_ns = now
         self._join(r)
-        if gpu.seats is None:
+        if not gpu.queue_replies:
             self.seat(r, gpu.n_started)
         else:
             gpu.seat_queue.append(r)
@@ -131,25 +133,30 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def seat(self, r: Request, index: int) -> None:
-        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join)."""
+    def seat(self, r: Request, index: int, key: int | None = None) -> None:
+        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
+        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule)."""
         gpu = self.gpu
         f = r.seat_word
         if r.join_iteration < 0:
             r.join_iteration = index
+        if r.stretches is not None:
+            r.stretches[-1][0] = index  # the stretch that waited for this seat
+        if key is not None:
+            index = key
         r.seat_index = index
         if gpu.track_context:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
             gpu.context_base += r.seat_base
         last = index + r.n_reply_words - f
-        leaving = gpu.leaving.get(last)
+        by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
+        leaving = by_key.get(last)
         if leaving is None:
-            gpu.leaving[last] = [r]
-            heapq.heappush(gpu.leaving_order, last)
+            by_key[last] = [r]
+            if gpu.mixed:
+                heapq.heappush(gpu.leaving_order, last)
         else:
             leaving.append(r)
-        if r.stretches is not None:
-            r.stretches[-1][0] = index  # the stretch that waited for this seat
         self._schedule(r, index, f)
 
     def _schedule(self, r: Request, index: int, word: int) -> None:
@@ -169,7 +176,7 @@ class PagedKv:
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
         gpu = self.gpu
-        if gpu.seats is not None:
+        if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
         for r in leaving:
             del self.running[r]
@@ -182,22 +189,25 @@ class PagedKv:
     def _unseat(self, r: Request) -> None:
         gpu = self.gpu
         last = r.seat_index + r.n_reply_words - r.seat_word
-        leaving = gpu.leaving[last]
+        by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
+        leaving = by_key[last]
         leaving.remove(r)
         if not leaving:
-            del gpu.leaving[last]
-            gpu.leaving_order.remove(last)  # (rare: a preemption)
-            heapq.heapify(gpu.leaving_order)
+            del by_key[last]
+            if gpu.mixed:
+                gpu.leaving_order.remove(last)  # (rare: a preemption)
+                heapq.heapify(gpu.leaving_order)
         if gpu.track_context:
             gpu.context_base -= r.seat_base
-        if gpu.seats is not None:
+        if gpu.queue_replies:
             gpu.n_seated -= 1
         r.seat_index = -1
 
     # -- an iteration starts (E9b-e) -------------------------------------------------------------
-    def start(self, index: int, now: int) -> None:
+    def start(self, index: int, now: int, row: int | None = None) -> None:
         """Give every seated reply its due block, in the order they joined, preempting the most
-        recently joined when none is free; then, if nothing was preempted, swap replies back in."""
+        recently joined when none is free; then, if nothing was preempted, swap replies back in.
+        (E10: `index` is the writing iteration's key, `row` the iteration.)"""
         gpu = self.gpu
         self.blocked = False
         self.moved_tokens = 0
@@ -223,13 +233,15 @@ class PagedKv:
                     gpu.reserve(block)
                     self._schedule(r, index + 1, r.seat_word + index - r.seat_index + 1)
         if self.swapped and not self.blocked:
-            self.swap_in(index)
+            self.swap_in(index if row is None else row, None if row is None else index)
 
     def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """`Gpu._options_start` under E9 (it replaces it): E8's seats, then due blocks, preemptions
         and swap-ins; (replies written, prompts taken, tokens, duration; -1 when it has nothing to
-        do after preempting, E9d)."""
+        do after preempting, E9d). E10 on the GPU: model/paged_unmixed.py."""
         gpu = self.gpu
+        if not gpu.mixed:
+            return unmixed_iteration(self, now, index, host)
         if gpu.seats is not None:
             queue = gpu.seat_queue
             while queue and gpu.n_seated < gpu.seats:
@@ -301,7 +313,7 @@ class PagedKv:
             r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
             last_at = last[3]
         else:
-            last_at = gpu.ended_at_ns[seat + last[2] - 1] if last[2] else last[3]  # word `words`
+            last_at = (gpu.ended_at_ns[seat + last[2] - 1] if gpu.mixed else last_write_end(gpu)) if last[2] else last[3]
         held = r.kv_blocks * self.block
         gpu.kv_used -= held
         r.n_preemptions += 1
@@ -337,9 +349,9 @@ class PagedKv:
         waiting.insert(self.queue_at, r)
         gpu.queued_tokens += r.read_size
 
-    def swap_in(self, index: int) -> None:
+    def swap_in(self, index: int, key: int | None = None) -> None:
         """Swapped replies come back in the order they went out while their blocks plus one fit;
-        each takes at once the block its next word needs."""
+        each takes at once the block its next word needs (E10: `key`, the writing iteration's)."""
         gpu = self.gpu
         block = self.block
         while self.swapped:
@@ -354,11 +366,11 @@ class PagedKv:
             self.n_away -= 1
             gpu.n_local -= 1
             self._join(r)
-            if gpu.seats is None:
+            if not gpu.queue_replies:
                 self.seat(r, index)
-            elif gpu.n_seated < gpu.seats:
+            elif gpu.seats is None or gpu.n_seated < gpu.seats:
                 gpu.n_seated += 1
-                self.seat(r, index)
+                self.seat(r, index, key)
             else:
                 gpu.seat_queue.append(r)
 

@@ -18,7 +18,7 @@ from .data import FORMAT_VERSION, page_data
 
 __all__ = ["FORMAT_VERSION", "embedded_data", "page_data", "page_html", "write_page"]
 
-_SCRIPTS = ("page.js", "charts.js", "player.js")  # in this order, then boot()
+_SCRIPTS = ("page.js", "charts.js", "player.js", "pieces.js", "overtime.js")  # in this order, then boot()
 
 
 def _asset(name: str) -> str:
@@ -30,14 +30,15 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
-def page_html(result, reference=None, span_s=None, by_seed=None, pooled=None, seed_runs=None) -> str:
+def page_html(result, reference=None, span_s=None, by_seed=None, pooled=None, seed_runs=None, over_time=None) -> str:
     """The page as one HTML string. `reference`: {arrangement: on-time %} to show beside ours
     (e.g. the explainer's figures); `span_s`: (start, end) of the iterations to embed; `by_seed`:
     the summary of every seed (a `seed` column; the table shows means over them, the player
     `result`, one of them); `pooled` (results/pooled.Pooled): the distributions of every seed;
-    `seed_runs` (seed_runs.SeedRuns): the other seeds the player can switch to."""
+    `seed_runs` (seed_runs.SeedRuns): the other seeds the player can switch to; `over_time`: the
+    `over_time.csv` frame of every seed (by default `result`'s own, if its traffic changes over time)."""
     runs, note = seed_runs.for_page(int(result.seed)) if seed_runs is not None else ([], "")
-    content = page_data(result, reference, span_s, by_seed, pooled, runs)
+    content = page_data(result, reference, span_s, by_seed, pooled, runs, over_time)
     content["seed_runs_note"] = note
     data = json.dumps(content, separators=(",", ":"), allow_nan=False)
     title = (f"disagg_simpy: {result.scenario.name}, " +
@@ -53,9 +54,9 @@ def page_html(result, reference=None, span_s=None, by_seed=None, pooled=None, se
 
 
 def write_page(result, path: str | Path, reference=None, span_s=None, by_seed=None, pooled=None,
-               seed_runs=None) -> Path:
+               seed_runs=None, over_time=None) -> Path:
     """Write the page to `path` atomically (a temporary file, then a rename)."""
-    atomic_write_text(path, page_html(result, reference, span_s, by_seed, pooled, seed_runs))
+    atomic_write_text(path, page_html(result, reference, span_s, by_seed, pooled, seed_runs, over_time))
     return Path(path)
 
 

@@ -48,6 +48,7 @@ const Charts = {
     this.bars(box);
     this.firstWord(box);
     this.gaps(box);
+    drawOverTime(box);  // E11 only (overtime.js)
     const legend = el("div", {class: "legend chart-legend"}, box);
     ARR.forEach((a) => {
       const s = el("span", {}, legend);

@@ -121,12 +121,12 @@ def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
 
 
 def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
-    """E9 (paged KV), only for an arrangement that has it: per request, its stretches of words
-    `st` ([write position of its first word among its GPU's writing iterations, or -1; that
-    word's number; words written by those iterations; the word before them, ns from arrival; 1
-    if the stretch wrote that word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
-    log = rec.preemptions
-    if log is None:
+    """Replies in several stretches (E9's preempted replies: `rec.stretch_log`), only for an
+    arrangement that logs them: per request, its stretches of words `st` ([GPU; write position of
+    its first word among that GPU's writing iterations, or -1; that word's number; words written
+    by those iterations; the word before them, ns from arrival, or -1; 1 if the stretch wrote that
+    word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
+    if rec.stretch_log is None:
         return {}
     st, w = rec.stretches, rec.writes
     lo, hi = st.by_request[rows], st.by_request[rows + 1]
@@ -135,8 +135,11 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     lead = st.lead_at
     stretches, pre = np.empty(len(rows), object), np.empty(len(rows), object)  # (ragged: one list per request)
     for i, (a_lo, a_hi, a) in enumerate(zip(lo.tolist(), hi.tolist(), arrived.tolist())):
-        stretches[i] = [[int(pos[k]), int(st.first_word[k]), int(st.n[k]), int(lead[k] - a) if lead[k] >= 0 else -1,
-                         int(st.lead_written[k])] for k in range(a_lo, a_hi)]
+        stretches[i] = [[int(st.gpu[k]), int(pos[k]), int(st.first_word[k]), int(st.n[k]),
+                         int(lead[k] - a) if lead[k] >= 0 else -1, int(st.lead_written[k])] for k in range(a_lo, a_hi)]
+    log = rec.preemptions
+    if log is None:
+        log = {"request_id": np.zeros(0, np.int64), "at_ns": np.zeros(0, np.int64)}
     order = np.argsort(log["request_id"], kind="stable")
     ids, at = log["request_id"][order], log["at_ns"][order]
     start, stop = np.searchsorted(ids, rows), np.searchsorted(ids, rows, side="right")
@@ -228,12 +231,14 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
 
 
 def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
-              by_seed: pd.DataFrame | None = None, pooled=None, seed_runs: list[dict] | None = None) -> dict:
+              by_seed: pd.DataFrame | None = None, pooled=None, seed_runs: list[dict] | None = None,
+              over_time: pd.DataFrame | None = None) -> dict:
     """Everything the page shows, as a JSON-ready dict (see the module docstring). With `by_seed`
     (every seed's summary rows, `result` being the run the player shows), the table has each
     figure's mean over seeds with its interval and each seed's figure; with `pooled`
     (results/pooled.Pooled of every seed), the distributions pool every seed; `seed_runs`, the
-    other seeds' `player_run`s the player can switch to."""
+    other seeds' `player_run`s the player can switch to; `over_time`, the `over_time.csv` frame
+    (every seed's rows; by default `result`'s own, when its traffic changes over time)."""
     names = [str(n) for n in result.summary["arrangement"]]
     lo_s, hi_s = default_span_s(result) if span_s is None else span_s
     if not hi_s > lo_s:
@@ -287,6 +292,30 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
         "requests": shown["requests"],
         "arrangements": arrangements,
         "seed_runs": seed_runs or [],
+        "over_time": over_time_part(result, names, over_time),
+    }
+
+
+def over_time_part(result, names: list[str], frame: pd.DataFrame | None) -> dict | None:
+    """E11: the offered rate and each arrangement's on-time share per window, read from the
+    `over_time.csv` frame (with several seeds, their mean, as `over_time.png` draws it); None
+    when the run's traffic does not change over time."""
+    from ..results.over_time import boundaries_s, changes_over_time, mean_over_seeds
+
+    if frame is None:
+        if not changes_over_time(result.scenario):
+            return None
+        frame = result.over_time
+    mean = mean_over_seeds(frame)
+    by_name = {name: rows for name, rows in mean.groupby("arrangement", observed=True, sort=False)}
+    first = by_name[names[0]]
+    return {
+        "start_s": first["window_start_s"].tolist(),
+        "end_s": first["window_end_s"].tolist(),
+        "rate_per_s": [_clean(v) for v in first["offered_rate_per_s"]],
+        "on_time_pct": [[_clean(v) for v in by_name[n]["on_time_pct"]] for n in names],
+        "n_seeds": int(frame["seed"].nunique()) if "seed" in frame else 1,
+        "boundaries_s": boundaries_s(result.scenario),
     }
 
 

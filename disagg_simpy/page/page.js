@@ -58,9 +58,10 @@ function decodePlayer(a, span) {
   });
   return {gpus, req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
                       maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw,
-                      // E9 (paged KV) only: each reply's stretches of words [first write position, its word number,
-                      // words, word before (abs ns), whether the stretch wrote it] and its preemptions (abs ns)
-                      st: r.st ? r.st.map((ss, i) => ss.map(([p, f, k, l, o]) => [p, f, k, l < 0 ? -1 : REQ.arrived[i] + l, o])) : null,
+                      // replies in several stretches (E9) only: each reply's stretches of words [GPU, first write
+                      // position, its word number, words, word before (abs ns), whether the stretch wrote it] and
+                      // its preemptions (abs ns)
+                      st: r.st ? r.st.map((ss, i) => ss.map(([g, p, f, k, l, o]) => [g, p, f, k, l < 0 ? -1 : REQ.arrived[i] + l, o])) : null,
                       pre: r.pre ? r.pre.map((ts, i) => ts.map((t) => REQ.arrived[i] + t)) : null}};
 }
 

@@ -286,7 +286,7 @@ const Player = {
     span(REQ.arrived[i], r.read[i] < 0 ? -1 : r.read[i], "waiting");
     span(r.read[i], r.first[i] < 0 ? -1 : r.first[i], "reading");
     if (r.joined[i] > r.first[i]) span(r.first[i], r.joined[i], "shipping");
-    if (r.st) this.stretchWords(lane, i, y, X);  // E9: a reply's words in several stretches
+    if (r.st) drawPieces(this, lane, i, y, X);  // E9: a reply's words in several stretches (pieces.js)
     const w = r.st ? null : wordRange(a, i);
     if (w) {
       const {gpu, jwLocal} = w, wend = gpu.wend;
@@ -314,36 +314,6 @@ const Player = {
     lane.addEventListener("keydown", (e) => { if (e.key === "Enter") pin(); });
   },
 
-  /** E9: reply row `i`'s words stretch by stretch (a re-read's word is its stretch's own word
-   * before them), freezes between consecutive words over the limit, and a cross at each preemption. */
-  stretchWords(lane, i, y, X) {
-    const a = this.arr, r = a.req, lo = this.a, hi = this.a + this.len, mid = y + REPLY_H / 2, g = r.wg[i];
-    const times = [];
-    if (r.first[i] >= 0) times.push(r.first[i]);
-    const gpu = g >= 0 ? a.gpus[g] : null;
-    for (const [p, f, n, lead, own] of r.st[i]) {
-      if (own && lead >= 0 && f > 2) times.push(lead);  // a re-read's word (word 1 is pushed above)
-      if (!gpu || p < 0) continue;
-      for (let k = 0; k < n; k++) {
-        const at = p + k - gpu.wfirst;
-        if (at >= 0 && at < gpu.wend.length) times.push(gpu.wend[at]);
-      }
-    }
-    let d = "";
-    for (let k = 1; k < times.length; k++) {
-      const t = times[k], prev = times[k - 1];
-      if (t >= lo && t <= hi) d += `M${this.x(t).toFixed(1)} ${y + 3}v${REPLY_H - 6}`;
-      if (t - prev > FREEZE_NS + 1 && prev < hi && t > lo)
-        el("svg:rect", {x: X(prev), y: mid - 3, width: Math.max(1, X(t) - X(prev)), height: 6, class: "freeze"}, lane);
-    }
-    if (d) el("svg:path", {d, class: "words"}, lane);
-    for (const t of r.pre[i]) {
-      if (t < lo || t > hi) continue;
-      const x = this.x(t);
-      el("svg:path", {d: `M${x - 4} ${mid - 4}l8 8m0 -8l-8 8`, class: "preempted", "data-testid": "preempted"}, lane);
-    }
-  },
-
   detail(id) {
     const a = this.arr, r = a.req, i = ROW_OF.get(id), box = document.getElementById("reply-detail");
     box.dataset.requestId = id;
@@ -365,6 +335,16 @@ const Player = {
     row("mean gap (ms)", "mean_gap_ms", r.fin[i] < 0 || n < 2 ? "–" : ((r.fin[i] - r.first[i]) / (n - 1) / 1e6).toFixed(3));
     row("longest gap (ms)", "max_gap_ms", r.maxgap[i] < 0 ? "–" : (r.maxgap[i] / 1e6).toFixed(3));
     row("freezes", "n_freezes", r.nfz[i] < 0 ? "–" : String(r.nfz[i]));
+    if (r.st) {  // E9: the reply's pieces (stretches) and preemptions, from the run's stretches
+      const held = r.st[i].filter(([, , , k, l, o]) => k > 0 || (o && l >= 0));
+      const one = new Set(held.map(([g]) => g)).size <= 1;  // every piece on one writing GPU: named once
+      const parts = held.map(([g, , f, k, l, o]) => `${f - (o && l >= 0 ? 1 : 0)}–${f + k - 1}` +
+        (one || g < 0 ? "" : ` on ${a.lanes[g]}`));
+      if (one && held.length && held[0][0] >= 0) parts[parts.length - 1] += ` (${a.lanes[held[0][0]]})`;
+      row("preemptions", "n_preemptions", String(r.pre[i].length));
+      row("words written, by piece", "pieces", parts.length ? parts.join("; ") : "–");
+      row("words written", "n_words_written", String(r.st[i].reduce((s, [, , , k, l, o]) => s + k + (o && l >= 0 ? 1 : 0), 0)));
+    }
     row("verdict", "verdict", lateText(r.late[i], r.nfz[i]));
     box.classList.toggle("late", r.late[i] !== 0);
   },
@@ -390,7 +370,7 @@ const Player = {
       ["waiting", "prompt waits"], ["reading", "prompt being read"], ["first-word", "first word"],
       ["words", "a later word"], ...(SLO.freeze_ms == null ? [] : [["freeze", `freeze: gap over ${SLO.freeze_ms} ms`]])];
     if (split) items.splice(5, 0, ["shipping", "KV cache ships"]);
-    if (this.arr.req.pre) items.push(["preempted", "preempted (KV memory, E9)"]);
+    if (this.arr.req.pre) items.push(["preempted", "preempted (KV memory, E9)"], ["away", "away until its next word (preempted)"]);
     const box = document.getElementById("legend");
     box.replaceChildren();
     for (const [cls, text] of items) { const s = el("span", {}, box); el("i", {class: "key " + cls}, s); s.append(text); }

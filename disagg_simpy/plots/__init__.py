@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ..files import make_folder
+from ..results.over_time import boundaries_s
 from .backend import matplotlib  # noqa: F401  (first: matplotlib imports whatever MPLBACKEND says)
 from .data import (
     PlotOptionError,
@@ -129,9 +130,3 @@ def write_plots(
         paths.append(save_over_time(over_time, [a.name for a in result.scenario.arrangements],
                                     folder / "over_time.png", result.scenario.name, boundaries_s(result.scenario)))
     return paths
-
-
-def boundaries_s(scenario) -> list[float]:
-    """A schedule's period boundaries (s), drawn as dotted lines over time (none otherwise)."""
-    schedule = getattr(scenario.workload, "schedule", None)
-    return [p.until_s for p in schedule[:-1]] if schedule else []

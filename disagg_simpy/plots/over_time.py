@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from ..results.over_time import mean_over_seeds
 from . import style as st
 
 #: (divisor, unit) of the time axis by the span: seconds, minutes, hours
@@ -19,14 +20,6 @@ _UNITS = ((7200, 3600.0, "h"), (600, 60.0, "min"), (0, 1.0, "s"))
 def time_unit(span_s: float) -> tuple[float, str]:
     """(seconds per unit, unit) for a time axis over `span_s` seconds."""
     return next((per, unit) for above, per, unit in _UNITS if span_s >= above)
-
-
-def _mean_over_seeds(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per arrangement and window, the mean over seeds of the offered rate and of the on-time
-    share (a seed with no measured request in a window leaves it out of that window's mean)."""
-    keys = ["arrangement", "window_start_s", "window_end_s"]
-    return (frame.groupby(keys, observed=True, sort=False)[["offered_rate_per_s", "on_time_pct"]]
-            .mean().reset_index())
 
 
 def draw_offered_rate(ax: Axes, frame: pd.DataFrame, per: float, unit: str, boundaries_s=()) -> Axes:
@@ -66,7 +59,7 @@ def save_over_time(frame: pd.DataFrame, names: list[str], path: Path, title: str
     """`over_time.png`: offered rate (top) and on-time share (bottom) per window, on one time
     axis; dotted lines at a schedule's period boundaries."""
     n_seeds = frame["seed"].nunique() if "seed" in frame else 1
-    mean = _mean_over_seeds(frame)
+    mean = mean_over_seeds(frame)
     span = float(mean["window_end_s"].max())
     per, unit = time_unit(span)
     with st.style():

@@ -26,6 +26,21 @@ def changes_over_time(scenario) -> bool:
     return bool(getattr(w, "varies", False) or getattr(w, "format", "lengths") != "lengths")
 
 
+def mean_over_seeds(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per arrangement and window, the mean over seeds of the offered rate and of the on-time
+    share (a seed with no measured request in a window leaves it out of that window's mean):
+    what `over_time.png` and the page draw."""
+    keys = ["arrangement", "window_start_s", "window_end_s"]
+    return (frame.groupby(keys, observed=True, sort=False)[["offered_rate_per_s", "on_time_pct"]]
+            .mean().reset_index())
+
+
+def boundaries_s(scenario) -> list[float]:
+    """A schedule's period boundaries (s), drawn as dotted lines over time (none otherwise)."""
+    schedule = getattr(scenario.workload, "schedule", None)
+    return [p.until_s for p in schedule[:-1]] if schedule else []
+
+
 def over_time_edges_ns(scenario, arrived_at_ns: np.ndarray) -> np.ndarray:
     """The windows' edges for a run of `scenario` whose requests arrived at `arrived_at_ns`."""
     end = scenario.workload.measure_s

@@ -39,12 +39,9 @@ def check_paged(a):
         return a
     if not a.kv_limited:
         raise ValueError("@kv_policy: got 'paged' without kv_capacity_tokens, expected a KV limit to page (E9)")
-    if getattr(a, "mixed_iterations", None) is False:
-        raise ValueError("@kv_policy: got 'paged' with mixed_iterations: false (E10), expected mixed iterations: paged KV "
-                         "with prompt-only iterations is not modelled")
     if getattr(a, "role_changes", None) is not None:
-        raise ValueError("@kv_policy: got 'paged' with roles that change (E12), expected static roles: paged KV "
-                         "with GPUs changing role is not modelled")
+        raise ValueError("@kv_policy: got 'paged' with roles that change (E12), expected static roles: no rule fixes "
+                         "where a preempted reply goes when its GPU changes side (docs/rules.md#e9i)")
     if a.swap_ms_per_token is not None and a.preemption != "swap":
         raise ValueError(f"@swap_ms_per_token: got {a.swap_ms_per_token} with preemption: "
                          f"{a.preemption or 'recompute'}, expected it only with preemption: swap (E9)")

@@ -314,7 +314,8 @@ class Scenario(_Strict):
         for i, a in enumerate(self.arrangements):
             if getattr(a, "kv_policy", None) == "paged" and self.prefix_cache_tokens is not None:  # E9 with E13
                 raise ValueError(f"@arrangements[{i}].kv_policy: got 'paged' with prefix_cache_tokens (E13), expected "
-                                 "one or the other: paged KV (E9) with a prefix cache is not modelled")
+                                 "one or the other: no rule fixes what a recompute's re-read finds in a prefix cache "
+                                 "(docs/rules.md#e9i)")
             if a.kv_link_mode != "independent" and a.kv_ship_ms(self.cost) == 0:
                 raise ValueError(
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "

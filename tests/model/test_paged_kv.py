@@ -200,7 +200,8 @@ def test_bad_paged_settings_get_one_line_and_exit_2(tmp_path):
     ]
     split = {"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, **paged_kv,
              "roles": {"schedule": [{"from_s": 0.5, "reading_gpus": 1}]}}
-    cases.append((split, "arrangements[0].kv_policy: got 'paged' with roles that change (E12), expected static roles"))
+    cases.append((split, "arrangements[0].kv_policy: got 'paged' with roles that change (E12), expected static roles: "
+                         "no rule fixes where a preempted reply goes when its GPU changes side (docs/rules.md#e9i)"))
     for extra, expected in cases:
         path = tmp_path / "s.yaml"
         path.write_text(scenario_text("bad", SYNTHETIC, arrangements=[{"name": "a", "kind": "colocated", "gpus": 1,
@@ -216,8 +217,9 @@ def test_bad_paged_settings_get_one_line_and_exit_2(tmp_path):
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
-    assert err.getvalue().count("\n") == 1 and ("arrangements[0].kv_policy: got 'paged' with prefix_cache_tokens (E13)"
-                                                in err.getvalue()), err.getvalue()
+    assert err.getvalue().count("\n") == 1 and ("arrangements[0].kv_policy: got 'paged' with prefix_cache_tokens (E13), "
+                                                "expected one or the other: no rule fixes what a recompute's re-read "
+                                                "finds in a prefix cache (docs/rules.md#e9i)" in err.getvalue()), err.getvalue()
     path.write_text(scenario_text("ok", SYNTHETIC, arrangements=[{"name": "a", "kind": "colocated", "gpus": 1,
                                                                    **paged_kv, "kv_capacity_tokens": 864}]))
     with contextlib.redirect_stdout(io.StringIO()):

@@ -217,8 +217,6 @@ def tiny_scenario(draw, tp=False):
     rows = [(f"{m / 1000:.3f}", p, w) for m, p, w in zip(ms, prompts, words)]
     arrangements = [draw(arrangement(i, tp)) for i in range(draw(st.integers(1, 2)))]
     for a in arrangements:
-        if a.get("kv_policy") == "paged":  # (E9 with E10 is refused)
-            a.pop("mixed_iterations", None)
         block = a.get("kv_block_tokens")  # E9: the most a request holds, in blocks, plus one to admit it
         need = max(p + w if block is None else block * (-(-(p + w - 1) // block) + 1) for p, w in zip(prompts, words))
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
@@ -250,7 +248,7 @@ def paged_scenario(draw):
     words = draw(st.lists(st.sampled_from((2, 5, 9, 17, 30)), min_size=len(rows), max_size=len(rows)))
     rows = [(t, p, w) for (t, p, _), w in zip(rows, words)]
     for a in arrangements:
-        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations"):
+        for key in ("reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
             a.pop(key, None)
         block = draw(st.sampled_from((1, 2, 4, 8)))
         a.update(kv_policy="paged", kv_block_tokens=block, kv_capacity_tokens=max(
@@ -272,6 +270,30 @@ def test_simulator_equals_reference_with_paged_kv(tmp_path, case):
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
 
 
+@st.composite
+def paged_prompt_only_scenario(draw):
+    """E9 and E10 together on colocated GPUs (R61-R67), memory as tight as in `paged_scenario`, every
+    other option drawn: preemptions in writing iterations, re-reads in prompt-only ones."""
+    rows, arrangements, cost, workload, slo = draw(paged_scenario())
+    for a in arrangements:
+        if a["kind"] == "disaggregated":
+            for key in ("reading_gpus", "writing_gpus", "reading_cost", "writing_cost", "kv_ship_ms_per_token",
+                        "kv_link", "local_prompt_max_tokens"):
+                a.pop(key, None)
+            a.update(kind="colocated", name=a["name"].replace("s", "c"), gpus=draw(st.integers(1, 2)))
+        a["mixed_iterations"] = False
+    return rows, arrangements, cost, workload, slo
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=paged_prompt_only_scenario())
+def test_simulator_equals_reference_with_paged_kv_and_prompt_only_iterations(tmp_path, case):
+    """E9 with E10 (and E1-E8 drawn on and off): blocks grown and replies preempted only in writing
+    iterations, re-reads prompt first, swaps, drops, to the nanosecond."""
+    rows, arrangements, cost, workload, slo = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario(tp=True))
 def test_simulator_equals_reference_with_tp_instances(tmp_path, case):
@@ -282,6 +304,9 @@ def test_simulator_equals_reference_with_tp_instances(tmp_path, case):
 
 # -- hand-picked cases ---------------------------------------------------------------------------------
 
+PAGED_UNMIXED = {"kind": "colocated", "gpus": 1, "kv_capacity_tokens": 32, "kv_policy": "paged", "kv_block_tokens": 4,
+                 "mixed_iterations": False}
+HAND_COST = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
 PAGE_SPLIT = {"name": "split", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2}
 HAND = {
     # same-instant arrivals onto idle GPUs: D2 spreads them; a prompt arriving as an iteration ends joins the next
@@ -311,6 +336,13 @@ HAND = {
                       "cost": {"per_context_token_ms": 0.002}},
                      {"name": "limits", "kind": "colocated", "gpus": 2, "mixed_iterations": False,
                       "max_batch_replies": 1, "max_batch_tokens": 40, "kv_capacity_tokens": 140}]),
+    # E9 with E10 (tests/model/test_paged_prompt_only.py): a recompute read again by a prompt-only
+    # iteration; a swap right after a prompt-only iteration
+    "paged-prompt-only-recompute": ([("0", 8, 10), ("0", 8, 8), ("0", 4, 6)], [dict(PAGED_UNMIXED, name="c")],
+                                    {"cost": HAND_COST, "slo": {"freeze_ms": 20}}),
+    "paged-prompt-only-swap": ([("0", 4, 8)] * 3 + [("0.05", 4, 2)],
+                               [dict(PAGED_UNMIXED, name="c", preemption="swap", swap_ms_per_token=0.01)],
+                               {"cost": HAND_COST, "slo": {"freeze_ms": 20}}),
     # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
     "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
             [{"name": "c", "kind": "colocated", "gpus": 1, "chunk_tokens": 128},

@@ -184,6 +184,10 @@ def test_reference_only_when_given(res, data):
     assert embedded_data(page_html(res))["reference"] is None
 
 
+def test_nothing_over_time_without_periods(data):
+    assert data["over_time"] is None  # (with periods: test_page_over_time.py)
+
+
 def test_page_is_self_contained_and_cannot_be_broken_out_of(res, tmp_path):
     nasty = {"</script><script>alert(1)</script>": 5.0}
     path = write_page(res, tmp_path / "page.html", reference=nasty)

@@ -1,5 +1,6 @@
 """The page with paged KV (E9): its data gives each reply's stretches of words and preemptions,
-from which the words are exactly the run's; the player draws a cross at each preemption.
+from which the words are exactly the run's; the player draws every stretch of a preempted reply
+as a piece, the time away between pieces and a cross at each preemption.
 
 Default scenario at 6 s with 40,000 KV tokens per GPU in blocks of 16: every arrangement
 preempts (recompute on the colocated ones, swap on the splits)."""
@@ -17,7 +18,7 @@ from helpers import DEFAULT
 from test_page_data import decode_iterations, decode_requests, ns
 
 from disagg_simpy import load_scenario, run
-from disagg_simpy.cli import main
+from disagg_simpy.model.words import STRETCH_LOG_FIELDS
 from disagg_simpy.page import embedded_data, page_html
 
 
@@ -49,11 +50,11 @@ def test_the_words_of_preempted_replies_follow_from_their_stretches(paged_res):
         for i in range(len(r["id"])):
             if r["first"][i] >= 0:
                 got.append((r["id"][i], 1, r["first"][i]))
-            for pos, word, n, lead, own in st[i]:
+            for gpu, pos, word, n, lead, own in st[i]:
                 if own and lead >= 0 and word > 2:  # a re-read's word (word 1 is the first word)
                     got.append((r["id"][i], word - 1, r["arrived"][i] + lead))
                 if pos >= 0:
-                    it = its[r["wg"][i]]
+                    it = its[gpu]
                     wend = it["end"][it["rep"] > 0]
                     for k in range(n):
                         if 0 <= pos + k - it["wfirst"] < len(wend):
@@ -74,13 +75,54 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Pyt
 CHROMIUM = os.environ.get("DISAGG_SIMPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
+#: the span the browser test's page holds: 16 s, the player's longest window, so one window
+#: shows every word the page holds
+SPAN_S = (0.0, 16.0)
+
+
+def expected_pieces(res, name: str, request_id: int) -> tuple[list[tuple], list[int]]:
+    """The records' stretches of one reply as the player should draw them: per stretch with a
+    word, (GPU, first and last word number, words, first and last word's ns, word ticks: word 1
+    is the first-word diamond), from the results' words; and its preemptions (ns)."""
+    rec = res.records[name]
+    st = rec.stretches
+    words = res.words(name, [request_id])
+    at = dict(zip(words["word"].tolist(), ns(words["at_s"]).tolist()))
+    pieces = []
+    for k in range(st.by_request[request_id], st.by_request[request_id + 1]):
+        own = bool(st.lead_written[k]) and st.lead_at[k] >= 0
+        first, last = int(st.first_word[k]) - own, int(st.first_word[k] + st.n[k] - 1)
+        if last >= first:
+            pieces.append((int(st.gpu[k]), first, last, last - first + 1, at[first], at[last], last - first + 1 - (first == 1)))
+    log = rec.preemptions
+    return pieces, [] if log is None else sorted(log["at_ns"][log["request_id"] == request_id].tolist())
+
+
+def drawn_lane(page, request_id: int) -> dict:
+    """Follow `request_id` in the player and read its lane: pieces (GPU, first and last word,
+    words, first and last word's ns, ticks drawn), ticks in the word paths, times away, crosses."""
+    page.fill("#follow-id", str(request_id))
+    page.dispatch_event("#follow-id", "change")
+    return page.locator(f"[data-testid=reply-lane][data-request-id='{request_id}']").evaluate("""g => ({
+        pieces: [...g.querySelectorAll('[data-testid=piece]')].map(e => [e.dataset.gpu, e.dataset.firstWord,
+            e.dataset.lastWord, e.dataset.words, e.dataset.fromNs, e.dataset.toNs, e.dataset.ticks].map(Number)),
+        ticks: [...g.querySelectorAll('[data-testid=piece] path.words')].map(e =>
+            (e.getAttribute('d').match(/M/g) || []).length),
+        gaps: [...g.querySelectorAll('[data-testid=piece-gap]')].map(e => [Number(e.dataset.fromNs), Number(e.dataset.toNs)]),
+        crosses: [...g.querySelectorAll('[data-testid=preempted]')].map(e => Number(e.dataset.atNs)).sort((p, q) => p - q)})""")
+
+
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
-def test_the_player_marks_each_preemption_on_the_reply_lane(tmp_path, paged_res):
-    path = tmp_path / "paged.yaml"
-    path.write_text(yaml.safe_dump(paged_spec(), sort_keys=False))
+def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_it(tmp_path, paged_res):
+    """Every preempted reply the page holds whole, recompute (same-gpu) and swap (split-2-2): its
+    lane's pieces are the records' stretches (GPU, words, their times), the time away between
+    two pieces is the gap between the results' words, each cross is a preemption of the log and
+    falls between pieces, and the detail's counts are requests.csv's and the words'."""
     html = tmp_path / "p.html"
-    assert main([str(path), "--measure-s", "6", "--seeds", "1", "--out", str(tmp_path / "out"), "--no-plots", "--html", str(html)]) == 0
-    log = paged_res.records["same-gpu"].preemptions
+    html.write_text(page_html(paged_res, span_s=SPAN_S))
+    lo, hi = (round(s * 1e9) for s in SPAN_S)
+    req = paged_res.requests
+    checked = 0
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -88,12 +130,82 @@ def test_the_player_marks_each_preemption_on_the_reply_lane(tmp_path, paged_res)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(html.as_uri())
         page.wait_for_selector("[data-testid=arrangement-row]")
-        page.click("[data-testid=arrangement-row][data-arrangement=same-gpu]")
-        marks = page.eval_on_selector_all("[data-testid=reply-lane]", """els => els.map(e =>
-            [Number(e.dataset.requestId), e.querySelectorAll('[data-testid=preempted]').length])""")
-        legend = page.inner_text("#legend")
+        for name in ("same-gpu", "split-2-2"):
+            page.click(f"[data-testid=arrangement-row][data-arrangement={name}]")
+            page.select_option("#win-len", "16")
+            legend = page.inner_text("#legend")
+            assert "preempted" in legend and "away" in legend
+            rows = req[(req["arrangement"] == name) & (req["n_preemptions"] > 0)]
+            whole = rows[(ns(rows["arrived_at_s"]) >= lo) & (ns(rows["finished_at_s"]) <= hi)]
+            for rid, n_pre in zip(whole["request_id"].tolist(), whole["n_preemptions"].tolist()):
+                drawn = drawn_lane(page, rid)
+                pieces, preempted = expected_pieces(paged_res, name, rid)
+                assert len(pieces) > 1, (name, rid)
+                assert [tuple(x) for x in drawn["pieces"]] == pieces, (name, rid)
+                assert sum(drawn["ticks"]) == sum(x[6] for x in pieces)
+                assert drawn["gaps"] == [[a[5], b[4]] for a, b in zip(pieces, pieces[1:])]
+                assert drawn["crosses"] == preempted and len(preempted) == n_pre
+                for t in preempted:  # a cross between pieces, never inside one
+                    assert not any(x[4] < t < x[5] for x in pieces), (name, rid, t)
+                detail = page.locator("[data-testid=reply-detail]")
+                assert detail.get_attribute("data-request-id") == str(rid)
+                assert int(detail.locator("[data-field=n_preemptions]").text_content()) == n_pre
+                written = int(detail.locator("[data-field=n_words_written]").text_content())
+                assert written == len(paged_res.words(name, [rid]))
+                checked += 1
         browser.close()
-    assert errors == [] and "preempted" in legend
-    assert sum(n for _, n in marks) > 0  # the lanes in the window mark preemptions, only those of their request
-    for request_id, n in marks:
-        assert n <= int((log["request_id"] == request_id).sum()), request_id
+    assert errors == []
+    assert checked >= 6
+
+
+def moved_log(rec, n_moved: int) -> tuple[list[tuple[int, ...]], list[int]]:
+    """A stretch log of `rec` (two colocated GPUs) in which `n_moved` replies of at least 6 words
+    move after word 3 to the other GPU's next writing iterations: words 4.. there (no model
+    moves a reply across GPUs yet; the page must still draw each piece on its own GPU)."""
+    r, w, st = rec.requests, rec.writes, rec.stretches
+    log, moved = [], []
+    for i in range(len(r["request_id"])):
+        g, j, n_words, lead = (int(r[f][i]) for f in ("writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns"))
+        h, first = 1 - g, int(st.first[i])
+        if len(moved) < n_moved and j >= 0 and n_words >= 6 and st.n[i] == n_words - 1:
+            t_last = int(w.ended[first + 1])  # word 3
+            p = int(np.searchsorted(w.started[w.offsets[h]:w.offsets[h + 1]], t_last) + w.offsets[h])
+            if p + n_words - 3 <= w.offsets[h + 1]:
+                log += [(i, g, j, 2, 2, lead, 1), (i, h, int(w.rows[p] - rec.gpu_offsets[h]), 4, n_words - 3, t_last, 0)]
+                moved.append(i)
+                continue
+        log.append((i, g, j, 2, n_words - 1, lead, 1))
+    return log, moved
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_the_player_draws_each_piece_on_its_own_gpu(tmp_path):
+    """Replies whose stretch log moves them from one GPU to the other: each piece is drawn on its
+    own GPU's writing iterations, as the records' words have it."""
+    import dataclasses
+
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump({"name": "two-gpus", "seed": 3, "max_sim_s": 12, "slo": {"freeze_ms": 150},
+                                    "workload": {"rate_per_s": 6, "measure_s": 4, "reply_words": [1, 40],
+                                                 "prompt_mix": [{"share": 1, "tokens": [200, 1200]}]},
+                                    "arrangements": [{"name": "same-gpu", "kind": "colocated", "gpus": 2}]}))
+    res = run(load_scenario(path))
+    rec = res.records["same-gpu"]
+    log, moved = moved_log(rec, 4)
+    rec = dataclasses.replace(rec, stretch_log={k: np.array(v, np.int64) for k, v in zip(STRETCH_LOG_FIELDS, zip(*log))})
+    res = dataclasses.replace(res, records={"same-gpu": rec})
+    html = tmp_path / "p.html"
+    html.write_text(page_html(res, span_s=(0.0, 12.0)))
+    assert len(moved) == 4
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(html.as_uri())
+        page.wait_for_selector("[data-testid=arrangement-row]")
+        page.select_option("#win-len", "16")
+        for rid in moved:
+            drawn = drawn_lane(page, rid)
+            pieces, _ = expected_pieces(res, "same-gpu", rid)
+            assert {x[0] for x in pieces} == {0, 1} and [tuple(x) for x in drawn["pieces"]] == pieces, rid
+            assert drawn["gaps"] == [[pieces[0][5], pieces[1][4]]] and drawn["crosses"] == []
+        browser.close()
