@@ -9,7 +9,8 @@ a fresh results folder each time (nothing skipped from the store); prints wall a
 With `--exhaustive` it also runs `plan --exhaustive`, alternated, and says whether both recommend
 the same arrangement; without, it prints the exhaustive figure measured before (16 GPUs: 60 min)
 or plan_cost's estimate of it. The issue's targets on 2 cores: `--gpus 16 --seeds 10` under 2
-minutes, `--gpus 64 --seeds 5` under 10.
+minutes, `--gpus 64 --seeds 5` under 10: on a machine shared with other jobs, compare the CPU
+seconds (the plan's and its workers', summed) with twice those times.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: exhaustive plans measured to their end (docs/scale.md): (gpus, seeds) -> (wall s, CPU s, how)
 MEASURED = {(16, 10): (3600.0, 2176.0, "measured to its end, 2 workers, load 4 to 9")}
+#: the same plan before staged probes (docs/scale.md): (gpus, seeds) -> (CPU s, runs)
+BEFORE = {(16, 10): (358.0, 2836), (64, 5): (1461.0, 2769)}
 TARGETS = {16: 120.0, 64: 600.0}
 
 
@@ -71,17 +74,23 @@ def main() -> int:
     p.add_argument("extra", nargs="*", help="more plan flags (after --)")
     args = p.parse_args()
     walls: dict[bool, list[float]] = {True: [], False: []}
+    cpus: list[float] = []
     for _ in range(args.repeat):
         for exhaustive in (True, False) if args.exhaustive else (False,):
             load = os.getloadavg()[0]
             wall, cpu, best, runs = timed(args.gpus, args.seeds, exhaustive, args.extra)
             walls[exhaustive].append(wall)
+            if not exhaustive:
+                cpus.append(cpu)
             label = "exhaustive" if exhaustive else "leaving what cannot reach the top two"
             print(f"{label}: {wall:.0f} s wall, {cpu:.0f} s CPU, {runs} runs (load {load:.1f} before, "
                   f"{os.getloadavg()[0]:.1f} after); recommends {best}", flush=True)
     fast = statistics.median(walls[False])
     target = TARGETS.get(args.gpus)
-    aim = f" (target under {target / 60:.0f} min on 2 idle cores)" if target else ""
+    aim = f" (target under {target / 60:.0f} min on 2 idle cores: {target * 2:.0f} s of CPU)" if target else ""
+    if (args.gpus, args.seeds) in BEFORE:
+        cpu, runs = BEFORE[args.gpus, args.seeds]
+        aim += f"; before staged probes {cpu:.0f} s CPU, {runs:,} runs"
     if walls[True]:
         every = statistics.median(walls[True])
         beside = f"{every:.0f} s exhaustive: {every / fast:.1f}x"
@@ -90,7 +99,8 @@ def main() -> int:
         beside = f"exhaustive {wall / 60:.0f} min wall, {cpu:.0f} s CPU ({how}): {wall / fast:.0f}x"
     else:
         beside = f"exhaustive about {exhaustive_estimate(args.gpus, args.seeds) / 60:.0f} min (plan_cost's estimate)"
-    print(f"plan --gpus {args.gpus} --seeds {args.seeds}: {fast:.0f} s{aim}; {beside}")
+    print(f"plan --gpus {args.gpus} --seeds {args.seeds}: {fast:.0f} s wall, {statistics.median(cpus):.0f} s CPU{aim}; "
+          f"{beside}")
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Hashable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -37,6 +36,7 @@ from ..results.columns import names
 from ..results.intervals import SHARE, Interval, interval
 from ..results.metrics import CRITERION_COLUMNS
 from ..scenario.schema import Scenario, Slo
+from .goodput_probe import MODES, Probe, Request, _rerun, decide, percentiles_pass, probe_with, staged_target  # noqa: F401
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
 
@@ -46,55 +46,9 @@ GOODPUT_COLUMNS = names("goodput")
 LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze"}
 STEP = 1.25  # the first step from the start rate; each next step squares the factor
 MAX_STEPS = 12
-
-
-@dataclass
-class Probe:
-    """One rate's rows, one per seed (a seed stopped early has `below_target`)."""
-
-    rate: float
-    rows: list[dict]
-
-    @property
-    def complete(self) -> bool:
-        return not any(r["below_target"] for r in self.rows)
-
-    def on_time(self) -> pd.Series:
-        return pd.Series([r.get("on_time_pct", math.nan) if not r["below_target"] else math.nan for r in self.rows])
-
-    def at_most(self) -> pd.Series:
-        return pd.Series([r["on_time_at_most_pct"] if r["below_target"] else r["on_time_pct"] for r in self.rows])
-
-
-def decide(probe: Probe, target: float, slo: Slo | None = None) -> bool | None:
-    """Whether the probe passes: the mean on-time share over seeds is at least the target; with
-    `slo.criterion` percentiles, the mean over seeds of each percentile figure whose limit is on
-    is within it (the target is not used). None when an early-stopped seed leaves it open."""
-    if slo is not None and slo.criterion == "percentiles":
-        return percentiles_pass(pd.DataFrame(probe.rows), slo)
-    if probe.complete:
-        return bool(float(probe.on_time().mean()) >= target - 1e-9)
-    if float(probe.at_most().mean()) < target - 1e-9:
-        return False  # even the upper bounds' mean misses: known without running on
-    return None
-
-
-#: A run request from a search: (arrangement, rate, seeds, mode). Modes: "probe" stops early
-#: once below target and at the verdict cap; "verdicts" runs to the verdict cap (exact on-time
-#: shares); "full" runs to the end (every figure, for the failing rate reported).
-Request = tuple[str, float, tuple[int, ...], str]
-MODES = {"probe": (True, True), "verdicts": (False, True), "full": (False, False)}  # (give up, verdicts only)
 #: A search as `drive` advances it: yields run requests, receives their rows, returns its answer.
 Search = Generator[Request, list[dict], Any]
 Key = TypeVar("Key", bound=Hashable)
-
-
-def percentiles_pass(rows: pd.DataFrame, slo: Slo) -> bool:
-    """The percentiles criterion over seeds: the mean over the rows (seeds) of each figure whose
-    limit is on is within the limit (1 ns of slack, D8); a seed with a figure never reached
-    (+inf) fails it."""
-    slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
-    return all(float(rows[CRITERION_COLUMNS[k]].mean()) <= limit + slack[k] for k, limit in slo.on.items())
 
 
 def criterion_text(slo: Slo, target: float) -> str:
@@ -108,42 +62,12 @@ def criterion_text(slo: Slo, target: float) -> str:
 def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, slo: Slo | None = None
                ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
     """Whether `rate` passes for one arrangement over `seeds` (a search step); the probe."""
-    return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target, slo), {}))
-
-
-def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe], bound=None
-               ) -> Generator[Request, list[dict], tuple[Probe, bool]]:
-    """`test(probe)` at `rate` (True, False, or None while an early-stopped seed leaves it open:
-    those seeds run again to the verdict cap). A rate already probed (`seen`) runs nothing new.
-    `bound(rate)`: each seed's most possible on-time share in % (plan_bounds), or None; where
-    their mean is below `test`'s target it stands for the runs, as seeds stopped early do."""
-    probe = seen.get(rate)
-    if probe is None and bound is not None and (most := bound(rate)) is not None:
-        probe = Probe(rate, [{"seed": s, "below_target": True, "on_time_at_most_pct": m} for s, m in zip(seeds, most)])
-    if probe is None:
-        rows = yield (name, rate, seeds, "probe")
-        probe = Probe(rate, rows)
-    verdict = test(probe)
-    if verdict is None:
-        probe = yield from _rerun(name, probe, seeds, "verdicts", lambda r: r["below_target"])
-        verdict = test(probe)
-    seen[rate] = probe
-    return probe, bool(verdict)
-
-
-def _rerun(name: str, probe: Probe, seeds: tuple[int, ...], mode: str, which
-           ) -> Generator[Request, list[dict], Probe]:
-    """The probe with the seeds whose rows satisfy `which` run again in `mode`."""
-    again = tuple(r["seed"] for r in probe.rows if which(r))
-    if not again:
-        return probe
-    rows = yield (name, probe.rate, again, mode)
-    by_seed = {r["seed"]: r for r in probe.rows} | {r["seed"]: r for r in rows}
-    return Probe(probe.rate, [by_seed[s] for s in seeds])
+    return (yield from probe_with(name, rate, seeds, lambda p: decide(p, target, slo), {}, staged=staged_target(target, slo)))
 
 
 def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: float, fits, seen: dict[float, Probe],
-           lo: Probe | None = None, hi: Probe | None = None, stop=None, bound=None, guess=None
+           lo: Probe | None = None, hi: Probe | None = None, stop=None, bound=None, guess=None,
+           staged: float | None = None, mode: str = "probe"
            ) -> Generator[Request, list[dict], tuple[Probe | None, Probe | None, int]]:
     """The highest rate passing `test`, bracketed to the tolerance: probe `start`, step away
     by growing factors until the answer changes, then halve the bracket. `lo`/`hi` are a
@@ -151,12 +75,12 @@ def bisect(name: str, start: float, seeds: tuple[int, ...], test, tolerance: flo
     answer always lies in [lo, hi) as they stand: `stop(lo, hi)`, asked before every probe
     after the first, ends the search early when that is enough (a plan's arrangement that
     cannot reach the top two); `bound` as in `probe_with`; `guess(rate)`, a (probe, verdict) to
-    take without running (not kept in `seen`), or None."""
+    take without running (not kept in `seen`), or None; `staged` and `mode` as in `probe_with`."""
 
     def step(rate: float):
         if guess is not None and rate not in seen and (taken := guess(rate)) is not None:
             return taken
-        return (yield from probe_with(name, rate, seeds, test, seen, bound))
+        return (yield from probe_with(name, rate, seeds, test, seen, bound, staged, mode))
 
     n = 0
     before = len(seen)
@@ -225,7 +149,8 @@ def goodput_search(name: str, start: float, seeds: tuple[int, ...], target: floa
     with its on-time share (`probe_curve`). With `slo.criterion` percentiles, the same with that
     criterion's test (`decide`, `interval_passes`)."""
     seen: dict[float, Probe] = {}
-    lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, slo), tolerance, fits, seen)
+    lo, hi, n = yield from bisect(name, start, seeds, lambda p: decide(p, target, slo), tolerance, fits, seen,
+                                  staged=staged_target(target, slo))
     return (yield from goodput_interval(name, lo, hi, n, seeds, target, tolerance, fits, seen, report, slo))
 
 
@@ -240,13 +165,15 @@ def goodput_interval(name: str, lo: Probe | None, hi: Probe | None, n: int, seed
             low = 0.0
         else:
             below = lambda p: interval_passes(p, target, "low", slo)  # noqa: E731
-            l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi, bound=bound)
+            l_lo, _, k = yield from bisect(name, lo.rate, seeds, below, tolerance, fits, seen, hi=hi, bound=bound,
+                                           staged=staged_target(target, slo))
             low, n = (l_lo.rate if l_lo is not None else 0.0), n + k
         above = lambda p: interval_passes(p, target, "high", slo)  # noqa: E731
         if hi is None:
             high = lo.rate if lo is not None else 0.0  # the highest rate the scenario allows passed
         else:
-            h_lo, _, k = yield from bisect(name, hi.rate, seeds, above, tolerance, fits, seen, lo=lo, bound=bound)
+            h_lo, _, k = yield from bisect(name, hi.rate, seeds, above, tolerance, fits, seen, lo=lo, bound=bound,
+                                           mode="verdicts")  # (an interval's high end needs every share)
             high, n = (h_lo.rate if h_lo is not None else 0.0), n + k
     if hi is not None and report:  # the failing rate's every figure, from runs to their end
         hi = yield from _rerun(name, hi, seeds, "full", lambda r: not r.get("full", False))
@@ -311,14 +238,14 @@ class Prober:
 
     def run_batch(self, requests: list[Request]) -> list[list[dict]]:
         tasks, owner = [], []
-        for i, (name, rate, seeds, mode) in enumerate(requests):
+        for i, (name, rate, seeds, mode, below) in enumerate(requests):
             s = self.at(rate, name)
             if s is None:  # only the start can get here: `search` checks the rest
                 s = resolve(self.scenario, {RATE: rate})  # raises the one-line error
             give_up, verdicts_only = MODES[mode if s.slo.criterion == "per_request" else "full"]  # (percentiles: whole runs)
             for seed in seeds:
-                tasks.append(Task(s, seed, give_up_below_pct=self.target if give_up else None,
-                                  verdicts_only=verdicts_only))
+                tasks.append(Task(s, seed, give_up_below_pct=(self.target if below is None else below) if give_up
+                                  else None, verdicts_only=verdicts_only))
                 owner.append(i)
         rows = self.runner.run(tasks, "runs (probes x seeds)")
         out: list[list[dict]] = [[] for _ in requests]

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..results.columns import names
 from ..scenario.limits import arrangements_limit
 from ..scenario.schema import DROP, Scenario
-from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate
+from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate, staged_target
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
 from .runner import Runner, Task
@@ -30,6 +30,8 @@ DEFAULT_CHUNKS = (256, 512, 1024, 2048)
 PLAN_COLUMNS = names("plan")
 #: arrangements searched together, the likeliest first, before the next are checked against the bounds
 WAVE = 8
+#: the waves after the first (the runner-up is known by then: more at once keeps the workers busy)
+LATER_WAVE = 32
 
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
@@ -139,23 +141,25 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
 
         bound = None if bounds is None else lambda rate: _bound_pct(bounds, a, rate, target)
         test = lambda p: decide(p, target, scenario.slo)  # noqa: E731
+        staged = staged_target(target, scenario.slo)
         if bounds is not None and runner_up(name) > 0:  # first without the rates below the runner-up's
             lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
-                                          bound=bound, guess=guess)
+                                          bound=bound, guess=guess, staged=staged)
             if name in below:
                 return lo, hi, n
             if lo is None or lo.rows == []:  # (guessed: every rate it passed is below the runner-up's)
                 below[name] = runner_up(name)
                 return lo, hi, n
         lo, hi, n = yield from bisect(name, start, seeds, test, tolerance, prober.fits, seen[name], stop=stop,
-                                      bound=bound)
+                                      bound=bound, staged=staged)
         stop(lo, None)
         return lo, hi, n
 
     todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]))
     points: dict[str, tuple] = {}
     while todo:
-        wave, todo = (todo, []) if bounds is None else (todo[:WAVE], todo[WAVE:])
+        size = WAVE if not points else LATER_WAVE
+        wave, todo = (todo, []) if bounds is None else (todo[:size], todo[size:])
         if bounds is not None:
             for n in wave:
                 if (r := runner_up(n)) > 0 and bounds.fails_from(by_name[n], r):
