@@ -282,7 +282,9 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
     for side, rows in ((reading, ~gpu_is_writer), (writing, gpu_is_writer)):
         expected[rows] = np.asarray(rounded_ns(_exact_ns_per(side.iteration_ms), [
             (_exact_ns_per(side.per_reply_ms), it["n_replies_written"][rows]),
-            (_exact_ns_per(side.per_prompt_token_ms), it["n_prompt_tokens_read"][rows]),
+            (_exact_ns_per(side.per_prompt_token_ms),  # E14: the first free_prompt_tokens free
+             np.maximum(it["n_prompt_tokens_read"][rows] - (side.free_prompt_tokens or 0), 0)),
+            (_exact_ns_per(side.prompt_iteration_ms or 0.0), (it["n_prompt_tokens_read"][rows] > 0).astype(np.int64)),
             (_exact_ns_per(side.per_reread_token_ms), reread[rows]),
             (_exact_ns_per(side.per_context_token_ms), context[rows]),
             (_exact_ns_per(side.per_attention_pair_ms), pairs[rows]),

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 NONE = -1
 COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
-             "per_attention_pair_ms", "per_cached_token_ms")
+             "per_attention_pair_ms", "per_cached_token_ms", "prompt_iteration_ms", "free_prompt_tokens")
 
 
 def exact(ms) -> Fraction:
@@ -280,7 +280,9 @@ class Reference:
                 n_cached += r.hit
         c = g.cost
         ms = c["iteration_ms"] + c["per_reply_ms"] * len(writes)
-        ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
+        read = sum(n for _, n in reads)  # E14: the first free_prompt_tokens at no per-token cost, one
+        ms += c["per_prompt_token_ms"] * max(0, read - c["free_prompt_tokens"])  # prompt_iteration_ms if any
+        ms += c["prompt_iteration_ms"] if read else 0
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)  # E2
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7

@@ -115,7 +115,8 @@ class PagedReference(Reference):
         index = len(g.iterations)
         c = g.cost
         ms = c["iteration_ms"] + c["per_reply_ms"] * len(writes)
-        ms += c["per_prompt_token_ms"] * sum(n for _, n in reads)
+        read = sum(n for _, n in reads)  # (a recompute's re-read is read as a prompt: E14 too)
+        ms += c["per_prompt_token_ms"] * max(0, read - c["free_prompt_tokens"]) + (c["prompt_iteration_ms"] if read else 0)
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)

@@ -142,7 +142,7 @@ def kv_ship(spec: Spec, root: Path) -> dict[str, float]:
 def refit(spec: Spec, root: Path) -> dict:
     """One preset's shipped facts, fitted afresh from the public files."""
     t = iterations(spec, root)
-    plain, attention = fit_worst(t), fit_worst(t, attention=True)
+    plain, attention = fit_worst(t), fit_worst(t, attention=True, unsaturated=True)
     m = MODELS[spec.model]
     return {
         "gpu": spec.gpu.upper(), "model": m.label, "tp": spec.tp, "dtype": "fp16",

@@ -26,6 +26,7 @@ OPTIONAL = ("earlier_tokens", "prompts")
 KINDS = ("writing only", "chunked", "whole prompt")
 BASE_TERMS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_context_token_ms")
 REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
+PROMPT_ITERATION, FREE = "prompt_iteration_ms", "free_prompt_tokens"  # E14 (FREE is no column: a shift of tokens)
 #: term -> (what its column counts, for messages)
 _COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
            REREAD: "earlier tokens", ATTENTION: "prompt tokens"}
@@ -45,14 +46,16 @@ def kinds(t: pd.DataFrame) -> np.ndarray:
     return np.where(t.prompt_tokens == 0, KINDS[0], np.where(whole, KINDS[2], KINDS[1]))
 
 
-def columns(t: pd.DataFrame, terms: tuple[str, ...]) -> np.ndarray:
-    """The design matrix: each term's count in each row."""
+def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> np.ndarray:
+    """The design matrix: each term's count in each row; with E14's `free` prompt tokens an
+    iteration reads at no per-token cost."""
     p = t.prompt_tokens.to_numpy(float)
     earlier = t["earlier_tokens"].to_numpy(float) if "earlier_tokens" in t else np.zeros(len(t))
     prompts = t["prompts"].to_numpy(float) if "prompts" in t else np.ones(len(t))
     each = np.divide(p, prompts, out=np.zeros(len(t)), where=prompts > 0)
     cols = {"iteration_ms": np.ones(len(t)), "per_reply_ms": t.replies.to_numpy(float),
-            "per_prompt_token_ms": p, "per_context_token_ms": t.context_tokens.to_numpy(float),
+            "per_prompt_token_ms": np.maximum(p - free, 0.0), "per_context_token_ms": t.context_tokens.to_numpy(float),
+            PROMPT_ITERATION: (p > 0).astype(float),
             REREAD: np.where(p > 0, earlier, 0.0),
             ATTENTION: p * earlier + p * (each + 1) / 2}  # attention: c*o + c(c+1)/2 per prompt
     return np.column_stack([cols[k] for k in terms])

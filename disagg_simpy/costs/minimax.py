@@ -12,6 +12,11 @@ rows allow it, in two linear programs (scipy's HiGHS, exact, no tolerance to tun
    within the largest error least squares leaves on its group, and every field >= 0;
 2. among the fields reaching s, take those with the smallest sum of relative errors over all rows
    (so the answer is the central one, not whichever corner the solver meets first).
+
+With `unsaturated`, E14's two fields may join: `prompt_iteration_ms` (a column of its own) and
+`free_prompt_tokens` F (a shift of the prompt-token column, so F is searched over a grid, each F
+one linear program 1). They are kept only where the rows separate them: where they lower s by at
+least `MIN_GAIN`; otherwise the fit is the one without them.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .fitting import KINDS, Fit, columns, fit, kinds, rounded, summarise
+from .fitting import FREE, KINDS, PROMPT_ITERATION, Fit, columns, fit, kinds, rounded, summarise
 
 WHOLE_RANGE = (64, 4096)  # issue 22: whole prompts of 64-4,096 tokens
 ROUNDING_MARGIN = 1e-3  # rounding the fields to 4 significant digits moves an error by < 0.1%
+FREE_GRID = tuple(range(0, 513, 32))  # E14: free prompt tokens tried (a GPU saturates within ~500 tokens)
+MIN_GAIN = 0.01  # E14 is kept when it lowers the worst whole-prompt error by at least 1 point
 
 
 def targeted(t: pd.DataFrame) -> np.ndarray:
@@ -38,53 +45,82 @@ def groups(t: pd.DataFrame) -> np.ndarray:
     return kind
 
 
-def fit_worst(t: pd.DataFrame, attention: bool = False) -> Fit:
-    """The fit of the module's docstring, over least squares' terms; least squares itself when
-    no row is a whole prompt of 64-4,096 tokens."""
-    from scipy.optimize import linprog
-
+def fit_worst(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False) -> Fit:
+    """The fit of the module's docstring, over least squares' terms (and E14's, with
+    `unsaturated`); least squares itself when no row is a whole prompt of 64-4,096 tokens."""
     base = fit(t, attention)
     terms = tuple(base.coefficients)
     target = targeted(t)
     if not target.any():
         return base
-    a = columns(t, terms)
     y = t.ms.to_numpy(float)
-    r = a / y[:, None]
-    norms = np.linalg.norm(r, axis=0)
-    r = r / norms  # well-scaled columns; the fields are x / norms
-    x0 = _unrounded_least_squares(r)
-    rel0 = r @ x0 - 1
-    group = groups(t)
-    cap = np.zeros(len(t))
-    for g in set(group[~target]):
-        cap[group == g] = np.abs(rel0[group == g]).max()
-    cap = np.maximum(cap - ROUNDING_MARGIN, 0.0)  # so that 4 significant digits do not undo it
-    n, m = r.shape
-    # 1: variables (x, s); |r x - 1| <= s on the targeted rows, <= cap elsewhere
-    s_col = np.where(target, -1.0, 0.0)[:, None]
-    lim = np.where(target, 0.0, cap)
-    first = linprog(np.r_[np.zeros(m), 1.0], A_ub=np.vstack([np.c_[r, s_col], np.c_[-r, s_col]]),
-                    b_ub=np.r_[1 + lim, lim - 1], bounds=[(0, None)] * (m + 1), method="highs")
-    if first.status != 0:
+    cap = _caps(columns(t, terms) / y[:, None], target, groups(t))
+    best = (_worst(columns(t, terms) / y[:, None], target, cap), terms, 0)
+    if unsaturated:
+        more = terms + (PROMPT_ITERATION,)
+        s, free = min((_worst(columns(t, more, f) / y[:, None], target, cap), f) for f in FREE_GRID)
+        if s <= best[0] - MIN_GAIN:
+            best = (s, more, free)
+    s, terms, free = best
+    if not np.isfinite(s):
         return base
-    lim = np.where(target, first.x[m] * (1 + 1e-9) + 1e-12, cap)
-    # 2: variables (x, u); |r x - 1| <= u (minimised in sum) and within the limits of step 1
-    eye, zero = np.eye(n), np.zeros((n, n))
-    second = linprog(np.r_[np.zeros(m), np.ones(n)],
-                     A_ub=np.vstack([np.c_[r, -eye], np.c_[-r, -eye], np.c_[r, zero], np.c_[-r, zero]]),
-                     b_ub=np.r_[np.ones(n), -np.ones(n), 1 + lim, lim - 1], bounds=[(0, None)] * (m + n),
-                     method="highs")
-    x = (second.x[:m] if second.status == 0 else first.x[:m]) / norms
+    a = columns(t, terms, free)
+    x = _central(a / y[:, None], target, cap, s)
     coefficients = {k: rounded(v) for k, v in zip(terms, x, strict=True)}
     fitted = a @ np.array([coefficients[k] for k in terms])
+    if PROMPT_ITERATION in terms:
+        coefficients[FREE] = free
     return Fit(coefficients, *summarise(t, fitted), fitted=fitted)
 
 
-def _unrounded_least_squares(r: np.ndarray) -> np.ndarray:
+def _scaled(r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Columns of unit length (the fields are then x / norms), zero columns left as they are."""
+    norms = np.linalg.norm(r, axis=0)
+    norms[norms == 0] = 1.0
+    return r / norms, norms
+
+
+def _caps(r: np.ndarray, target: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Each untargeted row's limit: the largest error least squares leaves on its group, less the
+    rounding margin (so that 4 significant digits do not undo it)."""
     from scipy.optimize import nnls
 
-    return nnls(r, np.ones(len(r)), maxiter=50 * r.shape[1])[0]
+    r, _ = _scaled(r)
+    rel = r @ nnls(r, np.ones(len(r)), maxiter=50 * r.shape[1])[0] - 1
+    cap = np.zeros(len(r))
+    for g in set(group[~target]):
+        cap[group == g] = np.abs(rel[group == g]).max()
+    return np.maximum(cap - ROUNDING_MARGIN, 0.0)
+
+
+def _worst(r: np.ndarray, target: np.ndarray, cap: np.ndarray) -> float:
+    """Linear program 1: the smallest largest error on the targeted rows (inf if none exists)."""
+    from scipy.optimize import linprog
+
+    r, _ = _scaled(r)
+    n, m = r.shape
+    s_col = np.where(target, -1.0, 0.0)[:, None]
+    lim = np.where(target, 0.0, cap)
+    res = linprog(np.r_[np.zeros(m), 1.0], A_ub=np.vstack([np.c_[r, s_col], np.c_[-r, s_col]]),
+                  b_ub=np.r_[1 + lim, lim - 1], bounds=[(0, None)] * (m + 1), method="highs")
+    return float(res.x[m]) if res.status == 0 else np.inf
+
+
+def _central(r: np.ndarray, target: np.ndarray, cap: np.ndarray, s: float) -> np.ndarray:
+    """Linear program 2: the fields reaching `s` with the smallest sum of relative errors."""
+    from scipy.optimize import linprog
+
+    r, norms = _scaled(r)
+    n, m = r.shape
+    lim = np.where(target, s * (1 + 1e-9) + 1e-12, cap)
+    eye, zero = np.eye(n), np.zeros((n, n))
+    res = linprog(np.r_[np.zeros(m), np.ones(n)],
+                  A_ub=np.vstack([np.c_[r, -eye], np.c_[-r, -eye], np.c_[r, zero], np.c_[-r, zero]]),
+                  b_ub=np.r_[np.ones(n), -np.ones(n), 1 + lim, lim - 1], bounds=[(0, None)] * (m + n),
+                  method="highs")
+    if res.status != 0:  # (HiGHS solved program 1 on the same rows: not expected)
+        raise RuntimeError(f"the central fit failed: {res.message}")
+    return res.x[:m] / norms
 
 
 def whole_range_error(t: pd.DataFrame, fitted: np.ndarray) -> float:

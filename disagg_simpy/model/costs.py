@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7).
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14).
 
 Each figure is the decimal the scenario wrote, in exact ns, scaled to whole numbers over one
 common denominator, so all terms of one iteration are added before its single rounding to the
@@ -31,25 +31,29 @@ class CostNs:
     per_context_token: int = 0  # E3
     per_attention_pair: int = 0  # E7
     per_cached_token: int = 0  # E13
+    prompt_iteration: int = 0  # E14: once in an iteration that reads prompt tokens
+    free_prompt_tokens: int = 0  # E14: a count, not a cost: prompt tokens an iteration reads at no per-token cost
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
                 per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
-                per_cached_token_ms: float = 0.0) -> CostNs:
+                per_cached_token_ms: float = 0.0, prompt_iteration_ms: float = 0.0,
+                free_prompt_tokens: int = 0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
                                        per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
-                                       per_cached_token_ms)]
+                                       per_cached_token_ms, prompt_iteration_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair, cached = (int(p * den) for p in parts)
-        return cls(it, reply, token, ship, den, reread, context, pair, cached)
+        it, reply, token, ship, reread, context, pair, cached, read_it = (int(p * den) for p in parts)
+        return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens))
 
     @classmethod
     def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
         """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
-                           cost.per_cached_token_ms or 0.0)
+                           cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
+                           cost.free_prompt_tokens or 0)
 
     @classmethod
     def from_scenario(cls, scenario) -> CostNs:
@@ -63,15 +67,24 @@ class CostNs:
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
         total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+        if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
+            total += self._unsaturated(n_tokens)
         return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
+
+    def _unsaturated(self, n_tokens: int) -> int:
+        """E14, for an iteration reading n_tokens > 0 prompt tokens: its one prompt_iteration_ms,
+        less the per-token cost of the first free_prompt_tokens of them."""
+        return self.prompt_iteration - self.per_prompt_token * min(n_tokens, self.free_prompt_tokens)
 
     def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
                           n_pairs: int = 0, n_cached: int = 0) -> int:
         """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
-        attention pairs (E7) and `n_cached` cached prompt tokens (E13), one rounding."""
+        attention pairs (E7), `n_cached` cached prompt tokens (E13) and E14, one rounding."""
         total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
+        if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
+            total += self._unsaturated(n_tokens)
         return (2 * total + self.denominator) // (2 * self.denominator)
 
     def total_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int, n_pairs: int = 0) -> int:

@@ -1,5 +1,5 @@
-"""Cost figures (M1, M4; E1-E3, E7) and the arrangements of GPUs a scenario compares (with the
-options E1, E4-E6, E8).
+"""The arrangements of GPUs a scenario compares (with the options E1, E4-E6, E8); their cost
+figures (M1, M4; E1-E3, E7, E13, E14) are in cost_fields.py.
 
 Every stage asks an arrangement the same few questions, answered here and nowhere else:
 `roles` (what each GPU does, reading GPUs first), `n_gpus`, `n_instances`, `is_split`, `label`
@@ -15,49 +15,10 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
-from .limits import MAX_COST_MS, MAX_GPUS, MIN_ITERATION_MS
+from .cost_fields import Cost, SideCost
+from .limits import MAX_GPUS
 from .paging import E9_KEYS, PagedKeys, check_paged
 from .roles import Roles, check_roles, colocated_roles, static_roles
-
-
-class Cost(_Strict):
-    """Iteration cost (M1) and KV ship time (M4), in milliseconds."""
-
-    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] = 12.0
-    per_reply_ms: CostMs = 0.4
-    per_prompt_token_ms: CostMs = 0.05
-    kv_ship_ms_per_token: CostMs = 0.01
-    per_reread_token_ms: CostMs = 0.0  # E2
-    per_context_token_ms: CostMs = 0.0  # E3
-    per_attention_pair_ms: CostMs = 0.0  # E7
-    per_cached_token_ms: CostMs | None = None  # E13: None is 0 (and leaves dumps as before E13)
-    preset: str | None = None  # filled in by scenario/presets.py
-
-    _dump = model_serializer(mode="wrap")(lambda self, handler: _without_none(handler(self), "preset",
-                                                                              "per_cached_token_ms"))
-
-
-def _without_none(dumped: dict, *keys: str) -> dict:
-    """A dump without the optional keys left unset (so files without presets dump as before)."""
-    return {k: v for k, v in dumped.items() if not (k in keys and v is None)}
-
-
-class SideCost(_Strict):
-    """E1: an arrangement's own cost figures for its GPUs (or one side's); unset ones are the
-    scenario's `cost`."""
-
-    iteration_ms: Annotated[float, Field(ge=MIN_ITERATION_MS, le=MAX_COST_MS)] | None = None
-    per_reply_ms: CostMs | None = None
-    per_prompt_token_ms: CostMs | None = None
-    per_reread_token_ms: CostMs | None = None
-    per_context_token_ms: CostMs | None = None
-    per_attention_pair_ms: CostMs | None = None  # E7
-    per_cached_token_ms: CostMs | None = None  # E13
-    preset: str | None = None
-
-    def over(self, base: Cost) -> Cost:
-        """`base` with this mapping's figures in place of its own."""
-        return base.model_copy(update=self.model_dump(exclude_none=True, exclude={"preset"}))
 
 
 def _check_budget(a):

@@ -10,7 +10,7 @@ import pandas as pd
 from test_fitting import table
 
 from disagg_simpy.costs.fitting import fit
-from disagg_simpy.costs.minimax import fit_worst, whole_range_error
+from disagg_simpy.costs.minimax import FREE_GRID, MIN_GAIN, fit_worst, whole_range_error
 
 
 def knee_table() -> pd.DataFrame:
@@ -36,3 +36,14 @@ def test_without_whole_prompts_of_64_to_4096_tokens_it_is_least_squares():
     t = knee_table()
     t = t[~((t.replies == 0) & (t.earlier_tokens == 0))].reset_index(drop=True)
     assert fit_worst(t).coefficients == fit(t).coefficients
+
+
+def test_e14_joins_where_the_rows_separate_it_and_stays_off_where_they_do_not():
+    t = knee_table()
+    plain, e14 = fit_worst(t), fit_worst(t, unsaturated=True)
+    assert e14.coefficients["free_prompt_tokens"] in FREE_GRID and e14.coefficients["free_prompt_tokens"] > 0
+    assert abs(whole_range_error(t, e14.fitted)) <= abs(whole_range_error(t, plain.fitted)) - 100 * MIN_GAIN
+    for kind in ("writing only", "chunked"):
+        assert abs(e14.errors_pct[kind]) <= abs(fit(t).errors_pct[kind])
+    line = table(n=300, noise=0.05, seed=3)  # whole prompts on the straight line: nothing to separate
+    assert "free_prompt_tokens" not in fit_worst(line, unsaturated=True).coefficients

@@ -37,6 +37,7 @@ def ms(us: int) -> float:
 
 rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 1500), st.integers(1, 12)), min_size=1, max_size=12).map(
     lambda rs: sorted(((t * 0.01, p, w) for t, p, w in rs), key=lambda r: r[0]))
+E14 = {"prompt_iteration_ms": st.integers(0, 5_000).map(ms), "free_prompt_tokens": st.integers(0, 600)}
 side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "iteration_ms": st.integers(1_000, 15_000).map(ms),
     "per_reply_ms": st.integers(0, 1_000).map(ms),
@@ -44,6 +45,7 @@ side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
+    **E14,
 }))
 chunk = st.one_of(st.none(), st.integers(1, 700))
 costs = st.fixed_dictionaries({
@@ -54,7 +56,7 @@ costs = st.fixed_dictionaries({
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
-})
+}, optional=E14)
 
 
 @st.composite

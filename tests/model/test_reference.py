@@ -137,6 +137,8 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_reread_token_ms": (0.0, 0.0, 0.125, 0.001),
     "per_context_token_ms": (0.0, 0.0, 0.002, 0.125),
     "per_attention_pair_ms": (0.0, 0.0, 0.001, 0.0000005),  # E7; the last: half-ns pairs, one rounding
+    "prompt_iteration_ms": (0.0, 0.0, 1.0, 0.0000005),  # E14; the last: half a ns, one rounding
+    "free_prompt_tokens": (0, 0, 4, 16, 40),  # E14: some under the drawn prompts, some over
 }
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
