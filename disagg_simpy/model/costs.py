@@ -80,18 +80,19 @@ class CostNs:
                           n_pairs: int = 0, n_cached: int = 0) -> int:
         """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
         attention pairs (E7), `n_cached` cached prompt tokens (E13) and E14, one rounding."""
+        total = self.total_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
+        return (2 * total + self.denominator) // (2 * self.denominator)
+
+    def total_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
+                   n_pairs: int = 0, n_cached: int = 0) -> int:
+        """`iteration_ns_full`'s sum before its rounding, over `denominator` (model/repeats.py
+        adds to it the growth of a repeat's later iterations)."""
         total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
             total += self._unsaturated(n_tokens)
-        return (2 * total + self.denominator) // (2 * self.denominator)
-
-    def total_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int, n_pairs: int = 0) -> int:
-        """`iteration_ns_full`'s sum before its rounding, over `denominator` (model/repeats.py
-        adds to it)."""
-        return (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
-                + self.per_reread_token * n_reread + self.per_context_token * n_context + self.per_attention_pair * n_pairs)
+        return total
 
     def ship_ns(self, n_tokens: int) -> int:
         return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
