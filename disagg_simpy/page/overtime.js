@@ -9,7 +9,8 @@ function drawOverTime(box) {
   const [per, unit] = span >= 7200 ? [3600, "h"] : span >= 600 ? [60, "min"] : [1, "s"];
   const W = 720, H = 330, L = 56, R = 16, top = [24, 176], ph = 110;
   const seeds = o.n_seeds > 1 ? `, mean of ${o.n_seeds} seeds` : "";
-  const svg = chart(box, `Over time: requests arriving per second (top) and the share of them on time (bottom), window by window${seeds}`, W, H);
+  const bounds = o.boundaries_s.length ? `; dotted line: the schedule's period boundary` : "";  // (as over_time.png's legend)
+  const svg = chart(box, `Over time: requests arriving per second (top) and the share of them on time (bottom), window by window${seeds}${bounds}`, W, H);
   svg.setAttribute("data-testid", "over-time");
   const x = (s) => L + (s / span) * (W - L - R);
   const peak = Math.max(1e-9, ...o.rate_per_s.map((v) => v ?? 0)), mag = 10 ** Math.floor(Math.log10(peak));

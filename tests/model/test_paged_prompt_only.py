@@ -2,7 +2,7 @@
 never both (readings R61-R67): hand-timed micro-scenarios in exact ns (a recompute whose re-read
 is a prompt-only iteration, a swap right after a prompt-only iteration), and random runs keeping
 the invariants (KV never over capacity, no iteration both reads and writes, every request
-finishes or is dropped, the run ends, freezes add up).
+finishes or is dropped, the run ends, no iteration over its E8 limits, freezes add up).
 
 Costs: an iteration is 10 ms + 1 ms per reply written + 0.01 ms per prompt token read (10 us).
 One GPU of 32 tokens in blocks of 4 (8 blocks).
@@ -131,7 +131,12 @@ def test_random_paged_prompt_only_runs_keep_every_invariant(tmp_path, data, trac
         used = rec.iterations["kv_used_tokens"]
         assert (used <= a["kv_capacity_tokens"]).all() and (used % a["kv_block_tokens"] == 0).all()
         assert (rec.kv_peak_tokens <= a["kv_capacity_tokens"]).all() and not rec.kv_held_at_stop.any()
-        assert not ((rec.iterations["n_replies_written"] > 0) & (rec.iterations["n_prompt_tokens_read"] > 0)).any()
+        written, read = rec.iterations["n_replies_written"], rec.iterations["n_prompt_tokens_read"]
+        assert not ((written > 0) & (read > 0)).any()  # E10: never both
+        seats = [a[k] for k in ("max_batch_replies", "max_batch_tokens") if k in a]  # E8: no iteration over its limits
+        assert not seats or (written <= min(seats)).all()
+        assert "max_batch_tokens" not in a or (written + read <= a["max_batch_tokens"]).all()
+        assert "chunk_tokens" not in a or (read <= a["chunk_tokens"]).all()
         mine = r[r["arrangement"] == a["name"]]
         assert int(mine["n_preemptions"].sum()) == len(rec.preemptions["at_ns"])
         assert (mine["n_preemptions"][mine["dropped"]] == a.get("max_preemptions", 8) + 1).all()

@@ -89,6 +89,7 @@ def test_the_browser_draws_each_window_rate_and_share_of_over_time_csv(periods_r
         browser.close()
     assert errors == [] and requests == [html.as_uri()]
     assert "mean of 2 seeds" in caption and n_boundaries == 1
+    assert "dotted line: the schedule's period boundary" in caption  # said, as over_time.png's legend says it
     mean = csv_means(periods_run)
     first = mean[mean["arrangement"] == "same-gpu"]
     assert np.allclose(np.array(windows), first[["window_start_s", "window_end_s", "offered_rate_per_s"]].to_numpy())

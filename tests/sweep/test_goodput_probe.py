@@ -20,7 +20,7 @@ def searched(tmp_path, scenario) -> tuple[pd.DataFrame, int]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     runner = Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(1), progress=False)
     with one_arrangement_at_a_time():
-        table = goodput(scenario, runner, SEEDS[:4], 90.0, 1.0, names=["split-2-2", "split-3-1-chunked-512"])
+        table = goodput(scenario, runner, SEEDS[:4], 90.0, 1.0, names=["split-3-1-chunked-512"])
     runner.close()
     return table, runner.ran
 
