@@ -14,8 +14,9 @@ words, not at prompt-only iterations; `join_iteration` and the stretches name re
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
+
+from .unmixed import write_started
 
 
 def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
@@ -47,11 +48,7 @@ def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, li
                     gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
                     return 0, [], 0, -1
         if n_replies:
-            gpu.n_writes = key + 1
-            leaving = gpu.leaving_by_write.pop(key, None)
-            if leaving:
-                gpu.leaving[index] = leaving
-                heapq.heappush(gpu.leaving_order, index)
+            write_started(gpu, key, index)
     taken, n_tokens = gpu._take_prompt_tokens(now, taken) if taken else ([], 0)
     gpu.kv_used_tokens.append(gpu.kv_used)
     duration = gpu._duration(now, key, n_replies, n_tokens, taken)

@@ -39,7 +39,6 @@ numpy costs more than it saves on the few tens of iterations a repeat holds).
 from __future__ import annotations
 
 import bisect
-import heapq
 from array import array
 from collections import deque
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
 from .request import Request
+from .unmixed import write_started
 
 Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
 
@@ -199,11 +199,7 @@ class Repeat:
         self._log_kv(n)
         gpu.n_started = self.index + n
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it (unmixed_start)
-            gpu.n_writes = self.key + n - 1
-            leaving = gpu.leaving_by_write.pop(self.key + n - 2, None)
-            if leaving:
-                gpu.leaving[self.index + n - 1] = leaving
-                heapq.heappush(gpu.leaving_order, self.index + n - 1)
+            write_started(gpu, self.key + n - 2, self.index + n - 1)
         return self._end(n - 1) - self._end(n - 2)
 
     def _log_kv(self, n_started: int) -> None:

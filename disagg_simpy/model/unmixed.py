@@ -31,11 +31,17 @@ def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
             gpu.n_seated += 1
         n_replies, n_tokens = gpu.n_seated, 0
         if n_replies:
-            gpu.n_writes = key + 1
-            leaving = gpu.leaving_by_write.pop(key, None)
-            if leaving:
-                gpu.leaving[index] = leaving
-                heapq.heappush(gpu.leaving_order, index)
+            write_started(gpu, key, index)
     if gpu.kv_capacity is not None:
         gpu.kv_used_tokens.append(gpu.kv_used)
     return n_replies, taken, n_tokens, gpu._duration(now, key, n_replies, n_tokens, taken)
+
+
+def write_started(gpu: Any, key: int, index: int) -> None:
+    """Iteration `index` is the GPU's writing iteration `key` (E10): count it, and the replies whose
+    last word it writes leave at its end (their leaving list moves from the writing key to `index`)."""
+    gpu.n_writes = key + 1
+    leaving = gpu.leaving_by_write.pop(key, None)
+    if leaving:
+        gpu.leaving[index] = leaving
+        heapq.heappush(gpu.leaving_order, index)
