@@ -134,6 +134,11 @@ def paged(draw, requests):
         a = {"kind": "disaggregated", "reading_gpus": draw(st.integers(1, 2)), "writing_gpus": draw(st.integers(1, 2))}
         if draw(st.booleans()):
             a["local_prompt_max_tokens"] = draw(st.integers(1, 40))
+    return draw_paging(draw, requests, a)
+
+
+def draw_paging(draw, requests, a: dict) -> dict:
+    """E9's keys on arrangement `a` (a capacity that fits the largest request), with E4's chunk and E8's seats drawn too."""
     block = draw(st.sampled_from((1, 2, 4, 16)))
     need = max(block * (-(-(p + w - 1) // block) + 1) for _, p, w in requests)
     a.update(kv_policy="paged", kv_block_tokens=block, kv_capacity_tokens=need + draw(st.sampled_from((0, 3, 20))))

@@ -14,7 +14,7 @@ import numpy as np
 from helpers import run_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_paged_kv import COST, MS, US, iterations, words_ns
+from test_paged_kv import COST, MS, US, draw_paging, iterations, words_ns
 from test_prompt_only import freeze_rows
 
 PAGED = {"kind": "colocated", "gpus": 1, "kv_capacity_tokens": 32, "kv_policy": "paged", "kv_block_tokens": 4}
@@ -100,18 +100,7 @@ rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 40), st.integers(1, 
 
 @st.composite
 def paged_unmixed(draw, requests):
-    block = draw(st.sampled_from((1, 2, 4, 16)))
-    need = max(block * (-(-(p + w - 1) // block) + 1) for _, p, w in requests)
-    a = {"kind": "colocated", "gpus": draw(st.integers(1, 2)), "mixed_iterations": False, "kv_policy": "paged",
-         "kv_block_tokens": block, "kv_capacity_tokens": need + draw(st.sampled_from((0, 3, 20)))}
-    if draw(st.booleans()):
-        a.update(preemption="swap", swap_ms_per_token=draw(st.sampled_from((0.0, 0.01))))
-    if draw(st.booleans()):
-        a["max_preemptions"] = draw(st.integers(0, 3))
-    if draw(st.booleans()):
-        a["chunk_tokens"] = draw(st.integers(1, 40))
-    if draw(st.integers(0, 2)) == 0:
-        a["max_batch_replies"] = draw(st.integers(1, 3))
+    a = draw_paging(draw, requests, {"kind": "colocated", "gpus": draw(st.integers(1, 2)), "mixed_iterations": False})
     if draw(st.integers(0, 2)) == 0:
         a["max_batch_tokens"] = draw(st.integers(2, 60))
     return a
