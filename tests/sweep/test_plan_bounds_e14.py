@@ -137,30 +137,10 @@ def test_a_plan_on_an_e14_scenario_leaves_arrangements_and_recommends_what_the_e
     bound too low loses the best): the bound stands on every arrangement, the plan leaves some,
     and its top two rows, recommendation and every goodput searched to its end are the
     exhaustive search's; every arrangement left is truly below its figure."""
-    import pandas as pd
-    from test_plan_bounds import searched, small
+    from test_plan_bounds import left_in_both_orders, small
 
-    from disagg_simpy.sweep.plan import recommendation
-
-    monkeypatch.setattr("disagg_simpy.sweep.plan.WAVE", 1)
-    monkeypatch.setattr("disagg_simpy.sweep.plan.LATER_WAVE", 1)
     scenario = small(tmp_path, 4, chunks=(512,), measure_s=3)
     scenario = scenario.model_copy(update={"cost": scenario.cost.model_copy(
         update={"prompt_iteration_ms": 4.0, "free_prompt_tokens": 256})})
     assert all(budgets(scenario, a) is not None for a in scenario.arrangements)
-    every = searched(tmp_path / "every", scenario, exhaustive=True)
-    worst_first = {n: -i for i, n in enumerate(reversed(every.index))}
-    n_left = {}
-    for order in ("likeliest", "worst"):
-        if order == "worst":
-            monkeypatch.setattr("disagg_simpy.sweep.plan.capacity_proxy", lambda _, a: worst_first[a.name])
-        fast = searched(tmp_path / order, scenario, exhaustive=False)
-        assert recommendation(fast.reset_index(), 90.0) == recommendation(every.reset_index(), 90.0)
-        pd.testing.assert_frame_equal(fast.iloc[:2], every.iloc[:2])
-        done = fast[fast.goodput_below_per_s.isna()]
-        assert (done.goodput_per_s == every.loc[done.index, "goodput_per_s"]).all()
-        left = fast[fast.goodput_below_per_s.notna()]
-        for name, row in left.iterrows():
-            assert every.loc[name, "goodput_per_s"] < row.goodput_below_per_s, name
-        n_left[order] = len(left)
-    assert n_left["likeliest"] >= 3
+    assert left_in_both_orders(tmp_path, scenario, monkeypatch)["likeliest"] >= 3
