@@ -4,9 +4,10 @@ A GPU's KV memory is counted in blocks of `block` tokens (`Gpu.kv_used` stays in
 whole number of blocks). A prompt is admitted when its blocks plus one are free and holds its
 blocks; a reply's KV grows by one token per word, so it takes its next block at the start of the
 iteration whose word's token no longer fits (word w needs prompt + w - 1 tokens). Block
-boundaries are known in advance (a seated reply gets one word per iteration), so they are kept
-as `needs` (iteration index -> replies due a block), as `Gpu.leaving` keeps last words: nothing
-is checked per word, and a block boundary is an event of the GPU's schedule like a last word.
+boundaries are known in advance (a seated reply gets one word per iteration, so one block every
+`block` iterations at a fixed phase): model/kv_blocks.py keeps them per iteration, so nothing is
+checked per word or per block boundary, and an iteration whose due blocks are all free takes
+them in one step.
 
 When a due block is not free, the most recently (re)joined replies in progress on the GPU (seated
 or waiting for a seat, E8) are preempted until one is: `recompute` frees their KV and queues them
@@ -30,6 +31,7 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .kv_blocks import BlockSchedule
 from .paged_unmixed import last_write_end, unmixed_iteration
 from .repeats import cut_all, cut_repeat
 
@@ -66,7 +68,7 @@ class PagedKv:
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
         self.n_joins = 0
-        self.needs: dict[int, list[Request]] = {}  # iteration index -> replies due a block then
+        self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
@@ -153,6 +155,7 @@ class PagedKv:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
             gpu.context_base += r.seat_base
         last = index + r.n_reply_words - f
+        self.blocks.seat(r, index, f)
         by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
         leaving = by_key.get(last)
         if leaving is None:
@@ -161,34 +164,23 @@ class PagedKv:
                 heapq.heappush(gpu.leaving_order, last)
         else:
             leaving.append(r)
-        self._schedule(r, index, f)
-
-    def _schedule(self, r: Request, index: int, word: int) -> None:
-        """Its next block is due at the iteration writing the first word whose token does not fit."""
-        due_word = r.kv_blocks * self.block - r.n_prompt_tokens + 2
-        if due_word > r.n_reply_words:
-            r.kv_due = -1
-            return
-        at = index + max(0, due_word - word)
-        r.kv_due = at
-        due = self.needs.get(at)
-        if due is None:
-            self.needs[at] = [r]
-        else:
-            due.append(r)
 
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu = self.gpu
+        gpu, block, phases = self.gpu, self.block, self.blocks.phases
         if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
+        freed = 0
         for r in leaving:
             del self.running[r]
             if gpu.track_context:
                 gpu.context_base -= r.seat_base
             if r.stretches is not None:
                 r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
-            gpu.kv_used -= r.kv_blocks * self.block
+            if r.kv_due >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
+                del phases[r.kv_due % block][r]
+            freed += max(r.kv_blocks, -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block))  # (its last word's token)
+        gpu.kv_used -= freed * block
 
     def _unseat(self, r: Request) -> None:
         gpu = self.gpu
@@ -216,26 +208,22 @@ class PagedKv:
         self.blocked = False
         self.moved_tokens = 0
         self.queue_at = -1
-        due = self.needs.pop(index, None)
+        due = self.blocks.due(index)
         if due:
             block = self.block
             if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # type: ignore[operator]  # (room for all: no order to keep)
-                self._grow_all(due, index)
-                due = []
+                gpu.reserve(len(due) * block)
             else:
-                due.sort(key=_join_order)
-            for r in due:
-                if r.kv_due != index or r.seat_index < 0:
-                    continue  # preempted since it was scheduled
-                while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
-                    victim = next(reversed(self.running))
-                    self._preempt(victim, index, now)
-                    if victim is r:
-                        break
-                else:
-                    r.kv_blocks += 1
-                    gpu.reserve(block)
-                    self._schedule(r, index + 1, r.seat_word + index - r.seat_index + 1)
+                for r in sorted(due, key=_join_order):
+                    if r.seat_index < 0:
+                        continue  # preempted by now
+                    while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
+                        victim = next(reversed(self.running))
+                        self._preempt(victim, index, now)
+                        if victim is r:
+                            break
+                    else:
+                        gpu.reserve(block)
         if self.swapped and not self.blocked:
             self.swap_in(index if row is None else row, None if row is None else index)
 
@@ -274,27 +262,6 @@ class PagedKv:
             duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
         return n_replies, taken, n_tokens, duration
 
-    def _grow_all(self, due: list[Request], index: int) -> None:
-        """Every reply due a block at `index` gets one (there is room for all); each is due its
-        next `block` words later (one word per iteration while seated), if it has that many left."""
-        block = self.block
-        nxt = index + block
-        later = self.needs.get(nxt)
-        if later is None:
-            later = self.needs[nxt] = []
-        n = 0
-        for r in due:
-            if r.kv_due != index or r.seat_index < 0:
-                continue  # preempted since it was scheduled
-            n += 1
-            r.kv_blocks += 1
-            if r.seat_index + r.n_reply_words - r.seat_word >= nxt:  # (its last word's iteration)
-                r.kv_due = nxt
-                later.append(r)
-            else:
-                r.kv_due = -1
-        self.gpu.reserve(n * block)
-
     def _preempt(self, r: Request, index: int, now: int) -> None:
         """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
         else queue it to be read again (recompute) or swap it out."""
@@ -306,6 +273,8 @@ class PagedKv:
         seat = r.seat_index
         if seat >= 0:
             words = r.seat_word + index - seat - 1  # words it has
+            r.kv_blocks = self.blocks.held_at(r, index)
+            self.blocks.leave(r, index)
             self._unseat(r)
         else:
             words = r.seat_word - 1
