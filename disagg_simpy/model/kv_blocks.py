@@ -3,10 +3,12 @@
 While seated, a reply gets one word per iteration (E10: per writing iteration; either way its
 *key*), so it needs its next block at a fixed phase: from its first due key `kv_due` (the key of
 the first word whose token its blocks do not hold) on, at every `block`-th key, up to its last
-word. A reply is in `pending[kv_due]` from its seat until that key starts, then in
-`phases[kv_due % block]` until it leaves or is preempted. A key whose due blocks are all free then
-costs one look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when
-memory runs short are the due replies taken one by one, in the order they joined (E9c).
+word. A reply is in `phases[kv_due % block]` from its seat until it leaves or is preempted: no
+key before `kv_due` that is still to start has that phase, as its first due block is less than
+`block` keys away (E9f: a reply swapped in, seated later, `block` away from its seat: then it waits
+in `pending[kv_due]` until that key starts). A key whose due blocks are all free then costs one
+look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when memory runs
+short are the due replies taken one by one, in the order they joined (E9c).
 
 A reply stays in its phase past its last due key L: its last word's key `last` has L <= last
 < L + block, and it leaves at the end of `last`, before key L + block starts, so it is never
@@ -33,38 +35,40 @@ class BlockSchedule:
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
 
-    def seat(self, r: Request, key: int, word: int) -> None:
-        """Reply `r` gets word `word` from key `key` on (and one more each key after): its first due
-        key, if its blocks run out before its last word (word w needs prompt + w - 1 tokens)."""
-        due_word = r.kv_blocks * self.block - r.n_prompt_tokens + 2
+    def seat(self, r: Request, key: int, word: int, started: bool) -> None:
+        """Reply `r` gets word `word` from key `key` on (and one more each key after; `started`: key
+        `key` has started already): its first due key, if its blocks run out before its last word
+        (word w needs prompt + w - 1 tokens)."""
+        block = self.block
+        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2
         if due_word > r.n_reply_words:
             r.kv_due = -1
             return
         at = r.kv_due = key + max(0, due_word - word)
-        due = self.pending.get(at)
-        if due is None:
+        if at - key < block + started:  # (no key still to start before it has its phase)
+            self.phases[at % block][r] = None
+        elif (due := self.pending.get(at)) is None:
             self.pending[at] = [r]
         else:
             due.append(r)
 
     def due(self, key: int) -> dict[Request, None]:
-        """Key `key` starts: the replies due a block now (those first due now join their phase)."""
+        """Key `key` starts: the replies due a block now (those waiting for it join their phase)."""
         phase = self.phases[key % self.block]
-        first = self.pending.pop(key, None)
-        if first:
+        if self.pending and (first := self.pending.pop(key, None)):
             for r in first:
                 phase[r] = None
         return phase
 
-    def leave(self, r: Request, key: int) -> None:
-        """Reply `r` leaves its seat at key `key` (after `due(key)`: preempted at its start, or
-        gone after its last word)."""
+    def leave(self, r: Request) -> None:
+        """Reply `r` leaves its seat (preempted, or gone after its last word)."""
         at = r.kv_due
         if at < 0:
             return
-        if at <= key:
-            del self.phases[at % self.block][r]
-        else:  # (seated, preempted before its first due block)
+        phase = self.phases[at % self.block]
+        if r in phase:
+            del phase[r]
+        else:  # (waiting for its first due key, model docstring)
             due = self.pending[at]
             due.remove(r)
             if not due:
@@ -81,7 +85,13 @@ class BlockSchedule:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
         not all free, taking `free` tokens free now (no reply leaves before the `n`-th key)."""
         block, phases, pending = self.block, self.phases, self.pending
-        joined: dict[int, int] = {}  # phase -> replies first due at the keys passed
+        if not pending:
+            for k in range(key + 1, key + n):
+                free -= len(phases[k % block]) * block
+                if free < 0:
+                    return k - key
+            return n
+        joined: dict[int, int] = {}  # phase -> replies that joined it at the keys passed
         for k in range(key + 1, key + n):
             phase = k % block
             first = pending.get(k)
@@ -95,16 +105,20 @@ class BlockSchedule:
     def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
-        block, phases, pending = self.block, self.phases, self.pending
+        block, phases, pending, append = self.block, self.phases, self.pending, log.append
         used = gpu.kv_used
-        for k in range(key, key + n):
-            phase = phases[k % block]
-            first = pending.pop(k, None)
-            if first:
-                for r in first:
-                    phase[r] = None
-            used += len(phase) * block
-            log.append(used)
+        if pending:
+            for k in range(key, key + n):
+                phase = phases[k % block]
+                if first := pending.pop(k, None):
+                    for r in first:
+                        phase[r] = None
+                used += len(phase) * block
+                append(used)
+        else:
+            for k in range(key, key + n):
+                used += len(phases[k % block]) * block
+                append(used)
         gpu.kv_used = used
         if used > gpu.kv_peak:
             gpu.kv_peak = used

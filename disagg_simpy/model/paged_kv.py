@@ -101,6 +101,16 @@ class PagedKv:
         r.kv_blocks = n
         return n * self.block
 
+    def can_take(self) -> bool:
+        """Whether D4 may take a waiting prompt now: the head is begun, or its blocks plus one are
+        free and it may be admitted (`admit`); else `Gpu._take_with_options` would take nothing."""
+        head = self.gpu.waiting[0]
+        if head.unread_tokens < head.read_size:
+            return True
+        block = self.block
+        return not (self.blocked or self.swapped) and (
+            -(-head.read_size // block) + 1) * block <= self.gpu.kv_capacity - self.gpu.kv_used  # type: ignore[operator]
+
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
         plus one); it reserves one block less."""
@@ -139,9 +149,10 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def seat(self, r: Request, index: int, key: int | None = None) -> None:
+    def seat(self, r: Request, index: int, key: int | None = None, started: bool = False) -> None:
         """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule)."""
+        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+        `started`: a swap-in, once that iteration has taken its due blocks)."""
         gpu = self.gpu
         f = r.seat_word
         if r.join_iteration < 0:
@@ -155,7 +166,7 @@ class PagedKv:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
             gpu.context_base += r.seat_base
         last = index + r.n_reply_words - f
-        self.blocks.seat(r, index, f)
+        self.blocks.seat(r, index, f, started)
         by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
         leaving = by_key.get(last)
         if leaving is None:
@@ -211,8 +222,11 @@ class PagedKv:
         due = self.blocks.due(index)
         if due:
             block = self.block
-            if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # type: ignore[operator]  # (room for all: no order to keep)
-                gpu.reserve(len(due) * block)
+            used = gpu.kv_used + len(due) * block
+            if used <= gpu.kv_capacity:  # type: ignore[operator]  # (room for all: no order to keep; no repeat to cut)
+                gpu.kv_used = used
+                if used > gpu.kv_peak:
+                    gpu.kv_peak = used
             else:
                 for r in sorted(due, key=_join_order):
                     if r.seat_index < 0:
@@ -240,12 +254,13 @@ class PagedKv:
                 self.seat(queue.popleft(), index)
                 gpu.n_seated += 1
         self.start(index, now)
-        cut_all(host, self.blocked or self.moved_tokens)  # (E4e: memory freed, or a reply back, at a start)
+        if self.blocked or self.moved_tokens:
+            cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
         if self.dropped:
             host.requests_dropped(self.dropped, now)
             self.dropped = []
         n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-        taken = gpu._take_with_options(n_replies) if gpu.waiting else []
+        taken = gpu._take_with_options(n_replies) if gpu.waiting and self.can_take() else []
         if not n_replies and not taken and self.blocked:
             self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
             if self.swapped:
@@ -274,7 +289,7 @@ class PagedKv:
         if seat >= 0:
             words = r.seat_word + index - seat - 1  # words it has
             r.kv_blocks = self.blocks.held_at(r, index)
-            self.blocks.leave(r, index)
+            self.blocks.leave(r)
             self._unseat(r)
         else:
             words = r.seat_word - 1
@@ -341,10 +356,10 @@ class PagedKv:
             gpu.n_local -= 1
             self._join(r)
             if not gpu.queue_replies:
-                self.seat(r, index)
+                self.seat(r, index, None, True)
             elif gpu.seats is None or gpu.n_seated < gpu.seats:
                 gpu.n_seated += 1
-                self.seat(r, index, key)
+                self.seat(r, index, key, True)
             else:
                 gpu.seat_queue.append(r)
 
