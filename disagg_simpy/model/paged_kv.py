@@ -83,8 +83,6 @@ class PagedKv:
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign]
         gpu._options_start = self.iteration  # type: ignore[method-assign]
-        if not gpu.mixed:  # E10 too: one by one (repeats keep block boundaries in iterations, E9+E10 in writing ones)
-            gpu.fast_forward = False
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
