@@ -26,6 +26,13 @@ row of the sums over the arrangements (one run of the whole scenario) and the ra
 scenario's cost figures), so the options' cost is measured against today's single run; with
 `--both` on BEFORE's too, so what a change did to the options' own path is measured.
 
+A second table gives each run's size (iterations, requests arrived, simulated seconds, SimPy
+events) and the median change per iteration: an option that adds iterations (E10's prompt-only
+ones) or slows an arrangement (its measured replies end later, so more traffic arrives) makes a
+bigger run, and the per-iteration figure separates the code's cost from the run's.
+`--max-sim-s` equal to `--measure-s` stops both runs at the same simulated time, so both simulate
+the same arrivals.
+
 `--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
 (`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
 repeatable, blind to C code (numpy, heapq), so a floor of the interpreter's extra work.
@@ -117,6 +124,7 @@ def main() -> int:
         print(f"{'arrangement':<14}{'least before':>14}{'least after':>13}{'change':>8}"
               f"{'median before':>15}{'median after':>14}{'change':>8}")
         totals: dict[str, list[float]] = {"before": [], "after": []}
+        sizes: dict[str, dict] = {}
         for name in args.arrangements.split(","):
             scenarios = {}
             for label, package in trees.items():
@@ -141,11 +149,33 @@ def main() -> int:
             print(f"{name:<14}{min(b):>14.4f}{min(a):>13.4f}{min(a) / min(b) - 1:>+8.1%}"
                   f"{statistics.median(b):>15.4f}{statistics.median(a):>14.4f}"
                   f"{statistics.median(a) / statistics.median(b) - 1:>+8.1%}", flush=True)
+            sizes[name] = {label: run_size(trees[label], scenarios[label]) for label in ("before", "after")}
+            sizes[name]["change"] = statistics.median(a) / statistics.median(b)
         if args.total:
             b_sum, a_sum = sum(totals["before"]), sum(totals["after"])
             print(f"{'total':<14}{'':>35}{b_sum:>15.4f}{a_sum:>14.4f}{a_sum / b_sum - 1:>+8.1%}"
                   f"   (sum of medians; {b_sum / a_sum:.2f}x the speed)")
+        print_sizes(sizes)
     return 0
+
+
+def run_size(package, scenario) -> tuple[int, int, float, int]:
+    """What one run simulates: (iterations, requests arrived, simulated s, SimPy events)."""
+    r = package.run(scenario, seed=1)
+    rec = next(iter(r.records.values()))
+    return (len(r.iterations), len(rec.requests["request_id"]), rec.stopped_at_ns / 1e9, getattr(rec, "n_events", 0))
+
+
+def print_sizes(sizes: dict) -> None:
+    """The size of each run, and the median CPU change per iteration: when the AFTER run simulates
+    more (an option that makes more iterations, or a slower arrangement whose measured replies
+    end later), the per-iteration figure is the cost of the code, the run's ratio that of both."""
+    print(f"\n{'arrangement':<14}{'iterations before':>18}{'after':>8}{'requests before':>16}{'after':>7}"
+          f"{'sim s before':>13}{'after':>7}{'events before':>14}{'after':>8}{'run':>7}{'per iteration':>14}")
+    for name, s in sizes.items():
+        (bi, br, bs, be), (ai, ar, as_, ae), change = s["before"], s["after"], s["change"]
+        print(f"{name:<14}{bi:>18,}{ai:>8,}{br:>16,}{ar:>7,}{bs:>13.0f}{as_:>7.0f}{be:>14,}{ae:>8,}"
+              f"{change:>6.2f}x{change * bi / ai:>13.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""`python -m disagg_simpy fit TABLE.csv [--out DIR] [--json]`: cost fields fitted to your own
-measured iterations (columns replies, prompt_tokens, context_tokens, ms; optional
+"""`python -m disagg_simpy fit TABLE.csv [--out DIR] [--json] [--unsaturated]`: cost fields fitted
+to your own measured iterations (columns replies, prompt_tokens, context_tokens, ms; optional
 earlier_tokens, prompts), with the error per kind of iteration, the range the fit holds on and a
-residual picture (fit.yaml, fit.csv, fit.png in the folder)."""
+residual picture (fit.yaml, fit.csv, fit.png in the folder); `--unsaturated` also fits E14's
+prompt_iteration_ms and free_prompt_tokens."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ def build_fit_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
                    help="folder for fit.yaml, fit.csv, fit.png (default: runs/fit-<table name>/)")
     p.add_argument("--json", action="store_true", help="print the fit as JSON instead of YAML and text")
+    p.add_argument("--unsaturated", action="store_true",
+                   help="also fit E14 (unsaturated reading): prompt_iteration_ms, paid once by an iteration that "
+                   "reads prompt tokens, and free_prompt_tokens, the tokens it reads before paying per token "
+                   "(searched over 0, multiples of 32 up to 512 and every row's prompt tokens); needs writing-only "
+                   "rows")
     return p
 
 
@@ -43,8 +49,8 @@ def fit_command(argv: Sequence[str]) -> int:
     check_outputs_apart({"--out": out / "fit.csv"}, {"TABLE.csv": args.table})
     attention = "per_attention_pair_ms" in Cost.model_fields
     try:
-        result = fit(rows, attention=attention)
-        plain = fit(rows) if attention else result
+        result = fit(rows, attention=attention, unsaturated=args.unsaturated)
+        plain = fit(rows, unsaturated=args.unsaturated) if attention else result
     except InputError as err:
         raise InputError(f"{args.table}: {err}") from None
     facts = {"table": str(args.table), "rows": result.rows, "cost": result.coefficients,

@@ -1,6 +1,7 @@
 """What each preset is (GPU, model, TP, source, what is measured and what assumed) and how its
 numbers are refitted from the public profiles (`minimax.fit_worst`: the smallest worst error on
-whole prompts of 64-4,096 tokens, no other iteration worse than least squares leaves it). `python -m disagg_simpy.costs.catalog` prints
+whole prompts of 64-4,096 tokens, no other group of iterations worse than least squares leaves
+it, or than 10% where that earns a point). `python -m disagg_simpy.costs.catalog` prints
 `shipped.py` (the numbers the package ships); tests/costs/test_presets.py checks that a refit gives
 them back to the printed precision.
 """

@@ -29,7 +29,7 @@ REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
 PROMPT_ITERATION, FREE = "prompt_iteration_ms", "free_prompt_tokens"  # E14 (FREE is no column: a shift of tokens)
 #: term -> (what its column counts, for messages)
 _COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
-           REREAD: "earlier tokens", ATTENTION: "prompt tokens"}
+           REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows"}
 SIGNIFICANT = 4  # the printed (and shipped) precision of a coefficient
 
 
@@ -94,15 +94,24 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
                              "combination of theirs in every row (vary them independently)")
 
 
-def fit(t: pd.DataFrame, attention: bool = False) -> Fit:
+def fit(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False) -> Fit:
     """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
-    re-read term when any row has earlier tokens, the attention term when asked."""
+    re-read term when any row has earlier tokens, the attention term when asked, and with
+    `unsaturated` E14's two fields (`fit_unsaturated`)."""
     terms: tuple[str, ...] = BASE_TERMS
     if "earlier_tokens" in t and (t.earlier_tokens > 0).any():
         terms += (REREAD,)
     if attention:
         terms += (ATTENTION,)
-    a = columns(t, terms)
+    if unsaturated:
+        return fit_unsaturated(t, terms)
+    return _least_squares(t, terms)[0]
+
+
+def _least_squares(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> tuple[Fit, float]:
+    """nnls over `terms` (E14's `free` tokens shifting the prompt-token column), and its sum of
+    squared relative errors."""
+    a = columns(t, terms, free)
     check_separable(a, terms, t)
     from scipy.optimize import nnls
 
@@ -112,7 +121,41 @@ def fit(t: pd.DataFrame, attention: bool = False) -> Fit:
     x = nnls(weighted / norms, np.ones(len(t)), maxiter=50 * len(terms))[0] / norms
     coefficients = {k: rounded(v) for k, v in zip(terms, x, strict=True)}
     fitted = a @ np.array([coefficients[k] for k in terms])
-    return Fit(coefficients, *summarise(t, fitted), fitted=fitted)
+    return Fit(coefficients, *summarise(t, fitted), fitted=fitted), float(np.sum((weighted @ x - 1) ** 2))
+
+
+def free_candidates(t: pd.DataFrame) -> list[int]:
+    """E14's free prompt tokens tried: 0, multiples of 32 up to 512 and every prompt-token count of
+    a row, all below the largest (a GPU that reads every row's tokens free has no per-token cost)."""
+    reads = t.prompt_tokens[t.prompt_tokens > 0].astype(int)
+    top = int(reads.max()) if len(reads) else 0
+    return [0] + sorted(f for f in {*range(32, 513, 32), *reads.tolist()} if f < top)
+
+
+def fit_unsaturated(t: pd.DataFrame, terms: tuple[str, ...]) -> Fit:
+    """Least squares with E14 (unsaturated reading): `prompt_iteration_ms` is a
+    column (1 in a row reading prompt tokens), `free_prompt_tokens` F a shift of the prompt-token
+    column, so each F of `free_candidates` is one nnls and the F with the smallest sum of squared
+    relative errors wins (the smaller on a tie). Needs rows that read no prompt tokens, else the
+    fixed cost of a reading iteration is not apart from `iteration_ms`."""
+    if (t.prompt_tokens > 0).all():
+        raise InputError("every row reads prompt tokens: cannot fit prompt_iteration_ms apart from iteration_ms "
+                         "(add writing-only rows)")
+    more = terms + (PROMPT_ITERATION,)
+    best: tuple[float, int, Fit] | None = None
+    for free in free_candidates(t):
+        try:
+            result, ssr = _least_squares(t, more, free)
+        except InputError:
+            if free == 0:  # the table cannot separate the terms themselves
+                raise
+            continue  # this shift ties the prompt-token column to another: not a candidate
+        if best is None or ssr < best[0]:
+            best = (ssr, free, result)
+    assert best is not None  # free = 0 either fitted or raised
+    _, free, result = best
+    result.coefficients[FREE] = free
+    return result
 
 
 def summarise(t: pd.DataFrame, fitted: np.ndarray) -> tuple[dict, dict, dict]:

@@ -125,7 +125,8 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     arrangement that logs them: per request, its stretches of words `st` ([GPU; write position of
     its first word among that GPU's writing iterations, or -1; that word's number; words written
     by those iterations; the word before them, ns from arrival, or -1; 1 if the stretch wrote that
-    word itself: word 1, or a re-read's word]) and its preemptions `pre` (ns from arrival)."""
+    word itself: word 1, or a re-read's word]), its preemptions `pre` (ns from arrival) and its
+    re-reads `rr` (`_rereads`)."""
     if rec.stretch_log is None:
         return {}
     st, w = rec.stretches, rec.writes
@@ -145,7 +146,41 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     start, stop = np.searchsorted(ids, rows), np.searchsorted(ids, rows, side="right")
     for i, (a, b, t) in enumerate(zip(start.tolist(), stop.tolist(), arrived.tolist())):
         pre[i] = (at[a:b] - t).tolist()
-    return {"st": stretches, "pre": pre}
+    return {"st": stretches, "pre": pre, "rr": _rereads(rec, rows, arrived, pre)}
+
+
+def _rereads(rec, rows: np.ndarray, arrived: np.ndarray, pre: np.ndarray) -> np.ndarray:
+    """E9 `recompute`: per request, each re-read of its prompt and words so far after a
+    preemption, from the run's reads (R65): [GPU, start of the first iteration reading it and end
+    of the last, ns from arrival, tokens, first and last iteration number, iterations]; the reads
+    after preemption k (and before k + 1) are re-read k. A swap reads nothing: none."""
+    out = np.empty(len(rows), object)
+    for i in range(len(rows)):
+        out[i] = []
+    reads = rec.reads
+    pick = np.flatnonzero(np.isin(reads["request_id"], rows[[bool(p) for p in pre]]))
+    if not len(pick):
+        return out
+    at = rec.gpu_offsets[reads["gpu"][pick]] + reads["iteration"][pick]
+    started, ended = rec.iterations["started_at_ns"][at], rec.iterations["ended_at_ns"][at]
+    where = {r: i for i, r in enumerate(rows.tolist())}
+    for k in np.lexsort((started, reads["request_id"][pick])).tolist():
+        i = where[int(reads["request_id"][pick[k]])]
+        since = int(started[k] - arrived[i])
+        n = int(np.searchsorted(pre[i], since, side="right"))  # preemptions before this read
+        if n == 0:
+            continue  # (the prompt's first read)
+        mine = out[i]
+        it, g = int(reads["iteration"][pick[k]]), int(reads["gpu"][pick[k]])
+        if len(mine) < n:
+            mine.extend([None] * (n - len(mine)))
+        if mine[n - 1] is None:
+            mine[n - 1] = [g, since, 0, 0, it, it, 0]
+        rr = mine[n - 1]
+        rr[2], rr[3], rr[5], rr[6] = int(ended[k] - arrived[i]), rr[3] + int(reads["n_tokens"][pick[k]]), it, rr[6] + 1
+    for i in range(len(rows)):
+        out[i] = [rr for rr in out[i] if rr is not None]
+    return out
 
 
 def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:

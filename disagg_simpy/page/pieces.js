@@ -1,5 +1,6 @@
 // Replies in several pieces (E9: a preempted reply resumes after a re-read or a swap): the
-// player draws every stretch of words the run logged, each on its own GPU's writing iterations.
+// player draws every stretch of words the run logged, each on its own GPU's writing iterations,
+// and each re-read (recompute) as a reading span over the iterations that read it.
 
 /** The pieces of reply row `i` of arrangement `a` that has stretches (E9): per stretch, its GPU
  * and the [word number, time] of each of its words the embedded iterations hold (its own word
@@ -25,8 +26,10 @@ function stretchPieces(a, i) {
 /** A reply in several stretches (E9: preempted, then re-read or swapped back in): each
  * stretch is drawn as its own piece on its own GPU's writing iterations (led by the word it
  * wrote itself, if it did: word 1 or a re-read's word), the time away between two pieces as a
- * dashed line, freezes between consecutive words over the limit, and a cross at each
- * preemption. Each piece and each time away carries the figures it draws (data-*). */
+ * dashed line until a re-read starts (recompute), each re-read as a reading span from its first
+ * reading iteration's start to its last one's end, freezes between consecutive words over the
+ * limit, and a cross at each preemption. Each piece, time away and re-read carries the figures it
+ * draws (data-*). */
 function drawPieces(player, lane, i, y, X) {
   const a = player.arr, r = a.req, lo = player.a, hi = player.a + player.len, mid = y + REPLY_H / 2;
   const pieces = stretchPieces(a, i);
@@ -38,7 +41,9 @@ function drawPieces(player, lane, i, y, X) {
       const g = el("svg:g", {"data-testid": "piece-gap", "data-from-ns": t0, "data-to-ns": t1}, lane);
       if (t1 > t0 + FREEZE_NS + 1 && t0 < hi && t1 > lo)
         el("svg:rect", {x: X(t0), y: mid - 3, width: Math.max(1, X(t1) - X(t0)), height: 6, class: "freeze"}, g);
-      if (t0 < hi && t1 > lo) el("svg:line", {x1: X(t0), x2: X(t1), y1: mid, y2: mid, class: "away"}, g);
+      const rr = (r.rr ? r.rr[i] : []).find(([, f, t]) => f >= t0 && t <= t1);  // a re-read ends the time away
+      const away = rr ? rr[1] : t1;
+      if (t0 < hi && away > lo && away > t0) el("svg:line", {x1: X(t0), x2: X(away), y1: mid, y2: mid, class: "away"}, g);
       el("svg:title", {}, g, `away ${((t1 - t0) / 1e6).toFixed(3)} ms between words ${prev.words[prev.words.length - 1][0]} and ${first[0]}`);
     }
     const g = el("svg:g", {"data-testid": "piece", "data-gpu": pc.gpu, "data-first-word": first[0], "data-last-word": last[0],
@@ -56,6 +61,13 @@ function drawPieces(player, lane, i, y, X) {
     if (d) el("svg:path", {d, class: "words"}, g);
     el("svg:title", {}, g, `words ${first[0]}–${last[0]} on ${a.lanes[pc.gpu] ?? "–"}`);
     prev = pc;
+  }
+  for (const [g, f, t, tok, i0, i1, n] of r.rr ? r.rr[i] : []) {  // E9 recompute: each re-read, a reading span
+    const rg = el("svg:g", {"data-testid": "reread", "data-gpu": g, "data-from-ns": f, "data-to-ns": t, "data-tokens": tok,
+                            "data-first-iteration": i0, "data-last-iteration": i1, "data-iterations": n}, lane);
+    if (f < hi && t > lo) el("svg:line", {x1: X(f), x2: X(t), y1: mid, y2: mid, class: "reading"}, rg);
+    el("svg:title", {}, rg, `read again: ${tok.toLocaleString("en")} tokens (prompt + words so far) on ${a.lanes[g]}, ` +
+       `iteration${n === 1 ? ` ${i0}` : `s ${i0}–${i1}`}, ${((t - f) / 1e6).toFixed(3)} ms`);
   }
   for (const t of r.pre[i]) {
     if (t < lo || t > hi) continue;

@@ -344,6 +344,9 @@ const Player = {
       row("preemptions", "n_preemptions", String(r.pre[i].length));
       row("words written, by piece", "pieces", parts.length ? parts.join("; ") : "–");
       row("words written", "n_words_written", String(r.st[i].reduce((s, [, , , k, l, o]) => s + k + (o && l >= 0 ? 1 : 0), 0)));
+      const rr = r.rr ? r.rr[i] : [];
+      if (rr.length) row("read again (recompute)", "rereads", rr.map(([g, f, t, tok, i0, i1, k]) =>
+        `${tok.toLocaleString("en")} tokens on ${a.lanes[g]}, ${s(f)}–${s(t)} s (iteration${k === 1 ? ` ${i0}` : `s ${i0}–${i1}`})`).join("; "));
     }
     row("verdict", "verdict", lateText(r.late[i], r.nfz[i]));
     box.classList.toggle("late", r.late[i] !== 0);
@@ -370,7 +373,7 @@ const Player = {
       ["waiting", "prompt waits"], ["reading", "prompt being read"], ["first-word", "first word"],
       ["words", "a later word"], ...(SLO.freeze_ms == null ? [] : [["freeze", `freeze: gap over ${SLO.freeze_ms} ms`]])];
     if (split) items.splice(5, 0, ["shipping", "KV cache ships"]);
-    if (this.arr.req.pre) items.push(["preempted", "preempted (KV memory, E9)"], ["away", "away until its next word (preempted)"]);
+    if (this.arr.req.pre) items.push(["preempted", "preempted (KV memory, E9)"], ["away", "away until read again or its next word (preempted)"]);
     const box = document.getElementById("legend");
     box.replaceChildren();
     for (const [cls, text] of items) { const s = el("span", {}, box); el("i", {class: "key " + cls}, s); s.append(text); }

@@ -37,7 +37,45 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     if scenario.prefix_cache_tokens is not None:  # E13
         reading = arrangement.side_costs(scenario.cost)[0]
         row |= prefix_figures(rec, gaps, reading.per_prompt_token_ms - (reading.per_cached_token_ms or 0.0))
+        if reading.free_prompt_tokens:  # E14: a cached token saves per_prompt_token_ms only beyond the free ones
+            row["reading_saved_s"] = reading_saved_ms(rec, gaps, reading) / 1e3
     return row
+
+
+def reading_saved_ms(rec: ArrangementRecords, gaps: ReplyGaps, reading) -> float:
+    """E13 with E14 (reading R72): the reading time the cache saved the measured requests, each
+    cached token counted as if its prompt's first iteration (the one that paid for it, R42) had
+    read it after the tokens it did read: `per_prompt_token_ms` on those beyond that iteration's
+    free ones, less `per_cached_token_ms` on each. An iteration's saving is shared among the
+    prompts that began there in proportion to their cached tokens."""
+    assert rec.cached_tokens is not None
+    r, reads = rec.requests, rec.reads
+    measured = np.zeros(len(r["request_id"]), bool)
+    measured[gaps.rows[r["read_started_at_ns"][gaps.rows] >= 0]] = True
+    row = rec.gpu_offsets[reads["gpu"]] + reads["iteration"]
+    order = np.lexsort((row, reads["request_id"]))  # (E9, whose re-reads would read again, is refused with E13)
+    rid, row = reads["request_id"][order], row[order]
+    began = np.concatenate([[True], rid[1:] != rid[:-1]]) if len(rid) else np.zeros(0, bool)
+    rid, row = rid[began], row[began]
+    hit = rec.cached_tokens[rid] > 0
+    return saved_ms(row[hit], rec.cached_tokens[rid[hit]], measured[rid[hit]], rec.iterations["n_prompt_tokens_read"],
+                    int(reading.free_prompt_tokens), reading.per_prompt_token_ms, reading.per_cached_token_ms or 0.0)
+
+
+def saved_ms(row: np.ndarray, cached: np.ndarray, measured: np.ndarray, tokens_read: np.ndarray, free: int,
+             per_token_ms: float, per_cached_ms: float) -> float:
+    """`reading_saved_ms` from plain arrays: per prompt with cached tokens, the iteration row that
+    began its read, its cached tokens and whether it is measured; per iteration row, the prompt
+    tokens it read (P). An iteration whose prompts found C cached tokens saves
+    `per_token_ms` x (max(0, P + C - free) - max(0, P - free)) - `per_cached_ms` x C."""
+    if not len(row):
+        return 0.0
+    its, at = np.unique(row, return_inverse=True)
+    c = np.bincount(at, weights=cached).astype(np.int64)
+    mine = np.bincount(at, weights=np.where(measured, cached, 0)).astype(np.int64)
+    p = tokens_read[its].astype(np.int64)
+    paid = np.maximum(p + c - free, 0) - np.maximum(p - free, 0)
+    return float(per_token_ms * (paid * mine / c).sum() - per_cached_ms * mine.sum())
 
 
 def why_late_row(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> dict:

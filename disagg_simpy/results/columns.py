@@ -227,7 +227,9 @@ PREFIX = (
     Column("cached_tokens", "tokens", "cached tokens", "E13: prompt tokens of measured requests found cached (not read)",
            family="prefix"),
     Column("reading_saved_s", "s", "reading saved s", "E13: reading time the cache saved the measured requests: "
-           "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side", family="prefix",
+           "cached tokens x (per_prompt_token_ms - per_cached_token_ms) of the reading side; with E14's "
+           "free_prompt_tokens, per_prompt_token_ms only on those beyond their iteration's free ones (reading R72)",
+           family="prefix",
            decimals=1),
     Column("prefix_hit_pct_by_instance", "%", "hit % by instance", "E13: prefix_hit_pct of each reading (or "
            "colocated) instance, by instance number, as 'i:pct' separated by spaces", family="prefix"),

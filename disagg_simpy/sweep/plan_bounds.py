@@ -15,7 +15,9 @@ only add):
   limit keep the word-weighted mean of `a` at most `(mean_gap_ms - iteration_ms) / per_reply_ms`,
   and (Cauchy-Schwarz) W words need at least W / that many iterations, each `iteration_ms`;
 - colocated, both share the fixed cost of the same iterations: any mix (lambda, 1 - lambda) of
-  the two fixed-cost terms is a bound; three mixes are tried.
+  the two fixed-cost terms is a bound; three mixes are tried;
+- E14 (unsaturated reading): a prompt token at least `per_prompt_token` (below), the least an
+  iteration's reading costs per token read once its free tokens are waived.
 At most K of the n measured requests fit a budget, K being how many of the cheapest fit (costs
 rounded down to 2,048 levels: K can only grow); K / n bounds the on-time share, seed by seed.
 
@@ -48,7 +50,7 @@ KNOWN = {
     "scenario": {"name", "seed", "seeds", "workload", "max_sim_s", "cost", "slo", "arrangements", "reference"},
     "workload": {"rate_per_s", "warmup_s", "measure_s", "arrivals", "burstiness", "prompt_mix", "reply_words"},
     "cost": {"iteration_ms", "per_reply_ms", "per_prompt_token_ms", "kv_ship_ms_per_token", "per_reread_token_ms",
-             "per_context_token_ms", "per_attention_pair_ms", "preset"},
+             "per_context_token_ms", "per_attention_pair_ms", "prompt_iteration_ms", "free_prompt_tokens", "preset"},
     "arrangement": {"name", "kind", "gpus", "chunk_tokens", "cost", "kv_capacity_tokens", "max_batch_replies",
                     "max_batch_tokens", "reading_gpus", "writing_gpus", "reading_cost", "writing_cost",
                     "kv_ship_ms_per_token", "kv_link", "local_prompt_max_tokens", "kv_path", "label"},
@@ -90,18 +92,52 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     n = arrangement.n_gpus
     local = getattr(arrangement, "local_prompt_max_tokens", None) is not None  # (writing GPUs read too: no chunk term)
     chunk = arrangement.chunk_tokens if not local else None
-    fixed_token = reading.iteration_ms / chunk if chunk else 0.0  # per token, chunked reading
     fixed_word = _fixed_per_word(writing.iteration_ms, writing.per_reply_ms, slo.mean_gap_ms)
-    q, p = reading.per_prompt_token_ms, writing.per_reply_ms
+    p = writing.per_reply_ms
     if arrangement.kind == "colocated":
-        mixes = (0.0, 0.5, 1.0) if chunk else (1.0,)
-        out = [Budget("read", q + fixed_token, 0.0, n * read_ms)]
-        out += [Budget("both", q + (1 - lam) * fixed_token, p + lam * fixed_word, n * write_ms) for lam in mixes]
+        mixes = (0.0, 0.5, 1.0) if chunk or _unsaturated(reading) else (1.0,)
+        out = [Budget("read", per_prompt_token(reading, reading.iteration_ms, chunk), 0.0, n * read_ms)]
+        out += [Budget("both", per_prompt_token(reading, (1 - lam) * reading.iteration_ms, chunk), p + lam * fixed_word,
+                       n * write_ms) for lam in mixes]
     else:
         readers = n if local else arrangement.reading_gpus
-        out = [Budget("read", q + fixed_token, 0.0, readers * read_ms),
+        token = per_prompt_token(reading, reading.iteration_ms, chunk)
+        if local:  # (a local prompt is read on a writing GPU, at its figures)
+            token = min(token, per_prompt_token(writing, writing.iteration_ms, None))
+        out = [Budget("read", token, 0.0, readers * read_ms),
                Budget("write", 0.0, p + fixed_word, arrangement.writing_gpus * write_ms)]
     return [b for b in out if b.per_token_ms > 0 or b.per_word_ms > 0] or None
+
+
+def _unsaturated(cost) -> bool:
+    """Whether E14 is on in a cost block."""
+    return bool(cost.prompt_iteration_ms or cost.free_prompt_tokens)
+
+
+def per_prompt_token(cost, fixed_ms: float, cap: int | None) -> float:
+    """The least an iteration costs per prompt token it reads, counting `fixed_ms` of its fixed
+    cost (M1's `iteration_ms`, or a colocated mix's share of it) as reading's, when it reads at
+    most `cap` tokens (chunks; None: any number).
+
+    Without E14 that is `q + fixed_ms / cap` (`q` = `per_prompt_token_ms`; `q` alone uncapped).
+    With E14, an iteration reading P > 0 tokens pays at least c(P) = a + q max(0, P - F), with
+    a = fixed_ms + `prompt_iteration_ms` - 1e-6 (D10's rounding takes at most half a ns off an
+    iteration) and F = `free_prompt_tokens`, every other term (E2, E3, E7, E13) only adding. Its
+    cost per token c(P) / P is a / P on 0 < P <= F, falling; and q + (a - qF) / P on P >= F,
+    monotone (rising if a < qF, else falling towards q). So over 0 < P <= cap its least is at
+    P = min(F, cap) or at P = cap (or the limit q as P grows, uncapped): the smaller of those is
+    at most c(P) / P for every P an iteration may read, hence a sum over iterations of this times
+    their tokens never exceeds their time: the bound may count it, never more."""
+    q = cost.per_prompt_token_ms
+    if not _unsaturated(cost):
+        return q + (fixed_ms / cap if cap else 0.0)
+    free = int(cost.free_prompt_tokens or 0)
+    a = max(fixed_ms + (cost.prompt_iteration_ms or 0.0) - 1e-6, 0.0)
+    per = [(a + q * max(0, cap - free)) / cap if cap else q]
+    if free:
+        at = min(free, cap) if cap else free
+        per.append((a + q * max(0, at - free)) / at)
+    return min(per)
 
 
 def _fixed_per_word(iteration_ms: float, per_reply_ms: float, mean_gap_ms: float) -> float:

@@ -98,3 +98,38 @@ def test_bad_tables_are_one_line_exit_2_nothing_written(tmp_path, capsys, text, 
     assert main(["fit", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def e14_table(n=60) -> pd.DataFrame:
+    """table()'s rows timed with E14 too: 3 ms once an iteration reads prompt tokens, the first 96
+    of them free."""
+    t = table(n=n)
+    p = t.prompt_tokens.to_numpy(float)
+    return t.assign(ms=t.ms + np.where(p > 0, 3.0, 0.0) - TRUE["per_prompt_token_ms"] * np.minimum(p, 96))
+
+
+def test_unsaturated_recovers_known_e14_fields_exactly():
+    result = fit(e14_table(), unsaturated=True)
+    assert result.coefficients == {**TRUE, "prompt_iteration_ms": 3.0, "free_prompt_tokens": 96}
+    assert all(e == 0.0 for e in result.errors_pct.values())
+    assert "free_prompt_tokens" not in fit(e14_table()).coefficients  # off unless asked
+
+
+def test_fit_command_unsaturated_writes_e14_fields_and_without_the_flag_none(tmp_path):
+    path = tmp_path / "t.csv"
+    e14_table().to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "plain")]) == 0
+    assert "prompt_iteration_ms" not in yaml.safe_load((tmp_path / "plain" / "fit.yaml").read_text())["cost"]
+    assert main(["fit", str(path), "--out", str(tmp_path / "e14"), "--unsaturated"]) == 0
+    block = yaml.safe_load((tmp_path / "e14" / "fit.yaml").read_text())["cost"]
+    assert (block["prompt_iteration_ms"], block["free_prompt_tokens"]) == (3.0, 96)
+
+
+def test_unsaturated_without_writing_rows_is_one_line_exit_2(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    t = e14_table()
+    t[t.prompt_tokens > 0].to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "out"), "--unsaturated"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: every row reads prompt tokens: cannot fit prompt_iteration_ms apart from iteration_ms" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ preempts (recompute on the colocated ones, swap on the splits)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_the_words_of_preempted_replies_follow_from_their_stretches(paged_res):
     n_pre = 0
     for a in data["arrangements"]:
         st, pre = a["requests"]["st"], a["requests"]["pre"]
-        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre")}}
+        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
         its, r = decode_iterations(data, a), decode_requests(data, plain)
         got = []
         for i in range(len(r["id"])):
@@ -98,9 +99,29 @@ def expected_pieces(res, name: str, request_id: int) -> tuple[list[tuple], list[
     return pieces, [] if log is None else sorted(log["at_ns"][log["request_id"] == request_id].tolist())
 
 
+def expected_rereads(res, name: str, request_id: int) -> list[tuple]:
+    """The re-reads (recompute) of one reply from reads.csv and iterations.csv: the reads of its
+    prompt after each preemption, as (GPU, first iteration's start ns, last one's end ns, tokens,
+    first and last iteration, iterations)."""
+    reads, its = res.reads, res.iterations
+    mine = reads[(reads["arrangement"] == name) & (reads["request_id"] == request_id)]
+    its = its[its["arrangement"] == name].set_index(["gpu", "iteration"])
+    _, preempted = expected_pieces(res, name, request_id)
+    out: dict[int, list] = {}
+    for gpu, it, n in zip(mine["gpu"].tolist(), mine["iteration"].tolist(), mine["n_tokens"].tolist()):
+        start, end = (int(round(its.loc[(gpu, it), f"{e}_at_s"] * 1e9)) for e in ("started", "ended"))
+        k = sum(t <= start for t in preempted)
+        if k:
+            got = out.setdefault(k, [gpu, start, end, 0, it, it, 0])
+            got[2], got[3], got[5], got[6] = max(got[2], end), got[3] + n, max(got[5], it), got[6] + 1
+            got[1], got[4] = min(got[1], start), min(got[4], it)
+    return [tuple(out[k]) for k in sorted(out)]
+
+
 def drawn_lane(page, request_id: int) -> dict:
     """Follow `request_id` in the player and read its lane: pieces (GPU, first and last word,
     words, first and last word's ns, ticks drawn), ticks in the word paths, times away, crosses."""
+    page.mouse.move(0, 0)  # (no reply under the pointer: a hovered one would take the detail)
     page.fill("#follow-id", str(request_id))
     page.dispatch_event("#follow-id", "change")
     return page.locator(f"[data-testid=reply-lane][data-request-id='{request_id}']").evaluate("""g => ({
@@ -109,20 +130,27 @@ def drawn_lane(page, request_id: int) -> dict:
         ticks: [...g.querySelectorAll('[data-testid=piece] path.words')].map(e =>
             (e.getAttribute('d').match(/M/g) || []).length),
         gaps: [...g.querySelectorAll('[data-testid=piece-gap]')].map(e => [Number(e.dataset.fromNs), Number(e.dataset.toNs)]),
-        crosses: [...g.querySelectorAll('[data-testid=preempted]')].map(e => Number(e.dataset.atNs)).sort((p, q) => p - q)})""")
+        crosses: [...g.querySelectorAll('[data-testid=preempted]')].map(e => Number(e.dataset.atNs)).sort((p, q) => p - q),
+        rereads: [...g.querySelectorAll('[data-testid=reread]')].map(e => [e.dataset.gpu, e.dataset.fromNs, e.dataset.toNs,
+            e.dataset.tokens, e.dataset.firstIteration, e.dataset.lastIteration, e.dataset.iterations].map(Number)),
+        reread_x: [...g.querySelectorAll('[data-testid=reread] line.reading')].map(e => Number(e.getAttribute('x1'))),
+        away_x: [...g.querySelectorAll('[data-testid=piece-gap] line.away')].map(e => Number(e.getAttribute('x2')))})""")
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_it(tmp_path, paged_res):
-    """Every preempted reply the page holds whole, recompute (same-gpu) and swap (split-2-2): its
+    """Every preempted reply the page holds whole, recompute (same-gpu; chunked-512, whose re-reads
+    take several iterations) and swap (split-2-2): its
     lane's pieces are the records' stretches (GPU, words, their times), the time away between
     two pieces is the gap between the results' words, each cross is a preemption of the log and
-    falls between pieces, and the detail's counts are requests.csv's and the words'."""
+    falls between pieces, each re-read (recompute only) is a reading span over the iterations
+    reads.csv says read it, ending the time away, and the detail's counts are requests.csv's,
+    the words' and the re-reads'."""
     html = tmp_path / "p.html"
     html.write_text(page_html(paged_res, span_s=SPAN_S))
     lo, hi = (round(s * 1e9) for s in SPAN_S)
     req = paged_res.requests
-    checked = 0
+    checked = n_rereads = n_chunked = 0
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -130,7 +158,7 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(html.as_uri())
         page.wait_for_selector("[data-testid=arrangement-row]")
-        for name in ("same-gpu", "split-2-2"):
+        for name in ("same-gpu", "chunked-512", "split-2-2"):
             page.click(f"[data-testid=arrangement-row][data-arrangement={name}]")
             page.select_option("#win-len", "16")
             legend = page.inner_text("#legend")
@@ -147,15 +175,25 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
                 assert drawn["crosses"] == preempted and len(preempted) == n_pre
                 for t in preempted:  # a cross between pieces, never inside one
                     assert not any(x[4] < t < x[5] for x in pieces), (name, rid, t)
+                rereads = expected_rereads(paged_res, name, rid)
+                assert [tuple(x) for x in drawn["rereads"]] == rereads, (name, rid)
+                if name != "split-2-2":  # recompute: every preemption is read again, each ends where a piece begins
+                    assert len(rereads) == n_pre and [x[2] for x in rereads] == [x[4] for x in pieces[1:]]
+                    assert drawn["away_x"] == drawn["reread_x"]  # the time away stops where the re-read starts
+                    n_rereads += len(rereads)
+                    n_chunked += sum(x[6] > 1 for x in rereads)
                 detail = page.locator("[data-testid=reply-detail]")
                 assert detail.get_attribute("data-request-id") == str(rid)
                 assert int(detail.locator("[data-field=n_preemptions]").text_content()) == n_pre
+                if rereads:
+                    listed = detail.locator("[data-field=rereads]").text_content()
+                    assert [int(t.replace(",", "")) for t in re.findall(r"([\d,]+) tokens", listed)] == [x[3] for x in rereads]
                 written = int(detail.locator("[data-field=n_words_written]").text_content())
                 assert written == len(paged_res.words(name, [rid]))
                 checked += 1
         browser.close()
     assert errors == []
-    assert checked >= 6
+    assert checked >= 6 and n_rereads >= 2 and n_chunked >= 1  # (a re-read over several iterations too)
 
 
 def moved_log(rec, n_moved: int) -> tuple[list[tuple[int, ...]], list[int]]:

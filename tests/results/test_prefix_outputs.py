@@ -102,3 +102,39 @@ def test_plan_bounds_stand_aside_when_prompts_are_cached_or_sessions_resend_them
     assert budgets(cached, cached.arrangements[0]) is None
     sessions = s.with_overrides(**{"workload.sessions": {"turns": [2, 3], "think_s": [5, 30]}})
     assert budgets(sessions, sessions.arrangements[0]) is None
+
+
+@pytest.mark.parametrize("free, saved_ms", [
+    # request 2 reads 84 tokens after its 1,536 cached: had it read them, 16 would have been free;
+    # requests 4 .. 38 read 104 .. 444 tokens, beyond the 100 free ones: all 1,536 pay
+    (100, 0.05 * (1520 + 18 * 1536) - 0.01 * 19 * 1536),
+    # every prompt is at most 1,980 tokens: cached or read, each would have been free
+    (2000, -0.01 * 19 * 1536),
+    # 1,700 free: prompt n = 1,600 + 10 i pays for its last n - 1,700 tokens, all cached (i >= 12)
+    (1700, 0.05 * sum(10 * i - 100 for i in range(12, 40, 2)) - 0.01 * 19 * 1536),
+])
+def test_reading_saved_counts_only_the_cached_tokens_beyond_the_free_ones(scenario_path, free, saved_ms):
+    """E13 with E14 (R72), hand-computed: one prompt per reading iteration on the split (1 s apart);
+    every even request from 2 on finds request 0's 1,536 tokens cached and reads the rest."""
+    res = run(load_scenario(scenario_path).with_overrides(**{"cost.free_prompt_tokens": free}))
+    s = res.summary.set_index("arrangement").loc["split"]
+    assert s["cached_tokens"] == 19 * 1536
+    assert s["reading_saved_s"] == pytest.approx(saved_ms / 1e3, rel=1e-12)
+    rec = res.records["split"]  # (each reading iteration read one prompt: the case is the one computed)
+    assert (rec.iterations["n_prompt_tokens_read"][rec.iterations["gpu"] == 0] ==
+            rec.requests["n_prompt_tokens"] - rec.cached_tokens).all()
+
+
+def test_reading_saved_shares_an_iteration_among_its_prompts_by_their_cached_tokens():
+    """Two prompts begin in one iteration (row 5) that reads P = 60 tokens with 100 free: of their
+    512 + 256 cached tokens, 40 would have been free, 728 paid; the measured one (512) takes 2/3 of
+    the saving. A third prompt (row 9, P = 300) saves all of its 1,024; it is not measured."""
+    from disagg_simpy.results.breakdown import saved_ms
+
+    tokens_read = np.zeros(10, np.int64)
+    tokens_read[5], tokens_read[9] = 60, 300
+    got = saved_ms(np.array([5, 5, 9]), np.array([512, 256, 1024]), np.array([True, False, False]), tokens_read,
+                   100, 0.05, 0.01)
+    assert got == pytest.approx(0.05 * 728 * 512 / 768 - 0.01 * 512, rel=1e-12)
+    assert saved_ms(np.array([5]), np.array([512]), np.array([True]), tokens_read, 0, 0.05, 0.01) == \
+        pytest.approx(512 * 0.04, rel=1e-12)  # (no free tokens: R44's figure)

@@ -82,18 +82,11 @@ def searched(tmp_path, scenario, exhaustive: bool, seeds=(1, 2)) -> pd.DataFrame
     return table
 
 
-def test_a_plan_that_leaves_arrangements_recommends_what_the_exhaustive_one_does(tmp_path, monkeypatch):
-    """The explainer's traffic on 4 GPUs (3 s measured), searched one arrangement at a time in
-    two orders: the likeliest first (as plans do) and the worst first (the order only saves work,
-    it must never change the answer). Likeliest first, the bound and the runner-up leave the
-    arrangements after the top two; worst first, the top two come last, each against a
-    runner-up just below its own goodput, so a plan that leaves too much (a bound too low, a
-    runner-up too high, even by a third) loses the best or the runner-up: the top two rows, the
-    recommendation and every goodput searched to its end must equal the exhaustive search's,
-    and every arrangement left must have its true goodput below its figure."""
+def left_in_both_orders(tmp_path, scenario, monkeypatch) -> dict[str, int]:
+    """`scenario` planned likeliest first and worst first, one arrangement at a time, each
+    checked against the exhaustive plan (see the test below); how many each order left."""
     monkeypatch.setattr("disagg_simpy.sweep.plan.WAVE", 1)
     monkeypatch.setattr("disagg_simpy.sweep.plan.LATER_WAVE", 1)
-    scenario = small(tmp_path, 4, chunks=(512,), measure_s=3)
     every = searched(tmp_path / "every", scenario, exhaustive=True)
     worst_first = {n: -i for i, n in enumerate(reversed(every.index))}  # (capacity_proxy: higher goes first)
     n_left = {}
@@ -110,6 +103,20 @@ def test_a_plan_that_leaves_arrangements_recommends_what_the_exhaustive_one_does
             assert every.loc[name, "goodput_per_s"] < row.goodput_below_per_s, name
             assert math.isnan(row.goodput_per_s)
         n_left[order] = len(left)
+    return n_left
+
+
+def test_a_plan_that_leaves_arrangements_recommends_what_the_exhaustive_one_does(tmp_path, monkeypatch):
+    """The explainer's traffic on 4 GPUs (3 s measured), searched one arrangement at a time in
+    two orders: the likeliest first (as plans do) and the worst first (the order only saves work,
+    it must never change the answer). Likeliest first, the bound and the runner-up leave the
+    arrangements after the top two; worst first, the top two come last, each against a
+    runner-up just below its own goodput, so a plan that leaves too much (a bound too low, a
+    runner-up too high, even by a third) loses the best or the runner-up: the top two rows, the
+    recommendation and every goodput searched to its end must equal the exhaustive search's,
+    and every arrangement left must have its true goodput below its figure."""
+    scenario = small(tmp_path, 4, chunks=(512,), measure_s=3)
+    n_left = left_in_both_orders(tmp_path, scenario, monkeypatch)
     assert n_left["likeliest"] >= 3  # the plan did leave some (else this proves nothing)
 
 
