@@ -4,9 +4,10 @@ A GPU's KV memory is counted in blocks of `block` tokens (`Gpu.kv_used` stays in
 whole number of blocks). A prompt is admitted when its blocks plus one are free and holds its
 blocks; a reply's KV grows by one token per word, so it takes its next block at the start of the
 iteration whose word's token no longer fits (word w needs prompt + w - 1 tokens). Block
-boundaries are known in advance (a seated reply gets one word per iteration), so they are kept
-as `needs` (iteration index -> replies due a block), as `Gpu.leaving` keeps last words: nothing
-is checked per word, and a block boundary is an event of the GPU's schedule like a last word.
+boundaries are known in advance (a seated reply gets one word per iteration, so one block every
+`block` iterations at a fixed phase): model/kv_blocks.py keeps them per iteration, so nothing is
+checked per word or per block boundary, and an iteration whose due blocks are all free takes
+them in one step.
 
 When a due block is not free, the most recently (re)joined replies in progress on the GPU (seated
 or waiting for a seat, E8) are preempted until one is: `recompute` frees their KV and queues them
@@ -30,6 +31,7 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .kv_blocks import BlockSchedule
 from .paged_unmixed import last_write_end, unmixed_iteration
 from .repeats import cut_all, cut_repeat
 
@@ -66,7 +68,7 @@ class PagedKv:
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
         self.n_joins = 0
-        self.needs: dict[int, list[Request]] = {}  # iteration index -> replies due a block then
+        self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
@@ -81,8 +83,6 @@ class PagedKv:
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign]
         gpu._options_start = self.iteration  # type: ignore[method-assign]
-        if not gpu.mixed:  # E10 too: one by one (repeats keep block boundaries in iterations, E9+E10 in writing ones)
-            gpu.fast_forward = False
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
@@ -98,6 +98,16 @@ class PagedKv:
             return -1
         r.kv_blocks = n
         return n * self.block
+
+    def can_take(self) -> bool:
+        """Whether D4 may take a waiting prompt now: the head is begun, or its blocks plus one are
+        free and it may be admitted (`admit`); else `Gpu._take_with_options` would take nothing."""
+        head = self.gpu.waiting[0]
+        if head.unread_tokens < head.read_size:
+            return True
+        block = self.block
+        return not (self.blocked or self.swapped) and (
+            -(-head.read_size // block) + 1) * block <= self.gpu.kv_capacity - self.gpu.kv_used  # type: ignore[operator]
 
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
@@ -137,9 +147,10 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def seat(self, r: Request, index: int, key: int | None = None) -> None:
+    def seat(self, r: Request, index: int, key: int | None = None, started: bool = False) -> None:
         """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule)."""
+        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+        `started`: a swap-in, once that iteration has taken its due blocks)."""
         gpu = self.gpu
         f = r.seat_word
         if r.join_iteration < 0:
@@ -153,6 +164,7 @@ class PagedKv:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
             gpu.context_base += r.seat_base
         last = index + r.n_reply_words - f
+        self.blocks.seat(r, index, f, started)
         by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
         leaving = by_key.get(last)
         if leaving is None:
@@ -161,34 +173,23 @@ class PagedKv:
                 heapq.heappush(gpu.leaving_order, last)
         else:
             leaving.append(r)
-        self._schedule(r, index, f)
-
-    def _schedule(self, r: Request, index: int, word: int) -> None:
-        """Its next block is due at the iteration writing the first word whose token does not fit."""
-        due_word = r.kv_blocks * self.block - r.n_prompt_tokens + 2
-        if due_word > r.n_reply_words:
-            r.kv_due = -1
-            return
-        at = index + max(0, due_word - word)
-        r.kv_due = at
-        due = self.needs.get(at)
-        if due is None:
-            self.needs[at] = [r]
-        else:
-            due.append(r)
 
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu = self.gpu
+        gpu, block, phases = self.gpu, self.block, self.blocks.phases
         if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
+        freed = 0
         for r in leaving:
             del self.running[r]
             if gpu.track_context:
                 gpu.context_base -= r.seat_base
             if r.stretches is not None:
                 r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
-            gpu.kv_used -= r.kv_blocks * self.block
+            if r.kv_due >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
+                del phases[r.kv_due % block][r]
+            freed += max(r.kv_blocks, -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block))  # (its last word's token)
+        gpu.kv_used -= freed * block
 
     def _unseat(self, r: Request) -> None:
         gpu = self.gpu
@@ -216,26 +217,25 @@ class PagedKv:
         self.blocked = False
         self.moved_tokens = 0
         self.queue_at = -1
-        due = self.needs.pop(index, None)
+        due = self.blocks.due(index)
         if due:
             block = self.block
-            if gpu.kv_capacity - gpu.kv_used >= len(due) * block:  # type: ignore[operator]  # (room for all: no order to keep)
-                self._grow_all(due, index)
-                due = []
+            used = gpu.kv_used + len(due) * block
+            if used <= gpu.kv_capacity:  # type: ignore[operator]  # (room for all: no order to keep; no repeat to cut)
+                gpu.kv_used = used
+                if used > gpu.kv_peak:
+                    gpu.kv_peak = used
             else:
-                due.sort(key=_join_order)
-            for r in due:
-                if r.kv_due != index or r.seat_index < 0:
-                    continue  # preempted since it was scheduled
-                while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
-                    victim = next(reversed(self.running))
-                    self._preempt(victim, index, now)
-                    if victim is r:
-                        break
-                else:
-                    r.kv_blocks += 1
-                    gpu.reserve(block)
-                    self._schedule(r, index + 1, r.seat_word + index - r.seat_index + 1)
+                for r in sorted(due, key=_join_order):
+                    if r.seat_index < 0:
+                        continue  # preempted by now
+                    while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
+                        victim = next(reversed(self.running))
+                        self._preempt(victim, index, now)
+                        if victim is r:
+                            break
+                    else:
+                        gpu.reserve(block)
         if self.swapped and not self.blocked:
             self.swap_in(index if row is None else row, None if row is None else index)
 
@@ -252,12 +252,13 @@ class PagedKv:
                 self.seat(queue.popleft(), index)
                 gpu.n_seated += 1
         self.start(index, now)
-        cut_all(host, self.blocked or self.moved_tokens)  # (E4e: memory freed, or a reply back, at a start)
+        if self.blocked or self.moved_tokens:
+            cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
         if self.dropped:
             host.requests_dropped(self.dropped, now)
             self.dropped = []
         n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-        taken = gpu._take_with_options(n_replies) if gpu.waiting else []
+        taken = gpu._take_with_options(n_replies) if gpu.waiting and self.can_take() else []
         if not n_replies and not taken and self.blocked:
             self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
             if self.swapped:
@@ -274,27 +275,6 @@ class PagedKv:
             duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
         return n_replies, taken, n_tokens, duration
 
-    def _grow_all(self, due: list[Request], index: int) -> None:
-        """Every reply due a block at `index` gets one (there is room for all); each is due its
-        next `block` words later (one word per iteration while seated), if it has that many left."""
-        block = self.block
-        nxt = index + block
-        later = self.needs.get(nxt)
-        if later is None:
-            later = self.needs[nxt] = []
-        n = 0
-        for r in due:
-            if r.kv_due != index or r.seat_index < 0:
-                continue  # preempted since it was scheduled
-            n += 1
-            r.kv_blocks += 1
-            if r.seat_index + r.n_reply_words - r.seat_word >= nxt:  # (its last word's iteration)
-                r.kv_due = nxt
-                later.append(r)
-            else:
-                r.kv_due = -1
-        self.gpu.reserve(n * block)
-
     def _preempt(self, r: Request, index: int, now: int) -> None:
         """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
         else queue it to be read again (recompute) or swap it out."""
@@ -306,6 +286,8 @@ class PagedKv:
         seat = r.seat_index
         if seat >= 0:
             words = r.seat_word + index - seat - 1  # words it has
+            r.kv_blocks = self.blocks.held_at(r, index)
+            self.blocks.leave(r)
             self._unseat(r)
         else:
             words = r.seat_word - 1
@@ -372,10 +354,10 @@ class PagedKv:
             gpu.n_local -= 1
             self._join(r)
             if not gpu.queue_replies:
-                self.seat(r, index)
+                self.seat(r, index, None, True)
             elif gpu.seats is None or gpu.n_seated < gpu.seats:
                 gpu.n_seated += 1
-                self.seat(r, index, key)
+                self.seat(r, index, key, True)
             else:
                 gpu.seat_queue.append(r)
 

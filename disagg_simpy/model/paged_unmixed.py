@@ -24,7 +24,7 @@ def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, li
     prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d)."""
     gpu = kv.gpu
     kv.blocked, kv.moved_tokens, kv.queue_at = False, 0, -1
-    taken = gpu._take_with_options(0) if gpu.waiting else []  # E10a, E9b (R61)
+    taken = gpu._take_with_options(0) if gpu.waiting and kv.can_take() else []  # E10a, E9b (R61)
     key, n_replies = index, 0
     if not taken:  # E10b: seats, blocks, preemptions, swap-ins (R62, R63)
         key = gpu.n_writes

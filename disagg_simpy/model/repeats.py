@@ -215,16 +215,11 @@ class Repeat:
     def _grow(self, n_started: int) -> None:
         """E9: the blocks due at the starts from the last grown up to the first `n_started` (`option_bound`
         made sure they are free), each start's KV memory logged after them, as `PagedKv.start` does."""
-        gpu, paged = self.gpu, self.paged
-        needs, log = paged.needs, gpu.kv_used_tokens
-        saved, gpu.repeat = gpu.repeat, None  # (a grow reserves without cutting this repeat)
-        base = self.grows_at
-        for j in range(self.n_kv_logged, n_started):
-            due = needs.pop(base + j, None) if base >= 0 else None
-            if due:
-                paged._grow_all(due, base + j)
-            log.append(gpu.kv_used)
-        gpu.repeat = saved
+        gpu, n = self.gpu, n_started - self.n_kv_logged
+        if self.grows_at >= 0:
+            self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)
+        else:  # (E10's prompt-only iterations give no block)
+            gpu.kv_used_tokens.extend(array("q", (gpu.kv_used,)) * n)
 
     def flush(self, stopped_at_ns: int) -> None:
         """The run stopped during the repeat: record the iterations that ended by the stop (and
@@ -292,7 +287,7 @@ def option_bound(gpu: RepeatingGpu, index: int, taken: Sequence[tuple[Request, i
 
 
 def _block_keys(gpu: Any, index: int, n_replies: int) -> int:
-    """E9: the key of iteration `index` in its GPU's block schedule (`PagedKv.needs`): the
+    """E9: the key of iteration `index` in its GPU's block schedule (model/kv_blocks.py): the
     iteration itself, or under E10 (model/paged_unmixed.py) its writing iteration; -1 for E10's
     prompt-only iterations, which give no block."""
     if gpu.mixed:
@@ -308,20 +303,7 @@ def _blocks_free(gpu: RepeatingGpu, paged: Any, index: int, n_replies: int, n: i
     free = gpu.kv_capacity - gpu.kv_used  # type: ignore[operator]
     if n_replies * block * -(-(n - 1) // block) <= free:
         return n
-    needs = paged.needs
-    later: dict[int, list[int]] = {}  # start -> the last iterations of replies due a block again then
-    for k in range(index + 1, index + n):
-        lasts = later.pop(k, [])
-        for r in needs.get(k, ()):
-            if r.kv_due == k and r.seat_index >= 0:  # (not preempted since it was scheduled)
-                lasts.append(r.seat_index + r.n_reply_words - r.seat_word)
-        free -= len(lasts) * block
-        if free < 0:
-            return k - index
-        for last in lasts:
-            if last >= k + block:
-                later.setdefault(k + block, []).append(last)
-    return n
+    return paged.blocks.run_free(free, index, n)
 
 
 def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:

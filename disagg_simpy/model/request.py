@@ -14,8 +14,8 @@ class Request:
                  "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
 
     # E9 (paged KV): set by paged_kv.prepare when the arrangement has it
-    kv_blocks: int  # KV blocks it holds on the GPU it is on
-    kv_due: int  # iteration index at which it is due its next block (-1: none)
+    kv_blocks: int  # KV blocks it holds on the GPU it is on (seated: held at its seat, kv_blocks.held_at)
+    kv_due: int  # seated: the key of its first due block (then every kv_block_tokens keys; -1: none)
     kv_order: int  # its place in its GPU's join order
     seat_index: int  # iteration index of its current seat (-1: not seated)
     seat_word: int  # the word its seat starts with (or, away, the word it comes back with)

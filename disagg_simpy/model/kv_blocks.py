@@ -1,0 +1,124 @@
+"""E9's block schedule, kept per iteration rather than per reply (model/paged_kv.py keeps the rest).
+
+While seated, a reply gets one word per iteration (E10: per writing iteration; either way its
+*key*), so it needs its next block at a fixed phase: from its first due key `kv_due` (the key of
+the first word whose token its blocks do not hold) on, at every `block`-th key, up to its last
+word. A reply is in `phases[kv_due % block]` from its seat until it leaves or is preempted: no
+key before `kv_due` that is still to start has that phase, as its first due block is less than
+`block` keys away (E9f: a reply swapped in, seated later, `block` away from its seat: then it waits
+in `pending[kv_due]` until that key starts). A key whose due blocks are all free then costs one
+look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when memory runs
+short are the due replies taken one by one, in the order they joined (E9c).
+
+A reply stays in its phase past its last due key L: its last word's key `last` has L <= last
+< L + block, and it leaves at the end of `last`, before key L + block starts, so it is never
+counted at a key it is not due at. Its `kv_blocks` are the blocks it held when seated; while
+seated it holds max(kv_blocks, blocks for its prompt and its words so far) (`held_at`), written
+back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .request import Request
+
+
+class BlockSchedule:
+    """The due blocks of one GPU's seated replies (E9), by key."""
+
+    __slots__ = ("block", "pending", "phases")
+
+    def __init__(self, block: int):
+        self.block = block
+        self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
+        self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
+
+    def seat(self, r: Request, key: int, word: int, started: bool) -> None:
+        """Reply `r` gets word `word` from key `key` on (and one more each key after; `started`: key
+        `key` has started already): its first due key, if its blocks run out before its last word
+        (word w needs prompt + w - 1 tokens)."""
+        block = self.block
+        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2
+        if due_word > r.n_reply_words:
+            r.kv_due = -1
+            return
+        at = r.kv_due = key + max(0, due_word - word)
+        if at - key < block + started:  # (no key still to start before it has its phase)
+            self.phases[at % block][r] = None
+        elif (due := self.pending.get(at)) is None:
+            self.pending[at] = [r]
+        else:
+            due.append(r)
+
+    def due(self, key: int) -> dict[Request, None]:
+        """Key `key` starts: the replies due a block now (those waiting for it join their phase)."""
+        phase = self.phases[key % self.block]
+        if self.pending and (first := self.pending.pop(key, None)):
+            for r in first:
+                phase[r] = None
+        return phase
+
+    def leave(self, r: Request) -> None:
+        """Reply `r` leaves its seat (preempted, or gone after its last word)."""
+        at = r.kv_due
+        if at < 0:
+            return
+        phase = self.phases[at % self.block]
+        if r in phase:
+            del phase[r]
+        else:  # (waiting for its first due key, model docstring)
+            due = self.pending[at]
+            due.remove(r)
+            if not due:
+                del self.pending[at]
+        r.kv_due = -1
+
+    def held_at(self, r: Request, key: int) -> int:
+        """The blocks seated reply `r` holds when key `key` starts, before its block then, if due:
+        those for its prompt and the words of the keys before (word w needs prompt + w - 1 tokens)."""
+        tokens = r.n_prompt_tokens + r.seat_word + key - r.seat_index - 2
+        return max(r.kv_blocks, -(-tokens // self.block))
+
+    def run_free(self, free: int, key: int, n: int) -> int:
+        """How many of `n` keys from `key` (started already) start before one whose due blocks are
+        not all free, taking `free` tokens free now (no reply leaves before the `n`-th key)."""
+        block, phases, pending = self.block, self.phases, self.pending
+        if not pending:
+            for k in range(key + 1, key + n):
+                free -= len(phases[k % block]) * block
+                if free < 0:
+                    return k - key
+            return n
+        joined: dict[int, int] = {}  # phase -> replies that joined it at the keys passed
+        for k in range(key + 1, key + n):
+            phase = k % block
+            first = pending.get(k)
+            if first:
+                joined[phase] = joined.get(phase, 0) + len(first)
+            free -= (len(phases[phase]) + joined.get(phase, 0)) * block
+            if free < 0:
+                return k - key
+        return n
+
+    def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
+        """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
+        free): each takes its due blocks, and the KV memory held after them is logged."""
+        block, phases, pending, append = self.block, self.phases, self.pending, log.append
+        used = gpu.kv_used
+        if pending:
+            for k in range(key, key + n):
+                phase = phases[k % block]
+                if first := pending.pop(k, None):
+                    for r in first:
+                        phase[r] = None
+                used += len(phase) * block
+                append(used)
+        else:
+            for k in range(key, key + n):
+                used += len(phases[k % block]) * block
+                append(used)
+        gpu.kv_used = used
+        if used > gpu.kv_peak:
+            gpu.kv_peak = used
