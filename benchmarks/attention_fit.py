@@ -69,17 +69,32 @@ def floor(t, terms) -> tuple[float, float]:
     return plain, min(abs(worst(t, minimax(t, more, f))) for f in FREE_GRID)
 
 
+def spacing(sizes) -> str:
+    """How prompt sizes are spaced: doubling, or runs of equal steps."""
+    x = np.sort(np.unique(sizes.to_numpy(int)))
+    if len(x) > 1 and np.all(x[1:] == 2 * x[:-1]):
+        return "doubling"
+    runs: list[tuple[int, int]] = []  # (step, up to)
+    for step, end in zip(np.diff(x), x[1:], strict=True):
+        if runs and runs[-1][0] == step:
+            runs[-1] = (step, end)
+        else:
+            runs.append((int(step), int(end)))
+    return ", ".join(f"every {step} to {end:,}" for step, end in runs)
+
+
 def described(spec, whole) -> str:
     """What the whole-prompt rows of 64-4,096 tokens are."""
     k = whole["prompts"].fillna(1).to_numpy(int) if "prompts" in whole else np.ones(len(whole), int)
     one = whole.prompt_tokens[k == 1]
-    text = f"{len(whole)}: {len(one)} single prompts of {one.min():,}-{one.max():,} tokens"
+    text = f"{len(whole)}: {len(one)} single prompts of {one.min():,}-{one.max():,} tokens ({spacing(one)})"
     if (k > 1).any():
         batches = sorted(set(k[k > 1]))
         sizes = sorted(set((whole.prompt_tokens[k > 1] // k[k > 1]).tolist()))
-        text += (f", {int((k > 1).sum())} batches of {', '.join(map(str, batches))} equal prompts of "
+        counts = " or ".join(filter(None, [", ".join(map(str, batches[:-1])), str(batches[-1])]))
+        text += (f", {int((k > 1).sum())} batches of {counts} equal prompts of "
                  f"{', '.join(f'{s:,}' for s in sizes)} tokens each")
-    return text + f" ({SOURCES[spec.source]})"
+    return text + f"; {SOURCES[spec.source]}"
 
 
 def statement(spec, t, shipped) -> str:

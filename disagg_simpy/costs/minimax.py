@@ -16,10 +16,10 @@ rows allow it, in two linear programs (scipy's HiGHS, exact, no tolerance to tun
 
 With `unsaturated`, E14's two fields may join: `free_prompt_tokens` F (a shift of the
 prompt-token column, so F is searched over a grid, each F one linear program 1) and
-`prompt_iteration_ms` (a column of its own). Each is kept only where the rows separate it: where
-it lowers s by at least `MIN_GAIN` beyond what the fit has without it (F first, then the column;
-the column alone at F = 0 is tried as F's alternative); a field not kept is 0, never a solver's
-1e-6.
+`prompt_iteration_ms` (a column of its own). Each is kept only where the rows separate it: one
+field (F alone, or the column alone, whichever lowers s more) where it lowers s by at least
+`MIN_GAIN`, then both where that lowers s by `MIN_GAIN` beyond the best so far; a field not kept
+is 0, never a solver's 1e-6.
 
 The limit on the other groups is then loosened once, to "within max(least squares' error,
 `LOOSE_CAP`)" (issue 22's "about 10%"), and that fit is taken where it lowers s by at least

@@ -42,6 +42,7 @@ import bisect
 from array import array
 from collections import deque
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
@@ -243,9 +244,10 @@ class Repeat:
             g.started_at_ns.extend(range(s, s + count * d, d))
             g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
         else:  # (E2, E3, E7)
+            ends = [s + e for e in self.ends[:count]]
             g.started_at_ns.append(s)
-            g.started_at_ns.extend([s + e for e in self.ends[:count - 1]])
-            g.ended_at_ns.extend([s + e for e in self.ends[:count]])
+            g.started_at_ns.extend(ends[:-1])
+            g.ended_at_ns.extend(ends)
         g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
         g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
         if self.head is not None:  # iteration, request id, tokens; ...
@@ -325,6 +327,8 @@ def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
     den, den2 = cost.denominator, 2 * cost.denominator
+    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing)
+        return list(accumulate(range(total, total + step * n, step)))
     ends, end = [], 0
     for j in range(n):
         end += (2 * (total + step * j) + den) // den2

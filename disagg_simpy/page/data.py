@@ -167,7 +167,7 @@ def _rereads(rec, rows: np.ndarray, arrived: np.ndarray, pre: np.ndarray) -> np.
     for k in np.lexsort((started, reads["request_id"][pick])).tolist():
         i = where[int(reads["request_id"][pick[k]])]
         since = int(started[k] - arrived[i])
-        n = int(np.searchsorted(pre[i], since, side="right"))  # preemptions before this read
+        n = int(np.searchsorted(np.sort(pre[i]), since, side="right"))  # preemptions before this read (log: by GPU)
         if n == 0:
             continue  # (the prompt's first read)
         mine = out[i]
