@@ -107,7 +107,7 @@ class Repeat:
         self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
         self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
-        self.grows_at = _block_keys(gpu, index, n_replies)  # E9: the first iteration's key in the block schedule
+        self.grows_at = _block_keys(gpu, index, n_replies) if self.paged is not None else -1  # E9: its first key in the block schedule
         self.ends: list[int] | None = None
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
             self.n = n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
@@ -129,9 +129,11 @@ class Repeat:
         """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
         D5 step 3, after everything that arrives at `now`)."""
         if self.head is not None:
-            d = self.duration  # (the router calls this at every arrival: the usual case inline)
-            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if self.ends is None else self._started_by(now)
-            self._take(started - self.n_taken)
+            d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
+            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
+                self.n, 1 + bisect.bisect_right(ends, now - self.started - 1))
+            if started > self.n_taken:
+                self._take(started - self.n_taken)
 
     def sync_kv(self, now: int) -> None:
         """E9: take the blocks due at the starts before `now`, for the handoff (E4e) to read the
@@ -197,11 +199,13 @@ class Repeat:
         gpu, n = self.gpu, self.n
         self._take(n - self.n_taken)
         self.record(n - 1)
-        self._log_kv(n)
+        if self.kv is not None or self.paged is not None:
+            self._log_kv(n)
         gpu.n_started = self.index + n
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it (unmixed_start)
             write_started(gpu, self.key + n - 2, self.index + n - 1)
-        return self._end(n - 1) - self._end(n - 2)
+        ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
+        return self.duration if ends is None else ends[n - 1] - (ends[n - 2] if n > 1 else 0)
 
     def _log_kv(self, n_started: int) -> None:
         """E4: the KV memory held at the starts of the first `n_started` iterations (E9: after their due blocks)."""
