@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 
 def exact_ns(ms: float) -> Fraction:
@@ -63,7 +64,7 @@ class CostNs:
         c = scenario.cost
         return cls.from_cost(c, c.kv_ship_ms_per_token)
 
-    @property
+    @cached_property
     def extra_terms(self) -> bool:
         """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E13) cost anything."""
         return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair or self.per_cached_token)

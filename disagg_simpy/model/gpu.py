@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import simpy
 
 from .costs import CostNs
+from .option_paths import duration, take
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .prefix_cache import PrefixCache
 from .repeats import Repeat, option_bound
@@ -181,17 +182,17 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None
+    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
                             ) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them), and how many. They
-        stop counting as queued (D1)."""
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
+        if given, E8), and how many. They stop counting as queued (D1)."""
         if taken is not None:
             pass
         elif self.chunk_tokens is None:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
         else:
-            taken, budget = [], self.chunk_tokens
+            taken, budget = [], budget or self.chunk_tokens
             while self.waiting and budget:
                 r = self.waiting[0]
                 n = min(r.unread_tokens, budget)
@@ -389,24 +390,12 @@ class Gpu:
                 self._seat(queue.popleft(), index)
                 self.n_seated += 1
         n_replies = self.n_seated if self.seats is not None else self.n_replies
-        taken, n_tokens = self._take_prompt_tokens(now, self._take_with_options(n_replies)) if self.waiting else ([], 0)
+        taken, n_tokens = take(self, now, n_replies)
         if self.kv_capacity is not None:
             self.kv_used_tokens.append(self.kv_used)
         return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
 
-    def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
-        """An iteration's duration with the options' terms (E2, E3, E7, E13); `index` counts its replies' words (E10: writing ones)."""
-        cost = self.cost
-        if not cost.extra_terms:
-            return cost.iteration_ns(n_replies, n_tokens)
-        n_reread = n_pairs = n_cached = 0
-        for r, n in taken:
-            before = r.read_size - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
-            n_reread += before
-            n_pairs += n * before + n * (n + 1) // 2  # E7: each token read attends to those before it and itself
-            n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
-        n_context = self.context_base + index * n_replies if n_replies else 0  # E3: prompt + word - 1, summed
-        return cost.iteration_ns_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
+    _duration = duration  # (model/option_paths.py)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E10)."""

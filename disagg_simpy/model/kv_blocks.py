@@ -19,6 +19,7 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -115,10 +116,13 @@ class BlockSchedule:
                         phase[r] = None
                 used += len(phase) * block
                 append(used)
-        else:
-            for k in range(key, key + n):
-                used += len(phases[k % block]) * block
-                append(used)
+        else:  # (the phases of keys key.. in turn, their blocks summed, all in C)
+            at = key % block
+            turn = phases[at:] + phases[:at] if n <= block else (phases * (n // block + 2))[at:]
+            ends = accumulate(map(block.__mul__, map(len, turn[:n])), initial=used)
+            next(ends)
+            log.extend(ends)
+            used = log[-1]
         gpu.kv_used = used
         if used > gpu.kv_peak:
             gpu.kv_peak = used

@@ -217,7 +217,8 @@ class PagedKv:
         self.blocked = False
         self.moved_tokens = 0
         self.queue_at = -1
-        due = self.blocks.due(index)
+        blocks = self.blocks
+        due = blocks.due(index) if blocks.pending else blocks.phases[index % self.block]
         if due:
             block = self.block
             used = gpu.kv_used + len(due) * block

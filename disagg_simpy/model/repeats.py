@@ -42,6 +42,7 @@ import bisect
 from array import array
 from collections import deque
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
@@ -106,7 +107,7 @@ class Repeat:
         self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
         self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
-        self.grows_at = _block_keys(gpu, index, n_replies)  # E9: the first iteration's key in the block schedule
+        self.grows_at = _block_keys(gpu, index, n_replies) if self.paged is not None else -1  # E9: its first key in the block schedule
         self.ends: list[int] | None = None
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
             self.n = n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
@@ -128,9 +129,11 @@ class Repeat:
         """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
         D5 step 3, after everything that arrives at `now`)."""
         if self.head is not None:
-            d = self.duration  # (the router calls this at every arrival: the usual case inline)
-            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if self.ends is None else self._started_by(now)
-            self._take(started - self.n_taken)
+            d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
+            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
+                self.n, 1 + bisect.bisect_right(ends, now - self.started - 1))
+            if started > self.n_taken:
+                self._take(started - self.n_taken)
 
     def sync_kv(self, now: int) -> None:
         """E9: take the blocks due at the starts before `now`, for the handoff (E4e) to read the
@@ -196,11 +199,13 @@ class Repeat:
         gpu, n = self.gpu, self.n
         self._take(n - self.n_taken)
         self.record(n - 1)
-        self._log_kv(n)
+        if self.kv is not None or self.paged is not None:
+            self._log_kv(n)
         gpu.n_started = self.index + n
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it (unmixed_start)
             write_started(gpu, self.key + n - 2, self.index + n - 1)
-        return self._end(n - 1) - self._end(n - 2)
+        ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
+        return self.duration if ends is None else ends[n - 1] - (ends[n - 2] if n > 1 else 0)
 
     def _log_kv(self, n_started: int) -> None:
         """E4: the KV memory held at the starts of the first `n_started` iterations (E9: after their due blocks)."""
@@ -243,9 +248,10 @@ class Repeat:
             g.started_at_ns.extend(range(s, s + count * d, d))
             g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
         else:  # (E2, E3, E7)
+            ends = [s + e for e in self.ends[:count]]
             g.started_at_ns.append(s)
-            g.started_at_ns.extend([s + e for e in self.ends[:count - 1]])
-            g.ended_at_ns.extend([s + e for e in self.ends[:count]])
+            g.started_at_ns.extend(ends[:-1])
+            g.ended_at_ns.extend(ends)
         g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
         g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
         if self.head is not None:  # iteration, request id, tokens; ...
@@ -325,6 +331,8 @@ def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
     den, den2 = cost.denominator, 2 * cost.denominator
+    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing)
+        return list(accumulate(range(total, total + step * n, step)))
     ends, end = [], 0
     for j in range(n):
         end += (2 * (total + step * j) + den) // den2

@@ -14,14 +14,15 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from .option_paths import take
+
 
 def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
     """Iteration `index` of `gpu` (a `model.gpu.Gpu`, which imports this module) starting now
     under E10: (replies written, prompt tokens taken, how many, duration), as
     `Gpu._options_start` returns them."""
-    taken = gpu._take_with_options(0) if gpu.waiting else []
+    taken, n_tokens = take(gpu, now, 0)
     if taken:  # prompt first: it reads, and writes no word
-        taken, n_tokens = gpu._take_prompt_tokens(now, taken)
         n_replies, key = 0, index
     else:
         key = gpu.n_writes
@@ -29,7 +30,7 @@ def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
         while queue and (gpu.seats is None or gpu.n_seated < gpu.seats):
             gpu._seat(queue.popleft(), index, key)
             gpu.n_seated += 1
-        n_replies, n_tokens = gpu.n_seated, 0
+        n_replies = gpu.n_seated
         if n_replies:
             write_started(gpu, key, index)
     if gpu.kv_capacity is not None:

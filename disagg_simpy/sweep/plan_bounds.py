@@ -119,7 +119,8 @@ def per_prompt_token(cost, fixed_ms: float, cap: int | None) -> float:
     cost (M1's `iteration_ms`, or a colocated mix's share of it) as reading's, when it reads at
     most `cap` tokens (chunks; None: any number).
 
-    Without E14 that is `q + fixed_ms / cap` (`q` = `per_prompt_token_ms`; `q` alone uncapped).
+    Without E14 that is `q + (fixed_ms - 1e-6) / cap` (`q` = `per_prompt_token_ms`; `q` alone
+    uncapped; D10's rounding takes at most half a ns off an iteration).
     With E14, an iteration reading P > 0 tokens pays at least c(P) = a + q max(0, P - F), with
     a = fixed_ms + `prompt_iteration_ms` - 1e-6 (D10's rounding takes at most half a ns off an
     iteration) and F = `free_prompt_tokens`, every other term (E2, E3, E7, E13) only adding. Its
@@ -130,7 +131,7 @@ def per_prompt_token(cost, fixed_ms: float, cap: int | None) -> float:
     their tokens never exceeds their time: the bound may count it, never more."""
     q = cost.per_prompt_token_ms
     if not _unsaturated(cost):
-        return q + (fixed_ms / cap if cap else 0.0)
+        return q + (max(fixed_ms - 1e-6, 0.0) / cap if cap else 0.0)
     free = int(cost.free_prompt_tokens or 0)
     a = max(fixed_ms + (cost.prompt_iteration_ms or 0.0) - 1e-6, 0.0)
     per = [(a + q * max(0, cap - free)) / cap if cap else q]
