@@ -94,6 +94,7 @@ class Gpu:
         self.n_seated = 0
         self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
         self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
+        self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.first_leaving_write`)
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -171,9 +172,8 @@ class Gpu:
         last = key + request.n_reply_words - 2
         leaving = by_key.get(last)
         if leaving is None:
-            by_key[last] = [request]
-            if by_key is self.leaving:  # (E10's writing-iteration keys move to `leaving` when due)
-                heapq.heappush(self.leaving_order, last)
+            by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)
+            heapq.heappush(self.leaving_order if by_key is self.leaving else self.write_order, last)
         else:
             leaving.append(request)
 

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
 from .request import Request
-from .unmixed import write_started
+from .unmixed import first_leaving_write, write_started
 
 Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
 
@@ -280,7 +280,8 @@ def option_bound(gpu: RepeatingGpu, index: int, taken: Sequence[tuple[Request, i
     """`Gpu.steady_iterations` under the options: how many of the `n` iterations from `index`
     (starting now, reading `taken`, writing `n_replies` replies) run unchanged."""
     if not gpu.mixed and n_replies and gpu.leaving_by_write:  # E10: up to the first writing iteration a reply leaves after
-        n = min(n, max(1, min(gpu.leaving_by_write) - gpu.n_writes + 2))
+        first = min(gpu.leaving_by_write) if gpu.paged is not None else first_leaving_write(gpu)  # (E9 seats its own)
+        n = min(n, max(1, first - gpu.n_writes + 2))
     paged = gpu.paged
     if paged is not None and n > 1:
         if paged.blocked or paged.moved_tokens:

@@ -46,3 +46,13 @@ def write_started(gpu: Any, key: int, index: int) -> None:
     if leaving:
         gpu.leaving[index] = leaving
         heapq.heappush(gpu.leaving_order, index)
+
+
+def first_leaving_write(gpu: Any) -> int:
+    """The first writing iteration that a reply leaves after (`gpu.leaving_by_write` not empty,
+    every key seated by `Gpu._seat`): the top of its heap `write_order`, once the keys already
+    written (popped by `write_started`) are dropped from it; not a scan of every key."""
+    order, by_write = gpu.write_order, gpu.leaving_by_write
+    while order[0] not in by_write:
+        heapq.heappop(order)
+    return order[0]
