@@ -288,6 +288,8 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
             (_exact_ns_per(side.per_reread_token_ms), reread[rows]),
             (_exact_ns_per(side.per_context_token_ms), context[rows]),
             (_exact_ns_per(side.per_attention_pair_ms), pairs[rows]),
+            (_exact_ns_per(side.per_token_tile_ms or 0.0),  # E15: started tiles of tokens read + replies written
+             -(-(it["n_prompt_tokens_read"][rows] + it["n_replies_written"][rows]) // (side.token_tile or 1))),
         ]), dtype=np.int64)
     duration = ended - started
     bad = np.flatnonzero(duration != expected)

@@ -20,7 +20,14 @@ from fractions import Fraction
 
 NONE = -1
 COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
-             "per_attention_pair_ms", "per_cached_token_ms", "prompt_iteration_ms", "free_prompt_tokens")
+             "per_attention_pair_ms", "per_cached_token_ms", "prompt_iteration_ms", "free_prompt_tokens",
+             "per_token_tile_ms", "token_tile")
+
+
+def tiles(c, n_rows: int):
+    """E15: per_token_tile_ms for each started tile of token_tile rows (prompt tokens read + replies written)."""
+    size = int(c["token_tile"]) or 1
+    return c["per_token_tile_ms"] * ((n_rows + size - 1) // size)
 
 
 def exact(ms) -> Fraction:
@@ -287,6 +294,7 @@ class Reference:
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
         ms += c["per_cached_token_ms"] * n_cached  # E13
+        ms += tiles(c, read + len(writes))  # E15
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
-from reference_model import NONE, Reference, exact, to_ns
+from reference_model import NONE, Reference, exact, tiles, to_ns
 
 
 def s_to_ns(s) -> int:
@@ -78,7 +78,8 @@ class RolesReference(Reference):
         wait = s_to_ns(spec.setting("wait_s"))
         read_wait = any(g.queue and now - g.queue[0].arrived >= wait for g in self.reading)
         gap = exact(spec.setting("gap_ms")) * 1_000_000
-        write_gap = any(to_ns(g.cost["iteration_ms"] + g.cost["per_reply_ms"] * (len(g.replies) + g.shipping))
+        write_gap = any(to_ns(g.cost["iteration_ms"] + g.cost["per_reply_ms"] * (len(g.replies) + g.shipping)
+                              + tiles(g.cost, len(g.replies) + g.shipping))  # (E15 too, as model/roles.py)
                         >= gap for g in self.writing)
         write_pressure = write_gap or bool(self.handoff)
         if read_wait and not write_pressure and len(self.writing) > 1:

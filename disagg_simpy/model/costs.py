@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14).
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14, E15).
 
 Each figure is the decimal the scenario wrote, in exact ns, scaled to whole numbers over one
 common denominator, so all terms of one iteration are added before its single rounding to the
@@ -34,19 +34,22 @@ class CostNs:
     per_cached_token: int = 0  # E13
     prompt_iteration: int = 0  # E14: once in an iteration that reads prompt tokens
     free_prompt_tokens: int = 0  # E14: a count, not a cost: prompt tokens an iteration reads at no per-token cost
+    per_token_tile: int = 0  # E15: once per started tile of token_tile tokens (prompt tokens read + replies written)
+    token_tile: int = 1  # E15: a count, not a cost
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
                 per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
                 per_cached_token_ms: float = 0.0, prompt_iteration_ms: float = 0.0,
-                free_prompt_tokens: int = 0) -> CostNs:
+                free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
                                        per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
-                                       per_cached_token_ms, prompt_iteration_ms)]
+                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair, cached, read_it = (int(p * den) for p in parts)
-        return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens))
+        it, reply, token, ship, reread, context, pair, cached, read_it, tile = (int(p * den) for p in parts)
+        return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens),
+                   tile, int(token_tile))
 
     @classmethod
     def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
@@ -54,7 +57,7 @@ class CostNs:
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
                            cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
-                           cost.free_prompt_tokens or 0)
+                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1)
 
     @classmethod
     def from_scenario(cls, scenario) -> CostNs:
@@ -70,7 +73,14 @@ class CostNs:
         total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
             total += self._unsaturated(n_tokens)
+        if self.per_token_tile:
+            total += self._tiles(n_replies, n_tokens)
         return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
+
+    def _tiles(self, n_replies: int, n_tokens: int) -> int:
+        """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix
+        products, one a prompt token read or a reply written."""
+        return self.per_token_tile * -(-(n_replies + n_tokens) // self.token_tile)
 
     def _unsaturated(self, n_tokens: int) -> int:
         """E14, for an iteration reading n_tokens > 0 prompt tokens: its one prompt_iteration_ms,
@@ -80,7 +90,7 @@ class CostNs:
     def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
                           n_pairs: int = 0, n_cached: int = 0) -> int:
         """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
-        attention pairs (E7), `n_cached` cached prompt tokens (E13) and E14, one rounding."""
+        attention pairs (E7), `n_cached` cached prompt tokens (E13), E14 and E15, one rounding."""
         total = self.total_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
         return (2 * total + self.denominator) // (2 * self.denominator)
 
@@ -93,6 +103,8 @@ class CostNs:
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
             total += self._unsaturated(n_tokens)
+        if self.per_token_tile:
+            total += self._tiles(n_replies, n_tokens)
         return total
 
     def ship_ns(self, n_tokens: int) -> int:

@@ -275,9 +275,9 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
-        # repeats, with every option but role changes (E12) and prefix caches (E13); the others bound or cut them (model/repeats.py). A NEW
+        # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
         # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
         self.host, self.options = host, options
         has_work = self.has_work
         end_priority = PHASE_END + self.number

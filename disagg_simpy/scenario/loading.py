@@ -51,7 +51,7 @@ from .yaml_file import parse_yaml, read_text_file
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
 _LENGTH = _RANGE + ", or {fixed: N}, {histogram: {edges: [...], weights: [...]}} or {lognormal: {mean, sd, min, max}}"
 _SIDE_COST = ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms, "
-              "per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens (or a preset)")
+              "per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, per_token_tile_ms (or a preset)")
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
@@ -59,7 +59,8 @@ _EXPECT = {
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
-             "per_context_token_ms, per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens (or a preset)"),
+             "per_context_token_ms, per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, "
+             "per_token_tile_ms (or a preset)"),
     "slo": "a mapping of first_word_s, mean_gap_ms, freeze_ms, criterion, percentile",
     "criterion": "per_request or percentiles",
     "percentile": "a number above 0 and below 100",
@@ -112,6 +113,8 @@ _EXPECT = {
     "per_attention_pair_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "prompt_iteration_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E14)",
     "free_prompt_tokens": "a whole number of tokens from 0 to 2**53 (E14)",
+    "token_tile": "a whole number of tokens a tile from 1 to 2**53 (E15)",
+    "per_token_tile_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E15)",
     "reading_cost": _SIDE_COST,
     "writing_cost": _SIDE_COST,
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",

@@ -38,6 +38,12 @@ def ms(us: int) -> float:
 rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 1500), st.integers(1, 12)), min_size=1, max_size=12).map(
     lambda rs: sorted(((t * 0.01, p, w) for t, p, w in rs), key=lambda r: r[0]))
 E14 = {"prompt_iteration_ms": st.integers(0, 5_000).map(ms), "free_prompt_tokens": st.integers(0, 600)}
+E15 = {"token_tile": st.sampled_from((1, 16, 64, 128)), "per_token_tile_ms": st.integers(0, 3_000).map(ms)}
+
+
+def tiled(c: dict) -> dict:
+    """E15: per_token_tile_ms only beside its token_tile (reading R75)."""
+    return c if "token_tile" in c or "per_token_tile_ms" not in c else {**c, "token_tile": 32}
 side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "iteration_ms": st.integers(1_000, 15_000).map(ms),
     "per_reply_ms": st.integers(0, 1_000).map(ms),
@@ -45,8 +51,8 @@ side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
-    **E14,
-}))
+    **E14, **E15,
+}).map(tiled))
 chunk = st.one_of(st.none(), st.integers(1, 700))
 costs = st.fixed_dictionaries({
     "iteration_ms": st.integers(1_000, 15_000).map(ms),
@@ -56,7 +62,7 @@ costs = st.fixed_dictionaries({
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
-}, optional=E14)
+}, optional={**E14, **E15}).map(tiled)
 
 
 @st.composite

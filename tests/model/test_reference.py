@@ -139,14 +139,19 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "per_attention_pair_ms": (0.0, 0.0, 0.001, 0.0000005),  # E7; the last: half-ns pairs, one rounding
     "prompt_iteration_ms": (0.0, 0.0, 1.0, 0.0000005),  # E14; the last: half a ns, one rounding
     "free_prompt_tokens": (0, 0, 4, 16, 40),  # E14: some under the drawn prompts, some over
+    "per_token_tile_ms": (0.0, 0.5, 1.0, 0.0000005),  # E15 (with a token_tile drawn beside it); half a ns
 }
+TOKEN_TILES = (1, 2, 4, 16)  # E15: a reply or a prompt token a tile, and tiles a few replies or tokens wide
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
 
 @st.composite
 def side_cost(draw):
     keys = draw(st.lists(st.sampled_from(sorted(COSTS)), max_size=3, unique=True))
-    return {k: draw(st.sampled_from(COSTS[k])) for k in keys} or None
+    c = {k: draw(st.sampled_from(COSTS[k])) for k in keys}
+    if "per_token_tile_ms" in c:  # E15: its tile size beside it (R75)
+        c["token_tile"] = draw(st.sampled_from(TOKEN_TILES))
+    return c or None
 
 
 @st.composite
