@@ -113,7 +113,8 @@ class Repeat:
             self.n = n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
             self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
             assert self.ends[0] == duration, (self.ends[0], duration)  # (the first as the GPU computed it)
-        self.slot = Slot(env, self._end(n - 1), PHASE_END + gpu.number)  # the GPU's process waits on it
+        last = n * duration if self.ends is None else self.ends[n - 1]  # (`_end(n - 1)`, inline: a repeat's fixed cost)
+        self.slot = Slot(env, last, PHASE_END + gpu.number)  # the GPU's process waits on it
 
     def _end(self, j: int) -> int:
         """When iteration j of the repeat ends, after its start (0 for j = -1)."""
@@ -166,8 +167,11 @@ class Repeat:
             return
         self.open = False
         gpu, now = self.gpu, self.env.now
-        ran = self._ended_by(now - self.started)  # iterations ended by now
-        into = now - self.started - self._end(ran - 1)  # ns into the next
+        if self.ends is None:  # (`_ended_by` and `_end`, inline on the common path)
+            ran, into = divmod(now - self.started, self.duration)  # iterations ended by now; ns into the next
+        else:
+            ran = self._ended_by(now - self.started)
+            into = now - self.started - self._end(ran - 1)
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             gpu.n_started = self.index + self.n
             self._log_kv(self.n)
