@@ -109,3 +109,10 @@ def test_a_side_block_with_a_tile_cost_and_no_tile_is_one_line_exit_2(tmp_path, 
     assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
     err = capsys.readouterr().err.strip()
     assert "arrangements[0].writing_cost.per_token_tile_ms: got 1.0 without token_tile" in err and "\n" not in err
+
+
+def test_tiles_are_paid_on_the_options_path_too(tmp_path):
+    # with E7 (1 ns a pair) the iteration is costed by the options' path: a 100-token prompt pays 10 + 1 ms,
+    # 5,050 pairs (5.05 us) and one tile (2 ms): 13.00505 ms; word 2, one reply: 10 + 1 + 2 = 13 ms
+    res = run_rows(tmp_path, [(0.0, 100, 2)], COLOCATED, cost={**COST, "per_attention_pair_ms": 0.000001})
+    assert durations_ns(res, "one") == [13_005_050, 13 * MS]
