@@ -119,6 +119,7 @@ def _least_squares(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> tu
     weighted = a / y[:, None]
     norms = np.linalg.norm(weighted, axis=0)
     x = nnls(weighted / norms, np.ones(len(t)), maxiter=50 * len(terms))[0] / norms
+    x[x * np.abs(a).max(axis=0) < 1e-9 * y.max()] = 0.0  # solver residue (e.g. 5.5e-21), no term: it would switch options on
     coefficients = {k: rounded(v) for k, v in zip(terms, x, strict=True)}
     fitted = a @ np.array([coefficients[k] for k in terms])
     return Fit(coefficients, *summarise(t, fitted), fitted=fitted), float(np.sum((weighted @ x - 1) ** 2))

@@ -133,3 +133,16 @@ def test_unsaturated_without_writing_rows_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}: every row reads prompt tokens: cannot fit prompt_iteration_ms apart from iteration_ms" in err
     assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_term_the_rows_do_not_have_is_exactly_zero(tmp_path):
+    """An exact E14 table with no attention cost (found by review: the solver left
+    per_attention_pair_ms at 5.5e-21, which would switch E7's slower path on in every run)."""
+    rows = [(r, 0, c) for r, c in ((1, 100), (1, 900), (4, 400), (4, 3600), (16, 1600), (16, 14400), (32, 3200), (32, 28800))]
+    rows += [(r, p, 500 * r) for p in (16, 64, 128, 200, 512, 1024, 2048) for r in (0, 8)]
+    t = pd.DataFrame(rows, columns=["replies", "prompt_tokens", "context_tokens"])
+    p = t.prompt_tokens.to_numpy(float)
+    t["ms"] = (10 + 0.05 * t.replies + 0.0001 * t.context_tokens + 0.02 * np.maximum(p - 128, 0)
+               + np.where(p > 0, 6.0, 0.0))
+    c = fit(t, attention=True, unsaturated=True).coefficients
+    assert (c["per_attention_pair_ms"], c["prompt_iteration_ms"], c["free_prompt_tokens"]) == (0.0, 6.0, 128)
