@@ -192,7 +192,7 @@ class Gpu:
             taken = [(r, r.unread_tokens) for r in self.waiting]
             self.waiting.clear()
         else:
-            taken, budget = [], budget or self.chunk_tokens
+            taken, budget = [], self.chunk_tokens if budget is None else budget
             while self.waiting and budget:
                 r = self.waiting[0]
                 n = min(r.unread_tokens, budget)
