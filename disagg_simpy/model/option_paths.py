@@ -29,7 +29,7 @@ def take(gpu: Any, now: int, n_written: int) -> tuple[list, int]:
 
 def duration(gpu: Any, now: int, index: int, n_replies: int, n_tokens: int, taken) -> int:
     """An iteration's duration with the options' terms (E2, E3, E7, E13); `index` counts its
-    replies' words (E10: writing ones). One writing only pays of them only E3's context."""
+    replies' words (E10: writing ones). A writing-only iteration pays, of those terms, E3's context alone."""
     cost = gpu.cost
     if not taken:
         if n_replies and gpu.track_context:  # E3: prompt + word - 1, summed over its replies
