@@ -34,8 +34,9 @@ bigger run, and the per-iteration figure separates the code's cost from the run'
 the same arrivals.
 
 `--opcodes` counts, instead of timing, the Python bytecode instructions the simulation alone
-(`api.run_arrangement`, default.yaml with 10 s of traffic) executes in each tree: exact and
-repeatable, blind to C code (numpy, heapq), so a floor of the interpreter's extra work.
+(`api.run_arrangement`, default.yaml with 10 s of traffic unless `--measure-s` says otherwise)
+executes in each tree, with `--after-options`/`--both` as above, and the change per iteration:
+exact and repeatable, blind to C code (numpy, heapq), so a floor of the interpreter's extra work.
 """
 
 from __future__ import annotations
@@ -54,12 +55,17 @@ from pathlib import Path
 ARRANGEMENTS = "same-gpu,chunked-512,split-2-2,split-3-1"
 
 
-def count_opcodes(package, scenario_file: Path, name: str) -> int:
-    """Python opcodes executed by one arrangement's simulation (sys.settrace, opcode events)."""
+def count_opcodes(package, scenario_file: Path, name: str, measure_s: float, max_sim_s: float,
+                  options: dict) -> tuple[int, int]:
+    """Python opcodes executed by one arrangement's simulation (sys.settrace, opcode events), and
+    its iterations."""
     api = importlib.import_module(package.__name__ + ".api")
     stream = importlib.import_module(package.__name__ + ".workload.stream")
-    s = package.load_scenario(scenario_file).with_overrides(**{"workload.measure_s": 10.0})
-    arrangement = next(a for a in s.arrangements if a.name == name)
+    s = package.load_scenario(scenario_file).with_overrides(
+        **{"workload.measure_s": measure_s, "max_sim_s": max_sim_s})
+    s = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
+    s = with_options(s, options) if options else s
+    arrangement = s.arrangements[0]
     requests = stream.make_requests(s, 1)
     count = 0
 
@@ -74,10 +80,10 @@ def count_opcodes(package, scenario_file: Path, name: str) -> int:
 
     sys.settrace(call)
     try:
-        api.run_arrangement(s, arrangement, requests)
+        rec = api.run_arrangement(s, arrangement, requests)
     finally:
         sys.settrace(None)
-    return count
+    return count, int(rec.gpu_offsets[-1])
 
 
 def with_options(scenario, options: dict):
@@ -103,7 +109,7 @@ def main() -> int:
     p.add_argument("--both", action="store_true", help="set --after-options on BEFORE too (what a change did to the "
                                                         "options' own path)")
     p.add_argument("--scenario", default="scenarios/default.yaml", help="scenario file inside BEFORE")
-    p.add_argument("--measure-s", type=float, default=200.0, help="workload.measure_s (default 200)")
+    p.add_argument("--measure-s", type=float, default=None, help="workload.measure_s (default 200; 10 with --opcodes)")
     p.add_argument("--max-sim-s", type=float, default=800.0, help="max_sim_s (default 800)")
     p.add_argument("--total", action="store_true", help="a last row: sums over the arrangements, ratio of medians")
     args = p.parse_args()
@@ -113,12 +119,22 @@ def main() -> int:
             shutil.copytree(Path(getattr(args, label)) / "disagg_simpy", Path(tmp) / f"ab_{label}")
         sys.path.insert(0, tmp)
         trees = {label: importlib.import_module(f"ab_{label}") for label in ("before", "after")}
+        options = json.loads(args.after_options)
         if args.opcodes:
-            print("Python opcodes executed by the simulation, default.yaml with 10 s of traffic")
+            measure_s = 10.0 if args.measure_s is None else args.measure_s
+            print(f"Python opcodes executed by the simulation, {Path(args.scenario).name} with {measure_s:g} s of "
+                  f"traffic (cap {args.max_sim_s:g} s)")
+            print(f"{'arrangement':<14}{'before':>12}{'after':>12}{'change':>9}{'iterations before':>19}{'after':>8}"
+                  f"{'per iteration':>14}")
             for name in args.arrangements.split(","):
-                b, a = (count_opcodes(trees[label], scenario_file, name) for label in ("before", "after"))
-                print(f"{name:<14}{b:>12,}{a:>12,}{a / b - 1:>+8.2%}", flush=True)
+                (b, bi), (a, ai) = (count_opcodes(trees[label], scenario_file, name, measure_s, args.max_sim_s,
+                                                  options if label == "after" or args.both else {})
+                                    for label in ("before", "after"))
+                per = f"{(a / ai) / (b / bi) - 1:>+14.2%}" if ai and bi else f"{'':>14}"
+                print(f"{name:<14}{b:>12,}{a:>12,}{a / b - 1:>+9.2%}{bi:>19,}{ai:>8,}{per}", flush=True)
             return 0
+        if args.measure_s is None:
+            args.measure_s = 200.0
         print(f"CPU s of run() + frames, {Path(args.scenario).name} with {args.measure_s:g} s of traffic "
               f"(cap {args.max_sim_s:g} s), {args.runs} runs each, alternated")
         print(f"{'arrangement':<14}{'least before':>14}{'least after':>13}{'change':>8}"
@@ -132,7 +148,7 @@ def main() -> int:
                     **{"workload.measure_s": args.measure_s, "max_sim_s": args.max_sim_s})
                 s = s.model_copy(update={"arrangements": tuple(a for a in s.arrangements if a.name == name)})
                 if label == "after" or args.both:  # (on the measured arrangement only: an option may suit one kind)
-                    s = with_options(s, json.loads(args.after_options))
+                    s = with_options(s, options)
                 scenarios[label] = s
                 package.run(scenarios[label], seed=1)  # warm-up
             times: dict[str, list[float]] = {"before": [], "after": []}
