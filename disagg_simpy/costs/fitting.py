@@ -27,9 +27,11 @@ KINDS = ("writing only", "chunked", "whole prompt")
 BASE_TERMS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_context_token_ms")
 REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
 PROMPT_ITERATION, FREE = "prompt_iteration_ms", "free_prompt_tokens"  # E14 (FREE is no column: a shift of tokens)
+TILE, TILE_SIZE = "per_token_tile_ms", "token_tile"  # E15 (TILE_SIZE is no column: the tile the column counts in)
 #: term -> (what its column counts, for messages)
 _COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
-           REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows"}
+           REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows",
+           TILE: "token tiles"}
 SIGNIFICANT = 4  # the printed (and shipped) precision of a coefficient
 
 
@@ -46,9 +48,10 @@ def kinds(t: pd.DataFrame) -> np.ndarray:
     return np.where(t.prompt_tokens == 0, KINDS[0], np.where(whole, KINDS[2], KINDS[1]))
 
 
-def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> np.ndarray:
+def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0, tile: int = 0) -> np.ndarray:
     """The design matrix: each term's count in each row; with E14's `free` prompt tokens an
-    iteration reads at no per-token cost."""
+    iteration reads at no per-token cost, and E15's tiles of `tile` rows (prompt tokens read +
+    replies written, ceil: R73) when `terms` has TILE."""
     p = t.prompt_tokens.to_numpy(float)
     earlier = t["earlier_tokens"].to_numpy(float) if "earlier_tokens" in t else np.zeros(len(t))
     prompts = t["prompts"].to_numpy(float) if "prompts" in t else np.ones(len(t))
@@ -58,6 +61,10 @@ def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> np.ndarra
             PROMPT_ITERATION: (p > 0).astype(float),
             REREAD: np.where(p > 0, earlier, 0.0),
             ATTENTION: p * earlier + p * (each + 1) / 2}  # attention: c*o + c(c+1)/2 per prompt
+    if TILE in terms:
+        if tile < 1:
+            raise ValueError(f"{TILE} needs a tile of at least 1 row, got {tile}")
+        cols[TILE] = np.ceil((p + t.replies.to_numpy(float)) / tile)
     return np.column_stack([cols[k] for k in terms])
 
 
