@@ -103,10 +103,9 @@ class BlockSchedule:
     def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
-        block, phases, pending = self.block, self.phases, self.pending
         used = gpu.kv_used
-        if pending:
-            append = log.append
+        if self.pending:
+            block, phases, pending, append = self.block, self.phases, self.pending, log.append
             for k in range(key, key + n):
                 phase = phases[k % block]
                 if first := pending.pop(k, None):
@@ -115,8 +114,9 @@ class BlockSchedule:
                 used += len(phase) * block
                 append(used)
         else:  # (the phases of keys key.. in turn, their blocks summed, all in C)
+            block = self.block
             at = key % block
-            log.extend(map(used.__add__, map(block.__mul__, accumulate(map(len, islice(cycle(phases), at, at + n))))))
+            log.extend(map(used.__add__, map(block.__mul__, accumulate(map(len, islice(cycle(self.phases), at, at + n))))))
             used = log[-1]
         gpu.kv_used = used
         if used > gpu.kv_peak:

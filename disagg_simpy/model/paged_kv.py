@@ -85,8 +85,8 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
-        cost = gpu.cost  # an iteration's duration, when only M1 (and E15) apply: `Gpu._duration`'s plain case
-        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_ns
+        cost = gpu.cost  # an iteration's duration when no E2/E3/E7/E13 term applies (`Gpu._duration`'s plain case): M1
+        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_fn()  # (with E14, E15)
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
