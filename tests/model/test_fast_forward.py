@@ -83,6 +83,32 @@ def test_a_prompt_taken_ahead_waits_for_what_arrives_by_its_start(tmp_path, monk
     compare(path)
 
 
+# options under which a repeat cut by a prompt takes its next iteration ahead (`Gpu.start_ahead`):
+# (arrangement keys, cost keys) for E7, E8's two limits, E10 and all four
+AHEAD_OPTIONS = {"E7": ({}, {"per_attention_pair_ms": 0.25}), "E8": ({"max_batch_replies": 2, "max_batch_tokens": 12}, {}),
+                 "E10": ({"mixed_iterations": False}, {}),
+                 "all": ({"max_batch_replies": 2, "max_batch_tokens": 12, "mixed_iterations": False},
+                         {"per_attention_pair_ms": 0.25})}
+
+
+@pytest.mark.parametrize("options", sorted(AHEAD_OPTIONS))
+@pytest.mark.parametrize("more", [[("0.060", 8, 3)], [("0.061", 8, 3)], [("0.2", 8, 3)]])
+def test_an_iteration_taken_ahead_under_the_options(tmp_path, monkeypatch, options, more):
+    """As above with E7, E8 or E10 on: the prompt arriving at 55 ms inside a writing repeat is taken
+    ahead as of 60 ms unless another arrives then (under E10 in an iteration that reads it and writes no word, after the repeat's
+    writing iterations are counted), and the records are the one-by-one loop's and the reference's."""
+    keys, cost = AHEAD_OPTIONS[options]
+    rows = [("0", 8, 20), ("0.055", 8, 3), *more]
+    path = write_scenario(tmp_path, rows, [{**ONE, **keys}], cost={**EVEN["cost"], **cost})
+    ahead = []
+    start_ahead = Gpu.start_ahead
+    monkeypatch.setattr(Gpu, "start_ahead", lambda g, at, n: ahead.append(start_ahead(g, at, n)) or ahead[-1])
+    same_as_one_by_one(path, monkeypatch)
+    if more[0][0] != "0.060":  # (one arriving at 60 ms is read from 60 ms too: nothing is taken ahead then)
+        assert ahead[0] is not None and ahead[0][2] > 0  # (it was taken ahead: fails if the options stop it)
+    compare(path)
+
+
 @pytest.mark.parametrize("at", ["0.010", "0.015", "0.020", "0.025", "0.030"])
 def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     """Ships of 10 ms (8 tokens): the second reply joins at an iteration end of the writing GPU's

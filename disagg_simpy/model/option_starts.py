@@ -1,0 +1,124 @@
+"""How a GPU starts an iteration under the options, chosen once per run (`starter`), not per
+iteration: most runs with E7, E8 or E10 on have no KV limit (E4, E9) and no prefix cache (E13),
+and for those the start is D4's plain choice of prompt tokens, E8's seats, and a duration with
+only the terms that are on. The general path (`Gpu._options_start`, `option_paths.take` and
+`duration`) stays for the rest; what the chosen function returns is what it returns
+(tests/model: the reference model to the ns, fast-forward on/off)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .option_paths import duration, take
+from .unmixed import unmixed_start, write_started
+
+Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
+
+
+def starter(gpu: Any) -> Start:
+    """`gpu`'s start of an iteration under the options for its whole run: (replies written,
+    prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
+    if gpu.paged is not None or gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
+        return gpu._options_start  # (E4, E9, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
+    take = _take(gpu)
+    writing_ns, reading_ns = _writing_ns(gpu), _reading_ns(gpu)
+    seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
+
+    if not gpu.mixed:  # E10: model/unmixed.py's `unmixed_start`, without E4's log
+        def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+            if waiting and (read := take(now, 0))[0]:  # prompt first: it reads, and writes no word
+                return 0, read[0], read[1], reading_ns(now, index, 0, read[1], read[0])
+            key, n = gpu.n_writes, gpu.n_seated
+            if queue and (seats is None or n < seats):
+                while queue and (seats is None or n < seats):
+                    seat(queue.popleft(), index, key)
+                    n += 1
+                gpu.n_seated = n
+            if n:
+                write_started(gpu, key, index)
+            return n, (), 0, writing_ns(n, key)
+        return start_unmixed
+
+    def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+        if seats is None:
+            n = gpu.n_replies
+        else:  # E8: the replies waiting for a seat take the free seats in the order they joined
+            n = gpu.n_seated
+            if queue and n < seats:
+                while queue and n < seats:
+                    seat(queue.popleft(), index)
+                    n += 1
+                gpu.n_seated = n
+        if waiting and (read := take(now, n))[0]:
+            return n, read[0], read[1], reading_ns(now, index, n, read[1], read[0])
+        return n, (), 0, writing_ns(n, index)
+    return start
+
+
+def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
+    """`Gpu._options_start`, the general path: an iteration starting now under the options: (replies written,
+    prompt tokens taken, how many, duration). Replies waiting for a seat take the free seats in the order they
+    joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3, E7); the KV memory held
+    is logged (E4; a run stopped mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts)."""
+    if not gpu.mixed:
+        return unmixed_start(gpu, now, index)
+    if gpu.seats is not None:
+        queue = gpu.seat_queue
+        while queue and gpu.n_seated < gpu.seats:
+            gpu._seat(queue.popleft(), index)
+            gpu.n_seated += 1
+    n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
+    taken, n_tokens = take(gpu, now, n_replies)
+    if gpu.kv_capacity is not None:
+        gpu.kv_used_tokens.append(gpu.kv_used)
+    return n_replies, taken, n_tokens, gpu._duration(now, index, n_replies, n_tokens, taken)
+
+
+def _take(gpu: Any) -> Callable[[int, int], tuple[Any, int]]:
+    """The prompt tokens an iteration starting now reads, writing `n_written` replies, with no KV
+    limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run)."""
+    take_tokens, limit, chunk = gpu._take_prompt_tokens, gpu.max_tokens, gpu.chunk_tokens
+    if limit is None:
+        return lambda now, n_written: take_tokens(now)
+    if chunk is None:  # E8, whole prompts: the head is read whole if it fits the room (`_take_with_options`)
+        return lambda now, n_written: take_tokens(now, gpu._take_with_options(n_written))
+
+    def chunked(now: int, n_written: int) -> tuple[Any, int]:
+        room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)
+        if room >= chunk:
+            return take_tokens(now)
+        return take_tokens(now, None, room) if room else ((), 0)
+    return chunked
+
+
+def _writing_ns(gpu: Any) -> Callable[[int, int], int]:
+    """The duration of an iteration that writes `n` replies and reads nothing, `key` counting its
+    words (E10: writing iterations): of the options' terms only E3's context (`duration`)."""
+    cost = gpu.cost
+    if gpu.track_context:  # E3: prompt + word - 1, summed over its replies
+        return lambda n, key: cost.iteration_ns_full(n, 0, 0, gpu.context_base + key * n) if n else cost.iteration_ns(0, 0)
+    if cost.per_token_tile:  # (E15: its tiles)
+        return lambda n, key: cost.iteration_ns(n, 0)
+    it, reply, den = cost.iteration, cost.per_reply, cost.denominator
+    if den == 1:  # (whole ns: nothing to round)
+        return lambda n, key: it + reply * n
+    return lambda n, key: (2 * (it + reply * n) + den) // (2 * den)  # D10, halves up
+
+
+def _reading_ns(gpu: Any) -> Callable[[int, int, int, int, Any], int]:
+    """The duration of an iteration that reads `taken` (`n_tokens` tokens) and writes `n_replies`
+    replies: M1 (E14, E15) alone, M1 with E7's attention pairs alone, or `duration`'s terms."""
+    cost = gpu.cost
+    if not cost.extra_terms:
+        return lambda now, index, n_replies, n_tokens, taken: cost.iteration_ns(n_replies, n_tokens)
+    if cost.per_reread_token or cost.per_context_token or cost.per_cached_token:  # (E2, E3, E13)
+        return lambda now, index, n_replies, n_tokens, taken: duration(gpu, now, index, n_replies, n_tokens, taken)
+    full = cost.iteration_ns_full
+
+    def attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
+        n_pairs = 0
+        for r, n in taken:  # E7: each token read attends to those of its prompt before it and itself
+            n_pairs += n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2
+        return full(n_replies, n_tokens, 0, 0, n_pairs)
+    return attention
