@@ -40,6 +40,17 @@ def starter(gpu: Any) -> Start:
             return n, (), 0, writing_ns(n, key)
         return start_unmixed
 
+    if seats is None and gpu.max_tokens is None:  # (no E8: D4's plain tokens)
+        take_tokens = gpu._take_prompt_tokens
+
+        def free_start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+            n = gpu.n_replies
+            if waiting:
+                taken, n_tokens = take_tokens(now)
+                return n, taken, n_tokens, reading_ns(now, index, n, n_tokens, taken)
+            return n, (), 0, writing_ns(n, index)
+        return free_start
+
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         if seats is None:
             n = gpu.n_replies
@@ -115,10 +126,22 @@ def _reading_ns(gpu: Any) -> Callable[[int, int, int, int, Any], int]:
     if cost.per_reread_token or cost.per_context_token or cost.per_cached_token:  # (E2, E3, E13)
         return lambda now, index, n_replies, n_tokens, taken: duration(gpu, now, index, n_replies, n_tokens, taken)
     full = cost.iteration_ns_full
+    if cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile:  # (E14, E15: their terms too)
+        def attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
+            return full(n_replies, n_tokens, 0, 0, _pairs(taken))
+        return attention
+    it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
 
-    def attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
+    def plain_attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
         n_pairs = 0
-        for r, n in taken:  # E7: each token read attends to those of its prompt before it and itself
+        for r, n in taken:  # E7: each token read attends to those of its prompt before it and itself (`_pairs`, inline)
             n_pairs += n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2
-        return full(n_replies, n_tokens, 0, 0, n_pairs)
-    return attention
+        total = it + reply * n_replies + token * n_tokens + pair * n_pairs  # M1 + E7, rounded once (D10, halves up)
+        return total if den == 1 else (2 * total + den) // (2 * den)
+    return plain_attention
+
+
+def _pairs(taken: Any) -> int:
+    """E7: the attention pairs of an iteration's reads, each token read attending to the tokens of
+    its prompt before it (read by earlier iterations) and to itself."""
+    return sum(n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2 for r, n in taken)
