@@ -8,6 +8,7 @@ nearest ns, halves up, with no float error. With the usual costs (whole ns) the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -76,6 +77,19 @@ class CostNs:
         if self.per_token_tile:
             total += self._tiles(n_replies, n_tokens)
         return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
+
+    def iteration_fn(self) -> Callable[[int, int], int]:
+        """`iteration_ns` as a function of (replies written, prompt tokens read), chosen once for a
+        GPU's run (model/gpu.py, with every option off: its cost is paid each iteration): without
+        E14 and E15, M1's three terms as plain numbers, rounded once (D10; whole ns, as the usual
+        costs are, need no rounding); else `iteration_ns` itself."""
+        if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile:
+            return self.iteration_ns
+        it, reply, token, den = self.iteration, self.per_reply, self.per_prompt_token, self.denominator
+        if den == 1:
+            return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
+        den2 = 2 * den
+        return lambda n_replies, n_tokens: (2 * (it + reply * n_replies + token * n_tokens) + den) // den2
 
     def _tiles(self, n_replies: int, n_tokens: int) -> int:
         """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix

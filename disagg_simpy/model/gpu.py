@@ -24,6 +24,7 @@ from .costs import CostNs
 from .option_paths import duration
 from .option_starts import options_start, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
 from .repeats import Repeat, option_bound
 from .request import Request
@@ -70,7 +71,7 @@ class Gpu:
         self.track_context = cost.per_context_token != 0
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
-        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
+        self.repeat: PlainRepeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
@@ -281,6 +282,8 @@ class Gpu:
         # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
         # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
+        new_repeat = Repeat if options else PlainRepeat  # (the all-off one without the options' work, model/plain_repeats.py)
+        iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
         release = self._release if (self.queue_replies or self.track_context or kv or self.paged is not None
@@ -314,9 +317,9 @@ class Gpu:
             else:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
-                duration = cost.iteration_ns(n_replies, n_tokens)
+                duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies)) > 1:
-                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies,
+                repeat = self.repeat = new_repeat(self, env, started, index, duration, n_replies,
                                                  taken[0][0] if taken else None, n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place)
                 self.repeat = None

@@ -22,6 +22,8 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   takes the chunks of the iterations that have started by then (starts at the arrival's own
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
+With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
+under any option, `Repeat` below, which extends it.
 
 Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
@@ -40,30 +42,19 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections import deque
 from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any, Protocol
 
-from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
+from .phases import PHASE_END, PHASE_START, Environment, take_over
+from .plain_repeats import PlainGpu, PlainRepeat
 from .request import Request
 from .unmixed import first_leaving_write, write_started
 
-Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
 
+class RepeatingGpu(PlainGpu, Protocol):
+    """What a repeat reads and writes of its GPU under the options (model/gpu.py's `Gpu`)."""
 
-class RepeatingGpu(Protocol):
-    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`)."""
-
-    number: int
-    n_started: int
-    queued_tokens: int
-    waiting: deque[Request]
-    started_at_ns: Any  # the GPU's records, array('q') each
-    ended_at_ns: Any
-    n_replies_written: Any
-    n_prompt_tokens_read: Any
-    reads_log: Any
     kv_used_tokens: Any  # E4: logged at each start
     kv_capacity: int | None
     kv_used: int
@@ -78,57 +69,33 @@ class RepeatingGpu(Protocol):
     leaving_order: list[int]
     leaving_by_write: dict[int, list[Request]]
 
-    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
 
+class Repeat(PlainRepeat):
+    """A repeat under the options (`Gpu.run` makes one only when an option is on): `PlainRepeat`
+    plus E4's log of the KV memory held at each start, E9's blocks due at those starts, E10's
+    writing iterations, and E2/E3/E7's growing durations (`ends`, the first's `duration`)."""
 
-class Repeat:
-    """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each
-    (E2, E3, E7: the first's; `ends` their ends after `started`), writing `n_replies` replies and
-    reading `n_tokens` tokens of `head` (None: reading none)."""
-
-    __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
-                 "slot", "after", "kv", "n_kv_logged", "paged", "key", "ends", "grows_at")
+    __slots__ = ("kv", "n_kv_logged", "paged", "key", "ends", "grows_at")
+    gpu: RepeatingGpu
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
-        self.gpu = gpu
-        self.env = env
-        self.started = started
-        self.index = index
-        self.duration = duration
-        self.n_replies = n_replies
-        self.head = head
-        self.n_tokens = n_tokens
-        self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
-        self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
-        self.open = True  # not cut yet
-        self.after: tuple[Reads, int, int] | None = None  # see `cut`
         self.paged = gpu.paged  # E9: due blocks taken at the starts inside the repeat (`_grow`)
         self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
         self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
         self.grows_at = _block_keys(gpu, index, n_replies) if self.paged is not None else -1  # E9: its first key in the block schedule
-        self.ends: list[int] | None = None
+        self.ends = None
+        last = -1
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
-            self.n = n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
-            assert self.ends[0] == duration, (self.ends[0], duration)  # (the first as the GPU computed it)
-        last = n * duration if self.ends is None else self.ends[n - 1]  # (`_end(n - 1)`, inline: a repeat's fixed cost)
-        self.slot = Slot(env, last, PHASE_END + gpu.number)  # the GPU's process waits on it
-
-    def _end(self, j: int) -> int:
-        """When iteration j of the repeat ends, after its start (0 for j = -1)."""
-        if j < 0:
-            return 0
-        return (j + 1) * self.duration if self.ends is None else self.ends[j]
-
-    def _ended_by(self, t: int) -> int:
-        """How many of the repeat's iterations end by `t` after its start."""
-        return t // self.duration if self.ends is None else bisect.bisect_right(self.ends, t)
+            n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
+            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
+            assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
+            last = ends[n - 1]
+        super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
 
     def sync(self, now: int) -> None:
-        """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
-        D5 step 3, after everything that arrives at `now`)."""
+        """`PlainRepeat.sync`, with growing durations (E2, E3, E7) too."""
         if self.head is not None:
             d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
             started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
@@ -145,24 +112,10 @@ class Repeat:
         """How many of the repeat's iterations started before `now` (the first, and one after each end before it)."""
         return max(1, min(self.n, 1 + self._ended_by(now - self.started - 1)))
 
-    def _take(self, n_iterations: int) -> None:
-        if n_iterations > 0 and self.head is not None:
-            tokens = n_iterations * self.n_tokens
-            self.head.unread_tokens -= tokens  # type: ignore[union-attr]  # (only with a head)
-            self.gpu.queued_tokens -= tokens
-            self.n_taken += n_iterations
-            if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
-                self.gpu.waiting.popleft()
-
     def cut(self, ahead: bool = False) -> None:
-        """Something reaches the GPU now (D5 step 2) that changes its next iteration: end the
-        repeat with the iteration running now, or, exactly at an iteration end, there, the
-        next iteration starting in step 3 of this instant.
-
-        `ahead` (a prompt routed here, already queued): if nothing else can reach the GPU before
-        the running iteration ends, the next iteration, which reads it, is known now: it is
-        taken now, as of its start (`Gpu.start_ahead`), and the GPU waits for ITS end (`after`:
-        its reads, tokens and duration): one wake-up fewer."""
+        """`PlainRepeat.cut` under the options, the KV memory held logged at the starts so far
+        (E4, E9) and E10's writing iterations counted; nothing is taken `ahead` (`Gpu.start_ahead`
+        takes nothing under the options: the GPU goes on at the running iteration's end)."""
         if not self.open:
             return
         self.open = False
@@ -188,14 +141,9 @@ class Repeat:
         else:
             gpu.n_started = self.index + ran + 1
             self._log_kv(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
-            end = self.started + self._end(ran)
-            if ahead and ran + 1 < self.n and (after := gpu.start_ahead(end, self.n_replies)) is not None:
-                self.n, self.after = ran + 1, after
-                gpu.n_started += 1
-                self.slot = take_over(self.slot, end + after[2] - now, PHASE_END + gpu.number)
-            elif ran + 1 < self.n:
+            if ran + 1 < self.n:
                 self.n = ran + 1
-                self.slot = take_over(self.slot, self.started + self._end(self.n - 1) - now, PHASE_END + gpu.number)
+                self.slot = take_over(self.slot, self.started + self._end(ran) - now, PHASE_END + gpu.number)
 
     def finish(self) -> int:
         """The repeat's last iteration ends now: take every chunk, record all iterations but
@@ -228,40 +176,6 @@ class Repeat:
             self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)
         else:  # (E10's prompt-only iterations give no block)
             gpu.kv_used_tokens.extend(array("q", (gpu.kv_used,)) * n)
-
-    def flush(self, stopped_at_ns: int) -> None:
-        """The run stopped during the repeat: record the iterations that ended by the stop (and
-        forget the start of an `after` iteration that never started)."""
-        if self.n:
-            ended = min(self.n, self._ended_by(stopped_at_ns - self.started))
-            assert ended < self.n or self.after is not None  # (else the last end came before any stop)
-            self.record(ended)
-            self._log_kv(min(self.n, ended + 1))  # (every start by the stop: a start at the stop came in D5 step 3)
-            start = self.started + self._end(self.n - 1)
-            if self.after is not None and stopped_at_ns < start:
-                for r, _ in self.after[0]:
-                    if r.read_started_at_ns == start:
-                        r.read_started_at_ns = -1
-
-    def record(self, count: int) -> None:
-        """Records of the repeat's first `count` iterations, in bulk."""
-        if count <= 0:
-            return
-        g, s, d = self.gpu, self.started, self.duration
-        if self.ends is None:
-            g.started_at_ns.extend(range(s, s + count * d, d))
-            g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
-        else:  # (E2, E3, E7)
-            ends = [s + e for e in self.ends[:count]]
-            g.started_at_ns.append(s)
-            g.started_at_ns.extend(ends[:-1])
-            g.ended_at_ns.extend(ends)
-        g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
-        g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
-        if self.head is not None:  # iteration, request id, tokens; ...
-            log = array("q", (0, self.head.request_id, self.n_tokens)) * count
-            log[0::3] = array("q", range(self.index, self.index + count))
-            g.reads_log.extend(log)
 
 
 def cut_repeat(gpu: Any) -> None:

@@ -164,10 +164,13 @@ def _rereads(rec, rows: np.ndarray, arrived: np.ndarray, pre: np.ndarray) -> np.
     at = rec.gpu_offsets[reads["gpu"][pick]] + reads["iteration"][pick]
     started, ended = rec.iterations["started_at_ns"][at], rec.iterations["ended_at_ns"][at]
     where = {r: i for i, r in enumerate(rows.tolist())}
+    times = {}  # request row -> its preemptions in time order (the log is by GPU), sorted once
     for k in np.lexsort((started, reads["request_id"][pick])).tolist():
         i = where[int(reads["request_id"][pick[k]])]
         since = int(started[k] - arrived[i])
-        n = int(np.searchsorted(np.sort(pre[i]), since, side="right"))  # preemptions before this read (log: by GPU)
+        if i not in times:
+            times[i] = np.sort(pre[i])
+        n = int(np.searchsorted(times[i], since, side="right"))  # preemptions before this read
         if n == 0:
             continue  # (the prompt's first read)
         mine = out[i]
