@@ -22,11 +22,11 @@ import simpy
 
 from .costs import CostNs
 from .option_paths import duration
-from .option_starts import options_start, starter
+from .option_starts import options_start, repeat_kinds, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
-from .repeats import Repeat, option_bound
+from .repeats import option_bound
 from .request import Request
 
 
@@ -282,7 +282,7 @@ class Gpu:
         # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
         # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
-        new_repeat = Repeat if options else PlainRepeat  # (the all-off one without the options' work, model/plain_repeats.py)
+        reading_repeat, writing_repeat = repeat_kinds(self, options)  # (PlainRepeat unless the options need more)
         iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
@@ -319,8 +319,8 @@ class Gpu:
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies)) > 1:
-                repeat = self.repeat = new_repeat(self, env, started, index, duration, n_replies,
-                                                 taken[0][0] if taken else None, n_tokens, n)
+                repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
+                    self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place)
                 self.repeat = None
                 if not repeat.n:
@@ -387,14 +387,12 @@ class Gpu:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
         its reads (D4), tokens, duration. Under the options (not E4, E5, E9, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
-        the prompt that cut a writing repeat, prompt first; the repeat's writing iterations are counted first)."""
+        the prompt that cut a writing repeat, prompt first). (Only `PlainRepeat`s take ahead: `repeat_kinds`.)"""
         if not self.ahead or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         if self._start is None:
             taken, n_tokens = self._take_prompt_tokens(at)
             return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
-        if not self.mixed:  # (`Repeat.finish`'s count of writing iterations, up to the one ending at `at`)
-            self.n_writes = self.repeat.key + self.n_started - 1 - self.repeat.index  # type: ignore[union-attr]
         _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
         return taken, n_tokens, duration
 

@@ -8,10 +8,13 @@ only the terms that are on. The general path (`Gpu._options_start`, `option_path
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 from .option_paths import duration, take
-from .unmixed import unmixed_start, write_started
+from .plain_repeats import PlainRepeat
+from .repeats import Repeat
+from .unmixed import WritingRepeat, unmixed_start
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 
@@ -25,18 +28,26 @@ def starter(gpu: Any) -> Start:
     writing_ns, reading_ns = _writing_ns(gpu), _reading_ns(gpu)
     seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
 
-    if not gpu.mixed:  # E10: model/unmixed.py's `unmixed_start`, without E4's log
+    if not gpu.mixed:  # E10: model/unmixed.py's `unmixed_start`, without E4's log, `write_started` inline
+        take_first = gpu._take_prompt_tokens if gpu.max_tokens is None else (lambda now: take(now, 0))
+        by_write, leaving, leaving_order, room = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, seats or 1 << 62
+
         def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
-            if waiting and (read := take(now, 0))[0]:  # prompt first: it reads, and writes no word
-                return 0, read[0], read[1], reading_ns(now, index, 0, read[1], read[0])
+            if waiting:
+                taken, n_tokens = take_first(now)
+                if taken:  # prompt first: it reads, and writes no word
+                    return 0, taken, n_tokens, reading_ns(now, index, 0, n_tokens, taken)
             key, n = gpu.n_writes, gpu.n_seated
-            if queue and (seats is None or n < seats):
-                while queue and (seats is None or n < seats):
+            if queue and n < room:
+                while queue and n < room:
                     seat(queue.popleft(), index, key)
                     n += 1
                 gpu.n_seated = n
-            if n:
-                write_started(gpu, key, index)
+            if n:  # its writing iteration `key`: the replies whose last word it writes leave at its end
+                gpu.n_writes = key + 1
+                if out := by_write.pop(key, None):
+                    leaving[index] = out
+                    heappush(leaving_order, index)
             return n, (), 0, writing_ns(n, key)
         return start_unmixed
 
@@ -65,6 +76,22 @@ def starter(gpu: Any) -> Start:
             return n, read[0], read[1], reading_ns(now, index, n, read[1], read[0])
         return n, (), 0, writing_ns(n, index)
     return start
+
+
+def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
+    """The repeat a GPU runs (model/repeats.py) for iterations that read prompt tokens, and for
+    those that only write: `PlainRepeat` unless its iterations need `Repeat`'s work (E4's or E9's
+    log at each start, E2/E3/E7's growing durations: E3 grows any batch with replies, E2 and E7 a
+    reading one) or E10's count of writing iterations (`unmixed.WritingRepeat`, when no other).
+    `PlainRepeat` takes a cut repeat's next iteration ahead (`Gpu.start_ahead`); `Repeat` does not."""
+    cost = gpu.cost
+    if not options:
+        return PlainRepeat, PlainRepeat
+    if gpu.kv_capacity is not None or gpu.paged is not None:
+        return Repeat, Repeat
+    reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat
+    writing = Repeat if cost.per_context_token else PlainRepeat if gpu.mixed else WritingRepeat
+    return reading, writing
 
 
 def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:

@@ -23,7 +23,8 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
 With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
-under any option, `Repeat` below, which extends it.
+under the options, `Repeat` below, which extends it, where the repeat needs its work (else
+`PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
 
 Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that

@@ -15,6 +15,7 @@ import heapq
 from typing import Any
 
 from .option_paths import take
+from .plain_repeats import PlainRepeat
 
 
 def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
@@ -56,3 +57,30 @@ def first_leaving_write(gpu: Any) -> int:
     while order[0] not in by_write:
         heapq.heappop(order)
     return order[0]
+
+
+class WritingRepeat(PlainRepeat):
+    """A repeat of E10 writing iterations with no other work than `PlainRepeat`'s (no KV log, no
+    growing duration: `option_starts.repeat_kinds` picks it; else `repeats.Repeat`): the GPU's
+    count of writing iterations (`Gpu.n_writes`) moves on with the iterations it ran, and the
+    replies whose last word its last iteration writes leave at that iteration's end (as
+    `unmixed_start` moves them). Its first iteration is writing iteration `key - 1`."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, gpu: Any, *args: Any) -> None:
+        self.key = gpu.n_writes  # (the second iteration's writing iteration)
+        super().__init__(gpu, *args)
+
+    def cut(self, ahead: bool = False) -> None:
+        """`PlainRepeat.cut`, then the writing iterations counted: those of the repeat started by now
+        (the next one, at an iteration end; not an iteration taken `ahead`, which reads, E10a)."""
+        super().cut(ahead)
+        gpu: Any = self.gpu
+        gpu.n_writes = self.key - 1 + gpu.n_started - self.index - (self.after is not None)
+
+    def finish(self) -> int:
+        """`PlainRepeat.finish`; its last iteration's replies leaving after it (`write_started`)."""
+        duration = super().finish()
+        write_started(self.gpu, self.key + self.n - 2, self.index + self.n - 1)
+        return duration
