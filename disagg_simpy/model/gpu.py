@@ -23,11 +23,10 @@ import simpy
 from .costs import CostNs
 from .kv_take import take_with_options
 from .option_paths import duration
-from .option_starts import options_start, repeat_kinds, starter
+from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
-from .repeats import option_bound
 from .request import Request
 
 
@@ -79,7 +78,7 @@ class Gpu:
         self.host: Host | None = None  # set by `run`
         self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         self.ahead = True  # set by `run`: whether a cut repeat may take its next iteration ahead (`start_ahead`)
-        self.bounded = False  # set by `run`: whether repeats need `option_bound` (E9, E10)
+        self.bound: Any = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -198,6 +197,10 @@ class Gpu:
             self.waiting.clear()
         else:
             taken, budget = [], self.chunk_tokens if budget is None else budget
+            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
+                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+                self.queued_tokens -= budget
+                return [(r, budget)], budget
             while self.waiting and budget:
                 r = self.waiting[0]
                 n = min(r.unread_tokens, budget)
@@ -240,11 +243,10 @@ class Gpu:
         iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
-        release = self._release if (self.queue_replies or self.track_context or kv or self.paged is not None
-                                    or self.changes_role) else None  # (E12 may switch E3's context on)
+        release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
         self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
-        self.bounded = not self.mixed or self.paged is not None
+        self.bound = bounds(self)
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -335,7 +337,7 @@ class Gpu:
             if len(taken) > 1 or tokens != self.chunk_tokens:
                 return 1
             n = min(n, 1 + head.unread_tokens // tokens)
-        return option_bound(self, index, taken, n_replies, n) if self.bounded and n > 1 else n
+        return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):

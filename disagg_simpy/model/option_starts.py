@@ -13,8 +13,8 @@ from typing import Any
 
 from .option_paths import duration, take
 from .plain_repeats import PlainRepeat
-from .repeats import Repeat
-from .unmixed import WritingRepeat, unmixed_start
+from .repeats import Repeat, option_bound
+from .unmixed import WritingRepeat, unmixed_start, writing_bound
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 
@@ -53,6 +53,20 @@ def starter(gpu: Any) -> Start:
 
     if seats is None and gpu.max_tokens is None:  # (no E8: D4's plain tokens)
         take_tokens = gpu._take_prompt_tokens
+        if _attention_alone(cost := gpu.cost):  # (`_reading_ns`'s `plain_attention`, inline)
+            it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
+
+            def attention_start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+                n = gpu.n_replies
+                if not waiting:
+                    return n, (), 0, writing_ns(n, index)
+                taken, n_tokens = take_tokens(now)
+                n_pairs = 0
+                for r, c in taken:  # (`plain_attention`)
+                    n_pairs += c * (r.read_size - r.unread_tokens - c) + c * (c + 1) // 2
+                total = it + reply * n + token * n_tokens + pair * n_pairs
+                return n, taken, n_tokens, total if den == 1 else (2 * total + den) // (2 * den)
+            return attention_start
 
         def free_start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
             n = gpu.n_replies
@@ -92,6 +106,27 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat
     writing = Repeat if cost.per_context_token else PlainRepeat if gpu.mixed else WritingRepeat
     return reading, writing
+
+
+def releaser(gpu: Any) -> Callable[[list], None] | None:
+    """What replies whose last word was just written leave of the options' bookkeeping: `Gpu._release`'s
+    work (E3, E4, E8, E9, E10; E12 may switch E3's context on), E8/E10's seats alone, or nothing (None)."""
+    if gpu.track_context or gpu.kv_capacity is not None or gpu.paged is not None or gpu.changes_role:
+        return gpu._release
+    if not gpu.queue_replies:
+        return None
+
+    def release_seats(leaving: list) -> None:
+        gpu.n_seated -= len(leaving)
+    return release_seats
+
+
+def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
+    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`),
+    E10's last writing iterations (`unmixed.writing_bound`, without E9), or nothing (None)."""
+    if gpu.paged is not None:
+        return option_bound
+    return None if gpu.mixed else writing_bound
 
 
 def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
@@ -148,16 +183,19 @@ def _reading_ns(gpu: Any) -> Callable[[int, int, int, int, Any], int]:
     """The duration of an iteration that reads `taken` (`n_tokens` tokens) and writes `n_replies`
     replies: M1 (E14, E15) alone, M1 with E7's attention pairs alone, or `duration`'s terms."""
     cost = gpu.cost
+    plain = not (cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile)  # (no E14, E15 term)
+    it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
     if not cost.extra_terms:
+        if plain and den == 1:  # (M1 in whole ns, inline)
+            return lambda now, index, n_replies, n_tokens, taken: it + reply * n_replies + token * n_tokens
         return lambda now, index, n_replies, n_tokens, taken: cost.iteration_ns(n_replies, n_tokens)
     if cost.per_reread_token or cost.per_context_token or cost.per_cached_token:  # (E2, E3, E13)
         return lambda now, index, n_replies, n_tokens, taken: duration(gpu, now, index, n_replies, n_tokens, taken)
     full = cost.iteration_ns_full
-    if cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile:  # (E14, E15: their terms too)
+    if not _attention_alone(cost):  # (E14, E15: their terms too)
         def attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
             return full(n_replies, n_tokens, 0, 0, _pairs(taken))
         return attention
-    it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
 
     def plain_attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
         n_pairs = 0
@@ -166,6 +204,12 @@ def _reading_ns(gpu: Any) -> Callable[[int, int, int, int, Any], int]:
         total = it + reply * n_replies + token * n_tokens + pair * n_pairs  # M1 + E7, rounded once (D10, halves up)
         return total if den == 1 else (2 * total + den) // (2 * den)
     return plain_attention
+
+
+def _attention_alone(cost: Any) -> bool:
+    """Whether E7's attention pairs are the only term of the options' or E14/E15's on (E2, E3 and E13 off)."""
+    return bool(cost.per_attention_pair) and not (cost.per_reread_token or cost.per_context_token or cost.per_cached_token
+                                                  or cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile)
 
 
 def _pairs(taken: Any) -> int:
