@@ -236,9 +236,10 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
-        # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
-        # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
+        # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
+        # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
+        # between a GPU's own starts and ends must do one or the other (docs)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
         reading_repeat, writing_repeat = repeat_kinds(self, options)  # (PlainRepeat unless the options need more)
         iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
