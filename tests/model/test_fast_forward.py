@@ -182,9 +182,11 @@ def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_pat
 GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms")  # E2, E3, E7
 
 @st.composite
-def steady_scenario(draw, tiles: bool = False):
+def steady_scenario(draw, tiles: bool = False, options: bool = False):
     """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
-    or E7 maybe beside it (repeats of growing durations)."""
+    or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 and E10 (colocated)
+    drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
+    repeat's next iteration ahead (model/option_starts.py's `repeat_kinds`, `Gpu.start_ahead`)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))
@@ -209,6 +211,15 @@ def steady_scenario(draw, tiles: bool = False):
             st.sampled_from(COSTS["per_token_tile_ms"][1:])))
         for key in draw(st.lists(st.sampled_from(GROWING), max_size=2, unique=True)):
             cost[key] = draw(st.sampled_from(COSTS[key][2:]))
+    if options:
+        if draw(st.booleans()):
+            cost["per_attention_pair_ms"] = draw(st.sampled_from(COSTS["per_attention_pair_ms"][2:]))  # E7
+        if draw(st.booleans()):
+            a["max_batch_replies"] = draw(st.integers(1, 3))  # E8
+        if draw(st.booleans()):
+            a["max_batch_tokens"] = draw(st.sampled_from((6, 12, 40)))
+        if a["kind"] == "colocated" and draw(st.booleans()):
+            a["mixed_iterations"] = False  # E10
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
@@ -220,6 +231,17 @@ def steady_scenario(draw, tiles: bool = False):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=steady_scenario())
 def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    rows, arrangements, cost, extra = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path, expect_cap=None)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=steady_scenario(options=True))
+def test_fast_forward_under_e7_e8_e10_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    """Long replies and arrivals on a coarse grid, so that many repeats are cut by an arrival
+    inside an iteration and take the next iteration ahead, with E7, E8 or E10 on."""
     rows, arrangements, cost, extra = case
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
     same_as_one_by_one(path, monkeypatch)
