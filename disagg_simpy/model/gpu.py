@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import simpy
 
 from .costs import CostNs
+from .kv_take import take_with_options
 from .option_paths import duration, take
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .plain_repeats import PlainRepeat
@@ -214,54 +215,7 @@ class Gpu:
         self.queued_tokens -= n_tokens + n_cached
         return taken, n_tokens
 
-    def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
-        """D4 under the options, in arrival order, no prompt overtaking another:
-        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
-          prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
-        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
-          min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
-          waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
-        - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
-        waiting = self.waiting
-        capacity, limit, paged = self.kv_capacity, self.max_tokens, self.paged
-        free = 0 if capacity is None else capacity - self.kv_used
-        budget = self.chunk_tokens  # tokens left to read this iteration when chunked
-        room = None if limit is None else limit - n_written  # E8, whole prompts
-        if budget is not None and room is not None:
-            budget, room = min(budget, room), None
-        taken = []
-        prefix = self.prefix
-        while waiting:
-            r = waiting[0]
-            n = r.unread_tokens
-            n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
-            if budget is not None:
-                if budget == 0:
-                    break
-                n = min(n, budget)
-            elif room is not None and n > room:
-                if room == 0 or (r.unread_tokens == r.read_size and limit is not None and n <= limit):
-                    break  # a whole prompt waits for room
-                n = room
-            if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
-                need = self.kv_need(r) if paged is None else paged.admit(r, free)  # (E9: -1 if it must wait)
-                if need < 0 or need > free:
-                    break
-                free -= need
-            if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
-                prefix.begin_read(r, hit)
-            taken.append((r, n))
-            if budget is not None:
-                budget -= n
-            elif room is not None:
-                room -= n
-            if n == r.unread_tokens - hit:
-                waiting.popleft()
-            else:
-                break
-        if capacity is not None:
-            self.reserve(capacity - free - self.kv_used)
-        return taken
+    _take_with_options = take_with_options  # (model/kv_take.py)
 
     def run(self, env: Environment, host: Host):
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
@@ -276,9 +230,10 @@ class Gpu:
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
-        # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
-        # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
+        # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
+        # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
+        # between a GPU's own starts and ends must do one or the other (docs)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
         new_repeat = Repeat if options else PlainRepeat  # (the all-off one without the options' work, model/plain_repeats.py)
         iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options

@@ -36,6 +36,27 @@ reply's context grows by a token a word; E2, E7: each chunk of the head prompt r
 attends to, one chunk more than the one before): the repeat's durations are then computed
 together, each rounded once (D10), and its ends are their running sums (`ends`; plain ints:
 numpy costs more than it saves on the few tens of iterations a repeat holds).
+
+E14's and E15's terms are the same in every iteration of a repeat, so repeats run under them.
+Each is a function of two numbers of the iteration alone: the prompt tokens it reads (E14: one
+`prompt_iteration_ms`, less the per-token cost of its first `free_prompt_tokens`) and those plus
+the replies it writes (E15: `per_token_tile_ms` x ceil((tokens + replies) / `token_tile`); E2's
+re-read and E13's cached tokens are not rows, R73). Those two numbers are what a repeat holds
+fixed, and `record` writes them, unchanged, for each of its iterations:
+- replies: `steady_iterations` ends a repeat at the first iteration after which a reply leaves
+  (a last word; E10: a last writing iteration, `option_bound`), and anything that adds one (a
+  join, E8's seats, which free only when a reply leaves) cuts it (`cut`); E9 preempts only at a
+  start whose due blocks are not all free, which `option_bound` keeps out of a repeat;
+- tokens: reading, every iteration of a repeat reads one full chunk (`chunk_tokens`) of the
+  head prompt, and the repeat ends by its last full chunk (`steady_iterations`:
+  an iteration that reads whole prompts, more than one prompt, or less than a chunk, E8's budget
+  below it, starts no repeat); reading none, none (what would let it read cuts it: a prompt
+  routed to it, memory freed).
+So a repeat of constant durations has both terms in its `duration`, computed for its first
+iteration as for every one. One of growing durations (E2, E3, E7 beside E14/E15) adds them once
+to the first iteration's sum (`_ends`: `CostNs.total_full` with the first iteration's replies
+and chunk, which are every iteration's), and its growth `_step` holds only the terms that grow:
+E3's context, E2's re-read tokens and E7's pairs, which count the KV cache attended to, not rows.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reference import SHIPS, compare, paged_scenario, tiny_scenario
+from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, tiny_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
@@ -153,8 +153,12 @@ def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_pat
 
 # -- hypothesis: options off, replies long enough for repeats, arrivals on a coarse grid --------
 
+GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms")  # E2, E3, E7
+
 @st.composite
-def steady_scenario(draw):
+def steady_scenario(draw, tiles: bool = False):
+    """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
+    or E7 maybe beside it (repeats of growing durations)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))
@@ -174,6 +178,11 @@ def steady_scenario(draw):
             "per_reply_ms": draw(st.sampled_from((0.0, 0.5, 1.0))),
             "per_prompt_token_ms": draw(st.sampled_from((0.0, 0.125, 0.25))),
             "kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
+    if tiles:
+        cost.update(token_tile=draw(st.sampled_from(TOKEN_TILES)), per_token_tile_ms=draw(
+            st.sampled_from(COSTS["per_token_tile_ms"][1:])))
+        for key in draw(st.lists(st.sampled_from(GROWING), max_size=2, unique=True)):
+            cost[key] = draw(st.sampled_from(COSTS[key][2:]))
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
@@ -198,7 +207,7 @@ def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, 
     its log at each start, handoffs that reserve mid-repeat), links (E5), local prompts (E6),
     batch limits (E8), paged KV with memory to spare (E9: block boundaries inside repeats),
     prompt-only iterations (E10: repeats of writing iterations up to a reply's last); E2, E3 and
-    E7 repeat only where their terms do not change."""
+    E7 with growing durations; E14 and E15 (the same terms in each iteration of a repeat)."""
     rows, arrangements, cost, workload, slo = case
     longest = max(words for _, _, words in rows)
     for a in arrangements:  # replies three times as long, to repeat; KV capacities (E4) grown to match
