@@ -23,7 +23,8 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
 With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
-under any option, `Repeat` below, which extends it.
+under the options, `Repeat` below, which extends it, where the repeat needs its work (else
+`PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
 
 Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
@@ -110,7 +111,8 @@ class Repeat(PlainRepeat):
         last = -1
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
             n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
+            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n,
+                                     duration)
             assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
             last = ends[n - 1]
         super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
@@ -261,18 +263,20 @@ def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
     return step
 
 
-def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int) -> list[int]:
+def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int, first: int) -> list[int]:
     """The ends, after the first start, of a repeat's `n` iterations whose costs before rounding
     grow by `step` each: the first's terms as `Gpu._duration` adds them (its chunk `c` of `head`
-    taken already; `key` its words' iteration), each duration rounded once (D10, halves up)."""
+    taken already; `key` its words' iteration), each duration rounded once (D10, halves up). In
+    whole ns (denominator 1) nothing rounds: the durations are `first`, the GPU's own duration of
+    the first, and each `step` more."""
     cost = gpu.cost
+    den, den2 = cost.denominator, 2 * cost.denominator
+    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing; the first is `Repeat`'s `duration`)
+        return list(accumulate(range(first, first + step * n, step)))
     before = 0 if head is None else head.read_size - head.unread_tokens - c  # E2: read before the first chunk
     n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
-    den, den2 = cost.denominator, 2 * cost.denominator
-    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing)
-        return list(accumulate(range(total, total + step * n, step)))
     ends, end = [], 0
     for j in range(n):
         end += (2 * (total + step * j) + den) // den2

@@ -83,6 +83,32 @@ def test_a_prompt_taken_ahead_waits_for_what_arrives_by_its_start(tmp_path, monk
     compare(path)
 
 
+# options under which a repeat cut by a prompt takes its next iteration ahead (`Gpu.start_ahead`):
+# (arrangement keys, cost keys) for E7, E8's two limits, E10 and all four
+AHEAD_OPTIONS = {"E7": ({}, {"per_attention_pair_ms": 0.25}), "E8": ({"max_batch_replies": 2, "max_batch_tokens": 12}, {}),
+                 "E10": ({"mixed_iterations": False}, {}),
+                 "all": ({"max_batch_replies": 2, "max_batch_tokens": 12, "mixed_iterations": False},
+                         {"per_attention_pair_ms": 0.25})}
+
+
+@pytest.mark.parametrize("options", sorted(AHEAD_OPTIONS))
+@pytest.mark.parametrize("more", [[("0.060", 8, 3)], [("0.061", 8, 3)], [("0.2", 8, 3)]])
+def test_an_iteration_taken_ahead_under_the_options(tmp_path, monkeypatch, options, more):
+    """As above with E7, E8 or E10 on: the prompt arriving at 55 ms inside a writing repeat is taken
+    ahead as of 60 ms unless another arrives then (under E10 in an iteration that reads it and writes no word, after the repeat's
+    writing iterations are counted), and the records are the one-by-one loop's and the reference's."""
+    keys, cost = AHEAD_OPTIONS[options]
+    rows = [("0", 8, 20), ("0.055", 8, 3), *more]
+    path = write_scenario(tmp_path, rows, [{**ONE, **keys}], cost={**EVEN["cost"], **cost})
+    ahead = []
+    start_ahead = Gpu.start_ahead
+    monkeypatch.setattr(Gpu, "start_ahead", lambda g, at, n: ahead.append(start_ahead(g, at, n)) or ahead[-1])
+    same_as_one_by_one(path, monkeypatch)
+    if more[0][0] != "0.060":  # (one arriving at 60 ms is read from 60 ms too: nothing is taken ahead then)
+        assert ahead[0] is not None and ahead[0][2] > 0  # (it was taken ahead: fails if the options stop it)
+    compare(path)
+
+
 @pytest.mark.parametrize("at", ["0.010", "0.015", "0.020", "0.025", "0.030"])
 def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     """Ships of 10 ms (8 tokens): the second reply joins at an iteration end of the writing GPU's
@@ -156,9 +182,11 @@ def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_pat
 GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms")  # E2, E3, E7
 
 @st.composite
-def steady_scenario(draw, tiles: bool = False):
+def steady_scenario(draw, tiles: bool = False, options: bool = False):
     """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
-    or E7 maybe beside it (repeats of growing durations)."""
+    or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 and E10 (colocated)
+    drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
+    repeat's next iteration ahead (model/option_starts.py's `repeat_kinds`, `Gpu.start_ahead`)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))
@@ -183,6 +211,15 @@ def steady_scenario(draw, tiles: bool = False):
             st.sampled_from(COSTS["per_token_tile_ms"][1:])))
         for key in draw(st.lists(st.sampled_from(GROWING), max_size=2, unique=True)):
             cost[key] = draw(st.sampled_from(COSTS[key][2:]))
+    if options:
+        if draw(st.booleans()):
+            cost["per_attention_pair_ms"] = draw(st.sampled_from(COSTS["per_attention_pair_ms"][2:]))  # E7
+        if draw(st.booleans()):
+            a["max_batch_replies"] = draw(st.integers(1, 3))  # E8
+        if draw(st.booleans()):
+            a["max_batch_tokens"] = draw(st.sampled_from((6, 12, 40)))
+        if a["kind"] == "colocated" and draw(st.booleans()):
+            a["mixed_iterations"] = False  # E10
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
@@ -194,6 +231,17 @@ def steady_scenario(draw, tiles: bool = False):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=steady_scenario())
 def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    rows, arrangements, cost, extra = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path, expect_cap=None)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=steady_scenario(options=True))
+def test_fast_forward_under_e7_e8_e10_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    """Long replies and arrivals on a coarse grid, so that many repeats are cut by an arrival
+    inside an iteration and take the next iteration ahead, with E7, E8 or E10 on."""
     rows, arrangements, cost, extra = case
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
     same_as_one_by_one(path, monkeypatch)
