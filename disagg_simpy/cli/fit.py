@@ -2,7 +2,7 @@
 to your own measured iterations (columns replies, prompt_tokens, context_tokens, ms; optional
 earlier_tokens, prompts), with the error per kind of iteration, the range the fit holds on and a
 residual picture (fit.yaml, fit.csv, fit.png in the folder); `--unsaturated` also fits E14's
-prompt_iteration_ms and free_prompt_tokens."""
+prompt_iteration_ms and free_prompt_tokens, `--token-tile N` E15's per_token_tile_ms at tiles of N."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from .common import Parser, path_flag
+from .common import Parser, int_at_least, path_flag
 
 
 def build_fit_parser() -> argparse.ArgumentParser:
@@ -31,6 +31,10 @@ def build_fit_parser() -> argparse.ArgumentParser:
                    "reads prompt tokens, and free_prompt_tokens, the tokens it reads before paying per token "
                    "(searched over 0, multiples of 32 up to 512 and every row's prompt tokens); needs writing-only "
                    "rows")
+    p.add_argument("--token-tile", type=int_at_least("--token-tile", 1), metavar="N",
+                   help="also fit E15 (token tiles): per_token_tile_ms, paid once per started tile of N rows (prompt "
+                   "tokens read + replies written) in an iteration; N is your GPU's matrix-product tile, e.g. 128 "
+                   "where measured iterations step every 128 tokens")
     return p
 
 
@@ -49,8 +53,8 @@ def fit_command(argv: Sequence[str]) -> int:
     check_outputs_apart({"--out": out / "fit.csv"}, {"TABLE.csv": args.table})
     attention = "per_attention_pair_ms" in Cost.model_fields
     try:
-        result = fit(rows, attention=attention, unsaturated=args.unsaturated)
-        plain = fit(rows, unsaturated=args.unsaturated) if attention else result
+        result = fit(rows, attention=attention, unsaturated=args.unsaturated, tile=args.token_tile or 0)
+        plain = fit(rows, unsaturated=args.unsaturated, tile=args.token_tile or 0) if attention else result
     except InputError as err:
         raise InputError(f"{args.table}: {err}") from None
     facts = {"table": str(args.table), "rows": result.rows, "cost": result.coefficients,

@@ -27,9 +27,11 @@ KINDS = ("writing only", "chunked", "whole prompt")
 BASE_TERMS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_context_token_ms")
 REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
 PROMPT_ITERATION, FREE = "prompt_iteration_ms", "free_prompt_tokens"  # E14 (FREE is no column: a shift of tokens)
+TILE, TILE_SIZE = "per_token_tile_ms", "token_tile"  # E15 (TILE_SIZE is no column: the tile the column counts in)
 #: term -> (what its column counts, for messages)
 _COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
-           REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows"}
+           REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows",
+           TILE: "token tiles"}
 SIGNIFICANT = 4  # the printed (and shipped) precision of a coefficient
 
 
@@ -46,9 +48,10 @@ def kinds(t: pd.DataFrame) -> np.ndarray:
     return np.where(t.prompt_tokens == 0, KINDS[0], np.where(whole, KINDS[2], KINDS[1]))
 
 
-def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> np.ndarray:
+def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0, tile: int = 0) -> np.ndarray:
     """The design matrix: each term's count in each row; with E14's `free` prompt tokens an
-    iteration reads at no per-token cost."""
+    iteration reads at no per-token cost, and E15's tiles of `tile` rows (prompt tokens read +
+    replies written, ceil: R73) when `terms` has TILE."""
     p = t.prompt_tokens.to_numpy(float)
     earlier = t["earlier_tokens"].to_numpy(float) if "earlier_tokens" in t else np.zeros(len(t))
     prompts = t["prompts"].to_numpy(float) if "prompts" in t else np.ones(len(t))
@@ -58,6 +61,10 @@ def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> np.ndarra
             PROMPT_ITERATION: (p > 0).astype(float),
             REREAD: np.where(p > 0, earlier, 0.0),
             ATTENTION: p * earlier + p * (each + 1) / 2}  # attention: c*o + c(c+1)/2 per prompt
+    if TILE in terms:
+        if tile < 1:
+            raise ValueError(f"{TILE} needs a tile of at least 1 row, got {tile}")
+        cols[TILE] = np.ceil((p + t.replies.to_numpy(float)) / tile)
     return np.column_stack([cols[k] for k in terms])
 
 
@@ -94,24 +101,28 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
                              "combination of theirs in every row (vary them independently)")
 
 
-def fit(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False) -> Fit:
+def fit(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False, tile: int = 0) -> Fit:
     """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
-    re-read term when any row has earlier tokens, the attention term when asked, and with
-    `unsaturated` E14's two fields (`fit_unsaturated`)."""
+    re-read term when any row has earlier tokens, the attention term when asked, E15's
+    `per_token_tile_ms` at a `tile` of that many rows when one is given, and with `unsaturated`
+    E14's two fields (`fit_unsaturated`)."""
     terms: tuple[str, ...] = BASE_TERMS
     if "earlier_tokens" in t and (t.earlier_tokens > 0).any():
         terms += (REREAD,)
     if attention:
         terms += (ATTENTION,)
-    if unsaturated:
-        return fit_unsaturated(t, terms)
-    return _least_squares(t, terms)[0]
+    if tile:
+        terms += (TILE,)
+    result = fit_unsaturated(t, terms, tile) if unsaturated else _least_squares(t, terms, 0, tile)[0]
+    if tile:
+        result.coefficients[TILE_SIZE] = tile
+    return result
 
 
-def _least_squares(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0) -> tuple[Fit, float]:
-    """nnls over `terms` (E14's `free` tokens shifting the prompt-token column), and its sum of
-    squared relative errors."""
-    a = columns(t, terms, free)
+def _least_squares(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0, tile: int = 0) -> tuple[Fit, float]:
+    """nnls over `terms` (E14's `free` tokens shifting the prompt-token column, E15's tiles of
+    `tile` rows), and its sum of squared relative errors."""
+    a = columns(t, terms, free, tile)
     check_separable(a, terms, t)
     from scipy.optimize import nnls
 
@@ -133,7 +144,7 @@ def free_candidates(t: pd.DataFrame) -> list[int]:
     return [0] + sorted(f for f in {*range(32, 513, 32), *reads.tolist()} if f < top)
 
 
-def fit_unsaturated(t: pd.DataFrame, terms: tuple[str, ...]) -> Fit:
+def fit_unsaturated(t: pd.DataFrame, terms: tuple[str, ...], tile: int = 0) -> Fit:
     """Least squares with E14 (unsaturated reading): `prompt_iteration_ms` is a
     column (1 in a row reading prompt tokens), `free_prompt_tokens` F a shift of the prompt-token
     column, so each F of `free_candidates` is one nnls and the F with the smallest sum of squared
@@ -146,7 +157,7 @@ def fit_unsaturated(t: pd.DataFrame, terms: tuple[str, ...]) -> Fit:
     best: tuple[float, int, Fit] | None = None
     for free in free_candidates(t):
         try:
-            result, ssr = _least_squares(t, more, free)
+            result, ssr = _least_squares(t, more, free, tile)
         except InputError:
             if free == 0:  # the table cannot separate the terms themselves
                 raise

@@ -25,6 +25,13 @@ The limit on the other groups is then loosened once, to "within max(least square
 `LOOSE_CAP`)" (issue 22's "about 10%"), and that fit is taken where it lowers s by at least
 `MIN_GAIN` again: a group least squares left within 10% may go up to 10%, one it left above 10%
 may not get worse.
+
+With `tiles`, E15's token tiles may join last: for each tile size, one more column
+(ceil((prompt tokens + replies) / tile): the rows of an iteration's matrix products) and the
+whole selection above again, the other groups' limit now least squares' over the same terms, tile
+included. The tile with the smallest s is kept where it lowers s by at least `MIN_GAIN` below the
+fit without one (Vidur's matrix products step every 128 rows, so its whole prompts are a
+staircase no convex cost follows: costs/floors.py).
 """
 
 from __future__ import annotations
@@ -32,13 +39,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .fitting import FREE, KINDS, PROMPT_ITERATION, Fit, columns, fit, kinds, rounded, summarise
+from .fitting import FREE, KINDS, PROMPT_ITERATION, TILE, TILE_SIZE, Fit, columns, fit, kinds, rounded, summarise
 
 WHOLE_RANGE = (64, 4096)  # issue 22: whole prompts of 64-4,096 tokens
 ROUNDING_MARGIN = 1e-3  # rounding the fields to 4 significant digits moves an error by < 0.1%
 FREE_GRID = tuple(range(0, 513, 32))  # E14: free prompt tokens tried (a GPU saturates within ~500 tokens)
 MIN_GAIN = 0.01  # a field (or the loosened limit) is kept when it lowers the worst whole-prompt error by 1 point
 LOOSE_CAP = 0.10  # the loosened limit on the other groups: max(least squares' error, this)
+TILES = (16, 32, 64, 128, 256)  # E15: token tiles tried (matrix-product tiles and waves are 64-256 rows)
 
 
 def targeted(t: pd.DataFrame) -> np.ndarray:
@@ -54,49 +62,69 @@ def groups(t: pd.DataFrame) -> np.ndarray:
     return kind
 
 
-def fit_worst(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False) -> Fit:
+def fit_worst(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False, tiles: tuple[int, ...] = ()) -> Fit:
     """The fit of the module's docstring, over least squares' terms (and E14's, with
-    `unsaturated`); least squares itself when no row is a whole prompt of 64-4,096 tokens."""
-    return fit_worst_with(t, attention, unsaturated)[0]
+    `unsaturated`; E15's at the best of `tiles` where it earns a point); least squares itself when
+    no row is a whole prompt of 64-4,096 tokens."""
+    return fit_worst_with(t, attention, unsaturated, tiles=tiles)[0]
 
 
 def fit_worst_with(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False,
-                   loosen: bool = True) -> tuple[Fit, bool]:
+                   loosen: bool = True, tiles: tuple[int, ...] = ()) -> tuple[Fit, bool]:
     """`fit_worst`, and whether it took the loosened limit (`loosen=False`: never)."""
     base = fit(t, attention)
-    terms = tuple(base.coefficients)
     target = targeted(t)
     if not target.any():
         return base, False
-    y = t.ms.to_numpy(float)
-    strict = _caps(columns(t, terms) / y[:, None], target, groups(t))
-    best, loose = _choose(t, terms, target, strict, unsaturated), False
-    wider = np.where(target, 0.0, np.maximum(strict, LOOSE_CAP - ROUNDING_MARGIN))
-    if loosen and (wider > strict).any():  # (no room where every other group was above 10%)
-        other = _choose(t, terms, target, wider, unsaturated)
-        if other[0] <= best[0] - MIN_GAIN:
-            best, loose = other, True
-    s, terms, free, cap = best
+    plain = tuple(base.coefficients)
+    best = _select(t, plain, 0, target, unsaturated, loosen)
+    untiled = best[0]
+    for tile in tiles:  # E15: one more column per tile size; the smallest s, kept where it earns a point
+        other = _select(t, plain + (TILE,), tile, target, unsaturated, loosen)
+        if other[0] <= untiled - MIN_GAIN and other[0] < best[0]:
+            best = other
+    s, terms, free, cap, loose, tile = best
     if not np.isfinite(s):
         return base, False
-    a = columns(t, terms, free)
-    x = _central(a / y[:, None], target, cap, s)
+    a = columns(t, terms, free, tile)
+    x = _central(a / t.ms.to_numpy(float)[:, None], target, cap, s)
     coefficients = {k: rounded(v) for k, v in zip(terms, x, strict=True)}
     fitted = a @ np.array([coefficients[k] for k in terms])
     if unsaturated and free:
         coefficients.setdefault(PROMPT_ITERATION, 0.0)
     if PROMPT_ITERATION in coefficients:
         coefficients[FREE] = free
+    if tile:
+        coefficients[TILE_SIZE] = tile
     return Fit(coefficients, *summarise(t, fitted), fitted=fitted), loose
 
 
-def _choose(t: pd.DataFrame, terms: tuple[str, ...], target: np.ndarray, cap: np.ndarray,
+Choice = tuple[float, tuple[str, ...], int, np.ndarray, bool, int]  # s, terms, free, cap, loosened, tile
+
+
+def _select(t: pd.DataFrame, terms: tuple[str, ...], tile: int, target: np.ndarray, unsaturated: bool,
+            loosen: bool) -> Choice:
+    """Linear program 1 over `terms` (tiles of `tile` rows if TILE is one), the other groups within
+    least squares' error over the same terms, E14 where it earns a point, then the loosened limit
+    where that earns a point."""
+    y = t.ms.to_numpy(float)
+    strict = _caps(columns(t, terms, 0, tile) / y[:, None], target, groups(t))
+    s, more, free, cap = _choose(t, terms, tile, target, strict, unsaturated)
+    wider = np.where(target, 0.0, np.maximum(strict, LOOSE_CAP - ROUNDING_MARGIN))
+    if loosen and (wider > strict).any():  # (no room where every other group was above 10%)
+        other = _choose(t, terms, tile, target, wider, unsaturated)
+        if other[0] <= s - MIN_GAIN:
+            return (*other, True, tile)
+    return s, more, free, cap, False, tile
+
+
+def _choose(t: pd.DataFrame, terms: tuple[str, ...], tile: int, target: np.ndarray, cap: np.ndarray,
             unsaturated: bool) -> tuple[float, tuple[str, ...], int, np.ndarray]:
     """(s, terms, free tokens, cap) of linear program 1 under `cap`: without E14; with one of its
     fields (free tokens on the grid, or the fixed cost at none free) where that lowers s by at least
     MIN_GAIN; with both where that lowers it by MIN_GAIN again."""
     def worst(more: tuple[str, ...], free: int) -> tuple[float, tuple[str, ...], int, np.ndarray]:
-        return _worst(columns(t, more, free) / t.ms.to_numpy(float)[:, None], target, cap), more, free, cap
+        return _worst(columns(t, more, free, tile) / t.ms.to_numpy(float)[:, None], target, cap), more, free, cap
 
     best = worst(terms, 0)
     if not unsaturated:

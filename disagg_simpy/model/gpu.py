@@ -21,13 +21,13 @@ from typing import Any, Protocol
 import simpy
 
 from .costs import CostNs
-from .option_paths import duration, take
+from .kv_take import take_with_options
+from .option_paths import duration
+from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
-from .repeats import Repeat, option_bound
 from .request import Request
-from .unmixed import unmixed_start
 
 
 class Host(Protocol):
@@ -52,6 +52,7 @@ class Gpu:
 
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
+    _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -76,6 +77,8 @@ class Gpu:
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
         self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
+        self.ahead = True  # set by `run`: whether a cut repeat may take its next iteration ahead (`start_ahead`)
+        self.bound: Any = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -194,6 +197,10 @@ class Gpu:
             self.waiting.clear()
         else:
             taken, budget = [], self.chunk_tokens if budget is None else budget
+            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
+                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+                self.queued_tokens -= budget
+                return [(r, budget)], budget
             while self.waiting and budget:
                 r = self.waiting[0]
                 n = min(r.unread_tokens, budget)
@@ -214,74 +221,33 @@ class Gpu:
         self.queued_tokens -= n_tokens + n_cached
         return taken, n_tokens
 
-    def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]:
-        """D4 under the options, in arrival order, no prompt overtaking another:
-        - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
-          prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
-        - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
-          min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
-          waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
-        - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
-        waiting = self.waiting
-        capacity, limit, paged = self.kv_capacity, self.max_tokens, self.paged
-        free = 0 if capacity is None else capacity - self.kv_used
-        budget = self.chunk_tokens  # tokens left to read this iteration when chunked
-        room = None if limit is None else limit - n_written  # E8, whole prompts
-        if budget is not None and room is not None:
-            budget, room = min(budget, room), None
-        taken = []
-        prefix = self.prefix
-        while waiting:
-            r = waiting[0]
-            n = r.unread_tokens
-            n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
-            if budget is not None:
-                if budget == 0:
-                    break
-                n = min(n, budget)
-            elif room is not None and n > room:
-                if room == 0 or (r.unread_tokens == r.read_size and limit is not None and n <= limit):
-                    break  # a whole prompt waits for room
-                n = room
-            if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
-                need = self.kv_need(r) if paged is None else paged.admit(r, free)  # (E9: -1 if it must wait)
-                if need < 0 or need > free:
-                    break
-                free -= need
-            if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
-                prefix.begin_read(r, hit)
-            taken.append((r, n))
-            if budget is not None:
-                budget -= n
-            elif room is not None:
-                room -= n
-            if n == r.unread_tokens - hit:
-                waiting.popleft()
-            else:
-                break
-        if capacity is not None:
-            self.reserve(capacity - free - self.kv_used)
-        return taken
+    _take_with_options = take_with_options  # (model/kv_take.py)
 
     def run(self, env: Environment, host: Host):
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
         E8).
 
-        The options' work sits behind one local flag, `options`, tested twice per iteration; with every option off an
-        iteration costs what the former separate loop for the explainer's rules cost (benchmarks/ab.py, see the commit
-        that merged the two loops)."""
+        The options' work is chosen once per run: `start` (model/option_starts.py: None with every option off, when
+        the loop takes D4's tokens and M1's cost inline), `release` (their bookkeeping of replies leaving) and
+        `end_hooks` (E4e, E5, E12 at an iteration end), each tested once per iteration (benchmarks/ab.py --opcodes)."""
         cost = self.cost
         extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
-        # repeats, but not with role changes (E12), prefix caches (E13) or token tiles (E15); others bound or cut them (repeats.py). A NEW
-        # option that changes a batch, or a per-iteration log, between a GPU's own starts and ends must do one or the other (docs)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or cost.per_token_tile)
-        new_repeat = Repeat if options else PlainRepeat  # (the all-off one without the options' work, model/plain_repeats.py)
+        # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
+        # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
+        # between a GPU's own starts and ends must do one or the other (docs)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
+        reading_repeat, writing_repeat = repeat_kinds(self, options)  # (PlainRepeat unless the options need more)
         iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
+        start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
+        release = releaser(self)  # (None: no bookkeeping of replies leaving)
+        end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
+        self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
+        self.bound = bounds(self)
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
@@ -301,8 +267,8 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            if options:
-                n_replies, taken, n_tokens, duration = self._options_start(started, index, host)
+            if start is not None:
+                n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)
                     continue
             else:
@@ -310,8 +276,8 @@ class Gpu:
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies)) > 1:
-                repeat = self.repeat = new_repeat(self, env, started, index, duration, n_replies,
-                                                 taken[0][0] if taken else None, n_tokens, n)
+                repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
+                    self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place)
                 self.repeat = None
                 if not repeat.n:
@@ -322,6 +288,8 @@ class Gpu:
                 else:  # cut, and the iteration after it ends now
                     repeat.record(repeat.n)
                     taken, n_tokens, duration = repeat.after
+                    if not self.mixed:  # E10: it reads the prompt that cut a writing repeat, writing none (`start_ahead`)
+                        n_replies = 0
                     index += repeat.n
                 started = env.now - duration
             else:
@@ -336,8 +304,8 @@ class Gpu:
             if leaving:
                 heapq.heappop(self.leaving_order)
                 self.n_replies -= len(leaving)
-                if options:
-                    self._release(leaving)
+                if release is not None:
+                    release(leaving)
                 host.replies_finished(leaving, now)
             if taken:
                 finished_reading = []
@@ -349,7 +317,7 @@ class Gpu:
                     if kv:  # E4: a one-word reply ends with its read
                         self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
                     host.prompts_read(self, finished_reading, now)
-            if options:
+            if end_hooks:
                 if serves_handoff:
                     host.iteration_ended(now)
                 if self.draining:  # E12
@@ -370,34 +338,22 @@ class Gpu:
             if len(taken) > 1 or tokens != self.chunk_tokens:
                 return 1
             n = min(n, 1 + head.unread_tokens // tokens)
-        return option_bound(self, index, taken, n_replies, n) if self.options and n > 1 else n
+        return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
-        """The iteration this GPU starts at `at` (later, without the options), taken now if nothing can reach it by then
-        (`Host.quiet_until`): its reads (D4), tokens, duration."""
-        if self.options or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
+        its reads (D4), tokens, duration. Under the options (not E4, E5, E9, E12, E13: `self.ahead`) the start
+        writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
+        the prompt that cut a writing repeat, prompt first). (Only `PlainRepeat`s take ahead: `repeat_kinds`.)"""
+        if not self.ahead or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
-        taken, n_tokens = self._take_prompt_tokens(at)
-        return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
+        if self._start is None:
+            taken, n_tokens = self._take_prompt_tokens(at)
+            return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
+        _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
+        return taken, n_tokens, duration
 
-    def _options_start(self, now: int, index: int, host: Host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """An iteration starting now under the options: (replies written, prompt tokens taken, how many, duration).
-        Replies waiting for a seat take the free seats in the order they joined (E8); prompts are taken (E4d, E8); the
-        duration has the options' terms (E2, E3, E7); the KV memory held is logged (E4; a run stopped mid-iteration
-        leaves one extra entry, which `ArrangementRecords.collect` cuts)."""
-        if not self.mixed:
-            return unmixed_start(self, now, index)
-        if self.seats is not None:
-            queue = self.seat_queue
-            while queue and self.n_seated < self.seats:
-                self._seat(queue.popleft(), index)
-                self.n_seated += 1
-        n_replies = self.n_seated if self.seats is not None else self.n_replies
-        taken, n_tokens = take(self, now, n_replies)
-        if self.kv_capacity is not None:
-            self.kv_used_tokens.append(self.kv_used)
-        return n_replies, taken, n_tokens, self._duration(now, index, n_replies, n_tokens, taken)
-
+    _options_start = options_start  # the general path under the options (model/option_starts.py)
     _duration = duration  # (model/option_paths.py)
 
     def _release(self, leaving: list[Request]) -> None:

@@ -6,7 +6,8 @@ the first word whose token its blocks do not hold) on, at every `block`-th key, 
 word. A reply is in `phases[kv_due % block]` from its seat until it leaves or is preempted: no
 key before `kv_due` that is still to start has that phase, as its first due block is less than
 `block` keys away (E9f: a reply swapped in, seated later, `block` away from its seat: then it waits
-in `pending[kv_due]` until that key starts). A key whose due blocks are all free then costs one
+in `pending[kv_due]` until that key starts; `PagedKv.seat` puts a reply in one or the other).
+A key whose due blocks are all free then costs one
 look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when memory runs
 short are the due replies taken one by one, in the order they joined (E9c).
 
@@ -19,7 +20,8 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 
 from __future__ import annotations
 
-from itertools import accumulate
+from bisect import bisect_right
+from itertools import accumulate, cycle, islice
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,19 +38,11 @@ class BlockSchedule:
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
 
-    def seat(self, r: Request, key: int, word: int, started: bool) -> None:
-        """Reply `r` gets word `word` from key `key` on (and one more each key after; `started`: key
-        `key` has started already): its first due key, if its blocks run out before its last word
-        (word w needs prompt + w - 1 tokens)."""
-        block = self.block
-        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2
-        if due_word > r.n_reply_words:
-            r.kv_due = -1
-            return
-        at = r.kv_due = key + max(0, due_word - word)
-        if at - key < block + started:  # (no key still to start before it has its phase)
-            self.phases[at % block][r] = None
-        elif (due := self.pending.get(at)) is None:
+    def wait(self, r: Request, at: int) -> None:
+        """Reply `r`, seated (model/paged_kv.PagedKv.seat works out its first due key `at` = `r.kv_due`
+        as below), has a key with its phase still to start before `at` (E9f: a swap-in seated late):
+        it waits in `pending` until `at` starts."""
+        if (due := self.pending.get(at)) is None:
             self.pending[at] = [r]
         else:
             due.append(r)
@@ -86,12 +80,15 @@ class BlockSchedule:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
         not all free, taking `free` tokens free now (no reply leaves before the `n`-th key)."""
         block, phases, pending = self.block, self.phases, self.pending
-        if not pending:
-            for k in range(key + 1, key + n):
-                free -= len(phases[k % block]) * block
-                if free < 0:
-                    return k - key
-            return n
+        if not pending:  # (the first of the keys' running sums of due blocks over free // block, in C)
+            at, limit = (key + 1) % block, free // block
+            lens = list(map(len, phases[at:] + phases[:at]))  # keys key + 1, key + 2, ... in turn
+            if not (per_turn := sum(lens)):
+                return n
+            m = min(n - 1, (limit // per_turn + 1) * block)  # (past these keys the sum is over it)
+            sums = list(accumulate((lens * (m // block + 1))[:m]))
+            j = bisect_right(sums, limit)
+            return n if j == n - 1 else j + 1
         joined: dict[int, int] = {}  # phase -> replies that joined it at the keys passed
         for k in range(key + 1, key + n):
             phase = k % block
@@ -106,9 +103,10 @@ class BlockSchedule:
     def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
-        block, phases, pending, append = self.block, self.phases, self.pending, log.append
+        block, phases, pending = self.block, self.phases, self.pending
         used = gpu.kv_used
         if pending:
+            append = log.append
             for k in range(key, key + n):
                 phase = phases[k % block]
                 if first := pending.pop(k, None):
@@ -118,10 +116,7 @@ class BlockSchedule:
                 append(used)
         else:  # (the phases of keys key.. in turn, their blocks summed, all in C)
             at = key % block
-            turn = phases[at:] + phases[:at] if n <= block else (phases * (n // block + 2))[at:]
-            ends = accumulate(map(block.__mul__, map(len, turn[:n])), initial=used)
-            next(ends)
-            log.extend(ends)
+            log.extend(map(used.__add__, map(block.__mul__, accumulate(map(len, islice(cycle(phases), at, at + n))))))
             used = log[-1]
         gpu.kv_used = used
         if used > gpu.kv_peak:

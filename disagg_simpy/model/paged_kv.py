@@ -29,11 +29,17 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from . import paged_away
 from .kv_blocks import BlockSchedule
-from .paged_unmixed import last_write_end, unmixed_iteration
-from .repeats import cut_all, cut_repeat
+from .kv_take import paged_take
+from .paged_unmixed import unmixed_iteration
+from .repeats import cut_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,10 +49,10 @@ if TYPE_CHECKING:
 
 
 def prepare(r: Request) -> None:
-    """A request's E9 state, when it arrives at an arrangement with paged KV."""
+    """A request's E9 state, when it arrives at an arrangement with paged KV (`kv_due`, `kv_order`
+    and `seat_base` are set when it joins or takes a seat, before they are read)."""
     r.kv_blocks = 0
-    r.kv_due = r.seat_index = -1
-    r.kv_order = r.seat_base = 0
+    r.seat_index = -1
     r.seat_word = 2
     r.stretches = None
     r.returning = False
@@ -69,20 +75,29 @@ class PagedKv:
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
         self.n_joins = 0
         self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
+        self.phases, self.pending = self.blocks.phases, self.blocks.pending  # (its lists, for speed)
+        self.top = (gpu.kv_capacity // block - 1) * block  # type: ignore[operator]  # (a prompt of R tokens fits iff R <= top - kv_used)
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
         self.moved_tokens = 0  # tokens swapped out or in by this iteration
+        self.dirty = False  # one of the three above, or `dropped`, was set since the last start reset them
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
+        cost = gpu.cost  # an iteration's duration, when only M1 (and E15) apply: `Gpu._duration`'s plain case
+        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_ns
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign]
-        gpu._options_start = self.iteration  # type: ignore[method-assign]
+        gpu._options_start = self.iteration if gpu.mixed else self._unmixed  # type: ignore[method-assign]
+
+    _preempt = paged_away.preempt
+    swap_in = paged_away.swap_in
+    reread = paged_away.reread
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
@@ -133,13 +148,18 @@ class PagedKv:
         gpu = self.gpu
         if r.joined_at_ns < 0:
             r.joined_at_ns = now
-        cut_repeat(gpu)  # (first: the reply's join iteration is the next to start)
-        self._join(r)
-        if not gpu.queue_replies:
-            self.seat(r, gpu.n_started)
-        else:
+        if gpu.repeat is not None:
+            gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
+        gpu.n_replies += 1  # (`_join`, inline)
+        self.running[r] = None
+        r.kv_order = self.n_joins
+        self.n_joins += 1
+        if gpu.queue_replies:
             gpu.seat_queue.append(r)
-        gpu._wake()
+        else:
+            self.seat(r, gpu.n_started)
+        if gpu.wake is not None:
+            gpu._wake()
 
     def _join(self, r: Request) -> None:
         self.gpu.n_replies += 1
@@ -152,7 +172,6 @@ class PagedKv:
         E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
         `started`: a swap-in, once that iteration has taken its due blocks)."""
         gpu = self.gpu
-        f = r.seat_word
         if r.join_iteration < 0:
             r.join_iteration = index
         if r.stretches is not None:
@@ -160,53 +179,55 @@ class PagedKv:
         if key is not None:
             index = key
         r.seat_index = index
+        f, n = r.seat_word, r.n_reply_words
         if gpu.track_context:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
             gpu.context_base += r.seat_base
-        last = index + r.n_reply_words - f
-        self.blocks.seat(r, index, f, started)
-        by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
-        leaving = by_key.get(last)
-        if leaving is None:
-            by_key[last] = [r]
-            if gpu.mixed:
+        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
+        block = self.block
+        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
+        if due_word > n:
+            r.kv_due = -1
+        elif (ahead := due_word - f) <= 0:
+            r.kv_due = index
+            self.phases[index % block][r] = None
+        else:
+            at = r.kv_due = index + ahead
+            if ahead < block + started:  # (no key still to start before it has its phase)
+                self.phases[at % block][r] = None
+            else:
+                self.blocks.wait(r, at)
+        last = index + n - f
+        if gpu.mixed:
+            leaving = gpu.leaving.get(last)
+            if leaving is None:
+                gpu.leaving[last] = [r]
                 heapq.heappush(gpu.leaving_order, last)
+            else:
+                leaving.append(r)
+        elif (leaving := gpu.leaving_by_write.get(last)) is None:
+            gpu.leaving_by_write[last] = [r]
         else:
             leaving.append(r)
 
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu, block, phases = self.gpu, self.block, self.blocks.phases
+        gpu, block, phases, running = self.gpu, self.block, self.phases, self.running
         if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
         freed = 0
         for r in leaving:
-            del self.running[r]
-            if gpu.track_context:
-                gpu.context_base -= r.seat_base
+            del running[r]
             if r.stretches is not None:
                 r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
-            if r.kv_due >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
-                del phases[r.kv_due % block][r]
-            freed += max(r.kv_blocks, -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block))  # (its last word's token)
-        gpu.kv_used -= freed * block
-
-    def _unseat(self, r: Request) -> None:
-        gpu = self.gpu
-        last = r.seat_index + r.n_reply_words - r.seat_word
-        by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
-        leaving = by_key[last]
-        leaving.remove(r)
-        if not leaving:
-            del by_key[last]
-            if gpu.mixed:
-                gpu.leaving_order.remove(last)  # (rare: a preemption)
-                heapq.heapify(gpu.leaving_order)
+            if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
+                del phases[due % block][r]
+                freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
+            else:
+                freed += r.kv_blocks  # (its seat's blocks held its last word)
         if gpu.track_context:
-            gpu.context_base -= r.seat_base
-        if gpu.queue_replies:
-            gpu.n_seated -= 1
-        r.seat_index = -1
+            gpu.context_base -= sum(r.seat_base for r in leaving)
+        gpu.kv_used -= freed * block
 
     # -- an iteration starts (E9b-e) -------------------------------------------------------------
     def start(self, index: int, now: int, row: int | None = None) -> None:
@@ -218,186 +239,124 @@ class PagedKv:
         self.moved_tokens = 0
         self.queue_at = -1
         blocks = self.blocks
-        due = blocks.due(index) if blocks.pending else blocks.phases[index % self.block]
+        due = blocks.due(index) if blocks.pending else self.phases[index % self.block]
         if due:
-            block = self.block
-            used = gpu.kv_used + len(due) * block
+            used = gpu.kv_used + len(due) * self.block
             if used <= gpu.kv_capacity:  # type: ignore[operator]  # (room for all: no order to keep; no repeat to cut)
                 gpu.kv_used = used
                 if used > gpu.kv_peak:
                     gpu.kv_peak = used
             else:
-                for r in sorted(due, key=_join_order):
-                    if r.seat_index < 0:
-                        continue  # preempted by now
-                    while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
-                        victim = next(reversed(self.running))
-                        self._preempt(victim, index, now)
-                        if victim is r:
-                            break
-                    else:
-                        gpu.reserve(block)
+                self._short(due, index, now)
         if self.swapped and not self.blocked:
             self.swap_in(index if row is None else row, None if row is None else index)
 
+    def _short(self, due: dict[Request, None], index: int, now: int) -> None:
+        """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
+        its block, the most recently joined preempted until one is free (E9c)."""
+        gpu, block = self.gpu, self.block
+        for r in sorted(due, key=_join_order):
+            if r.seat_index < 0:
+                continue  # preempted by now
+            while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
+                victim = next(reversed(self.running))
+                self._preempt(victim, index, now)
+                if victim is r:
+                    break
+            else:
+                gpu.reserve(block)
+
     def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9 (it replaces it): E8's seats, then due blocks, preemptions
-        and swap-ins; (replies written, prompts taken, tokens, duration; -1 when it has nothing to
-        do after preempting, E9d). E10 on the GPU: model/paged_unmixed.py."""
+        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes (it replaces it): E8's
+        seats, then due blocks (`start`, inline), preemptions and swap-ins, then prompts (replies
+        written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d).
+        A start with no block due and nothing to take costs a few look-ups."""
         gpu = self.gpu
-        if not gpu.mixed:
-            return unmixed_iteration(self, now, index, host)
         if gpu.seats is not None:
             queue = gpu.seat_queue
             while queue and gpu.n_seated < gpu.seats:
                 self.seat(queue.popleft(), index)
                 gpu.n_seated += 1
-        self.start(index, now)
-        if self.blocked or self.moved_tokens:
-            cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
-        if self.dropped:
-            host.requests_dropped(self.dropped, now)
-            self.dropped = []
+        if self.dirty:  # (what the last start's preemptions or swaps set: `start`'s resets)
+            self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
+        due = self.blocks.due(index) if self.pending else self.phases[index % self.block]
+        if due:
+            used = gpu.kv_used + len(due) * self.block
+            if used <= gpu.kv_capacity:  # type: ignore[operator]
+                gpu.kv_used = used
+                if used > gpu.kv_peak:
+                    gpu.kv_peak = used
+            else:
+                self._short(due, index, now)
+        if self.swapped and not self.blocked:
+            self.swap_in(index)
+        if self.dirty:
+            if self.blocked or self.moved_tokens:
+                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
+            if self.dropped:
+                host.requests_dropped(self.dropped, now)
+                self.dropped = []
         n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-        taken = gpu._take_with_options(n_replies) if gpu.waiting and self.can_take() else []
+        taken: list[tuple[Request, int]] = []
+        n_tokens = 0
+        if waiting := gpu.waiting:  # (`can_take`, inline: a head not begun that cannot be admitted stops D4)
+            head = waiting[0]
+            if head.unread_tokens < head.read_size or not (self.blocked or self.swapped) and (
+                    head.read_size <= self.top - gpu.kv_used):  # (its blocks plus one free: `top`)
+                taken, n_tokens = paged_take(self, now, n_replies)
         if not n_replies and not taken and self.blocked:
             self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
             if self.swapped:
                 self.swap_in(index)
                 n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-            taken = gpu._take_with_options(n_replies) if gpu.waiting else []
+            if gpu.waiting:
+                taken, n_tokens = paged_take(self, now, n_replies)
             if not n_replies and not taken:
                 gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
                 return 0, [], 0, -1
-        taken, n_tokens = gpu._take_prompt_tokens(now, taken) if taken else ([], 0)
         gpu.kv_used_tokens.append(gpu.kv_used)
-        duration = gpu._duration(now, index, n_replies, n_tokens, taken)
+        if self.plain_ns is not None:
+            duration = self.plain_ns(n_replies, n_tokens)
+        else:
+            duration = gpu._duration(now, index, n_replies, n_tokens, taken)
         if self.moved_tokens:
             duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
         return n_replies, taken, n_tokens, duration
 
-    def _preempt(self, r: Request, index: int, now: int) -> None:
-        """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
-        else queue it to be read again (recompute) or swap it out."""
-        gpu = self.gpu
-        self.blocked = True
-        self.log.extend((r.request_id, now))
-        del self.running[r]
-        gpu.n_replies -= 1
-        seat = r.seat_index
-        if seat >= 0:
-            words = r.seat_word + index - seat - 1  # words it has
-            r.kv_blocks = self.blocks.held_at(r, index)
-            self.blocks.leave(r)
-            self._unseat(r)
-        else:
-            words = r.seat_word - 1
-            gpu.seat_queue.remove(r)
-        if r.stretches is None:
-            r.stretches = [[r.join_iteration, 2, -1, r.first_word_at_ns, 1]]
-        last = r.stretches[-1]
-        last[2] = words - last[1] + 1
-        if last[2] == 0 and not last[4]:
-            r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
-            last_at = last[3]
-        else:
-            last_at = (gpu.ended_at_ns[seat + last[2] - 1] if gpu.mixed else last_write_end(gpu)) if last[2] else last[3]
-        held = r.kv_blocks * self.block
-        gpu.kv_used -= held
-        r.n_preemptions += 1
-        r.seat_word = words + 1
-        if r.n_preemptions > self.max_preemptions:  # dropped, never retried forever
-            r.kv_blocks = 0
-            r.dropped_at_ns = now
-            self.dropped.append(r)
-            return
-        r.stretches.append([-1, words + 1, -1, last_at, 0])
-        self.n_away += 1
-        gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R54)
-        # an iteration's victims (preempted most recent first) queue in the order they joined,
-        # behind those preempted before (and, to be read again, behind begun prompts)
-        if self.swap:
-            self.moved_tokens += held
-            if self.queue_at < 0:
-                self.queue_at = len(self.swapped)
-            self.swapped.insert(self.queue_at, r)
-            return
-        r.kv_blocks = 0
-        r.read_size = r.unread_tokens = r.n_prompt_tokens + words  # the re-read ends with word words + 1
-        r.returning = True
-        waiting = gpu.waiting
-        if self.queue_at < 0:
-            at = 0
-            for w in waiting:
-                if w.unread_tokens < w.read_size or w.returning:
-                    at += 1
-                else:
-                    break
-            self.queue_at = at
-        waiting.insert(self.queue_at, r)
-        gpu.queued_tokens += r.read_size
-
-    def swap_in(self, index: int, key: int | None = None) -> None:
-        """Swapped replies come back in the order they went out while their blocks plus one fit;
-        each takes at once the block its next word needs (E10: `key`, the writing iteration's)."""
-        gpu = self.gpu
-        block = self.block
-        while self.swapped:
-            r = self.swapped[0]
-            if (r.kv_blocks + 1) * block > gpu.kv_capacity - gpu.kv_used:  # type: ignore[operator]
-                return
-            self.swapped.popleft()
-            self.moved_tokens += r.kv_blocks * block
-            need = max(r.kv_blocks, blocks_for(r.n_prompt_tokens + r.seat_word - 1, block))
-            gpu.reserve(need * block)
-            r.kv_blocks = need
-            self.n_away -= 1
-            gpu.n_local -= 1
-            self._join(r)
-            if not gpu.queue_replies:
-                self.seat(r, index, None, True)
-            elif gpu.seats is None or gpu.n_seated < gpu.seats:
-                gpu.n_seated += 1
-                self.seat(r, index, key, True)
-            else:
-                gpu.seat_queue.append(r)
-
-    def reread(self, finished: list[Request], index: int, now: int, host) -> list[Request]:
-        """Prompts whose last token was just read: re-reads give their next word now and rejoin
-        (or finish); the others (first reads) are returned for the host."""
-        first = []
-        for r in finished:
-            if not r.returning:
-                first.append(r)
-                continue
-            r.returning = False
-            self.n_away -= 1
-            self.gpu.n_local -= 1
-            r.stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # type: ignore[index]  # its word seat_word, read
-            if r.seat_word == r.n_reply_words:
-                r.stretches[-1][2] = 0  # type: ignore[index]
-                self.gpu.kv_used -= r.kv_blocks * self.block
-                host.replies_finished([r], now)
-            else:
-                r.seat_word += 1
-                self.add_reply(r, now)
-        return first
+    def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
+        """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""
+        return unmixed_iteration(self, now, index, host)
 
 
 def _join_order(r: Request) -> int:
     return r.kv_order
 
 
-def stretch_log(arrived) -> list[tuple[int, int, int, int, int, int, int]]:
-    """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows (an open stretch
-    with its planned words: the run's end cuts them)."""
-    rows = []
-    for r in arrived:
-        gpu = r.writing_gpu
-        if r.stretches is None:
-            lead = r.first_word_at_ns
-            rows.append((r.request_id, gpu, r.join_iteration, 2, r.n_reply_words - 1, lead, int(lead >= 0)))
-            continue
-        for at, first, n, lead, written in r.stretches:
-            rows.append((r.request_id, gpu, at, first, r.n_reply_words - first + 1 if n < 0 else n, lead, written))
-    return rows
+def stretch_log(arrived) -> list[list[int]]:
+    """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
+    open stretch with its planned words: the run's end cuts them). A request never preempted has
+    one, words 2..n from `join_iteration`: those rows are made in bulk, in C."""
+    n = len(arrived)
+    one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 5 * n).reshape(n, 5)
+    table = np.empty((n, 7), np.int64)
+    table[:, :3] = one[:, :3]  # request id, gpu, join iteration
+    table[:, 3] = 2
+    table[:, 4] = one[:, 3] - 1
+    table[:, 5] = one[:, 4]  # the word before: the first
+    table[:, 6] = one[:, 4] >= 0
+    moved = np.flatnonzero(np.fromiter(map(_PREEMPTED, arrived), np.int64, n))  # (preempted: stretches logged)
+    if not len(moved):
+        return table.tolist()
+    pieces, after = [], 0
+    for i in moved.tolist():
+        r = arrived[i]
+        pieces.append(table[after:i])
+        pieces.append(np.array([(r.request_id, r.writing_gpu, at, first, r.n_reply_words - first + 1 if k < 0 else k, lead,
+                                 written) for at, first, k, lead, written in r.stretches], np.int64).reshape(-1, 7))
+        after = i + 1
+    pieces.append(table[after:])
+    return np.concatenate(pieces).tolist()
+
+
+_ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns")
+_PREEMPTED = attrgetter("n_preemptions")

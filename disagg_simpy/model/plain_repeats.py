@@ -162,7 +162,7 @@ class PlainRepeat:
             g.started_at_ns.extend(range(s, s + count * d, d))
             g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
         else:  # (E2, E3, E7)
-            ends = [s + e for e in self.ends[:count]]
+            ends = list(map(s.__add__, self.ends[:count]))  # (C, not a comprehension: a repeat's fixed cost)
             g.started_at_ns.append(s)
             g.started_at_ns.extend(ends[:-1])
             g.ended_at_ns.extend(ends)

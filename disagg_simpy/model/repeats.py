@@ -23,7 +23,8 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
 With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
-under any option, `Repeat` below, which extends it.
+under the options, `Repeat` below, which extends it, where the repeat needs its work (else
+`PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
 
 Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
@@ -36,6 +37,27 @@ reply's context grows by a token a word; E2, E7: each chunk of the head prompt r
 attends to, one chunk more than the one before): the repeat's durations are then computed
 together, each rounded once (D10), and its ends are their running sums (`ends`; plain ints:
 numpy costs more than it saves on the few tens of iterations a repeat holds).
+
+E14's and E15's terms are the same in every iteration of a repeat, so repeats run under them.
+Each is a function of two numbers of the iteration alone: the prompt tokens it reads (E14: one
+`prompt_iteration_ms`, less the per-token cost of its first `free_prompt_tokens`) and those plus
+the replies it writes (E15: `per_token_tile_ms` x ceil((tokens + replies) / `token_tile`); E2's
+re-read and E13's cached tokens are not rows, R73). Those two numbers are what a repeat holds
+fixed, and `record` writes them, unchanged, for each of its iterations:
+- replies: `steady_iterations` ends a repeat at the first iteration after which a reply leaves
+  (a last word; E10: a last writing iteration, `option_bound`), and anything that adds one (a
+  join, E8's seats, which free only when a reply leaves) cuts it (`cut`); E9 preempts only at a
+  start whose due blocks are not all free, which `option_bound` keeps out of a repeat;
+- tokens: reading, every iteration of a repeat reads one full chunk (`chunk_tokens`) of the
+  head prompt, and the repeat ends by its last full chunk (`steady_iterations`:
+  an iteration that reads whole prompts, more than one prompt, or less than a chunk, E8's budget
+  below it, starts no repeat); reading none, none (what would let it read cuts it: a prompt
+  routed to it, memory freed).
+So a repeat of constant durations has both terms in its `duration`, computed for its first
+iteration as for every one. One of growing durations (E2, E3, E7 beside E14/E15) adds them once
+to the first iteration's sum (`_ends`: `CostNs.total_full` with the first iteration's replies
+and chunk, which are every iteration's), and its growth `_step` holds only the terms that grow:
+E3's context, E2's re-read tokens and E7's pairs, which count the KV cache attended to, not rows.
 """
 
 from __future__ import annotations
@@ -89,7 +111,8 @@ class Repeat(PlainRepeat):
         last = -1
         if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
             n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n)
+            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n,
+                                     duration)
             assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
             last = ends[n - 1]
         super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
@@ -240,18 +263,20 @@ def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
     return step
 
 
-def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int) -> list[int]:
+def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int, first: int) -> list[int]:
     """The ends, after the first start, of a repeat's `n` iterations whose costs before rounding
     grow by `step` each: the first's terms as `Gpu._duration` adds them (its chunk `c` of `head`
-    taken already; `key` its words' iteration), each duration rounded once (D10, halves up)."""
+    taken already; `key` its words' iteration), each duration rounded once (D10, halves up). In
+    whole ns (denominator 1) nothing rounds: the durations are `first`, the GPU's own duration of
+    the first, and each `step` more."""
     cost = gpu.cost
+    den, den2 = cost.denominator, 2 * cost.denominator
+    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing; the first is `Repeat`'s `duration`)
+        return list(accumulate(range(first, first + step * n, step)))
     before = 0 if head is None else head.read_size - head.unread_tokens - c  # E2: read before the first chunk
     n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
-    den, den2 = cost.denominator, 2 * cost.denominator
-    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing)
-        return list(accumulate(range(total, total + step * n, step)))
     ends, end = [], 0
     for j in range(n):
         end += (2 * (total + step * j) + den) // den2

@@ -15,6 +15,7 @@ import heapq
 from typing import Any
 
 from .option_paths import take
+from .plain_repeats import PlainRepeat
 
 
 def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
@@ -56,3 +57,42 @@ def first_leaving_write(gpu: Any) -> int:
     while order[0] not in by_write:
         heapq.heappop(order)
     return order[0]
+
+
+def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
+    """`repeats.option_bound` under E10 without E9: a repeat of writing iterations runs up to the
+    first writing iteration that a reply leaves after (`first_leaving_write`, inline)."""
+    by_write = gpu.leaving_by_write
+    if n_replies and by_write:
+        order = gpu.write_order
+        while order[0] not in by_write:
+            heapq.heappop(order)
+        return min(n, max(1, order[0] - gpu.n_writes + 2))
+    return n
+
+
+class WritingRepeat(PlainRepeat):
+    """A repeat of E10 writing iterations with no other work than `PlainRepeat`'s (no KV log, no
+    growing duration: `option_starts.repeat_kinds` picks it; else `repeats.Repeat`). Nothing
+    changes `Gpu.n_writes` while it runs, so it still counts the repeat's first writing iteration
+    and one: it moves on with the iterations the repeat ran when it is cut (`cut`), and its last
+    iteration's leaving replies move to `Gpu.leaving` as `unmixed_start` moves them (`finish`)."""
+
+    __slots__ = ()
+
+    def cut(self, ahead: bool = False) -> None:
+        """`PlainRepeat.cut`; if the GPU goes on from the repeat's iterations started by now (cut at
+        an iteration end: `n` 0; or its next iteration taken `ahead`, which reads, E10a, and is not
+        counted), they are counted; else `finish` counts them, at the end of its new last iteration."""
+        if self.open:
+            super().cut(ahead)
+            if not self.n or self.after is not None:
+                gpu: Any = self.gpu
+                gpu.n_writes += gpu.n_started - self.index - 1 - (self.after is not None)
+
+    def finish(self) -> int:
+        """`PlainRepeat.finish`; its last iteration's replies leaving after it (`write_started`)."""
+        duration = super().finish()
+        gpu: Any = self.gpu
+        write_started(gpu, gpu.n_writes + self.n - 2, self.index + self.n - 1)
+        return duration

@@ -77,7 +77,14 @@ def test_seeds_are_run_and_written_one_arrangement_at_a_time(tmp_path, capsys, m
             del one
 
     monkeypatch.setattr(api, "run_each", watched)
-    assert main(short_run(tmp_path / "out", "--seeds", "3")) == 0
+    # Each gc.collect() above scans only what was made after this freeze (the runs among it):
+    # under xdist a worker holds every test module, and 15 full scans of that cost seconds.
+    gc.collect()
+    gc.freeze()
+    try:
+        assert main(short_run(tmp_path / "out", "--seeds", "3")) == 0
+    finally:
+        gc.unfreeze()
     assert len(alive) == 3 * 5
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     assert summary.seed.tolist() == [s for s in (1, 2, 3) for _ in range(5)]

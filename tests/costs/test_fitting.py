@@ -146,3 +146,22 @@ def test_a_term_the_rows_do_not_have_is_exactly_zero(tmp_path):
                + np.where(p > 0, 6.0, 0.0))
     c = fit(t, attention=True, unsaturated=True).coefficients
     assert (c["per_attention_pair_ms"], c["prompt_iteration_ms"], c["free_prompt_tokens"]) == (0.0, 6.0, 128)
+
+
+def test_fit_command_token_tile_recovers_a_known_tile_cost_and_refuses_a_bad_tile(tmp_path, capsys):
+    """E15: rows timed with 2 ms per started tile of 128 rows (prompt tokens + replies) give
+    per_token_tile_ms 2 at --token-tile 128; without the flag no tile field; 0 is one line, exit 2."""
+    t = table()
+    t = t.assign(ms=t.ms + 2.0 * np.ceil((t.prompt_tokens + t.replies) / 128))
+    path = tmp_path / "t.csv"
+    t.to_csv(path, index=False)
+    assert main(["fit", str(path), "--out", str(tmp_path / "tile"), "--token-tile", "128"]) == 0
+    block = yaml.safe_load((tmp_path / "tile" / "fit.yaml").read_text())["cost"]
+    assert block["token_tile"] == 128 and block["per_token_tile_ms"] == pytest.approx(2.0, rel=0.01)
+    assert block["per_prompt_token_ms"] == pytest.approx(TRUE["per_prompt_token_ms"], rel=0.01)
+    assert "token_tile" not in fit(t).coefficients
+    capsys.readouterr()
+    assert main(["fit", str(path), "--out", str(tmp_path / "bad"), "--token-tile", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--token-tile: got '0', expected a whole number from 1" in err and err.count("\n") == 1
+    assert not (tmp_path / "bad").exists()

@@ -18,7 +18,8 @@ def _tiny(tmp_path):
     return path
 
 
-def test_removing_an_earlier_runs_pictures_is_said(tmp_path, capsys):
+def test_removing_an_earlier_runs_pictures_is_said(tmp_path, capsys, quick_plots):
+    """(Placeholder pictures under the real names: this is about the folder, not the drawing.)"""
     path = _tiny(tmp_path)
     out = tmp_path / "o"
     assert main([str(path), "--out", str(out), "--window", "0:1"]) == 0

@@ -11,7 +11,7 @@ import pytest
 from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reference import SHIPS, compare, paged_scenario, tiny_scenario
+from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, tiny_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
@@ -80,6 +80,32 @@ def test_a_prompt_taken_ahead_waits_for_what_arrives_by_its_start(tmp_path, monk
     fast, _ = same_as_one_by_one(path, monkeypatch)
     assert fast["c1", "requests", "read_started_at_ns"][1:] == [60_000_000, 60_000_000 if more[0][0] < "0.061"
                                                                  else 70_000_000]
+    compare(path)
+
+
+# options under which a repeat cut by a prompt takes its next iteration ahead (`Gpu.start_ahead`):
+# (arrangement keys, cost keys) for E7, E8's two limits, E10 and all four
+AHEAD_OPTIONS = {"E7": ({}, {"per_attention_pair_ms": 0.25}), "E8": ({"max_batch_replies": 2, "max_batch_tokens": 12}, {}),
+                 "E10": ({"mixed_iterations": False}, {}),
+                 "all": ({"max_batch_replies": 2, "max_batch_tokens": 12, "mixed_iterations": False},
+                         {"per_attention_pair_ms": 0.25})}
+
+
+@pytest.mark.parametrize("options", sorted(AHEAD_OPTIONS))
+@pytest.mark.parametrize("more", [[("0.060", 8, 3)], [("0.061", 8, 3)], [("0.2", 8, 3)]])
+def test_an_iteration_taken_ahead_under_the_options(tmp_path, monkeypatch, options, more):
+    """As above with E7, E8 or E10 on: the prompt arriving at 55 ms inside a writing repeat is taken
+    ahead as of 60 ms unless another arrives then (under E10 in an iteration that reads it and writes no word, after the repeat's
+    writing iterations are counted), and the records are the one-by-one loop's and the reference's."""
+    keys, cost = AHEAD_OPTIONS[options]
+    rows = [("0", 8, 20), ("0.055", 8, 3), *more]
+    path = write_scenario(tmp_path, rows, [{**ONE, **keys}], cost={**EVEN["cost"], **cost})
+    ahead = []
+    start_ahead = Gpu.start_ahead
+    monkeypatch.setattr(Gpu, "start_ahead", lambda g, at, n: ahead.append(start_ahead(g, at, n)) or ahead[-1])
+    same_as_one_by_one(path, monkeypatch)
+    if more[0][0] != "0.060":  # (one arriving at 60 ms is read from 60 ms too: nothing is taken ahead then)
+        assert ahead[0] is not None and ahead[0][2] > 0  # (it was taken ahead: fails if the options stop it)
     compare(path)
 
 
@@ -153,8 +179,14 @@ def test_a_steady_writing_gpu_schedules_far_fewer_events_than_iterations(tmp_pat
 
 # -- hypothesis: options off, replies long enough for repeats, arrivals on a coarse grid --------
 
+GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms")  # E2, E3, E7
+
 @st.composite
-def steady_scenario(draw):
+def steady_scenario(draw, tiles: bool = False, options: bool = False):
+    """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
+    or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 and E10 (colocated)
+    drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
+    repeat's next iteration ahead (model/option_starts.py's `repeat_kinds`, `Gpu.start_ahead`)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))
@@ -174,6 +206,20 @@ def steady_scenario(draw):
             "per_reply_ms": draw(st.sampled_from((0.0, 0.5, 1.0))),
             "per_prompt_token_ms": draw(st.sampled_from((0.0, 0.125, 0.25))),
             "kv_ship_ms_per_token": draw(st.sampled_from(SHIPS))}
+    if tiles:
+        cost.update(token_tile=draw(st.sampled_from(TOKEN_TILES)), per_token_tile_ms=draw(
+            st.sampled_from(COSTS["per_token_tile_ms"][1:])))
+        for key in draw(st.lists(st.sampled_from(GROWING), max_size=2, unique=True)):
+            cost[key] = draw(st.sampled_from(COSTS[key][2:]))
+    if options:
+        if draw(st.booleans()):
+            cost["per_attention_pair_ms"] = draw(st.sampled_from(COSTS["per_attention_pair_ms"][2:]))  # E7
+        if draw(st.booleans()):
+            a["max_batch_replies"] = draw(st.integers(1, 3))  # E8
+        if draw(st.booleans()):
+            a["max_batch_tokens"] = draw(st.sampled_from((6, 12, 40)))
+        if a["kind"] == "colocated" and draw(st.booleans()):
+            a["mixed_iterations"] = False  # E10
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}
@@ -191,6 +237,17 @@ def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch,
     compare(path, expect_cap=None)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=steady_scenario(options=True))
+def test_fast_forward_under_e7_e8_e10_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    """Long replies and arrivals on a coarse grid, so that many repeats are cut by an arrival
+    inside an iteration and take the next iteration ahead, with E7, E8 or E10 on."""
+    rows, arrangements, cost, extra = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path, expect_cap=None)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=tiny_scenario())
 def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, case):
@@ -198,7 +255,7 @@ def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, 
     its log at each start, handoffs that reserve mid-repeat), links (E5), local prompts (E6),
     batch limits (E8), paged KV with memory to spare (E9: block boundaries inside repeats),
     prompt-only iterations (E10: repeats of writing iterations up to a reply's last); E2, E3 and
-    E7 repeat only where their terms do not change."""
+    E7 with growing durations; E14 and E15 (the same terms in each iteration of a repeat)."""
     rows, arrangements, cost, workload, slo = case
     longest = max(words for _, _, words in rows)
     for a in arrangements:  # replies three times as long, to repeat; KV capacities (E4) grown to match

@@ -10,11 +10,12 @@ from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import same_as_one_by_one
-from test_reference import COSTS, compare
+from test_reference import COSTS, TOKEN_TILES, compare
 
 
 @st.composite
-def reading_scenario(draw):
+def reading_scenario(draw, tiles: bool = False):
+    """`tiles`: E15 on beside whatever else is drawn (model/repeats.py)."""
     n = draw(st.integers(2, 12))
     ms = sorted(draw(st.lists(st.integers(0, 50), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((3, 5, 8, 13, 16, 21, 29, 40, 64)), min_size=n, max_size=n))
@@ -32,6 +33,9 @@ def reading_scenario(draw):
                 "free_prompt_tokens"):  # E2, E7, E3, E14
         if draw(st.booleans()):
             cost[key] = draw(st.sampled_from(COSTS[key]))
+    if tiles:
+        cost.update(token_tile=draw(st.sampled_from(TOKEN_TILES)),
+                    per_token_tile_ms=draw(st.sampled_from(COSTS["per_token_tile_ms"][1:])))
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}

@@ -1,5 +1,5 @@
 """E15, token tiles (`token_tile`, `per_token_tile_ms`): hand-timed micro-scenarios in exact ns,
-repeats standing aside, the plan bound standing aside, and bad input.
+repeats (as one by one), the plan bound standing aside, and bad input.
 
 Costs unless a test says otherwise: an iteration is 10 ms + 1 ms per reply written + 0.01 ms per
 prompt token read (10 us), and 2 ms for each started tile of 128 rows (prompt tokens read +
@@ -9,12 +9,16 @@ replies written); a ship is 0.001 ms (1 us) per prompt token.
 from __future__ import annotations
 
 import pytest
-from helpers import run_rows, scenario_text
+from helpers import run_rows, scenario_text, write_scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_attention_cost import durations_ns, words_ns
+from test_fast_forward import same_as_one_by_one, steady_scenario
+from test_reading_repeats import reading_scenario
+from test_reference import compare
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
-from disagg_simpy.model.gpu import Gpu
 from disagg_simpy.sweep.plan_bounds import budgets
 
 MS = 1_000_000  # ns
@@ -62,16 +66,26 @@ def test_a_split_pays_tiles_with_each_sides_figures(tmp_path):
     assert words_ns(res, "split", 0) == [15 * MS, 26_100_000]
 
 
-def test_repeats_stand_aside_and_the_records_are_the_one_by_one_loops(tmp_path, monkeypatch):
+@pytest.mark.parametrize("growing", [{}, {"per_context_token_ms": 0.002, "per_attention_pair_ms": 0.000001}])
+def test_repeats_run_and_the_records_are_the_one_by_one_loops(tmp_path, monkeypatch, growing):
+    """Chunks of 100 tokens beside up to 3 replies: each iteration starts 1 or 2 tiles of 128, the
+    same in each iteration of a repeat (model/repeats.py); with E3 and E7 too (growing durations)."""
     rows = [(0.0, 300, 40), (0.0, 200, 30), (0.05, 90, 25)]
     arrangements = [{"name": "one", "kind": "colocated", "gpus": 1, "chunk_tokens": 100}]
-    frames = []
-    for fast in (True, False):
-        monkeypatch.setattr(Gpu, "fast_forward", fast)
-        (folder := tmp_path / str(fast)).mkdir()
-        res = run_rows(folder, rows, arrangements, cost=COST)
-        frames.append((res.iterations, res.requests))
-    assert frames[0][0].equals(frames[1][0]) and frames[0][1].equals(frames[1][1])
+    path = write_scenario(tmp_path, rows, arrangements, cost={**COST, **growing})
+    fast, slow = same_as_one_by_one(path, monkeypatch)
+    assert fast["one", "events"] < 0.6 * slow["one", "events"]  # (it repeats)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=st.one_of(steady_scenario(tiles=True), reading_scenario(tiles=True)))
+def test_repeats_under_tiles_equal_one_by_one_and_the_reference(tmp_path, monkeypatch, case):
+    """E15 on every GPU, all other options off (constant durations), with E2, E3 or E7 (growing
+    ones), or with E10's reading repeats (and E8, E14): records with repeats equal those one by one."""
+    rows, arrangements, cost, extra = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path)
 
 
 def test_the_plan_bound_stands_aside(tmp_path):

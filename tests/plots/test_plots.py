@@ -61,6 +61,17 @@ def small_yaml(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def same_gpu_yaml(small_yaml) -> Path:
+    """small_yaml with same-gpu alone: for the CLI tests that look at its pictures only (each
+    arrangement costs a timeline picture, about a second)."""
+    raw = yaml.safe_load(small_yaml.read_text())
+    raw["arrangements"] = [a for a in raw["arrangements"] if a["name"] == "same-gpu"]
+    path = small_yaml.with_name("same-gpu.yaml")
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
 def names(res) -> list[str]:
     return [a.name for a in res.scenario.arrangements]
 
@@ -389,8 +400,8 @@ def test_cli_writes_plots_under_out_by_default(small_yaml, tmp_path, capsys):
     assert f"pictures in {plots}/" in out
 
 
-def test_cli_plots_dir(small_yaml, tmp_path, capsys):
-    code, _, _ = cli([str(small_yaml), "--out", str(tmp_path / "o"), "--plots", str(tmp_path / "pics")], capsys)
+def test_cli_plots_dir(same_gpu_yaml, tmp_path, capsys):
+    code, _, _ = cli([str(same_gpu_yaml), "--out", str(tmp_path / "o"), "--plots", str(tmp_path / "pics")], capsys)
     assert code == 0
     assert_png(tmp_path / "pics" / "timeline-same-gpu.png")
     assert not (tmp_path / "o" / "plots").exists()
@@ -402,11 +413,11 @@ def test_cli_no_plots(small_yaml, tmp_path, capsys):
     assert not list(tmp_path.rglob("*.png")) and "pictures" not in out
 
 
-def test_cli_window_and_replies(small_yaml, tmp_path, capsys):
-    code, _, _ = cli([str(small_yaml), "--out", str(tmp_path / "o"), "--window", "1:2.5", "--replies", "4"], capsys)
+def test_cli_window_and_replies(same_gpu_yaml, tmp_path, capsys):
+    code, _, _ = cli([str(same_gpu_yaml), "--out", str(tmp_path / "o"), "--window", "1:2.5", "--replies", "4"], capsys)
     assert code == 0
     few = assert_png(tmp_path / "o" / "plots" / "timeline-same-gpu.png")
-    code, _, _ = cli([str(small_yaml), "--out", str(tmp_path / "p"), "--window", "1:2.5"], capsys)
+    code, _, _ = cli([str(same_gpu_yaml), "--out", str(tmp_path / "p"), "--window", "1:2.5"], capsys)
     many = assert_png(tmp_path / "p" / "plots" / "timeline-same-gpu.png")
     assert few.shape[0] < many.shape[0]  # fewer reply lanes, a shorter picture
 

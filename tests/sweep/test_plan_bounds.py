@@ -4,6 +4,7 @@ that skips arrangements by them recommends what searching every arrangement reco
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import yaml
@@ -73,9 +74,10 @@ def test_every_rate_from_where_the_bound_fails_does_fail(tmp_path):
     assert checked >= 6  # most arrangements have such a rate (else this proves little)
 
 
-def searched(tmp_path, scenario, exhaustive: bool, seeds=(1, 2)) -> pd.DataFrame:
-    tmp_path.mkdir(exist_ok=True)
-    runner = Runner(Store(tmp_path / f"store-{exhaustive}.sqlite", "test"), LocalPool(1), progress=False)
+def searched(tmp_path, scenario, exhaustive: bool, seeds=(1, 2), store: Path | None = None) -> pd.DataFrame:
+    """`scenario` planned in this process; its runs kept in `store` (default: a new one)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    runner = Runner(Store(store or tmp_path / f"store-{exhaustive}.sqlite", "test"), LocalPool(1), progress=False)
     with one_arrangement_at_a_time():
         table = plan(scenario, runner, seeds, 90.0, 1.0, exhaustive=exhaustive).set_index("arrangement")
     runner.close()
@@ -84,16 +86,21 @@ def searched(tmp_path, scenario, exhaustive: bool, seeds=(1, 2)) -> pd.DataFrame
 
 def left_in_both_orders(tmp_path, scenario, monkeypatch) -> dict[str, int]:
     """`scenario` planned likeliest first and worst first, one arrangement at a time, each
-    checked against the exhaustive plan (see the test below); how many each order left."""
+    checked against the exhaustive plan (see the test below); how many each order left. The two
+    orders share one store (not the exhaustive search's, which runs all its own): a run the
+    worst-first search asks for again is read back, not rerun. A stored run is the run (its key
+    is everything it depends on, tests/sweep/test_sweep.py); each order's choices of what to run
+    and what to leave are its own."""
     monkeypatch.setattr("disagg_simpy.sweep.plan.WAVE", 1)
     monkeypatch.setattr("disagg_simpy.sweep.plan.LATER_WAVE", 1)
     every = searched(tmp_path / "every", scenario, exhaustive=True)
+    shared = tmp_path / "orders-store.sqlite"
     worst_first = {n: -i for i, n in enumerate(reversed(every.index))}  # (capacity_proxy: higher goes first)
     n_left = {}
     for order in ("likeliest", "worst"):
         if order == "worst":
             monkeypatch.setattr("disagg_simpy.sweep.plan.capacity_proxy", lambda _, a: worst_first[a.name])
-        fast = searched(tmp_path / order, scenario, exhaustive=False)
+        fast = searched(tmp_path / order, scenario, exhaustive=False, store=shared)
         assert recommendation(fast.reset_index(), 90.0) == recommendation(every.reset_index(), 90.0)
         pd.testing.assert_frame_equal(fast.iloc[:2], every.iloc[:2])
         done = fast[fast.goodput_below_per_s.isna()]

@@ -1,0 +1,158 @@
+"""D4's choice of prompts under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`:
+kept out of model/gpu.py (near its size limit) so E9's work on it stays in its own module."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .request import Request
+
+
+def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
+    """D4 under the options, in arrival order, no prompt overtaking another:
+    - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
+      prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
+    - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
+      min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
+      waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
+    - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
+    waiting = gpu.waiting
+    capacity, limit, paged = gpu.kv_capacity, gpu.max_tokens, gpu.paged
+    free = 0 if capacity is None else capacity - gpu.kv_used
+    budget = gpu.chunk_tokens  # tokens left to read this iteration when chunked
+    room = None if limit is None else limit - n_written  # E8, whole prompts
+    if budget is not None and room is not None:
+        budget, room = min(budget, room), None
+    taken = []
+    prefix = gpu.prefix
+    while waiting:
+        r = waiting[0]
+        n = r.unread_tokens
+        n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
+        if budget is not None:
+            if budget == 0:
+                break
+            n = min(n, budget)
+        elif room is not None and n > room:
+            if room == 0 or (r.unread_tokens == r.read_size and limit is not None and n <= limit):
+                break  # a whole prompt waits for room
+            n = room
+        if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
+            need = gpu.kv_need(r) if paged is None else paged.admit(r, free)  # (E9: -1 if it must wait)
+            if need < 0 or need > free:
+                break
+            free -= need
+        if prefix is not None and r.unread_tokens == r.n_prompt_tokens:
+            prefix.begin_read(r, hit)
+        taken.append((r, n))
+        if budget is not None:
+            budget -= n
+        elif room is not None:
+            room -= n
+        if n == r.unread_tokens - hit:
+            waiting.popleft()
+        else:
+            break
+    if capacity is not None:
+        gpu.reserve(capacity - free - gpu.kv_used)
+    return taken
+
+
+def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:
+    """E9: `take_with_options` then `Gpu._take_prompt_tokens` in one pass (the same choice, the same
+    state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
+    blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped
+    out, nothing preempted at this start) or else D4 stops there; E8's budget as
+    `take_with_options` keeps it. With a prefix cache (E13), those two."""
+    gpu = kv.gpu
+    if gpu.prefix is not None:
+        return gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+    waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
+    budget, limit = gpu.chunk_tokens, gpu.max_tokens
+    taken = []
+    n_tokens = 0
+    r = waiting[0]
+    if budget is None and limit is None:  # whole prompts, each read whole
+        top = kv.top if not (kv.blocked or kv.swapped) else -1  # (-1: no prompt is admitted)
+        while True:
+            unread = r.unread_tokens
+            if unread == r.read_size:  # not begun: admitted now, or D4 stops
+                if unread > top - used:
+                    break
+                blocks = -(-unread // block)
+                used += blocks * block
+                r.kv_blocks = blocks
+                if unread == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
+                    r.read_started_at_ns = now
+            taken.append((r, unread))
+            n_tokens += unread
+            r.unread_tokens = 0
+            waiting.popleft()
+            if not waiting:
+                break
+            r = waiting[0]
+    elif limit is None:  # chunks of `budget` tokens
+        while True:
+            unread = r.unread_tokens
+            n = unread if unread < budget else budget  # type: ignore[operator]
+            if unread == r.read_size:  # not begun: admitted now, or D4 stops
+                if kv.blocked or kv.swapped or unread > kv.top - used:
+                    break
+                blocks = -(-unread // block)
+                used += blocks * block
+                r.kv_blocks = blocks
+                if unread == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
+                    r.read_started_at_ns = now
+            taken.append((r, n))
+            n_tokens += n
+            r.unread_tokens = unread - n
+            if n < unread:
+                break
+            waiting.popleft()
+            budget -= n  # type: ignore[operator]
+            if not (waiting and budget):
+                break
+            r = waiting[0]
+    else:  # E8's token budget (as `take_with_options`)
+        room = limit - n_written
+        if budget is not None:
+            budget, room = min(budget, room), None
+        while True:
+            n = unread = r.unread_tokens
+            if budget is not None:
+                if budget == 0:
+                    break
+                if n > budget:
+                    n = budget
+            elif n > room:  # type: ignore[operator]
+                if room == 0 or (unread == r.read_size and n <= limit):
+                    break  # a whole prompt waits for room
+                n = room  # type: ignore[assignment]
+            if unread == r.read_size:
+                if kv.blocked or kv.swapped or unread > kv.top - used:
+                    break
+                blocks = -(-unread // block)
+                used += blocks * block
+                r.kv_blocks = blocks
+                if unread == r.n_prompt_tokens:
+                    r.read_started_at_ns = now
+            taken.append((r, n))
+            n_tokens += n
+            r.unread_tokens = unread - n
+            if n < unread:
+                break
+            waiting.popleft()
+            if not waiting:
+                break
+            if budget is not None:
+                budget -= n
+            else:
+                room -= n  # type: ignore[operator]
+            r = waiting[0]
+    gpu.queued_tokens -= n_tokens
+    if used != gpu.kv_used:  # (`Gpu.reserve`; no repeat runs at a start)
+        gpu.kv_used = used
+        if used > gpu.kv_peak:
+            gpu.kv_peak = used
+    return taken, n_tokens
