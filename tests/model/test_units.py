@@ -32,6 +32,24 @@ def test_iteration_cost_is_m1_in_whole_nanoseconds():
     assert isinstance(cost.iteration_ns(7, 333), int)
 
 
+def test_the_cost_chosen_once_per_run_is_m1_on_every_branch():
+    """`CostNs.iteration_fn` (what a GPU with every option off pays each iteration) equals
+    `iteration_ns`: whole ns; sums of fractional ns landing on half a ns (D10, halves up:
+    1.0000002 ms + 3 x 0.0000001 ms is 1,000,001 ns); E14's free tokens without its fixed cost, and
+    with; E15's tiles. (Review of the lean all-off path: a rounding down, or free tokens alone
+    priced as M1, passed the suite's generated scenarios.)"""
+    assert CostNs.from_ms(1.0000002, 0.0, 0.0000001, 0.0).iteration_fn()(0, 3) == 1_000_001
+    costs = [CostNs.from_ms(12, 0.4, 0.05, 0.01), CostNs.from_ms(1.0000002, 0.0000005, 0.0000001, 0.0),
+             CostNs.from_ms(1.0000005, 0.0000005, 0.0000005, 0.0625),
+             CostNs.from_ms(10, 1, 0.25, 0, free_prompt_tokens=16), CostNs.from_ms(10, 1, 0.25, 0, prompt_iteration_ms=3),
+             CostNs.from_ms(10, 1, 0.25, 0, per_token_tile_ms=2, token_tile=16)]
+    for cost in costs:
+        chosen = cost.iteration_fn()
+        for n_replies in (0, 1, 3, 16, 17):
+            for n_tokens in (0, 1, 3, 15, 16, 17, 4000, 8192):
+                assert chosen(n_replies, n_tokens) == cost.iteration_ns(n_replies, n_tokens), (cost, n_replies, n_tokens)
+
+
 def test_ship_time_is_m4_rounded_to_the_nanosecond():
     cost = CostNs.from_ms(12, 0.4, 0.05, 0.01)
     assert cost.ship_ns(5000) == 50_000_000

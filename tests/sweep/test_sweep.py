@@ -279,7 +279,10 @@ def test_ctrl_c_keeps_the_finished_runs_and_the_next_command_resumes(tmp_path):
     argv = [sys.executable, "-m", "disagg_simpy", "sweep", str(path), "--rate", "10:20:0.25", "--out", str(out),
             "--no-plots", "--workers", "2"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    # SIGINT as on a terminal: a pytest started in the background (`cmd &`) ignores SIGINT and
+    # its children would inherit that (as in tests/files/test_all_or_nothing.py)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:  # until some runs are stored
