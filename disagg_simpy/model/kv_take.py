@@ -59,6 +59,16 @@ def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
     return taken
 
 
+def _admit(r: Request, unread: int, block: int, now: int) -> int:
+    """A prompt not begun, admitted now (E9b): its blocks, its first start (a re-read keeps its
+    own); the KV tokens it takes. Once per admitted prompt, so a call, not a copy in each branch."""
+    blocks = -(-unread // block)
+    r.kv_blocks = blocks
+    if unread == r.n_prompt_tokens:
+        r.read_started_at_ns = now
+    return blocks * block
+
+
 def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:
     """E9: `take_with_options` then `Gpu._take_prompt_tokens` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
@@ -80,11 +90,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if unread > top - used:
                     break
-                blocks = -(-unread // block)
-                used += blocks * block
-                r.kv_blocks = blocks
-                if unread == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                    r.read_started_at_ns = now
+                used += _admit(r, unread, block, now)
             taken.append((r, unread))
             n_tokens += unread
             r.unread_tokens = 0
@@ -99,11 +105,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                blocks = -(-unread // block)
-                used += blocks * block
-                r.kv_blocks = blocks
-                if unread == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                    r.read_started_at_ns = now
+                used += _admit(r, unread, block, now)
             taken.append((r, n))
             n_tokens += n
             r.unread_tokens = unread - n
@@ -132,11 +134,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                blocks = -(-unread // block)
-                used += blocks * block
-                r.kv_blocks = blocks
-                if unread == r.n_prompt_tokens:
-                    r.read_started_at_ns = now
+                used += _admit(r, unread, block, now)
             taken.append((r, n))
             n_tokens += n
             r.unread_tokens = unread - n
