@@ -223,12 +223,15 @@ class Engine:
         self.kv_link.start_ship(r, writer, now)
 
     def iteration_ended(self, now: int) -> None:
-        """E4e: serve the handoff queue from its head; a head with no room stops it."""
+        """E4e: serve the handoff queue from its head; a head with no room stops it.
+
+        E9: a writing GPU mid-repeat first takes the blocks due at its starts by now (`sync_kv`),
+        but only once a writing GPU's free memory before them would hold the head: they only take
+        memory (`BlockSchedule.grow`), so a head that does not fit in that memory does not fit after
+        them, and the blocks are taken later as they would be (the repeat's next sync, cut or end).
+        Under load the head waits through many iteration ends: this is most calls."""
         queue = self.handoff
-        if queue and self.paged is not None:  # E9: the blocks a writing GPU mid-repeat has taken by now
-            for g in self.writing.gpus:
-                if g.repeat is not None:
-                    g.repeat.sync_kv(now)
+        synced = False
         while queue:
             r = queue[0]
             if self.paged is None:
@@ -237,6 +240,16 @@ class Engine:
                 block = self.paged[0]
                 reserve = blocks_for(r.n_prompt_tokens, block) * block
                 need = reserve + block
+                if not synced:
+                    for g in self.writing.gpus:  # (a writing GPU with room before the due blocks: look closer)
+                        if g.kv_capacity - g.kv_used >= need and not g.paged.n_away:  # type: ignore[operator]
+                            break
+                    else:
+                        return
+                    for g in self.writing.gpus:
+                        if g.repeat is not None:
+                            g.repeat.sync_kv(now)
+                    synced = True
             writer = self.writing.fewest_replies(need, self.paged is not None)
             if writer is None:
                 return
