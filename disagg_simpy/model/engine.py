@@ -88,6 +88,8 @@ class Engine:
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled (on a
             # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
             g.always_defer = (kv_on and self.split) or link != "independent"
+        if not self.split:
+            self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]
         self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
@@ -293,11 +295,17 @@ class Engine:
         """E12: a GPU leaving its side ended an iteration."""
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
-    def more_may_arrive_now(self, now: int) -> bool:
-        """Whether an arrival or a ship end is due later in this instant (D5 step 2): from an
-        iteration end (step 1), any of them; from an arrival or a ship end (step 2), those after
-        it (the source moves `next_arrival_ns` on before it routes, a ship end counts itself off)."""
-        return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
+    def more_may_arrive_now(self, now: int, gpu: Gpu) -> bool:
+        """Whether something that may change `gpu`'s next iteration is due later in this instant (D5
+        step 2), asked at its iteration end (step 1): an arrival (routed by every reading GPU's
+        queue, D1), or a ship to `gpu` that ends now. A ship end changes nothing but its writing
+        GPU (the reply joins it), unless E4 frees its reading GPU's memory or a link (E5) starts
+        the next ship: their GPUs always put their start off to step 3 (`Gpu.always_defer`)."""
+        return self.next_arrival_ns == now or (gpu.ships_due and gpu.ships_due[0] == now)  # type: ignore[return-value]
+
+    def _arrival_now(self, now: int, gpu: Gpu) -> bool:
+        """`more_may_arrive_now` on a colocated arrangement (no ships), bound once (`__init__`), for speed."""
+        return self.next_arrival_ns == now
 
     def quiet_until(self, at: int) -> bool:
         """Whether nothing can reach a GPU after this moment of step 2 up to `at` included: no
