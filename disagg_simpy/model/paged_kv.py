@@ -211,6 +211,7 @@ class PagedKv:
                 leaving.append(r)
         elif (leaving := gpu.leaving_by_write.get(last)) is None:
             gpu.leaving_by_write[last] = [r]
+            heapq.heappush(gpu.write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
         else:
             leaving.append(r)
 
