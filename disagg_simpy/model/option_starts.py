@@ -11,7 +11,7 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any
 
-from . import paged_repeats, paged_unmixed
+from . import paged_repeats, paged_start, paged_unmixed
 from .option_paths import duration, take
 from .plain_repeats import PlainRepeat
 from .repeats import Repeat
@@ -23,6 +23,8 @@ Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, hos
 def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
+    if gpu.paged is not None and gpu.mixed and not gpu.changes_role:  # E9 without E10: model/paged_start.py
+        return paged_start.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
     if gpu.paged is not None and not gpu.mixed and not gpu.changes_role:  # E9 with E10: model/paged_unmixed.py
         return paged_unmixed.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
     if gpu.paged is not None or gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:

@@ -35,12 +35,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import paged_away
+from . import paged_away, paged_start
 from .kv_blocks import BlockSchedule
-from .kv_take import paged_take
-from .option_starts import _reading_ns, _writing_ns
+from .option_paths import duration
 from .paged_unmixed import unmixed_iteration
-from .repeats import cut_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,11 +84,6 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
-        # an iteration's duration (`Gpu._duration`), chosen once: M1 (E14, E15) when no E2/E3/E7/E13 term applies,
-        # else by whether it reads (model/option_starts.py's choices, as E7 and E8 without E9 use them)
-        cost = gpu.cost
-        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_fn()
-        self.reading_ns, self.writing_ns = _reading_ns(gpu), _writing_ns(gpu)
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
@@ -235,27 +228,6 @@ class PagedKv:
         gpu.kv_used -= freed * block
 
     # -- an iteration starts (E9b-e) -------------------------------------------------------------
-    def start(self, index: int, now: int, row: int | None = None) -> None:
-        """Give every seated reply its due block, in the order they joined, preempting the most
-        recently joined when none is free; then, if nothing was preempted, swap replies back in.
-        (E10: `index` is the writing iteration's key, `row` the iteration.)"""
-        gpu = self.gpu
-        self.blocked = False
-        self.moved_tokens = 0
-        self.queue_at = -1
-        blocks = self.blocks
-        due = blocks.due(index) if blocks.pending else self.phases[index % self.block]
-        if due:
-            used = gpu.kv_used + len(due) * self.block
-            if used <= gpu.kv_capacity:  # type: ignore[operator]  # (room for all: no order to keep; no repeat to cut)
-                gpu.kv_used = used
-                if used > gpu.kv_peak:
-                    gpu.kv_peak = used
-            else:
-                self._short(due, index, now)
-        if self.swapped and not self.blocked:
-            self.swap_in(index if row is None else row, None if row is None else index)
-
     def _short(self, due: dict[Request, None], index: int, now: int) -> None:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
@@ -272,63 +244,11 @@ class PagedKv:
                 gpu.reserve(block)
 
     def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes (it replaces it): E8's
-        seats, then due blocks (`start`, inline), preemptions and swap-ins, then prompts (replies
-        written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d).
-        A start with no block due and nothing to take costs a few look-ups."""
+        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes: model/paged_start.py's
+        start with `option_paths.duration`, built for this one call (`Gpu.run` builds it once per run)."""
         gpu = self.gpu
-        if gpu.seats is not None:
-            queue = gpu.seat_queue
-            while queue and gpu.n_seated < gpu.seats:
-                self.seat(queue.popleft(), index)
-                gpu.n_seated += 1
-        if self.dirty:  # (what the last start's preemptions or swaps set: `start`'s resets)
-            self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
-        due = self.blocks.due(index) if self.pending else self.phases[index % self.block]
-        if due:
-            used = gpu.kv_used + len(due) * self.block
-            if used <= gpu.kv_capacity:  # type: ignore[operator]
-                gpu.kv_used = used
-                if used > gpu.kv_peak:
-                    gpu.kv_peak = used
-            else:
-                self._short(due, index, now)
-        if self.swapped and not self.blocked:
-            self.swap_in(index)
-        if self.dirty:
-            if self.blocked or self.moved_tokens:
-                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
-            if self.dropped:
-                host.requests_dropped(self.dropped, now)
-                self.dropped = []
-        n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-        taken: list[tuple[Request, int]] = []
-        n_tokens = 0
-        if waiting := gpu.waiting:  # (`can_take`, inline: a head not begun that cannot be admitted stops D4)
-            head = waiting[0]
-            if head.unread_tokens < head.read_size or not (self.blocked or self.swapped) and (
-                    head.read_size <= self.top - gpu.kv_used):  # (its blocks plus one free: `top`)
-                taken, n_tokens = paged_take(self, now, n_replies)
-        if not n_replies and not taken and self.blocked:
-            self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
-            if self.swapped:
-                self.swap_in(index)
-                n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-            if gpu.waiting:
-                taken, n_tokens = paged_take(self, now, n_replies)
-            if not n_replies and not taken:
-                gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
-                return 0, [], 0, -1
-        gpu.kv_used_tokens.append(gpu.kv_used)
-        if self.plain_ns is not None:
-            duration = self.plain_ns(n_replies, n_tokens)
-        elif taken:
-            duration = self.reading_ns(now, index, n_replies, n_tokens, taken)
-        else:
-            duration = self.writing_ns(n_replies, index)
-        if self.moved_tokens:
-            duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
-        return n_replies, taken, n_tokens, duration
+        return paged_start.starter(gpu, lambda now, index, n, n_tokens, taken: duration(gpu, now, index, n, n_tokens, taken),
+                                   lambda n, key: duration(gpu, now, key, n, 0, ()))(now, index, host)
 
     def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""

@@ -39,7 +39,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     by_write, leaving, leaving_order, log = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, gpu.kv_used_tokens.append
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
-        if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `PagedKv.start`)
+        if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `paged_start.starter`)
             kv.blocked, kv.moved_tokens, kv.queue_at, kv.dirty = False, 0, -1, False
         if waiting:  # E10a, E9b (R61): a begun head, or one admitted (`PagedKv.can_take`, inline), is read first
             head = waiting[0]
@@ -54,7 +54,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 n += 1
                 seat(queue.popleft(), index, key)
             gpu.n_seated = n
-        due = blocks.due(key) if kv.pending else phases[key % block]  # (`PagedKv.start`, inline)
+        due = blocks.due(key) if kv.pending else phases[key % block]  # (as `paged_start.starter`)
         if due:
             used = gpu.kv_used + len(due) * block
             if used <= capacity:  # (room for all: no order to keep)
