@@ -26,9 +26,9 @@ so the GPU's loop and the option-free path are untouched.
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from collections import deque
+from heapq import heappush
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -84,6 +84,7 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
+        self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
@@ -164,62 +165,19 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def seat(self, r: Request, index: int, key: int | None = None, started: bool = False) -> None:
-        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
-        `started`: a swap-in, once that iteration has taken its due blocks)."""
-        gpu = self.gpu
-        if r.join_iteration < 0:
-            r.join_iteration = index
-        if r.stretches is not None:
-            r.stretches[-1][0] = index  # the stretch that waited for this seat
-        if key is not None:
-            index = key
-        r.seat_index = index
-        f, n = r.seat_word, r.n_reply_words
-        if gpu.track_context:
-            r.seat_base = r.n_prompt_tokens + f - 1 - index
-            gpu.context_base += r.seat_base
-        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
-        block = self.block
-        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
-        if due_word > n:
-            r.kv_due = -1
-        elif (ahead := due_word - f) <= 0:
-            r.kv_due = index
-            self.phases[index % block][r] = None
-        else:
-            at = r.kv_due = index + ahead
-            if ahead < block + started:  # (no key still to start before it has its phase)
-                self.phases[at % block][r] = None
-            else:
-                self.blocks.wait(r, at)
-        last = index + n - f
-        if gpu.mixed:
-            leaving = gpu.leaving.get(last)
-            if leaving is None:
-                gpu.leaving[last] = [r]
-                heapq.heappush(gpu.leaving_order, last)
-            else:
-                leaving.append(r)
-        elif (leaving := gpu.leaving_by_write.get(last)) is None:
-            gpu.leaving_by_write[last] = [r]
-            heapq.heappush(gpu.write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
-        else:
-            leaving.append(r)
-
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu, block, phases, running = self.gpu, self.block, self.phases, self.running
+        gpu = self.gpu
         if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
         freed = 0
-        for r in leaving:
-            del running[r]
+        block = self.block
+        for r in leaving:  # (mostly one: `self`'s lists looked up in the loop, not bound before it)
+            del self.running[r]
             if r.stretches is not None:
                 r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
             if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
-                del phases[due % block][r]
+                del self.phases[due % block][r]
                 freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
             else:
                 freed += r.kv_blocks  # (its seat's blocks held its last word)
@@ -253,6 +211,57 @@ class PagedKv:
     def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""
         return unmixed_iteration(self, now, index, host)
+
+
+def seater(kv: PagedKv) -> Callable[..., None]:
+    """`PagedKv.seat` for one GPU, what it reads of the GPU and its block schedule bound once (it
+    runs at every join and seat)."""
+    gpu, block, phases, wait = kv.gpu, kv.block, kv.phases, kv.blocks.wait
+    track_context, mixed = gpu.track_context, gpu.mixed
+    leaving_at, leaving_order, leaving_by_write, write_order = gpu.leaving, gpu.leaving_order, gpu.leaving_by_write, gpu.write_order
+
+    def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
+        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
+        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+        `started`: a swap-in, once that iteration has taken its due blocks)."""
+        if r.join_iteration < 0:
+            r.join_iteration = index
+        if r.stretches is not None:
+            r.stretches[-1][0] = index  # the stretch that waited for this seat
+        if key is not None:
+            index = key
+        r.seat_index = index
+        f, n = r.seat_word, r.n_reply_words
+        if track_context:
+            r.seat_base = r.n_prompt_tokens + f - 1 - index
+            gpu.context_base += r.seat_base
+        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
+        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
+        if due_word > n:
+            r.kv_due = -1
+        elif (ahead := due_word - f) <= 0:
+            r.kv_due = index
+            phases[index % block][r] = None
+        else:
+            at = r.kv_due = index + ahead
+            if ahead < block + started:  # (no key still to start before it has its phase)
+                phases[at % block][r] = None
+            else:
+                wait(r, at)
+        last = index + n - f
+        if mixed:
+            leaving = leaving_at.get(last)
+            if leaving is None:
+                leaving_at[last] = [r]
+                heappush(leaving_order, last)
+            else:
+                leaving.append(r)
+        elif (leaving := leaving_by_write.get(last)) is None:
+            leaving_by_write[last] = [r]
+            heappush(write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
+        else:
+            leaving.append(r)
+    return seat
 
 
 def _join_order(r: Request) -> int:

@@ -29,6 +29,9 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     waiting, queue, seats, seat = gpu.waiting, gpu.seat_queue, gpu.seats, kv.seat
     blocks, phases, pending, block, capacity = kv.blocks, kv.phases, kv.pending, kv.block, gpu.kv_capacity
     log = gpu.kv_used_tokens.append
+    cost = gpu.cost  # M1 in whole ns inline when no E2/E3/E7/E13, E14 or E15 term is on (`option_starts._reading_ns`'s plain case)
+    plain = not (cost.extra_terms or cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile) and cost.denominator == 1
+    it, reply, token = cost.iteration, cost.per_reply, cost.per_prompt_token
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         if seats is not None:  # E8: the replies waiting for a seat take the free seats in the order they joined
@@ -75,7 +78,10 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
                 return 0, (), 0, -1
         log(gpu.kv_used)
-        duration = reading_ns(now, index, n_replies, n_tokens, taken) if taken else writing_ns(n_replies, index)
+        if plain:
+            duration = it + reply * n_replies + token * n_tokens
+        else:
+            duration = reading_ns(now, index, n_replies, n_tokens, taken) if taken else writing_ns(n_replies, index)
         if kv.moved_tokens:
             return n_replies, taken, n_tokens, duration + kv.swap_ns(kv.moved_tokens)  # E9f: swapped KV, rounded on its own
         return n_replies, taken, n_tokens, duration
