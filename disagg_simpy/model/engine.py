@@ -88,6 +88,8 @@ class Engine:
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled (on a
             # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
             g.always_defer = (kv_on and self.split) or link != "independent"
+        if not self.split:
+            self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]
         self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
@@ -223,12 +225,15 @@ class Engine:
         self.kv_link.start_ship(r, writer, now)
 
     def iteration_ended(self, now: int) -> None:
-        """E4e: serve the handoff queue from its head; a head with no room stops it."""
+        """E4e: serve the handoff queue from its head; a head with no room stops it.
+
+        E9: a writing GPU mid-repeat first takes the blocks due at its starts by now (`sync_kv`),
+        but only once a writing GPU's free memory before them would hold the head: they only take
+        memory (`BlockSchedule.grow`), so a head that does not fit in that memory does not fit after
+        them, and the blocks are taken later as they would be (the repeat's next sync, cut or end).
+        Under load the head waits through many iteration ends: this is most calls."""
         queue = self.handoff
-        if queue and self.paged is not None:  # E9: the blocks a writing GPU mid-repeat has taken by now
-            for g in self.writing.gpus:
-                if g.repeat is not None:
-                    g.repeat.sync_kv(now)
+        synced = False
         while queue:
             r = queue[0]
             if self.paged is None:
@@ -237,6 +242,16 @@ class Engine:
                 block = self.paged[0]
                 reserve = blocks_for(r.n_prompt_tokens, block) * block
                 need = reserve + block
+                if not synced:
+                    for g in self.writing.gpus:  # (a writing GPU with room before the due blocks: look closer)
+                        if g.kv_capacity - g.kv_used >= need and not g.paged.n_away:  # type: ignore[operator]
+                            break
+                    else:
+                        return
+                    for g in self.writing.gpus:
+                        if g.repeat is not None:
+                            g.repeat.sync_kv(now)
+                    synced = True
             writer = self.writing.fewest_replies(need, self.paged is not None)
             if writer is None:
                 return
@@ -280,11 +295,17 @@ class Engine:
         """E12: a GPU leaving its side ended an iteration."""
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
-    def more_may_arrive_now(self, now: int) -> bool:
-        """Whether an arrival or a ship end is due later in this instant (D5 step 2): from an
-        iteration end (step 1), any of them; from an arrival or a ship end (step 2), those after
-        it (the source moves `next_arrival_ns` on before it routes, a ship end counts itself off)."""
-        return self.next_arrival_ns == now or now in self.kv_link.n_ending_at
+    def more_may_arrive_now(self, now: int, gpu: Gpu) -> bool:
+        """Whether something that may change `gpu`'s next iteration is due later in this instant (D5
+        step 2), asked at its iteration end (step 1): an arrival (routed by every reading GPU's
+        queue, D1), or a ship to `gpu` that ends now. A ship end changes nothing but its writing
+        GPU (the reply joins it), unless E4 frees its reading GPU's memory or a link (E5) starts
+        the next ship: their GPUs always put their start off to step 3 (`Gpu.always_defer`)."""
+        return self.next_arrival_ns == now or (gpu.ships_due and gpu.ships_due[0] == now)  # type: ignore[return-value]
+
+    def _arrival_now(self, now: int, gpu: Gpu) -> bool:
+        """`more_may_arrive_now` on a colocated arrangement (no ships), bound once (`__init__`), for speed."""
+        return self.next_arrival_ns == now
 
     def quiet_until(self, at: int) -> bool:
         """Whether nothing can reach a GPU after this moment of step 2 up to `at` included: no

@@ -40,7 +40,7 @@ class Host(Protocol):
 
     def iteration_ended(self, now: int) -> None: ...
 
-    def more_may_arrive_now(self, now: int) -> bool: ...
+    def more_may_arrive_now(self, now: int, gpu: Gpu) -> bool: ...
 
     def quiet_until(self, at: int) -> bool: ...
 
@@ -66,6 +66,7 @@ class Gpu:
         self.queued_tokens = 0  # D1
         self.n_replies = 0  # replies that get a word from the next iteration
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
+        self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
         self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
         self.track_context = cost.per_context_token != 0
@@ -275,7 +276,7 @@ class Gpu:
                 n_replies = self.n_replies
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
-            if fast and duration and (n := self.steady_iterations(index, taken, n_replies)) > 1:
+            if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
                 repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
                     self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place)
@@ -322,22 +323,26 @@ class Gpu:
                     host.iteration_ended(now)
                 if self.draining:  # E12
                     host.gpu_drained(self, now)
-                if has_work() and (always_defer or host.more_may_arrive_now(now)):
+                if has_work() and (always_defer or host.more_may_arrive_now(now, self)):
                     yield Slot(env, 0, start_priority)
-            elif has_work() and host.more_may_arrive_now(now):
+            elif has_work() and host.more_may_arrive_now(now, self):
                 yield Slot(env, 0, start_priority)
 
-    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0) -> int:
+    def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0, started: int = 0,
+                          duration: int = 0) -> int:
         """How many iterations from `index` (starting now, `taken` its reads) can run unchanged, as one repeat (model/repeats.py): up to the
         first that ends with a reply's last word, and, reading, while each reads one full chunk of the head prompt (the last of them may
-        read its last token); the options bound it further (`repeats.option_bound`). Anything that changes the batch before a change known
-        now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
+        read its last token), and up to the iteration a ship under way here ends in (`ships_due`; `duration` each: a repeat whose
+        durations grow, E2/E3/E7, may still be cut by it); the options bound it further (`repeats.option_bound`). Anything that changes
+        the batch before a change known now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
         n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
         if taken:
             head, tokens = taken[0]
             if len(taken) > 1 or tokens != self.chunk_tokens:
                 return 1
             n = min(n, 1 + head.unread_tokens // tokens)
+        if self.ships_due:  # (model/repeats.py: exact, as any shorter repeat)
+            n = min(n, (self.ships_due[0] - started - 1) // duration + 1)
         return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
+from heapq import heappop, heappush
 
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Environment, Slot
@@ -35,14 +36,15 @@ class Link:
 
 
 class KvLink:
-    """Ships in flight, by the time they end (so a GPU can tell if one lands this instant)."""
+    """Starts and ends ships. The ends of the ships under way to a writing GPU are its heap
+    `Gpu.ships_due`: it can tell whether one lands this instant (`Engine.more_may_arrive_now`),
+    and its repeats end by the first (`Gpu.steady_iterations`)."""
 
     def __init__(self, env: Environment, ship_ns: Callable[[int], int], gpus: Sequence[Gpu],
                  mode: str = "independent", kv: bool = False):
         self.env = env
         self.ship_ns = ship_ns  # prompt tokens -> ship time (M4, D10)
         self.gpus = gpus
-        self.n_ending_at: dict[int, int] = {}
         self.kv = kv  # E4: a ship end frees the reading GPU's reservation
         self.key = {"independent": None, "shared": lambda r: 0,
                     "per_reading_gpu": lambda r: r.reading_gpu, "per_writing_gpu": lambda r: r.writing_gpu}[mode]
@@ -65,17 +67,12 @@ class KvLink:
         """The ship leaves now; it ends its ship time later, in D5 step 2 (one timeout)."""
         request.ship_started_at_ns = now
         end = now + self.ship_ns(request.n_prompt_tokens)
-        self.n_ending_at[end] = self.n_ending_at.get(end, 0) + 1
+        heappush(self.gpus[request.writing_gpu].ships_due, end)  # (its repeats end by it: `Gpu.steady_iterations`)
         Slot(self.env, end - now, PHASE_ARRIVE + request.request_id).callbacks.append(partial(self.ended, request))
 
     def ended(self, request: Request, _event) -> None:
         """The ship ends: the reply joins its writing GPU (D5 step 2)."""
-        now = end = self.env.now
-        left = self.n_ending_at[end] - 1
-        if left:
-            self.n_ending_at[end] = left
-        else:
-            del self.n_ending_at[end]
+        now = self.env.now
         if self.key is not None:
             link = self.links[self.key(request)]
             if link.queue:
@@ -87,4 +84,5 @@ class KvLink:
             reader.free(request.n_prompt_tokens if reader.paged is None else reader.paged.held(request))  # E4b (E9: blocks)
         writer = self.gpus[request.writing_gpu]
         writer.n_shipping -= 1
+        heappop(writer.ships_due)  # (its first: the ships here that end now end first)
         writer.add_reply(request, now)

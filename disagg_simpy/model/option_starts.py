@@ -11,9 +11,10 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any
 
+from . import paged_repeats, paged_unmixed
 from .option_paths import duration, take
 from .plain_repeats import PlainRepeat
-from .repeats import Repeat, option_bound
+from .repeats import Repeat
 from .unmixed import WritingRepeat, unmixed_start, writing_bound
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
@@ -22,6 +23,8 @@ Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, hos
 def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
+    if gpu.paged is not None and not gpu.mixed and not gpu.changes_role:  # E9 with E10: model/paged_unmixed.py
+        return paged_unmixed.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
     if gpu.paged is not None or gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
         return gpu._options_start  # (E4, E9, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
     take = _take(gpu)
@@ -101,6 +104,8 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     cost = gpu.cost
     if not options:
         return PlainRepeat, PlainRepeat
+    if gpu.paged is not None and gpu.mixed:  # (E9 without E10: model/paged_repeats.py)
+        return paged_repeats.kinds(gpu)
     if gpu.kv_capacity is not None or gpu.paged is not None:
         return Repeat, Repeat
     reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat
@@ -122,10 +127,10 @@ def releaser(gpu: Any) -> Callable[[list], None] | None:
 
 
 def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
-    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`),
-    E10's last writing iterations (`unmixed.writing_bound`, without E9), or nothing (None)."""
+    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`;
+    with E10, `paged_unmixed.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:
-        return option_bound
+        return paged_repeats.bound(gpu.paged) if gpu.mixed else paged_unmixed.writing_bound  # (model/paged_repeats.py)
     return None if gpu.mixed else writing_bound
 
 

@@ -38,6 +38,7 @@ import numpy as np
 from . import paged_away
 from .kv_blocks import BlockSchedule
 from .kv_take import paged_take
+from .option_starts import _reading_ns, _writing_ns
 from .paged_unmixed import unmixed_iteration
 from .repeats import cut_all
 
@@ -85,8 +86,11 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
-        cost = gpu.cost  # an iteration's duration when no E2/E3/E7/E13 term applies (`Gpu._duration`'s plain case): M1
-        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_fn()  # (with E14, E15)
+        # an iteration's duration (`Gpu._duration`), chosen once: M1 (E14, E15) when no E2/E3/E7/E13 term applies,
+        # else by whether it reads (model/option_starts.py's choices, as E7 and E8 without E9 use them)
+        cost = gpu.cost
+        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_fn()
+        self.reading_ns, self.writing_ns = _reading_ns(gpu), _writing_ns(gpu)
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
@@ -207,6 +211,7 @@ class PagedKv:
                 leaving.append(r)
         elif (leaving := gpu.leaving_by_write.get(last)) is None:
             gpu.leaving_by_write[last] = [r]
+            heapq.heappush(gpu.write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
         else:
             leaving.append(r)
 
@@ -317,8 +322,10 @@ class PagedKv:
         gpu.kv_used_tokens.append(gpu.kv_used)
         if self.plain_ns is not None:
             duration = self.plain_ns(n_replies, n_tokens)
+        elif taken:
+            duration = self.reading_ns(now, index, n_replies, n_tokens, taken)
         else:
-            duration = gpu._duration(now, index, n_replies, n_tokens, taken)
+            duration = self.writing_ns(n_replies, index)
         if self.moved_tokens:
             duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
         return n_replies, taken, n_tokens, duration

@@ -22,6 +22,14 @@ nothing else needs to see them when they happen, with two exceptions, both kept 
   takes the chunks of the iterations that have started by then (starts at the arrival's own
   instant come in step 3, after it).
 A run that stops during a repeat records the iterations that ended by the stop (`flush`).
+A ship under way to a writing GPU ends at a time known since it started (its heap
+`Gpu.ships_due`, model/kv_link.py): `steady_iterations` ends a repeat with the iteration that
+ship ends in, or at whose end it ends, so the repeat is not started only to be cut (a cut costs
+a second timeout). Exact, as any shorter repeat is: the repeat's last end is handled as any
+iteration end, one by one; a ship that ends inside that last iteration finds nothing left to cut
+(`cut` counts its starts, and the reply joins the next iteration, as it would have), and one that
+ends exactly at its end comes after it in the instant (D5) and before the next start, which
+`Engine.more_may_arrive_now` puts off to step 3.
 With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
 under the options, `Repeat` below, which extends it, where the repeat needs its work (else
 `PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
