@@ -11,10 +11,10 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any
 
-from . import paged_unmixed
+from . import paged_repeats, paged_unmixed
 from .option_paths import duration, take
 from .plain_repeats import PlainRepeat
-from .repeats import Repeat, option_bound
+from .repeats import Repeat
 from .unmixed import WritingRepeat, unmixed_start, writing_bound
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
@@ -104,6 +104,8 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     cost = gpu.cost
     if not options:
         return PlainRepeat, PlainRepeat
+    if gpu.paged is not None and gpu.mixed:  # (E9 without E10: model/paged_repeats.py)
+        return paged_repeats.kinds(gpu)
     if gpu.kv_capacity is not None or gpu.paged is not None:
         return Repeat, Repeat
     reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat
@@ -128,7 +130,7 @@ def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
     """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`;
     with E10, `paged_unmixed.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:
-        return option_bound if gpu.mixed else paged_unmixed.writing_bound
+        return paged_repeats.bound(gpu.paged) if gpu.mixed else paged_unmixed.writing_bound  # (model/paged_repeats.py)
     return None if gpu.mixed else writing_bound
 
 
