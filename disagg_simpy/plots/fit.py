@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..files import atomic_path
-
 
 def save_fit(rows: pd.DataFrame, path: Path, title: str) -> Path:
     """Left: fitted against measured ms (log-log, the diagonal is a perfect fit); right: relative
@@ -29,6 +27,7 @@ def save_fit(rows: pd.DataFrame, path: Path, title: str) -> Path:
     right.set(xscale="log", xlabel="measured ms", ylabel="relative error (%)", title="error by kind of iteration")
     left.legend(loc="upper left", fontsize=8)
     fig.suptitle(title)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+    from .style import save_figure
+
+    save_figure(fig, path, dpi=100)
     return path

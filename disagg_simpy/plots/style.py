@@ -16,6 +16,7 @@ from typing import cast
 import matplotlib
 import numpy as np
 from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
@@ -94,13 +95,30 @@ def style():
 
 def new_figure(width_in: float, height_in: float) -> Figure:
     """A bare Agg figure (no pyplot state) with constrained layout."""
-    return Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    return agg_figure(Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained"))
 
 
+def agg_figure(fig: Figure) -> Figure:
+    """`fig` on an Agg canvas: the layout measures its text with the renderer that draws it."""
+    FigureCanvasAgg(fig)
+    return fig
 
 
-def save_figure(fig: Figure, path: Path) -> Path:
-    """Write `fig` as a PNG atomically: a temp file in the same folder, then a rename."""
+def save_figure(fig: Figure, path: Path, dpi: float = DPI) -> Path:
+    """Write `fig` as a PNG atomically: a temp file in the same folder, then a rename.
+
+    The layout is computed once, then the picture drawn once: `savefig` alone would first draw
+    every artist without pixels to lay them out (a third of a picture's time), then again.
+    The pixels are the same either way."""
+    fig.set_dpi(dpi)  # as savefig would for the whole save: the layout at the dpi it is drawn at
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        try:
+            engine.execute(fig)
+        except ValueError:  # as Figure.draw: drawn without this layout
+            pass
+        with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)  # no engine at all ("none" keeps a placeholder, and the extra draw)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=DPI)
+        fig.savefig(tmp, format="png", dpi=dpi)
     return Path(path)

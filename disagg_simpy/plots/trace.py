@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..files import atomic_path
 from ..units import NS_PER_S as _NS_PER_S
 from ..workload.trace_stats import _LENGTHS, rate_over_time
 
@@ -22,9 +21,9 @@ def plot_description(df: pd.DataFrame, path, name: str | None = None) -> None:
     path = Path(path)
     if not path.parent.is_dir():
         raise InputError(f"{path}: path: got a folder that does not exist, expected an existing folder")
-    fig = description_figure(df, name)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=100)
+    from .style import save_figure
+
+    save_figure(description_figure(df, name), path, dpi=100)
 
 
 def description_figure(df: pd.DataFrame, name: str | None = None):
