@@ -85,8 +85,9 @@ class PagedKv:
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
         self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
+        self.add_reply = adder(self)  # add_reply(r, now): a reply joins (or, read again, rejoins)
         gpu.paged = self
-        gpu.has_work = self.has_work  # type: ignore[method-assign]
+        gpu.has_work = work_test(self)  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
@@ -127,38 +128,7 @@ class PagedKv:
         plus one); it reserves one block less."""
         return (blocks_for(r.n_prompt_tokens, self.block) + 1) * self.block
 
-    def has_work(self) -> bool:
-        """A reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
-        gpu = self.gpu
-        if gpu.n_replies:
-            return True
-        waiting = gpu.waiting
-        if waiting and waiting[0].unread_tokens < waiting[0].read_size:
-            return True
-        free = gpu.kv_capacity - gpu.kv_used  # type: ignore[operator]
-        if self.swapped:
-            return (self.swapped[0].kv_blocks + 1) * self.block <= free
-        return bool(waiting) and (blocks_for(waiting[0].read_size, self.block) + 1) * self.block <= free
-
     # -- replies ----------------------------------------------------------------------------------
-    def add_reply(self, r: Request, now: int) -> None:
-        """A reply joins (or, read again, rejoins) the GPU: the end of the running order."""
-        gpu = self.gpu
-        if r.joined_at_ns < 0:
-            r.joined_at_ns = now
-        if gpu.repeat is not None:
-            gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        gpu.n_replies += 1  # (`_join`, inline)
-        self.running[r] = None
-        r.kv_order = self.n_joins
-        self.n_joins += 1
-        if gpu.queue_replies:
-            gpu.seat_queue.append(r)
-        else:
-            self.seat(r, gpu.n_started)
-        if gpu.wake is not None:
-            gpu._wake()
-
     def _join(self, r: Request) -> None:
         self.gpu.n_replies += 1
         self.running[r] = None
@@ -211,6 +181,46 @@ class PagedKv:
     def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""
         return unmixed_iteration(self, now, index, host)
+
+
+def work_test(kv: PagedKv) -> Callable[[], bool]:
+    """`Gpu.has_work` under E9 for one GPU, what it reads bound once (it runs at every iteration end):
+    a reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
+    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.waiting, kv.swapped, kv.block, kv.gpu.kv_capacity
+
+    def has_work() -> bool:
+        if gpu.n_replies:
+            return True
+        if waiting and waiting[0].unread_tokens < waiting[0].read_size:
+            return True
+        free = capacity - gpu.kv_used  # type: ignore[operator]
+        if swapped:
+            return (swapped[0].kv_blocks + 1) * block <= free
+        return bool(waiting) and (blocks_for(waiting[0].read_size, block) + 1) * block <= free
+    return has_work
+
+
+def adder(kv: PagedKv) -> Callable[[Request, int], None]:
+    """`PagedKv.add_reply` for one GPU, what it reads bound once (it runs at every join): the reply
+    joins (or, read again, rejoins) the end of the running order, seated at once or (E8, E10) queued."""
+    gpu, running, seat, queue, queue_replies = kv.gpu, kv.running, kv.seat, kv.gpu.seat_queue, kv.gpu.queue_replies
+
+    def add_reply(r: Request, now: int) -> None:
+        if r.joined_at_ns < 0:
+            r.joined_at_ns = now
+        if gpu.repeat is not None:
+            gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
+        gpu.n_replies += 1  # (`_join`, inline)
+        running[r] = None
+        r.kv_order = kv.n_joins
+        kv.n_joins += 1
+        if queue_replies:
+            queue.append(r)
+        else:
+            seat(r, gpu.n_started)
+        if gpu.wake is not None:
+            gpu._wake()
+    return add_reply
 
 
 def seater(kv: PagedKv) -> Callable[..., None]:
