@@ -201,7 +201,7 @@ class Repeat(PlainRepeat):
 
     def _grow(self, n_started: int) -> None:
         """E9: the blocks due at the starts from the last grown up to the first `n_started` (`option_bound`
-        made sure they are free), each start's KV memory logged after them, as `PagedKv.start` does."""
+        made sure they are free), each start's KV memory logged after them, as `paged_start.starter` does."""
         gpu, n = self.gpu, n_started - self.n_kv_logged
         if self.grows_at >= 0:
             self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)

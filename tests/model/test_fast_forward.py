@@ -1,8 +1,9 @@
 """Fast-forward (model/repeats.py): a GPU's unchanged iterations run as one timeout, and the run
 leaves exactly the records of the one-by-one loop (`Gpu.fast_forward = False`), which also
 equal the reference model's: arrivals and ship ends exactly at an iteration end of a repeat,
-inside one and at its start (D5), the router reading a chunk-reading repeat's queued tokens
-(D1), and runs stopped mid-repeat (the last measured reply, the safety cap D6)."""
+inside one and at its start (D5), a repeat ended by the ship under way to its writing GPU, the
+router reading a chunk-reading repeat's queued tokens (D1), and runs stopped mid-repeat (the
+last measured reply, the safety cap D6)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, t
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.model import plain_repeats, repeats
 from disagg_simpy.model.engine import Engine, GiveUp
 from disagg_simpy.model.gpu import Gpu
+from disagg_simpy.model.phases import take_over
 from disagg_simpy.workload.stream import make_requests
 
 EVEN = {"cost": {"iteration_ms": 10, "per_reply_ms": 0, "per_prompt_token_ms": 0, "kv_ship_ms_per_token": 1.25}}
@@ -117,6 +120,24 @@ def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     path = write_scenario(tmp_path, rows, SPLITS, **EVEN)
     same_as_one_by_one(path, monkeypatch)
     compare(path)
+
+
+@pytest.mark.parametrize("tokens, at", [(20, 45_000_000), (24, 50_000_000)])
+def test_a_writing_gpus_repeat_ends_by_the_ship_under_way_to_it(tmp_path, monkeypatch, tokens, at):
+    """The second prompt is read from 10 to 20 ms and ships from 20 ms, when the first reply
+    starts its repeat on the writing GPU: the ship's end (45 ms: inside the third iteration;
+    50 ms: at its end) is known, and the repeat ends with that iteration instead of being cut
+    there (no second timeout: `take_over` is never called)."""
+    taken_over = []
+    monkeypatch.setattr(plain_repeats, "take_over", lambda *a: taken_over.append(a) or take_over(*a))
+    monkeypatch.setattr(repeats, "take_over", plain_repeats.take_over)
+    rows = [("0", 8, 20), ("0.005", tokens, 6)]
+    path = write_scenario(tmp_path, rows, SPLITS[:1], **EVEN)
+    fast, slow = same_as_one_by_one(path, monkeypatch)
+    compare(path)
+    assert fast["s1", "requests", "ship_started_at_ns"][1] == 20_000_000
+    assert fast["s1", "requests", "joined_at_ns"][1] == at
+    assert fast["s1", "events"] < slow["s1", "events"] and not taken_over
 
 
 @pytest.mark.parametrize("at", ["0.040", "0.042", "0.045", "0.050", "0.095"])
