@@ -335,12 +335,15 @@ class Gpu:
         read its last token), and up to the iteration a ship under way here ends in (`ships_due`; `duration` each: a repeat whose
         durations grow, E2/E3/E7, may still be cut by it); the options bound it further (`repeats.option_bound`). Anything that changes
         the batch before a change known now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
-        n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
-        if taken:
+        if taken:  # (first: most reading starts read whole prompts, or several)
             head, tokens = taken[0]
             if len(taken) > 1 or tokens != self.chunk_tokens:
                 return 1
-            n = min(n, 1 + head.unread_tokens // tokens)
+            n = 1 + head.unread_tokens // tokens
+            if self.leaving_order:
+                n = min(n, self.leaving_order[0] - index + 1)
+        else:
+            n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
         if self.ships_due:  # (model/repeats.py: exact, as any shorter repeat)
             n = min(n, (self.ships_due[0] - started - 1) // duration + 1)
         return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n

@@ -74,16 +74,39 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
     blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped
     out, nothing preempted at this start) or else D4 stops there; E8's budget as
-    `take_with_options` keeps it. With a prefix cache (E13), those two."""
+    `take_with_options` keeps it (chunked, it only makes the chunk min(chunk_tokens, the room), so one
+    branch reads chunks with or without it). With a prefix cache (E13), those two."""
     gpu = kv.gpu
     if gpu.prefix is not None:
         return gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
     waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
     budget, limit = gpu.chunk_tokens, gpu.max_tokens
-    taken = []
+    taken: list[tuple[Request, int]] = []
     n_tokens = 0
     r = waiting[0]
-    if budget is None and limit is None:  # whole prompts, each read whole
+    if budget is not None:  # chunks of `budget` tokens (E8: of min(chunk_tokens, max_batch_tokens - replies written))
+        if limit is not None and limit - n_written < budget:
+            budget = limit - n_written
+            if not budget:
+                return taken, 0  # (no room: nothing read)
+        while True:
+            unread = r.unread_tokens
+            n = unread if unread < budget else budget
+            if unread == r.read_size:  # not begun: admitted now, or D4 stops
+                if kv.blocked or kv.swapped or unread > kv.top - used:
+                    break
+                used += _admit(r, unread, block, now)
+            taken.append((r, n))
+            n_tokens += n
+            r.unread_tokens = unread - n
+            if n < unread:
+                break
+            waiting.popleft()
+            budget -= n
+            if not (waiting and budget):
+                break
+            r = waiting[0]
+    elif limit is None:  # whole prompts, each read whole
         top = kv.top if not (kv.blocked or kv.swapped) else -1  # (-1: no prompt is admitted)
         while True:
             unread = r.unread_tokens
@@ -98,39 +121,14 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if not waiting:
                 break
             r = waiting[0]
-    elif limit is None:  # chunks of `budget` tokens
-        while True:
-            unread = r.unread_tokens
-            n = unread if unread < budget else budget  # type: ignore[operator]
-            if unread == r.read_size:  # not begun: admitted now, or D4 stops
-                if kv.blocked or kv.swapped or unread > kv.top - used:
-                    break
-                used += _admit(r, unread, block, now)
-            taken.append((r, n))
-            n_tokens += n
-            r.unread_tokens = unread - n
-            if n < unread:
-                break
-            waiting.popleft()
-            budget -= n  # type: ignore[operator]
-            if not (waiting and budget):
-                break
-            r = waiting[0]
-    else:  # E8's token budget (as `take_with_options`)
+    else:  # E8's token budget, whole prompts (as `take_with_options`)
         room = limit - n_written
-        if budget is not None:
-            budget, room = min(budget, room), None
         while True:
             n = unread = r.unread_tokens
-            if budget is not None:
-                if budget == 0:
-                    break
-                if n > budget:
-                    n = budget
-            elif n > room:  # type: ignore[operator]
+            if n > room:
                 if room == 0 or (unread == r.read_size and n <= limit):
                     break  # a whole prompt waits for room
-                n = room  # type: ignore[assignment]
+                n = room
             if unread == r.read_size:
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
@@ -143,10 +141,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             waiting.popleft()
             if not waiting:
                 break
-            if budget is not None:
-                budget -= n
-            else:
-                room -= n  # type: ignore[operator]
+            room -= n
             r = waiting[0]
     gpu.queued_tokens -= n_tokens
     if used != gpu.kv_used:  # (`Gpu.reserve`; no repeat runs at a start)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from heapq import heappush
 from typing import Any
 
-from . import paged_repeats, paged_unmixed
+from . import paged_repeats, paged_start, paged_unmixed
 from .option_paths import duration, take
 from .plain_repeats import PlainRepeat
 from .repeats import Repeat
@@ -23,6 +23,8 @@ Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, hos
 def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
+    if gpu.paged is not None and gpu.mixed and not gpu.changes_role:  # E9 without E10: model/paged_start.py
+        return paged_start.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
     if gpu.paged is not None and not gpu.mixed and not gpu.changes_role:  # E9 with E10: model/paged_unmixed.py
         return paged_unmixed.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
     if gpu.paged is not None or gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
@@ -99,13 +101,16 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     """The repeat a GPU runs (model/repeats.py) for iterations that read prompt tokens, and for
     those that only write: `PlainRepeat` unless its iterations need `Repeat`'s work (E4's or E9's
     log at each start, E2/E3/E7's growing durations: E3 grows any batch with replies, E2 and E7 a
-    reading one) or E10's count of writing iterations (`unmixed.WritingRepeat`, when no other).
+    reading one) or E10's count of writing iterations (`unmixed.WritingRepeat`, when no other; with E9,
+    `paged_unmixed.WritingRepeat`, which also takes the blocks due).
     `PlainRepeat` takes a cut repeat's next iteration ahead (`Gpu.start_ahead`); `Repeat` does not."""
     cost = gpu.cost
     if not options:
         return PlainRepeat, PlainRepeat
     if gpu.paged is not None and gpu.mixed:  # (E9 without E10: model/paged_repeats.py)
         return paged_repeats.kinds(gpu)
+    if gpu.paged is not None and not cost.per_context_token:  # E9 with E10, no E3 (model/paged_unmixed.py)
+        return Repeat, paged_unmixed.WritingRepeat
     if gpu.kv_capacity is not None or gpu.paged is not None:
         return Repeat, Repeat
     reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat

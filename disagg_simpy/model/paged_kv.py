@@ -26,21 +26,19 @@ so the GPU's loop and the option-free path are untouched.
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from collections import deque
+from heapq import heappush
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import paged_away
+from . import paged_away, paged_start
 from .kv_blocks import BlockSchedule
-from .kv_take import paged_take
-from .option_starts import _reading_ns, _writing_ns
+from .option_paths import duration
 from .paged_unmixed import unmixed_iteration
-from .repeats import cut_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -86,11 +84,7 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
-        # an iteration's duration (`Gpu._duration`), chosen once: M1 (E14, E15) when no E2/E3/E7/E13 term applies,
-        # else by whether it reads (model/option_starts.py's choices, as E7 and E8 without E9 use them)
-        cost = gpu.cost
-        self.plain_ns = None if cost.extra_terms or gpu.track_context else cost.iteration_fn()
-        self.reading_ns, self.writing_ns = _reading_ns(gpu), _writing_ns(gpu)
+        self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
         gpu.paged = self
         gpu.has_work = self.has_work  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
@@ -171,62 +165,19 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def seat(self, r: Request, index: int, key: int | None = None, started: bool = False) -> None:
-        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
-        `started`: a swap-in, once that iteration has taken its due blocks)."""
-        gpu = self.gpu
-        if r.join_iteration < 0:
-            r.join_iteration = index
-        if r.stretches is not None:
-            r.stretches[-1][0] = index  # the stretch that waited for this seat
-        if key is not None:
-            index = key
-        r.seat_index = index
-        f, n = r.seat_word, r.n_reply_words
-        if gpu.track_context:
-            r.seat_base = r.n_prompt_tokens + f - 1 - index
-            gpu.context_base += r.seat_base
-        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
-        block = self.block
-        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
-        if due_word > n:
-            r.kv_due = -1
-        elif (ahead := due_word - f) <= 0:
-            r.kv_due = index
-            self.phases[index % block][r] = None
-        else:
-            at = r.kv_due = index + ahead
-            if ahead < block + started:  # (no key still to start before it has its phase)
-                self.phases[at % block][r] = None
-            else:
-                self.blocks.wait(r, at)
-        last = index + n - f
-        if gpu.mixed:
-            leaving = gpu.leaving.get(last)
-            if leaving is None:
-                gpu.leaving[last] = [r]
-                heapq.heappush(gpu.leaving_order, last)
-            else:
-                leaving.append(r)
-        elif (leaving := gpu.leaving_by_write.get(last)) is None:
-            gpu.leaving_by_write[last] = [r]
-            heapq.heappush(gpu.write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
-        else:
-            leaving.append(r)
-
     def release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu, block, phases, running = self.gpu, self.block, self.phases, self.running
+        gpu = self.gpu
         if gpu.queue_replies:
             gpu.n_seated -= len(leaving)
         freed = 0
-        for r in leaving:
-            del running[r]
+        block = self.block
+        for r in leaving:  # (mostly one: `self`'s lists looked up in the loop, not bound before it)
+            del self.running[r]
             if r.stretches is not None:
                 r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
             if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
-                del phases[due % block][r]
+                del self.phases[due % block][r]
                 freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
             else:
                 freed += r.kv_blocks  # (its seat's blocks held its last word)
@@ -235,27 +186,6 @@ class PagedKv:
         gpu.kv_used -= freed * block
 
     # -- an iteration starts (E9b-e) -------------------------------------------------------------
-    def start(self, index: int, now: int, row: int | None = None) -> None:
-        """Give every seated reply its due block, in the order they joined, preempting the most
-        recently joined when none is free; then, if nothing was preempted, swap replies back in.
-        (E10: `index` is the writing iteration's key, `row` the iteration.)"""
-        gpu = self.gpu
-        self.blocked = False
-        self.moved_tokens = 0
-        self.queue_at = -1
-        blocks = self.blocks
-        due = blocks.due(index) if blocks.pending else self.phases[index % self.block]
-        if due:
-            used = gpu.kv_used + len(due) * self.block
-            if used <= gpu.kv_capacity:  # type: ignore[operator]  # (room for all: no order to keep; no repeat to cut)
-                gpu.kv_used = used
-                if used > gpu.kv_peak:
-                    gpu.kv_peak = used
-            else:
-                self._short(due, index, now)
-        if self.swapped and not self.blocked:
-            self.swap_in(index if row is None else row, None if row is None else index)
-
     def _short(self, due: dict[Request, None], index: int, now: int) -> None:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
@@ -272,67 +202,66 @@ class PagedKv:
                 gpu.reserve(block)
 
     def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes (it replaces it): E8's
-        seats, then due blocks (`start`, inline), preemptions and swap-ins, then prompts (replies
-        written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d).
-        A start with no block due and nothing to take costs a few look-ups."""
+        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes: model/paged_start.py's
+        start with `option_paths.duration`, built for this one call (`Gpu.run` builds it once per run)."""
         gpu = self.gpu
-        if gpu.seats is not None:
-            queue = gpu.seat_queue
-            while queue and gpu.n_seated < gpu.seats:
-                self.seat(queue.popleft(), index)
-                gpu.n_seated += 1
-        if self.dirty:  # (what the last start's preemptions or swaps set: `start`'s resets)
-            self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
-        due = self.blocks.due(index) if self.pending else self.phases[index % self.block]
-        if due:
-            used = gpu.kv_used + len(due) * self.block
-            if used <= gpu.kv_capacity:  # type: ignore[operator]
-                gpu.kv_used = used
-                if used > gpu.kv_peak:
-                    gpu.kv_peak = used
-            else:
-                self._short(due, index, now)
-        if self.swapped and not self.blocked:
-            self.swap_in(index)
-        if self.dirty:
-            if self.blocked or self.moved_tokens:
-                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
-            if self.dropped:
-                host.requests_dropped(self.dropped, now)
-                self.dropped = []
-        n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-        taken: list[tuple[Request, int]] = []
-        n_tokens = 0
-        if waiting := gpu.waiting:  # (`can_take`, inline: a head not begun that cannot be admitted stops D4)
-            head = waiting[0]
-            if head.unread_tokens < head.read_size or not (self.blocked or self.swapped) and (
-                    head.read_size <= self.top - gpu.kv_used):  # (its blocks plus one free: `top`)
-                taken, n_tokens = paged_take(self, now, n_replies)
-        if not n_replies and not taken and self.blocked:
-            self.blocked = False  # E9d: it preempted every reply and has nothing begun: it admits as usual
-            if self.swapped:
-                self.swap_in(index)
-                n_replies = gpu.n_seated if gpu.seats is not None else gpu.n_replies
-            if gpu.waiting:
-                taken, n_tokens = paged_take(self, now, n_replies)
-            if not n_replies and not taken:
-                gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
-                return 0, [], 0, -1
-        gpu.kv_used_tokens.append(gpu.kv_used)
-        if self.plain_ns is not None:
-            duration = self.plain_ns(n_replies, n_tokens)
-        elif taken:
-            duration = self.reading_ns(now, index, n_replies, n_tokens, taken)
-        else:
-            duration = self.writing_ns(n_replies, index)
-        if self.moved_tokens:
-            duration += self.swap_ns(self.moved_tokens)  # E9f: KV swapped out and in, rounded on its own
-        return n_replies, taken, n_tokens, duration
+        return paged_start.starter(gpu, lambda now, index, n, n_tokens, taken: duration(gpu, now, index, n, n_tokens, taken),
+                                   lambda n, key: duration(gpu, now, key, n, 0, ()))(now, index, host)
 
     def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
         """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""
         return unmixed_iteration(self, now, index, host)
+
+
+def seater(kv: PagedKv) -> Callable[..., None]:
+    """`PagedKv.seat` for one GPU, what it reads of the GPU and its block schedule bound once (it
+    runs at every join and seat)."""
+    gpu, block, phases, wait = kv.gpu, kv.block, kv.phases, kv.blocks.wait
+    track_context, mixed = gpu.track_context, gpu.mixed
+    leaving_at, leaving_order, leaving_by_write, write_order = gpu.leaving, gpu.leaving_order, gpu.leaving_by_write, gpu.write_order
+
+    def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
+        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
+        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+        `started`: a swap-in, once that iteration has taken its due blocks)."""
+        if r.join_iteration < 0:
+            r.join_iteration = index
+        if r.stretches is not None:
+            r.stretches[-1][0] = index  # the stretch that waited for this seat
+        if key is not None:
+            index = key
+        r.seat_index = index
+        f, n = r.seat_word, r.n_reply_words
+        if track_context:
+            r.seat_base = r.n_prompt_tokens + f - 1 - index
+            gpu.context_base += r.seat_base
+        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
+        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
+        if due_word > n:
+            r.kv_due = -1
+        elif (ahead := due_word - f) <= 0:
+            r.kv_due = index
+            phases[index % block][r] = None
+        else:
+            at = r.kv_due = index + ahead
+            if ahead < block + started:  # (no key still to start before it has its phase)
+                phases[at % block][r] = None
+            else:
+                wait(r, at)
+        last = index + n - f
+        if mixed:
+            leaving = leaving_at.get(last)
+            if leaving is None:
+                leaving_at[last] = [r]
+                heappush(leaving_order, last)
+            else:
+                leaving.append(r)
+        elif (leaving := leaving_by_write.get(last)) is None:
+            leaving_by_write[last] = [r]
+            heappush(write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
+        else:
+            leaving.append(r)
+    return seat
 
 
 def _join_order(r: Request) -> int:

@@ -12,7 +12,8 @@ admission open (E9d). E9's block schedule and last words are kept in *writing* i
 words, not at prompt-only iterations; `join_iteration` and the stretches name real iterations.
 
 `starter` builds this start once per run (model/option_starts.py chooses it, with the durations
-of the terms that are on); `writing_bound` bounds its repeats (model/repeats.py).
+of the terms that are on); `writing_bound` bounds its repeats (model/repeats.py), and
+`WritingRepeat` runs its writing ones when their durations do not grow (no E3).
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from typing import Any
 
 from .kv_take import paged_take
 from .option_paths import duration
+from .phases import PHASE_END, PHASE_START, take_over
+from .plain_repeats import PlainRepeat, Reads
 from .repeats import _blocks_free
+from .unmixed import write_started
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 
@@ -39,7 +43,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     by_write, leaving, leaving_order, log = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, gpu.kv_used_tokens.append
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
-        if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `PagedKv.start`)
+        if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `paged_start.starter`)
             kv.blocked, kv.moved_tokens, kv.queue_at, kv.dirty = False, 0, -1, False
         if waiting:  # E10a, E9b (R61): a begun head, or one admitted (`PagedKv.can_take`, inline), is read first
             head = waiting[0]
@@ -54,7 +58,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 n += 1
                 seat(queue.popleft(), index, key)
             gpu.n_seated = n
-        due = blocks.due(key) if kv.pending else phases[key % block]  # (`PagedKv.start`, inline)
+        due = blocks.due(key) if kv.pending else phases[key % block]  # (as `paged_start.starter`)
         if due:
             used = gpu.kv_used + len(due) * block
             if used <= capacity:  # (room for all: no order to keep)
@@ -122,6 +126,126 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
                 return n
         return _blocks_free(gpu, paged, gpu.n_writes - 1, n_replies, n)
     return n
+
+
+class WritingRepeat(PlainRepeat):
+    """A repeat of E9-with-E10 writing iterations of one duration (`option_starts.repeat_kinds` picks it
+    when E3 is off; else `repeats.Repeat`): `PlainRepeat` plus what `repeats.Repeat` does for them, the
+    blocks due at their starts (`BlockSchedule.grow` from key `key - 1`, the first's writing iteration,
+    with E4's log, for the starts before any moment someone looks) and E10's count of writing
+    iterations (`Gpu.n_writes`: `key` while it runs); and a prompt routed here (`Gpu.add_prompt`,
+    `cut(ahead=True)`) leaves it running if no start of it could read, or takes the next iteration
+    ahead if that one reads. Both exact, because while it runs its GPU's KV memory held only grows:
+    each start takes its due blocks, all free (`writing_bound`: no preemption, so nothing swapped out
+    either), no reply leaves before its last iteration ends, and on a colocated GPU (E10 is colocated
+    only) nothing else frees memory or swaps in (swap-ins, at starts, need memory that was not free at
+    its first start and is less free since).
+    - It waits (`_waits`): the head prompt is not begun and cannot be admitted at the next start
+      (a reply swapped out, or its blocks plus one not free once the starts so far take theirs): it
+      cannot at any later start either (`PagedKv.can_take`: memory only grows, the head stays the
+      head, D4), so every start of the repeat writes as planned; the prompt waits, as one by one.
+    - Ahead (`_ahead`): cut mid-iteration, the head can be read at the running iteration's end, and
+      nothing else can reach the GPU up to that end (`Engine.quiet_until`: no arrival): its state
+      then is its state now with the blocks due at the starts so far taken (that end finishes no
+      reply, reads nothing, preempts nothing; no other GPU's end reaches a colocated GPU), so that
+      start, prompt first (E10a), is taken now as of that end, as `PlainRepeat.cut` takes it. A run
+      stopped before that start forgets it (`flush`: `PlainRepeat.flush`'s first start, and the KV
+      memory its admissions took, held and peak)."""
+
+    __slots__ = ("key", "n_kv_logged", "peak")
+
+    def __init__(self, gpu: Any, env: Any, started: int, index: int, duration: int, n_replies: int,
+                 head: Any, n_tokens: int, n: int):
+        self.key = gpu.n_writes  # the second iteration's writing iteration
+        self.n_kv_logged = 1  # starts whose blocks are taken and KV memory logged (the first's at its start)
+        super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n)
+
+    def sync_kv(self, now: int) -> None:
+        """`repeats.Repeat.sync_kv`: the blocks due at the starts before `now`."""
+        self._log_kv(max(1, min(self.n, 1 + (now - self.started - 1) // self.duration)))
+
+    def _log_kv(self, n_started: int) -> None:
+        """The blocks due at the starts from the last grown up to the first `n_started`, each start's KV
+        memory logged after them (`repeats.Repeat._grow`)."""
+        if n_started > self.n_kv_logged:
+            gpu: Any = self.gpu
+            gpu.paged.blocks.grow(gpu, self.key - 1 + self.n_kv_logged, n_started - self.n_kv_logged, gpu.kv_used_tokens)
+            self.n_kv_logged = n_started
+
+    def cut(self, ahead: bool = False) -> None:
+        """`repeats.Repeat.cut` for these iterations; cut `ahead` (a prompt routed here), nothing if no
+        start of it could read the head (`_waits`), else, mid-iteration, the next iteration taken now
+        (`_ahead`) (class docstring)."""
+        if not self.open:
+            return
+        gpu: Any = self.gpu
+        d, now = self.duration, self.env.now
+        ran, into = divmod(now - self.started, d)  # iterations ended by now; ns into the next
+        if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
+            self.open = False
+            gpu.n_started = self.index + self.n
+            self._log_kv(self.n)
+            return
+        at_end = into == 0 and ran >= 1
+        if ahead and self._waits(ran if at_end else ran + 1):
+            return  # (still open: it runs as planned)
+        self.open = False
+        if at_end:
+            self.record(ran)
+            self._log_kv(ran)
+            gpu.n_started = self.index + ran
+            gpu.n_writes = self.key + ran - 1
+            self.n = 0
+            self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
+            return
+        gpu.n_started = self.index + ran + 1
+        self._log_kv(ran + 1)  # (the blocks due at the starts so far, before the caller changes the memory held)
+        if ran + 1 < self.n:
+            self.n = ran + 1
+            end = self.started + (ran + 1) * d
+            if ahead and (after := self._ahead(end)) is not None:
+                self.after = after
+                gpu.n_writes = self.key + ran  # (the running iteration's writing iteration and one: no `finish`)
+                gpu.n_started += 1
+                end += after[2]
+            self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
+
+    def _waits(self, n_started: int) -> bool:
+        """Whether the head prompt can be read at none of the repeat's starts after its first `n_started`
+        (their blocks taken now): not begun, and not admitted (`PagedKv.can_take`) (class docstring)."""
+        self._log_kv(n_started)
+        gpu: Any = self.gpu
+        kv, head = gpu.paged, gpu.waiting[0]
+        return head.unread_tokens == head.read_size and (bool(kv.swapped) or head.read_size > kv.top - gpu.kv_used)
+
+    def _ahead(self, at: int) -> tuple[Reads, int, int] | None:
+        """The iteration starting at `at`, the running one's end, which reads (not `_waits`), taken now if
+        nothing can reach the GPU by then (class docstring): its reads, tokens, duration; else None."""
+        gpu: Any = self.gpu
+        if not gpu.host.quiet_until(at):
+            return None
+        self.peak = gpu.kv_used, gpu.kv_peak
+        _, taken, n_tokens, duration = gpu._start(at, gpu.n_started, gpu.host)
+        return taken, n_tokens, duration
+
+    def finish(self) -> int:
+        """`PlainRepeat.finish`; the blocks due at its starts, and its last iteration's writing iteration,
+        the replies leaving after it (`unmixed.write_started`)."""
+        gpu: Any = self.gpu
+        n = self.n
+        self.record(n - 1)
+        self._log_kv(n)
+        gpu.n_started = self.index + n
+        write_started(gpu, self.key + n - 2, self.index + n - 1)
+        return self.duration
+
+    def flush(self, stopped_at_ns: int) -> None:
+        """`PlainRepeat.flush`; an iteration taken ahead that had not started by the stop leaves the
+        KV memory held, and its peak, as they were (what its prompts' admission took)."""
+        if self.after is not None and self.n and stopped_at_ns < self.started + self.n * self.duration:
+            gpu: Any = self.gpu
+            gpu.kv_used, gpu.kv_peak = self.peak
+        super().flush(stopped_at_ns)
 
 
 def last_write_end(gpu: Any) -> int:

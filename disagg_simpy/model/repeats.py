@@ -201,7 +201,7 @@ class Repeat(PlainRepeat):
 
     def _grow(self, n_started: int) -> None:
         """E9: the blocks due at the starts from the last grown up to the first `n_started` (`option_bound`
-        made sure they are free), each start's KV memory logged after them, as `PagedKv.start` does."""
+        made sure they are free), each start's KV memory logged after them, as `paged_start.starter` does."""
         gpu, n = self.gpu, n_started - self.n_kv_logged
         if self.grows_at >= 0:
             self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)
@@ -285,8 +285,5 @@ def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step
     n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
     total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
                             if head is not None else 0)
-    ends, end = [], 0
-    for j in range(n):
-        end += (2 * (total + step * j) + den) // den2
-        ends.append(end)
-    return ends
+    at = 2 * total + den  # (iteration j's duration is (2 * (total + step * j) + den) // den2: all in C)
+    return list(accumulate(map(den2.__rfloordiv__, range(at, at + 2 * step * n, 2 * step))))
