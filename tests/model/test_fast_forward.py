@@ -1,8 +1,9 @@
 """Fast-forward (model/repeats.py): a GPU's unchanged iterations run as one timeout, and the run
 leaves exactly the records of the one-by-one loop (`Gpu.fast_forward = False`), which also
 equal the reference model's: arrivals and ship ends exactly at an iteration end of a repeat,
-inside one and at its start (D5), the router reading a chunk-reading repeat's queued tokens
-(D1), and runs stopped mid-repeat (the last measured reply, the safety cap D6)."""
+inside one and at its start (D5), a repeat ended by the ship under way to its writing GPU, the
+router reading a chunk-reading repeat's queued tokens (D1), and runs stopped mid-repeat (the
+last measured reply, the safety cap D6)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, t
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.model import plain_repeats, repeats
 from disagg_simpy.model.engine import Engine, GiveUp
 from disagg_simpy.model.gpu import Gpu
+from disagg_simpy.model.phases import take_over
 from disagg_simpy.workload.stream import make_requests
 
 EVEN = {"cost": {"iteration_ms": 10, "per_reply_ms": 0, "per_prompt_token_ms": 0, "kv_ship_ms_per_token": 1.25}}
@@ -117,6 +120,24 @@ def test_a_ship_end_cuts_a_writing_gpus_repeat(tmp_path, monkeypatch, at):
     path = write_scenario(tmp_path, rows, SPLITS, **EVEN)
     same_as_one_by_one(path, monkeypatch)
     compare(path)
+
+
+@pytest.mark.parametrize("tokens, at", [(20, 45_000_000), (24, 50_000_000)])
+def test_a_writing_gpus_repeat_ends_by_the_ship_under_way_to_it(tmp_path, monkeypatch, tokens, at):
+    """The second prompt is read from 10 to 20 ms and ships from 20 ms, when the first reply
+    starts its repeat on the writing GPU: the ship's end (45 ms: inside the third iteration;
+    50 ms: at its end) is known, and the repeat ends with that iteration instead of being cut
+    there (no second timeout: `take_over` is never called)."""
+    taken_over = []
+    monkeypatch.setattr(plain_repeats, "take_over", lambda *a: taken_over.append(a) or take_over(*a))
+    monkeypatch.setattr(repeats, "take_over", plain_repeats.take_over)
+    rows = [("0", 8, 20), ("0.005", tokens, 6)]
+    path = write_scenario(tmp_path, rows, SPLITS[:1], **EVEN)
+    fast, slow = same_as_one_by_one(path, monkeypatch)
+    compare(path)
+    assert fast["s1", "requests", "ship_started_at_ns"][1] == 20_000_000
+    assert fast["s1", "requests", "joined_at_ns"][1] == at
+    assert fast["s1", "events"] < slow["s1", "events"] and not taken_over
 
 
 @pytest.mark.parametrize("at", ["0.040", "0.042", "0.045", "0.050", "0.095"])
@@ -311,4 +332,34 @@ def test_memory_a_preemption_frees_goes_to_the_handoff_at_the_next_end_of_any_gp
     path = write_scenario(tmp_path, rows, [split], cost={"kv_ship_ms_per_token": 0.0625})
     fast, _ = same_as_one_by_one(path, monkeypatch)
     assert fast["s", "requests", "handoff_at_ns"][8:] == [117_300_000] * 3
+    compare(path)
+
+
+def test_a_ship_ending_at_an_iteration_end_defers_its_writing_gpus_start_behind_a_later_ship(tmp_path, monkeypatch):
+    """Two ships under way to one writing GPU, the first ending exactly at its iteration end (40 ms):
+    the GPU starts its next iteration in D5 step 3, so that reply joins it; the other ship (ending
+    at 80 ms, the last of the GPU's heap `ships_due`) must not hide the first (one writing GPU: both
+    go there). Ships of 1.25 ms a token: 8 tokens end at 20 ms, 16 at 40 ms, 40 at 80 ms."""
+    rows = [("0", 8, 20), ("0.010", 16, 6), ("0.020", 40, 3)]
+    path = write_scenario(tmp_path, rows, SPLITS[:1], **EVEN)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["s1", "requests", "ship_started_at_ns"] == [10_000_000, 20_000_000, 30_000_000]
+    assert fast["s1", "requests", "joined_at_ns"][1] == 40_000_000
+    assert fast["s1", "requests", "join_iteration"][1] == 2  # (the writing GPU's third iteration starts at 40 ms)
+    compare(path)
+
+
+def test_a_handoff_head_takes_a_writing_gpu_whose_free_memory_is_exactly_its_need(tmp_path, monkeypatch):
+    """E9 on a split (E4e): the second prompt (32 tokens, blocks of 2) needs its 16 blocks plus one
+    free, 34 tokens; at the reading GPU's end at 46 ms the writing GPU, mid-iteration, holds 6 of its 40
+    (the first reply's blocks), so exactly 34 are free: the head is handed over then, not when more
+    memory frees (the engine's look before the writing GPUs' due blocks, `Engine.iteration_ended`)."""
+    rows = [("0.017", 4, 10), ("0.018", 32, 2), ("0.029", 32, 4), ("0.060", 4, 8)]
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "kv_policy": "paged",
+             "kv_block_tokens": 2, "kv_capacity_tokens": 40, "max_preemptions": 0}
+    cost = {"iteration_ms": 10, "per_reply_ms": 0.5, "per_prompt_token_ms": 0.25, "kv_ship_ms_per_token": 1.25}
+    path = write_scenario(tmp_path, rows, [split], cost=cost)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert fast["s", "requests", "first_word_at_ns"][1] == fast["s", "requests", "handoff_at_ns"][1] == 46_000_000
+    assert fast["s", "iterations", "kv_used_tokens"][4] == 6  # (the writing GPU's start at 43.5 ms: 6 tokens held)
     compare(path)
