@@ -132,7 +132,7 @@ def releaser(gpu: Any) -> Callable[[list], None] | None:
 
 
 def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
-    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`;
+    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`paged_repeats.bound`;
     with E10, `paged_unmixed.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:
         return paged_repeats.bound(gpu.paged) if gpu.mixed else paged_unmixed.writing_bound  # (model/paged_repeats.py)

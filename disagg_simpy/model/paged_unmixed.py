@@ -108,11 +108,11 @@ def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, li
 
 
 def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
-    """`repeats.option_bound` under E9 and E10: a repeat of writing iterations runs up to the first writing
-    iteration that a reply leaves after (`unmixed.first_leaving_write`: the keys `PagedKv.seat` gives, in the
+    """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
+    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
     heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
     (`repeats._blocks_free` from its key, `Gpu.n_writes - 1`); prompt-only iterations give no block. After a
-    start that preempted or swapped, one iteration alone (`option_bound`)."""
+    start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
     if paged.blocked or paged.moved_tokens:
         return 1
