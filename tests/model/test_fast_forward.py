@@ -363,3 +363,30 @@ def test_a_handoff_head_takes_a_writing_gpu_whose_free_memory_is_exactly_its_nee
     assert fast["s", "requests", "first_word_at_ns"][1] == fast["s", "requests", "handoff_at_ns"][1] == 46_000_000
     assert fast["s", "iterations", "kv_used_tokens"][4] == 6  # (the writing GPU's start at 43.5 ms: 6 tokens held)
     compare(path)
+
+
+def test_a_paged_gpu_whose_token_budget_its_replies_fill_reads_no_prompt(tmp_path, monkeypatch):
+    """E9 with E8 and chunks: two replies fill `max_batch_tokens: 2`, so the prompt arriving at 25 ms
+    gets no chunk (and is not admitted) until a reply leaves: no read of 0 tokens, no early start."""
+    rows = [("0", 4, 10), ("0", 4, 10), ("0.025", 8, 3)]
+    a = {"name": "p", "kind": "colocated", "gpus": 1, "chunk_tokens": 4, "max_batch_tokens": 2,
+         "kv_policy": "paged", "kv_block_tokens": 4, "kv_capacity_tokens": 400}
+    path = write_scenario(tmp_path, rows, [a], **EVEN)
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    assert 0 not in fast["p", "reads", "n_tokens"]
+    compare(path)
+
+
+def test_a_run_stops_when_its_last_measured_request_is_dropped(tmp_path, monkeypatch):
+    """E9 (max_preemptions 0) on a GPU that mixes reads and writes, 60 ms measured: a measured
+    request dropped at a start (115 ms) counts as done (`Engine.requests_dropped`), so the run stops
+    when the last other measured one ends (126 ms), not when later, unmeasured work ends."""
+    rows = [("0.034", 4, 8), ("0.034", 4, 2), ("0.042", 12, 2), ("0.048", 24, 10)]
+    a = {"name": "p", "kind": "colocated", "gpus": 1, "kv_policy": "paged", "kv_block_tokens": 2,
+         "kv_capacity_tokens": 38, "max_preemptions": 0, "preemption": "swap", "swap_ms_per_token": 0.01}
+    cost = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0, "kv_ship_ms_per_token": 0.0625}
+    path = write_scenario(tmp_path, rows, [a], cost=cost, workload={"measure_s": 0.06})
+    fast, _ = same_as_one_by_one(path, monkeypatch)
+    dropped = [t for t in fast["p", "requests", "dropped_at_ns"] if t >= 0]
+    assert dropped == [115_000_000] and fast["p", "stop"] == 126_000_000
+    compare(path)
