@@ -23,7 +23,6 @@ from heapq import heappop, heappush
 from typing import Any
 
 from .kv_take import paged_take
-from .option_paths import duration
 from .phases import PHASE_END, PHASE_START, take_over
 from .plain_repeats import PlainRepeat, Reads
 from .repeats import _blocks_free
@@ -97,14 +96,6 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
             return n, (), 0, writing_ns(n, key) + kv.swap_ns(kv.moved_tokens)  # E9f: swapped out and in, rounded on its own
         return n, (), 0, writing_ns(n, key)
     return start
-
-
-def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
-    """`PagedKv._unmixed` (`Gpu._options_start` under E9 and E10), `starter`'s start with `option_paths.duration`
-    built for this one call: `Gpu.run` builds it once per run instead (model/option_starts.py)."""
-    gpu = kv.gpu
-    return starter(gpu, lambda now, index, n, n_tokens, taken: duration(gpu, now, index, n, n_tokens, taken),
-                   lambda n, key: duration(gpu, now, key, n, 0, ()))(now, index, host)
 
 
 def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
