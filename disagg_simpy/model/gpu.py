@@ -99,7 +99,7 @@ class Gpu:
         self.n_seated = 0
         self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
         self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
-        self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.first_leaving_write`)
+        self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.writing_bound`)
         # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
         # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
         self.started_at_ns = array("q")
@@ -333,7 +333,7 @@ class Gpu:
         """How many iterations from `index` (starting now, `taken` its reads) can run unchanged, as one repeat (model/repeats.py): up to the
         first that ends with a reply's last word, and, reading, while each reads one full chunk of the head prompt (the last of them may
         read its last token), and up to the iteration a ship under way here ends in (`ships_due`; `duration` each: a repeat whose
-        durations grow, E2/E3/E7, may still be cut by it); the options bound it further (`repeats.option_bound`). Anything that changes
+        durations grow, E2/E3/E7, may still be cut by it); the options bound it further (`option_starts.bounds`). Anything that changes
         the batch before a change known now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
         if taken:  # (first: most reading starts read whole prompts, or several)
             head, tokens = taken[0]

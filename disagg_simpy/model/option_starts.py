@@ -23,12 +23,10 @@ Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, hos
 def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
-    if gpu.paged is not None and gpu.mixed and not gpu.changes_role:  # E9 without E10: model/paged_start.py
-        return paged_start.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
-    if gpu.paged is not None and not gpu.mixed and not gpu.changes_role:  # E9 with E10: model/paged_unmixed.py
-        return paged_unmixed.starter(gpu, _reading_ns(gpu), _writing_ns(gpu))
-    if gpu.paged is not None or gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
-        return gpu._options_start  # (E4, E9, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
+    if gpu.paged is not None:  # E9 (refused with E12 and E13, E9i): model/paged_start.py, with E10 model/paged_unmixed.py
+        return (paged_start.starter if gpu.mixed else paged_unmixed.starter)(gpu, _reading_ns(gpu), _writing_ns(gpu))
+    if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
+        return gpu._options_start  # (E4, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
     take = _take(gpu)
     writing_ns, reading_ns = _writing_ns(gpu), _reading_ns(gpu)
     seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
@@ -132,7 +130,7 @@ def releaser(gpu: Any) -> Callable[[list], None] | None:
 
 
 def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
-    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`repeats.option_bound`;
+    """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`paged_repeats.bound`;
     with E10, `paged_unmixed.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:
         return paged_repeats.bound(gpu.paged) if gpu.mixed else paged_unmixed.writing_bound  # (model/paged_repeats.py)

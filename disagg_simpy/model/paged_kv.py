@@ -35,10 +35,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import paged_away, paged_start
+from . import paged_away
 from .kv_blocks import BlockSchedule
-from .option_paths import duration
-from .paged_unmixed import unmixed_iteration
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,7 +90,6 @@ class PagedKv:
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign]
-        gpu._options_start = self.iteration if gpu.mixed else self._unmixed  # type: ignore[method-assign]
 
     _preempt = paged_away.preempt
     swap_in = paged_away.swap_in
@@ -170,17 +167,6 @@ class PagedKv:
                     break
             else:
                 gpu.reserve(block)
-
-    def iteration(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9 on a GPU that mixes reads and writes: model/paged_start.py's
-        start with `option_paths.duration`, built for this one call (`Gpu.run` builds it once per run)."""
-        gpu = self.gpu
-        return paged_start.starter(gpu, lambda now, index, n, n_tokens, taken: duration(gpu, now, index, n, n_tokens, taken),
-                                   lambda n, key: duration(gpu, now, key, n, 0, ()))(now, index, host)
-
-    def _unmixed(self, now: int, index: int, host) -> tuple[int, list[tuple[Request, int]], int, int]:
-        """`Gpu._options_start` under E9 and E10: model/paged_unmixed.py."""
-        return unmixed_iteration(self, now, index, host)
 
 
 def work_test(kv: PagedKv) -> Callable[[], bool]:

@@ -1,8 +1,8 @@
 """Repeats (model/repeats.py) on a GPU with paged KV (E9) that mixes reads and writes (no E10):
 `PagedRepeat`, for a repeat whose iterations do not grow (no E2/E3/E7 step), does at the starts
 inside it only E9's work (their due blocks, the KV memory held logged after them), and `bound` is
-`repeats.option_bound` for such a GPU. Chosen once per run (model/option_starts.py's
-`repeat_kinds` and `bounds`), they do what `Repeat` and `option_bound` do there, without testing
+the options' bound for such a GPU. Chosen once per run (model/option_starts.py's
+`repeat_kinds` and `bounds`), they do what `Repeat` and the general bound did there, without testing
 for E4, E10 or growing durations at each repeat: a repeat's fixed cost is most of what it saves
 on the few iterations it often holds (benchmarks/ab.py --opcodes; records: tests/model, the
 reference model and fast-forward on/off)."""
@@ -21,7 +21,7 @@ from .request import Request
 class PagedRepeat(Repeat):
     """`Repeat` on a GPU with paged KV that mixes reads and writes, its durations all `duration`:
     the blocks due at the starts inside it taken, key by key (its keys are its iterations), as
-    `Repeat._grow` takes them (`option_bound` made sure they are free)."""
+    `Repeat._grow` takes them (`bound` made sure they are free)."""
 
     __slots__ = ()
 
@@ -76,7 +76,7 @@ def kinds(gpu: Any) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
 
 
 def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
-    """`repeats.option_bound` for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
+    """The options' bound (`option_starts.bounds`) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
     gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.kv_capacity

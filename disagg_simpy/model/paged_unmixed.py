@@ -23,7 +23,6 @@ from heapq import heappop, heappush
 from typing import Any
 
 from .kv_take import paged_take
-from .option_paths import duration
 from .phases import PHASE_END, PHASE_START, take_over
 from .plain_repeats import PlainRepeat, Reads
 from .repeats import _blocks_free
@@ -99,20 +98,12 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     return start
 
 
-def unmixed_iteration(kv: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
-    """`PagedKv._unmixed` (`Gpu._options_start` under E9 and E10), `starter`'s start with `option_paths.duration`
-    built for this one call: `Gpu.run` builds it once per run instead (model/option_starts.py)."""
-    gpu = kv.gpu
-    return starter(gpu, lambda now, index, n, n_tokens, taken: duration(gpu, now, index, n, n_tokens, taken),
-                   lambda n, key: duration(gpu, now, key, n, 0, ()))(now, index, host)
-
-
 def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
-    """`repeats.option_bound` under E9 and E10: a repeat of writing iterations runs up to the first writing
-    iteration that a reply leaves after (`unmixed.first_leaving_write`: the keys `PagedKv.seat` gives, in the
+    """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
+    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
     heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
     (`repeats._blocks_free` from its key, `Gpu.n_writes - 1`); prompt-only iterations give no block. After a
-    start that preempted or swapped, one iteration alone (`option_bound`)."""
+    start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
     if paged.blocked or paged.moved_tokens:
         return 1

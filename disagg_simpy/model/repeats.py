@@ -34,7 +34,7 @@ With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which d
 under the options, `Repeat` below, which extends it, where the repeat needs its work (else
 `PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
 
-Under the options (`option_bound`): E10's writing iterations repeat up to the first that a
+Under the options (the bound `model/option_starts.py`'s `bounds` picks): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
 start as `unmixed_start` moves it; E9's block boundaries inside a repeat change no batch, only
 the KV memory held, so a repeat runs through them as long as every due block is free (a
@@ -53,9 +53,9 @@ the replies it writes (E15: `per_token_tile_ms` x ceil((tokens + replies) / `tok
 re-read and E13's cached tokens are not rows, R73). Those two numbers are what a repeat holds
 fixed, and `record` writes them, unchanged, for each of its iterations:
 - replies: `steady_iterations` ends a repeat at the first iteration after which a reply leaves
-  (a last word; E10: a last writing iteration, `option_bound`), and anything that adds one (a
+  (a last word; E10: a last writing iteration, the options' bound), and anything that adds one (a
   join, E8's seats, which free only when a reply leaves) cuts it (`cut`); E9 preempts only at a
-  start whose due blocks are not all free, which `option_bound` keeps out of a repeat;
+  start whose due blocks are not all free, which the options' bound keeps out of a repeat;
 - tokens: reading, every iteration of a repeat reads one full chunk (`chunk_tokens`) of the
   head prompt, and the repeat ends by its last full chunk (`steady_iterations`:
   an iteration that reads whole prompts, more than one prompt, or less than a chunk, E8's budget
@@ -72,14 +72,13 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, take_over
 from .plain_repeats import PlainGpu, PlainRepeat
 from .request import Request
-from .unmixed import first_leaving_write, write_started
+from .unmixed import write_started
 
 
 class RepeatingGpu(PlainGpu, Protocol):
@@ -200,7 +199,7 @@ class Repeat(PlainRepeat):
             self.n_kv_logged = n_started
 
     def _grow(self, n_started: int) -> None:
-        """E9: the blocks due at the starts from the last grown up to the first `n_started` (`option_bound`
+        """E9: the blocks due at the starts from the last grown up to the first `n_started` (the options' bound
         made sure they are free), each start's KV memory logged after them, as `paged_start.starter` does."""
         gpu, n = self.gpu, n_started - self.n_kv_logged
         if self.grows_at >= 0:
@@ -223,21 +222,6 @@ def cut_all(host: Any, changed: Any) -> None:
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()
-
-
-def option_bound(gpu: RepeatingGpu, index: int, taken: Sequence[tuple[Request, int]], n_replies: int, n: int) -> int:
-    """`Gpu.steady_iterations` under the options: how many of the `n` iterations from `index`
-    (starting now, reading `taken`, writing `n_replies` replies) run unchanged."""
-    if not gpu.mixed and n_replies and gpu.leaving_by_write:  # E10: up to the first writing iteration a reply leaves after
-        first = min(gpu.leaving_by_write) if gpu.paged is not None else first_leaving_write(gpu)  # (E9 seats its own)
-        n = min(n, max(1, first - gpu.n_writes + 2))
-    paged = gpu.paged
-    if paged is not None and n > 1:
-        if paged.blocked or paged.moved_tokens:
-            return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
-        if (base := _block_keys(gpu, index, n_replies)) >= 0:
-            n = _blocks_free(gpu, paged, base, n_replies, n)
-    return n
 
 
 def _block_keys(gpu: Any, index: int, n_replies: int) -> int:

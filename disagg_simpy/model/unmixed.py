@@ -49,19 +49,11 @@ def write_started(gpu: Any, key: int, index: int) -> None:
         heapq.heappush(gpu.leaving_order, index)
 
 
-def first_leaving_write(gpu: Any) -> int:
-    """The first writing iteration that a reply leaves after (`gpu.leaving_by_write` not empty,
-    every key seated by `Gpu._seat`): the top of its heap `write_order`, once the keys already
-    written (popped by `write_started`) are dropped from it; not a scan of every key."""
-    order, by_write = gpu.write_order, gpu.leaving_by_write
-    while order[0] not in by_write:
-        heapq.heappop(order)
-    return order[0]
-
-
 def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
-    """`repeats.option_bound` under E10 without E9: a repeat of writing iterations runs up to the
-    first writing iteration that a reply leaves after (`first_leaving_write`, inline)."""
+    """The options' bound (`option_starts.bounds`) under E10 without E9: a repeat of writing iterations runs up to the
+    first writing iteration that a reply leaves after: the top of the heap `Gpu.write_order` (every key
+    seated by `Gpu._seat`), once the keys already written (popped by `write_started`) are dropped from it;
+    not a scan of every key."""
     by_write = gpu.leaving_by_write
     if n_replies and by_write:
         order = gpu.write_order
