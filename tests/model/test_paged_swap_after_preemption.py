@@ -2,7 +2,8 @@
 even when its victim frees room for the head of the swap queue; the next start does (and its time
 is added to that one). The random E9 draws of tests/model/test_reference.py reach this in about 2%
 (mixed) and 3% (E10) of their scenarios, so a swap-in planted at a preempting start could pass a
-whole run of them; this scenario fails it every time, on every path that starts an iteration.
+whole run of them; this scenario fails it every time, on both E9 starts (model/paged_start.py,
+model/paged_unmixed.py).
 
 Costs: an iteration is 10 ms + 1 ms per reply written + 0.01 ms per prompt token read; a swap moves
 0.01 ms a token. One GPU of 20 tokens in blocks of 1 token: a written reply takes a block at each
@@ -21,15 +22,11 @@ so 2 comes back only at iteration 7 (4 tokens in, 0.04 ms, with the block its wo
 
 from __future__ import annotations
 
-import pytest
 from helpers import run_rows, write_scenario
 from test_fast_forward import same_as_one_by_one
 from test_paged_kv import iterations, words_ns
 from test_reference import compare
 
-from disagg_simpy.model import gpu as gpu_module
-
-MS = 1_000_000
 US = 1_000
 COST = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
 PAGED = {"kind": "colocated", "gpus": 1, "kv_capacity_tokens": 20, "kv_policy": "paged", "kv_block_tokens": 1,
@@ -54,10 +51,7 @@ UNMIXED = [(0, 10_090, 0, 9, 9), (10_090, 20_110, 0, 2, 11), (20_110, 33_110, 3,
            (106_340, 117_470, 1, 0, 14), (117_470, 128_470, 1, 0, 15)]
 
 
-@pytest.mark.parametrize("general", [False, True], ids=["once-per-run start", "general path"])
-def test_a_start_that_preempts_swaps_nothing_back_in(tmp_path, monkeypatch, general):
-    if general:  # `Gpu._options_start` (PagedKv.iteration, ._unmixed) in place of the start built once per run
-        monkeypatch.setattr(gpu_module, "starter", lambda gpu: gpu._options_start)
+def test_a_start_that_preempts_swaps_nothing_back_in(tmp_path):
     res = run_rows(tmp_path, ROWS, ARRANGEMENTS, cost=COST)
     for name, want in (("mixed", MIXED), ("unmixed", UNMIXED)):
         assert iterations(res, name) == [(a * US, b * US, n, t, kv) for a, b, n, t, kv in want], name
