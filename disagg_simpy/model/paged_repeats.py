@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .phases import PHASE_END, Environment, Slot
+from .phases import Environment
 from .plain_repeats import PlainRepeat
 from .repeats import Repeat, RepeatingGpu
 from .request import Request
@@ -27,25 +27,13 @@ class PagedRepeat(Repeat):
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
-        # `PlainRepeat.__init__` and `Repeat.__init__`'s case, inline (once per repeat: no call chain, no test of E4,
-        # E10 or a growth; `kv` and `grows_at`, which only `Repeat`'s own methods read, are not set)
-        self.gpu = gpu
-        self.env = env
-        self.started = started
-        self.index = index
-        self.duration = duration
-        self.n_replies = n_replies
-        self.head = head
-        self.n_tokens = n_tokens
-        self.n = n
-        self.n_taken = 1
-        self.open = True
-        self.after = None
+        # `Repeat.__init__`'s case without its tests of E4, E10 or a growth (`kv` and `grows_at`, which only
+        # `Repeat`'s own methods read, are not set)
+        PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n)
         self.paged = gpu.paged
         self.n_kv_logged = 1
         self.key = -1  # (no E10)
-        self.ends = None  # (no growth)
-        self.slot = Slot(env, n * duration, PHASE_END + gpu.number)
+        self.ends = None  # (no growth; `Repeat` makes it a slot)
 
     def finish(self) -> int:
         """`Repeat.finish`: take every chunk, record all iterations but the last, take the blocks due at
