@@ -316,7 +316,9 @@ class Gpu:
                         finished_reading.append(r)
                 if finished_reading:
                     if kv:  # E4: a one-word reply ends with its read
-                        self.kv_used -= sum(self.kv_need(r) for r in finished_reading if r.n_reply_words == 1)
+                        for r in finished_reading:
+                            if r.n_reply_words == 1:
+                                self.kv_used -= self.kv_need(r)
                     host.prompts_read(self, finished_reading, now)
             if end_hooks:
                 if serves_handoff:

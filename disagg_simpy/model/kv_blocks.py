@@ -21,7 +21,7 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, cycle, islice
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,15 +80,14 @@ class BlockSchedule:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
         not all free, taking `free` tokens free now (no reply leaves before the `n`-th key)."""
         block, phases, pending = self.block, self.phases, self.pending
-        if not pending:  # (the first of the keys' running sums of due blocks over free // block, in C)
-            at, limit = (key + 1) % block, free // block
-            lens = list(map(len, phases[at:] + phases[:at]))  # keys key + 1, key + 2, ... in turn
-            if not (per_turn := sum(lens)):
+        if not pending:  # (the keys' due blocks repeat each `block` keys: whole turns, then one turn's running sums)
+            at = (key + 1) % block
+            sums = list(accumulate(map(len, phases[at:] + phases[:at])))  # keys key + 1, key + 2, ... in turn
+            if not (per_turn := sums[-1]):
                 return n
-            m = min(n - 1, (limit // per_turn + 1) * block)  # (past these keys the sum is over it)
-            sums = list(accumulate((lens * (m // block + 1))[:m]))
-            j = bisect_right(sums, limit)
-            return n if j == n - 1 else j + 1
+            turns, rest = divmod(free // block, per_turn)
+            fit = max(0, turns * block + bisect_right(sums, rest))  # keys whose running sum is at most free // block
+            return n if fit >= n - 1 else fit + 1
         joined: dict[int, int] = {}  # phase -> replies that joined it at the keys passed
         for k in range(key + 1, key + n):
             phase = k % block
@@ -104,20 +103,14 @@ class BlockSchedule:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
         used = gpu.kv_used
-        if self.pending:
-            block, phases, pending, append = self.block, self.phases, self.pending, log.append
-            for k in range(key, key + n):
-                phase = phases[k % block]
-                if first := pending.pop(k, None):
-                    for r in first:
-                        phase[r] = None
-                used += len(phase) * block
-                append(used)
-        else:  # (the phases of keys key.. in turn, their blocks summed, all in C)
-            block = self.block
-            at = key % block
-            log.extend(map(used.__add__, map(block.__mul__, accumulate(map(len, islice(cycle(self.phases), at, at + n))))))
-            used = log[-1]
+        block, phases, pending, append = self.block, self.phases, self.pending, log.append
+        for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
+            phase = phases[k % block]
+            if pending and (first := pending.pop(k, None)):
+                for r in first:
+                    phase[r] = None
+            used += len(phase) * block
+            append(used)
         gpu.kv_used = used
         if used > gpu.kv_peak:
             gpu.kv_peak = used

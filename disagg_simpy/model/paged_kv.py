@@ -264,10 +264,10 @@ def _join_order(r: Request) -> int:
     return r.kv_order
 
 
-def stretch_log(arrived) -> list[list[int]]:
+def stretch_log(arrived) -> np.ndarray:
     """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
-    open stretch with its planned words: the run's end cuts them). A request never preempted has
-    one, words 2..n from `join_iteration`: those rows are made in bulk, in C."""
+    open stretch with its planned words: the run's end cuts them), as one int64 table. A request
+    never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C."""
     n = len(arrived)
     one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 5 * n).reshape(n, 5)
     table = np.empty((n, 7), np.int64)
@@ -278,7 +278,7 @@ def stretch_log(arrived) -> list[list[int]]:
     table[:, 6] = one[:, 4] >= 0
     moved = np.flatnonzero(np.fromiter(map(_PREEMPTED, arrived), np.int64, n))  # (preempted: stretches logged)
     if not len(moved):
-        return table.tolist()
+        return table
     pieces, after = [], 0
     for i in moved.tolist():
         r = arrived[i]
@@ -287,7 +287,7 @@ def stretch_log(arrived) -> list[list[int]]:
                                  written) for at, first, k, lead, written in r.stretches], np.int64).reshape(-1, 7))
         after = i + 1
     pieces.append(table[after:])
-    return np.concatenate(pieces).tolist()
+    return np.concatenate(pieces)
 
 
 _ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns")

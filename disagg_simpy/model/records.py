@@ -103,12 +103,12 @@ class ArrangementRecords:
     @classmethod
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
-                kv_link: str | None = None, stretch_log: Sequence[Sequence[int]] | None = None,
+                kv_link: str | None = None, stretch_log: np.ndarray | None = None,
                 preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None
                 ) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
-        moved replies, one tuple of STRETCH_LOG_FIELDS per stretch."""
+        moved replies, an int64 table with one row of STRETCH_LOG_FIELDS per stretch."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
         requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
@@ -153,8 +153,7 @@ class ArrangementRecords:
             kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
             kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
             preemptions=preemptions,
-            stretch_log=None if stretch_log is None else dict(zip(
-                STRETCH_LOG_FIELDS, _int_table(stretch_log, len(stretch_log), len(STRETCH_LOG_FIELDS)).T.copy())),
+            stretch_log=None if stretch_log is None else dict(zip(STRETCH_LOG_FIELDS, stretch_log.T.copy())),
             cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
         )
 
