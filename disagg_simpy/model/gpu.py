@@ -260,6 +260,7 @@ class Gpu:
         record_stop = self.runs_stop.append
         record_replies = self.runs_replies.append
         record_tokens = self.runs_tokens.append
+        log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
@@ -295,11 +296,11 @@ class Gpu:
                     if not self.mixed:  # E10: it reads the prompt that cut a writing repeat, writing none (`start_ahead`)
                         n_replies = 0
                     index += repeat.n
-                started = env.now - duration
+                now = env.now
+                started = now - duration
             else:
                 yield Slot(env, duration, end_priority)
-
-            now = env.now
+                now = started + duration
             record_start(started)
             record_duration(duration)
             record_stop(index + 1)
@@ -315,7 +316,7 @@ class Gpu:
             if taken:
                 finished_reading = []
                 for r, n in taken:
-                    self.reads_log.extend((index, r.request_id, n))
+                    log_read([index, r.request_id, n])
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
@@ -331,7 +332,7 @@ class Gpu:
                     host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now, self)):
                     yield Slot(env, 0, start_priority)
-            elif has_work() and host.more_may_arrive_now(now, self):
+            elif host.more_may_arrive_now(now, self) and has_work():  # (the cheaper test first: mostly False)
                 yield Slot(env, 0, start_priority)
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0, started: int = 0,
