@@ -238,7 +238,7 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     busy = np.clip(it["ended_at_ns"], 0, span_ns) - np.clip(it["started_at_ns"], 0, span_ns)
 
     def of_role(role: str) -> np.ndarray:
-        return np.isin(it["gpu"], np.flatnonzero((roles == role) | (roles == "both")))
+        return ((roles == role) | (roles == "both"))[it["gpu"]]  # (GPU g's role is gpu_roles[g])
 
     def iterating_pct(role: str) -> float:
         """Share of the span the role's GPUs spend in iterations: a GPU iterates whenever one
