@@ -161,9 +161,9 @@ def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list,
     return n_replies, taken, n_tokens, gpu._duration(now, index, n_replies, n_tokens, taken)
 
 
-def _take(gpu: Any) -> Callable[[int, int], tuple[Any, int]]:
+def _take(gpu: Any) -> Callable[..., tuple[Any, int]]:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies, with no KV
-    limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run)."""
+    limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run; `n_written` 0 if not given)."""
     take_tokens, limit, chunk, waiting = gpu._take_prompt_tokens, gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
     if limit is None:
         return lambda now, n_written: take_tokens(now)
