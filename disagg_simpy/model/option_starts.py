@@ -32,8 +32,13 @@ def starter(gpu: Any) -> Start:
     seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
 
     if not gpu.mixed:  # E10: model/unmixed.py's `unmixed_start`, without E4's log, `write_started` inline
-        take_first = gpu._take_prompt_tokens if gpu.max_tokens is None else (lambda now: take(now, 0))
+        limit, chunk = gpu.max_tokens, gpu.chunk_tokens  # (prompts first: the room is E8's whole budget, `_take`)
+        take_first = gpu._take_prompt_tokens if limit is None or chunk is not None and limit >= chunk else (
+            take if chunk is None else lambda now: take(now, 0))
         by_write, leaving, leaving_order, room = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, seats or 1 << 62
+        cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`_writing_ns`)
+        whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
+        it, reply = cost.iteration, cost.per_reply
 
         def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
             if waiting:
@@ -51,7 +56,7 @@ def starter(gpu: Any) -> Start:
                 if out := by_write.pop(key, None):
                     leaving[index] = out
                     heappush(leaving_order, index)
-            return n, (), 0, writing_ns(n, key)
+            return n, (), 0, it + reply * n if whole else writing_ns(n, key)
         return start_unmixed
 
     if seats is None and gpu.max_tokens is None:  # (no E8: D4's plain tokens)
@@ -156,14 +161,29 @@ def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list,
     return n_replies, taken, n_tokens, gpu._duration(now, index, n_replies, n_tokens, taken)
 
 
-def _take(gpu: Any) -> Callable[[int, int], tuple[Any, int]]:
+def _take(gpu: Any) -> Callable[..., tuple[Any, int]]:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies, with no KV
-    limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run)."""
-    take_tokens, limit, chunk = gpu._take_prompt_tokens, gpu.max_tokens, gpu.chunk_tokens
+    limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run; `n_written` 0 if not given)."""
+    take_tokens, limit, chunk, waiting = gpu._take_prompt_tokens, gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
     if limit is None:
         return lambda now, n_written: take_tokens(now)
-    if chunk is None:  # E8, whole prompts: the head is read whole if it fits the room (`_take_with_options`)
-        return lambda now, n_written: take_tokens(now, gpu._take_with_options(n_written))
+    if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)
+        def whole(now: int, n_written: int = 0) -> tuple[Any, int]:
+            taken, room = [], limit - n_written
+            while waiting:
+                r = waiting[0]
+                n = r.unread_tokens
+                if n > room:  # the head is read whole if it fits the room, else it waits, unless larger than
+                    if room == 0 or n == r.read_size and n <= limit:  # the whole budget (or begun): pieces of the room
+                        break
+                    n = room
+                taken.append((r, n))
+                room -= n
+                if n < r.unread_tokens:
+                    break
+                waiting.popleft()
+            return take_tokens(now, taken)
+        return whole
 
     def chunked(now: int, n_written: int) -> tuple[Any, int]:
         room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)

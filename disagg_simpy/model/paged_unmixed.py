@@ -25,8 +25,6 @@ from typing import Any
 from .kv_take import paged_take
 from .phases import PHASE_END, PHASE_START, take_over
 from .plain_repeats import PlainRepeat, Reads
-from .repeats import _blocks_free
-from .unmixed import write_started
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 
@@ -40,6 +38,9 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     waiting, queue, room = gpu.waiting, gpu.seat_queue, 1 << 62 if gpu.seats is None else gpu.seats
     blocks, phases, block, capacity, seat = kv.blocks, kv.phases, kv.block, gpu.kv_capacity, kv.seat
     by_write, leaving, leaving_order, log = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, gpu.kv_used_tokens.append
+    cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`option_starts._writing_ns`)
+    whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
+    it, reply = cost.iteration, cost.per_reply
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `paged_start.starter`)
@@ -92,9 +93,10 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 leaving[index] = out
                 heappush(leaving_order, index)
         log(gpu.kv_used)
+        d = it + reply * n if whole else writing_ns(n, key)
         if kv.moved_tokens:
-            return n, (), 0, writing_ns(n, key) + kv.swap_ns(kv.moved_tokens)  # E9f: swapped out and in, rounded on its own
-        return n, (), 0, writing_ns(n, key)
+            return n, (), 0, d + kv.swap_ns(kv.moved_tokens)  # E9f: swapped out and in, rounded on its own
+        return n, (), 0, d
     return start
 
 
@@ -102,20 +104,24 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
     """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
     iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
     heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
-    (`repeats._blocks_free` from its key, `Gpu.n_writes - 1`); prompt-only iterations give no block. After a
+    (`BlockSchedule.run_free` from its key, `Gpu.n_writes - 1`, when not free at a glance); prompt-only iterations give no block. After a
     start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
     if paged.blocked or paged.moved_tokens:
         return 1
     if n_replies:
+        key = gpu.n_writes - 1
         if by_write := gpu.leaving_by_write:
             order = gpu.write_order
             while order[0] not in by_write:
                 heappop(order)
-            n = min(n, max(1, order[0] - gpu.n_writes + 2))
-            if n < 2:
-                return n
-        return _blocks_free(gpu, paged, gpu.n_writes - 1, n_replies, n)
+            if order[0] - key < n:
+                n = order[0] - key + 1
+                if n < 2:
+                    return 1
+        block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
+        if n_replies * block * -(-(n - 1) // block) > gpu.kv_capacity - gpu.kv_used:
+            return paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
     return n
 
 
@@ -149,7 +155,7 @@ class WritingRepeat(PlainRepeat):
                  head: Any, n_tokens: int, n: int):
         self.key = gpu.n_writes  # the second iteration's writing iteration
         self.n_kv_logged = 1  # starts whose blocks are taken and KV memory logged (the first's at its start)
-        super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n)
+        PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n)
 
     def sync_kv(self, now: int) -> None:
         """`repeats.Repeat.sync_kv`: the blocks due at the starts before `now`."""
@@ -221,13 +227,18 @@ class WritingRepeat(PlainRepeat):
 
     def finish(self) -> int:
         """`PlainRepeat.finish`; the blocks due at its starts, and its last iteration's writing iteration,
-        the replies leaving after it (`unmixed.write_started`)."""
+        the replies leaving after it (`unmixed.write_started`, inline)."""
         gpu: Any = self.gpu
-        n = self.n
+        n, index = self.n, self.index
         self.record(n - 1)
-        self._log_kv(n)
-        gpu.n_started = self.index + n
-        write_started(gpu, self.key + n - 2, self.index + n - 1)
+        if n > self.n_kv_logged:  # (`_log_kv`, inline)
+            gpu.paged.blocks.grow(gpu, self.key - 1 + self.n_kv_logged, n - self.n_kv_logged, gpu.kv_used_tokens)
+            self.n_kv_logged = n
+        gpu.n_started = index + n
+        key = gpu.n_writes = self.key + n - 1  # (`unmixed.write_started`, inline)
+        if out := gpu.leaving_by_write.pop(key - 1, None):
+            gpu.leaving[index + n - 1] = out
+            heappush(gpu.leaving_order, index + n - 1)
         return self.duration
 
     def flush(self, stopped_at_ns: int) -> None:

@@ -233,17 +233,6 @@ def _block_keys(gpu: Any, index: int, n_replies: int) -> int:
     return gpu.n_writes - 1 if n_replies else -1
 
 
-def _blocks_free(gpu: RepeatingGpu, paged: Any, index: int, n_replies: int, n: int) -> int:
-    """E9: how many of the `n` iterations from `index` (its key in the block schedule) run before one whose due blocks are not all
-    free (it may preempt: it starts on its own). Each written reply takes at most one block every
-    `block` starts; only near capacity are the due blocks counted start by start."""
-    block = paged.block
-    free = gpu.kv_capacity - gpu.kv_used  # type: ignore[operator]
-    if n_replies * block * -(-(n - 1) // block) <= free:
-        return n
-    return paged.blocks.run_free(free, index, n)
-
-
 def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
     """E2, E3, E7: how much each iteration of a repeat costs more than the one before, before
     rounding (over the cost's denominator): each reply's context grows by one token (E3); each

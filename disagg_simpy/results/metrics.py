@@ -170,9 +170,10 @@ def preempted_between(rec: ArrangementRecords, request: np.ndarray, since: np.nd
     order = np.lexsort((log["at_ns"], log["request_id"]))
     ids, at = log["request_id"][order], log["at_ns"][order]
     lo, hi = np.searchsorted(ids, request), np.searchsorted(ids, request, side="right")
-    for k in np.flatnonzero(hi > lo).tolist():  # (few: the replies that were preempted)
-        times = at[lo[k]:hi[k]]
-        out[k] = bool(((times >= since[k]) & (times <= until[k])).any())
+    for m in range(int((hi - lo).max(initial=0))):  # each reply's m-th preemption (at most max_preemptions + 1)
+        has = lo + m < hi
+        times = at[np.minimum(lo + m, len(at) - 1)]
+        out |= has & (times >= since) & (times <= until)
     return out
 
 
@@ -237,7 +238,7 @@ def summary_row(rec: ArrangementRecords, gaps: ReplyGaps) -> dict:
     busy = np.clip(it["ended_at_ns"], 0, span_ns) - np.clip(it["started_at_ns"], 0, span_ns)
 
     def of_role(role: str) -> np.ndarray:
-        return np.isin(it["gpu"], np.flatnonzero((roles == role) | (roles == "both")))
+        return ((roles == role) | (roles == "both"))[it["gpu"]]  # (GPU g's role is gpu_roles[g])
 
     def iterating_pct(role: str) -> float:
         """Share of the span the role's GPUs spend in iterations: a GPU iterates whenever one

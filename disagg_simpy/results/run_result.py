@@ -183,6 +183,10 @@ class RunResult:
 
 
 def _concat(frames: list[pd.DataFrame], names: list[str]) -> pd.DataFrame:
+    """One frame of arrangement `names[i]`'s rows `frames[i]`, in turn, its `arrangement` column a
+    categorical coded from the frames' lengths (factorizing the repeated names cost a third of
+    building the frames)."""
     out = pd.concat(frames, ignore_index=True)
-    out["arrangement"] = pd.Categorical(out["arrangement"], categories=names)
+    codes = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+    out["arrangement"] = pd.Categorical.from_codes(codes, categories=names)
     return out
