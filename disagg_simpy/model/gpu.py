@@ -24,7 +24,7 @@ from .costs import CostNs
 from .kv_take import take_with_options
 from .option_paths import duration
 from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
-from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
 from .request import Request
@@ -261,6 +261,7 @@ class Gpu:
         record_replies = self.runs_replies.append
         record_tokens = self.runs_tokens.append
         log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
+        tick = Slot(env, None, 0)  # the one event of its iterations run one by one (`again`)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
@@ -299,7 +300,7 @@ class Gpu:
                 now = env.now
                 started = now - duration
             else:
-                yield Slot(env, duration, end_priority)
+                yield again(tick, duration, end_priority)
                 now = started + duration
             record_start(started)
             record_duration(duration)
@@ -331,9 +332,9 @@ class Gpu:
                 if self.draining:  # E12
                     host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now, self)):
-                    yield Slot(env, 0, start_priority)
+                    yield again(tick, 0, start_priority)
             elif host.more_may_arrive_now(now, self) and has_work():  # (the cheaper test first: mostly False)
-                yield Slot(env, 0, start_priority)
+                yield again(tick, 0, start_priority)
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0, started: int = 0,
                           duration: int = 0) -> int:
