@@ -53,6 +53,7 @@ class Gpu:
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
+    tick: Slot  # set by `run`: its event to reuse (`phases.again`)
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -261,7 +262,7 @@ class Gpu:
         record_replies = self.runs_replies.append
         record_tokens = self.runs_tokens.append
         log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
-        tick = Slot(env, None, 0)  # the one event of its iterations run one by one (`again`)
+        tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
@@ -284,7 +285,8 @@ class Gpu:
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
                 repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
                     self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
-                yield repeat.slot  # (or the slot `repeat.cut` put in its place)
+                yield repeat.slot  # (or the slot `repeat.cut` put in its place: the old one stays queued, no longer reused)
+                tick = self.tick = repeat.slot
                 self.repeat = None
                 if not repeat.n:
                     continue  # cut at an iteration end: the next iteration starts now (D5 step 3)

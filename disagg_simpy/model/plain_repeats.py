@@ -13,7 +13,7 @@ from array import array
 from collections import deque
 from typing import Any, Protocol
 
-from .phases import PHASE_END, PHASE_START, Environment, Slot, take_over
+from .phases import PHASE_END, PHASE_START, Environment, Slot, again, take_over
 from .request import Request
 
 Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
@@ -24,6 +24,7 @@ class PlainGpu(Protocol):
 
     number: int
     n_started: int
+    tick: Slot  # its event to reuse (`Gpu.run`)
     queued_tokens: int
     waiting: deque[Request]
     runs_start: Any  # the GPU's records, array('q') each (model/records.py's `GpuLog`)
@@ -61,7 +62,7 @@ class PlainRepeat:
         self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
         self.open = True  # not cut yet
         self.after: tuple[Reads, int, int] | None = None  # see `cut`
-        self.slot = Slot(env, n * duration if last < 0 else last, PHASE_END + gpu.number)  # the GPU's process waits on it
+        self.slot = again(gpu.tick, n * duration if last < 0 else last, PHASE_END + gpu.number)  # the GPU's process waits on it
 
     def _end(self, j: int) -> int:
         """When iteration j of the repeat ends, after its start (0 for j = -1)."""
