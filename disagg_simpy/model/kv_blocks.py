@@ -20,8 +20,6 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -78,23 +76,24 @@ class BlockSchedule:
 
     def run_free(self, free: int, key: int, n: int) -> int:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
-        not all free, taking `free` tokens free now (no reply leaves before the `n`-th key)."""
+        not all free, taking `free` tokens free now (no reply leaves before the `n`-th key). A plain
+        loop over the keys it passes: it stops at the first that does not fit, so it costs what the
+        repeat it bounds costs to grow (`grow`), and touches only those keys' phases."""
         block, phases, pending = self.block, self.phases, self.pending
-        if not pending:  # (the keys' due blocks repeat each `block` keys: whole turns, then one turn's running sums)
-            at = (key + 1) % block
-            sums = list(accumulate(map(len, phases[at:] + phases[:at])))  # keys key + 1, key + 2, ... in turn
-            if not (per_turn := sums[-1]):
-                return n
-            turns, rest = divmod(free // block, per_turn)
-            fit = max(0, turns * block + bisect_right(sums, rest))  # keys whose running sum is at most free // block
-            return n if fit >= n - 1 else fit + 1
+        free //= block  # (blocks free: each due reply takes a whole block)
+        if not pending:
+            for k in range(key + 1, key + n):
+                free -= len(phases[k % block])
+                if free < 0:
+                    return k - key
+            return n
         joined: dict[int, int] = {}  # phase -> replies that joined it at the keys passed
         for k in range(key + 1, key + n):
             phase = k % block
             first = pending.get(k)
             if first:
                 joined[phase] = joined.get(phase, 0) + len(first)
-            free -= (len(phases[phase]) + joined.get(phase, 0)) * block
+            free -= len(phases[phase]) + joined.get(phase, 0)
             if free < 0:
                 return k - key
         return n

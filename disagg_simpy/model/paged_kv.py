@@ -267,28 +267,34 @@ def _join_order(r: Request) -> int:
 def stretch_log(arrived) -> np.ndarray:
     """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
     open stretch with its planned words: the run's end cuts them), as one int64 table. A request
-    never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C."""
+    never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C;
+    the preempted ones' rows are made in one list and put in their places by one mask."""
     n = len(arrived)
-    one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 5 * n).reshape(n, 5)
-    table = np.empty((n, 7), np.int64)
+    one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 6 * n).reshape(n, 6)
+    moved = one[:, 5] > 0  # (preempted: stretches logged)
+    rows = []
+    if moved.any():
+        counts = np.ones(n, np.int64)
+        for i in np.flatnonzero(moved).tolist():
+            r = arrived[i]
+            counts[i] = len(r.stretches)
+            rid, gpu, words = r.request_id, r.writing_gpu, r.n_reply_words
+            for at, first, k, lead, written in r.stretches:
+                rows.append((rid, gpu, at, first, words - first + 1 if k < 0 else k, lead, written))
+        one = one[~moved]
+    table = np.empty((len(one), 7), np.int64)
     table[:, :3] = one[:, :3]  # request id, gpu, join iteration
     table[:, 3] = 2
     table[:, 4] = one[:, 3] - 1
     table[:, 5] = one[:, 4]  # the word before: the first
     table[:, 6] = one[:, 4] >= 0
-    moved = np.flatnonzero(np.fromiter(map(_PREEMPTED, arrived), np.int64, n))  # (preempted: stretches logged)
-    if not len(moved):
+    if not rows:
         return table
-    pieces, after = [], 0
-    for i in moved.tolist():
-        r = arrived[i]
-        pieces.append(table[after:i])
-        pieces.append(np.array([(r.request_id, r.writing_gpu, at, first, r.n_reply_words - first + 1 if k < 0 else k, lead,
-                                 written) for at, first, k, lead, written in r.stretches], np.int64).reshape(-1, 7))
-        after = i + 1
-    pieces.append(table[after:])
-    return np.concatenate(pieces)
+    full = np.empty((len(table) + len(rows), 7), np.int64)
+    in_moved = np.repeat(moved, counts)  # (each request's rows, in arrival order)
+    full[in_moved] = rows
+    full[~in_moved] = table
+    return full
 
 
-_ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns")
-_PREEMPTED = attrgetter("n_preemptions")
+_ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns", "n_preemptions")
