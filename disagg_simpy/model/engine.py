@@ -1,8 +1,9 @@
 """One arrangement, one request stream: the SimPy model (M1-M7, D1-D10).
 
-Processes: one per GPU (`gpu.Gpu.run`) and a source that routes each request at its arrival;
-each ship is one timeout (`kv_link`). Requests are state, not processes: they wait on nothing. The clock counts whole nanoseconds
-(D10). The run stops when every measured reply has its last word, or at the safety cap (D6).
+Processes: one per GPU (`gpu.Gpu.run`); each arrival is one timeout whose callback routes the
+request and schedules the next arrival (`_source`), each ship one timeout (`kv_link`). Requests
+are state, not processes: they wait on nothing. The clock counts whole nanoseconds (D10). The
+run stops when every measured reply has its last word, or at the safety cap (D6).
 
 The options (docs/rules.md E1-E8, E10) live here as state the explainer's rules leave empty: per-side costs
 (E1, each GPU's `cost`), KV memory (E4, each GPU's counter, and the handoff queue of a split),
@@ -146,27 +147,33 @@ class Engine:
         return side.prefix_aware(hits, self.load_cap)
 
     # -- processes -----------------------------------------------------------------------
-    def source(self):
-        """Each request arrives, in phase (2) of its instant (D5), and is routed (`arrive`)."""
-        env = self.env
-        r = self.requests
-        times = r.arrived_at_ns.tolist()
+    def _source(self) -> None:
+        """Each request arrives, in phase (2) of its instant (D5), and is routed (`arrive`). The arrivals are a chain
+        of Slots, each scheduling the next once it is routed: a callback, not a process (no generator to resume)."""
+        env, r = self.env, self.requests
+        times = r.arrived_at_ns.tolist() + [-1]  # (-1: no later arrival)
         prompts = r.n_prompt_tokens.tolist()
         words = r.n_reply_words.tolist()
         measured = r.measured.tolist()
-        paged = self.paged is not None
-        for i, at in enumerate(times):
-            self.next_arrival_ns = at
-            yield Slot(env, at - env.now, PHASE_ARRIVE + i)
+        paged, blocks, arrived, arrive = self.paged is not None, self.blocks, self.arrived, self.arrive
+
+        def arrival(_event) -> None:
+            i = len(arrived)
+            at = times[i]
             request = Request(i, at, prompts[i], words[i], measured[i])
             if paged:
                 prepare(request)
-            if self.blocks is not None:
-                request.blocks = self.blocks[i]
-            self.arrived.append(request)
-            self.next_arrival_ns = times[i + 1] if i + 1 < len(times) else -1  # (only later ones: D5 step 2)
-            self.arrive(request, at)
-        self.next_arrival_ns = -1
+            if blocks is not None:
+                request.blocks = blocks[i]
+            arrived.append(request)
+            self.next_arrival_ns = later = times[i + 1]  # (only later ones: D5 step 2)
+            arrive(request, at)
+            if later >= 0:
+                Slot(env, later - at, PHASE_ARRIVE + i + 1).callbacks.append(arrival)
+
+        if times[0] >= 0:
+            self.next_arrival_ns = times[0]
+            Slot(env, times[0] - env.now, PHASE_ARRIVE).callbacks.append(arrival)
 
     def arrive(self, request: Request, now: int) -> None:
         """Route a request that arrives now to the GPU that reads its prompt (M3, D1, E6).
@@ -182,7 +189,7 @@ class Engine:
             for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
                 if g.repeat is not None:
                     g.repeat.sync(now)
-            reader = self._route(request)
+            reader = self.reading.least_queued() if self.router == "least_loaded" else self._route(request)
         request.reading_gpu = reader.number
         reader.add_prompt(request)
 
@@ -317,7 +324,7 @@ class Engine:
         env = self.env
         for gpu in self.gpus:
             env.process(gpu.run(env, self))
-        env.process(self.source())
+        self._source()
         for process in self.roles.processes() if self.roles else ():
             env.process(process)
         if self.n_measured_left > 0:

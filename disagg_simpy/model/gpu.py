@@ -100,13 +100,15 @@ class Gpu:
         self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
         self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
         self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.writing_bound`)
-        # Records: one entry per iteration, one per (iteration, prompt) read. Flat int64
-        # arrays, not lists: 8 bytes a value, and nothing for the garbage collector to scan.
-        self.started_at_ns = array("q")
-        self.ended_at_ns = array("q")
-        self.n_replies_written = array("q")
-        self.n_prompt_tokens_read = array("q")
-        self.kv_used_tokens = array("q")  # E4 only
+        # Records: one row per run of back-to-back iterations of one batch (model/records.py's `GpuLog`), one per
+        # (iteration, prompt) read. Flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan.
+        self.runs_start = array("q")
+        self.runs_duration = array("q")
+        self.runs_stop = array("q")
+        self.runs_replies = array("q")
+        self.runs_tokens = array("q")
+        self.runs_ends = array("q")  # E2, E3, E7: growing runs' ends
+        self.kv_used_tokens = array("q")  # E4 only: one per iteration
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         if kv_capacity is None:
             self.has_work = self._has_work_unlimited  # type: ignore[method-assign]  # bound per GPU, for speed
@@ -252,11 +254,13 @@ class Gpu:
         has_work = self.has_work
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
-        # the records, appended once per iteration
-        record_start = self.started_at_ns.append
-        record_end = self.ended_at_ns.append
-        record_replies = self.n_replies_written.append
-        record_tokens = self.n_prompt_tokens_read.append
+        # the records, a run of one iteration appended at each end (`GpuLog`)
+        record_start = self.runs_start.append
+        record_duration = self.runs_duration.append
+        record_stop = self.runs_stop.append
+        record_replies = self.runs_replies.append
+        record_tokens = self.runs_tokens.append
+        log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
@@ -292,13 +296,14 @@ class Gpu:
                     if not self.mixed:  # E10: it reads the prompt that cut a writing repeat, writing none (`start_ahead`)
                         n_replies = 0
                     index += repeat.n
-                started = env.now - duration
+                now = env.now
+                started = now - duration
             else:
                 yield Slot(env, duration, end_priority)
-
-            now = env.now
+                now = started + duration
             record_start(started)
-            record_end(now)
+            record_duration(duration)
+            record_stop(index + 1)
             record_replies(n_replies)
             record_tokens(n_tokens)
             leaving = self.leaving.pop(index, None)
@@ -311,7 +316,7 @@ class Gpu:
             if taken:
                 finished_reading = []
                 for r, n in taken:
-                    self.reads_log.extend((index, r.request_id, n))
+                    log_read([index, r.request_id, n])
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
@@ -327,7 +332,7 @@ class Gpu:
                     host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now, self)):
                     yield Slot(env, 0, start_priority)
-            elif has_work() and host.more_may_arrive_now(now, self):
+            elif host.more_may_arrive_now(now, self) and has_work():  # (the cheaper test first: mostly False)
                 yield Slot(env, 0, start_priority)
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0, started: int = 0,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any
 
-from .paged_unmixed import last_write_end
+from .records import iteration_end, last_write_end
 
 if TYPE_CHECKING:
     from .request import Request
@@ -38,7 +38,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
         r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
         last_at = last[3]
     else:
-        last_at = (gpu.ended_at_ns[seat + last[2] - 1] if gpu.mixed else last_write_end(gpu)) if last[2] else last[3]
+        last_at = (iteration_end(gpu, seat + last[2] - 1) if gpu.mixed else last_write_end(gpu)) if last[2] else last[3]
     held = r.kv_blocks * kv.block
     gpu.kv_used -= held
     r.n_preemptions += 1

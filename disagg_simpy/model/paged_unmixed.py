@@ -248,13 +248,3 @@ class WritingRepeat(PlainRepeat):
             gpu: Any = self.gpu
             gpu.kv_used, gpu.kv_peak = self.peak
         super().flush(stopped_at_ns)
-
-
-def last_write_end(gpu: Any) -> int:
-    """The end (ns) of the GPU's last iteration that wrote words: under E10 a seated reply's last
-    word before a preemption (prompt-only iterations may follow it)."""
-    written = gpu.n_replies_written
-    i = len(written) - 1
-    while not written[i]:
-        i -= 1
-    return gpu.ended_at_ns[i]

@@ -26,10 +26,12 @@ class PlainGpu(Protocol):
     n_started: int
     queued_tokens: int
     waiting: deque[Request]
-    started_at_ns: Any  # the GPU's records, array('q') each
-    ended_at_ns: Any
-    n_replies_written: Any
-    n_prompt_tokens_read: Any
+    runs_start: Any  # the GPU's records, array('q') each (model/records.py's `GpuLog`)
+    runs_duration: Any
+    runs_stop: Any
+    runs_replies: Any
+    runs_tokens: Any
+    runs_ends: Any
     reads_log: Any
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
@@ -154,20 +156,19 @@ class PlainRepeat:
                         r.read_started_at_ns = -1
 
     def record(self, count: int) -> None:
-        """Records of the repeat's first `count` iterations, in bulk."""
+        """Records of the repeat's first `count` iterations: one run (model/records.py's `GpuLog`)."""
         if count <= 0:
             return
-        g, s, d = self.gpu, self.started, self.duration
+        g = self.gpu
+        g.runs_start.append(self.started)
         if self.ends is None:
-            g.started_at_ns.extend(range(s, s + count * d, d))
-            g.ended_at_ns.extend(range(s + d, s + (count + 1) * d, d))
-        else:  # (E2, E3, E7)
-            ends = list(map(s.__add__, self.ends[:count]))  # (C, not a comprehension: a repeat's fixed cost)
-            g.started_at_ns.append(s)
-            g.started_at_ns.extend(ends[:-1])
-            g.ended_at_ns.extend(ends)
-        g.n_replies_written.extend(array("q", (self.n_replies,)) * count)
-        g.n_prompt_tokens_read.extend(array("q", (self.n_tokens,)) * count)
+            g.runs_duration.append(self.duration)
+        else:  # (E2, E3, E7: its ends after its start)
+            g.runs_duration.append(-1 - len(g.runs_ends))
+            g.runs_ends.fromlist(self.ends[:count])
+        g.runs_stop.append(self.index + count)
+        g.runs_replies.append(self.n_replies)
+        g.runs_tokens.append(self.n_tokens)
         if self.head is not None:  # iteration, request id, tokens; ...
             log = array("q", (0, self.head.request_id, self.n_tokens)) * count
             log[0::3] = array("q", range(self.index, self.index + count))

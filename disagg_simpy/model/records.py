@@ -1,7 +1,10 @@
 """What a run leaves behind: plain numpy arrays, one set per arrangement.
 
 The model fills flat arrays during the run and hands them to `collect`, which turns them into
-one set of numpy arrays (this module knows nothing of the engine). Word times
+one set of numpy arrays (this module knows nothing of the engine). A GPU logs its iterations as
+RUNS, not one by one: a run is one or more back-to-back iterations of one batch (a repeat,
+model/plain_repeats.py, or a single iteration), one row for all of them, expanded here with numpy
+(`GpuLog`): a repeat's records cost one row however many iterations it holds. Word times
 are not stored: words 2..n of a reply end consecutive *writing* iterations of its writing GPU
 from `join_iteration` on, derived on demand through one view (`writes`, `stretches`: model/words.py)
 that every consumer reads.
@@ -9,6 +12,7 @@ that every consumer reads.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,15 +42,23 @@ REQUEST_FIELDS = (
 
 
 class GpuLog(Protocol):
-    """What `collect` reads of a GPU: its role and its flat int64 logs (array('q'))."""
+    """What `collect` reads of a GPU: its role and its flat int64 logs (array('q')).
+
+    One row per run of back-to-back iterations: when its first started, how long each took
+    (`runs_duration` >= 0), or, for growing durations (E2, E3, E7), -1 - the offset in `runs_ends`
+    of its iterations' ends after that start; the index after its last iteration (iterations are
+    numbered from 0, each run going on from the one before); replies written and prompt tokens
+    read by each of its iterations."""
 
     @property
     def role(self) -> str: ...
 
-    started_at_ns: Any
-    ended_at_ns: Any
-    n_replies_written: Any
-    n_prompt_tokens_read: Any
+    runs_start: Any
+    runs_duration: Any
+    runs_stop: Any
+    runs_replies: Any
+    runs_tokens: Any
+    runs_ends: Any  # E2, E3, E7: the ends after each growing run's start, run after run
     reads_log: Any  # iteration, request id, tokens; iteration, ...
     kv_used_tokens: Any  # E4: tokens held once each iteration's own reservations are made
     kv_used: int  # E4: tokens held now
@@ -120,15 +132,19 @@ class ArrangementRecords:
             table = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
             preemptions = {"gpu": np.repeat(np.arange(len(pairs), dtype=np.int64), [len(p) for p in pairs]),
                            "request_id": table[:, 0].copy(), "at_ns": table[:, 1].copy()}
-        counts = [len(g.ended_at_ns) for g in gpus]
+        counts = [n_recorded(g) for g in gpus]
         iterations = {
             "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), counts),
             "iteration": np.concatenate([np.arange(c, dtype=np.int64) for c in counts]),
         }
         fields = ["started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"]
+        expanded = [_iterations(g) for g in gpus]
+        for i, f in enumerate(fields):
+            iterations[f] = np.concatenate([e[i] for e in expanded])
         kv = kv_capacity_tokens is not None
-        for f in fields + ["kv_used_tokens"] * kv:  # (kv_used_tokens is logged at the start: cut to the ends)
-            iterations[f] = np.concatenate([np.frombuffer(getattr(g, f), dtype=np.int64)[:n] for g, n in zip(gpus, counts)])
+        if kv:  # (kv_used_tokens is logged at the start: cut to the ends)
+            iterations["kv_used_tokens"] = np.concatenate([np.frombuffer(g.kv_used_tokens, dtype=np.int64)[:n]
+                                                           for g, n in zip(gpus, counts)])
         logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
         reads_table = np.concatenate(logs)
         reads = {
@@ -217,6 +233,47 @@ class ArrangementRecords:
             has_lead = own_b & (n > 0)
             at[out][starts[has_lead]] = lead_at[lo:hi][has_lead]
         return request_id, word, at
+
+
+def n_recorded(g: GpuLog) -> int:
+    """How many of the GPU's iterations are recorded so far."""
+    return g.runs_stop[-1] if g.runs_stop else 0
+
+
+def iteration_end(g: GpuLog, i: int) -> int:
+    """When the GPU's recorded iteration `i` ended (ns)."""
+    k = bisect.bisect_right(g.runs_stop, i)
+    j = i - (g.runs_stop[k - 1] if k else 0)  # (its place in its run)
+    d = g.runs_duration[k]
+    return g.runs_start[k] + ((j + 1) * d if d >= 0 else g.runs_ends[-1 - d + j])
+
+
+def last_write_end(g: GpuLog) -> int:
+    """The end (ns) of the GPU's last iteration that wrote words: under E10 a seated reply's last
+    word before a preemption (prompt-only iterations may follow it)."""
+    k = len(g.runs_replies) - 1
+    while not g.runs_replies[k]:
+        k -= 1
+    return iteration_end(g, g.runs_stop[k] - 1)
+
+
+def _iterations(g: GpuLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The GPU's runs expanded to one row per iteration: started_at_ns, ended_at_ns,
+    n_replies_written, n_prompt_tokens_read (`GpuLog`)."""
+    stop = np.frombuffer(g.runs_stop, dtype=np.int64)
+    counts = np.diff(stop, prepend=0)
+    j = np.arange(int(stop[-1]) if len(stop) else 0, dtype=np.int64) - np.repeat(stop - counts, counts)
+    start = np.repeat(np.frombuffer(g.runs_start, dtype=np.int64), counts)
+    d = np.repeat(np.frombuffer(g.runs_duration, dtype=np.int64), counts)
+    ended = start + (j + 1) * d
+    grows = d < 0
+    if grows.any():  # (E2, E3, E7)
+        ended[grows] = start[grows] + np.frombuffer(g.runs_ends, dtype=np.int64)[j[grows] - 1 - d[grows]]
+    started = start  # (the first of each run; each later one starts at the end before it)
+    later = np.flatnonzero(j)
+    started[later] = ended[later - 1]
+    return (started, ended, np.repeat(np.frombuffer(g.runs_replies, dtype=np.int64), counts),
+            np.repeat(np.frombuffer(g.runs_tokens, dtype=np.int64), counts))
 
 
 #: words built per block by `ArrangementRecords.word_times` (bounds its temporaries)

@@ -18,6 +18,7 @@ from fractions import Fraction
 from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Slot
+from .records import n_recorded
 
 PHASE_WARM = PHASE_ARRIVE - 2  # warm-ups that end (start of D5 step 2)
 PHASE_DECIDE = PHASE_ARRIVE - 1  # then the schedule's or the policy's decision
@@ -129,7 +130,7 @@ class RoleController:
         self.moving[g.number] = move
         self.switches.append(move)
         g.draining = True
-        if g.n_started == len(g.ended_at_ns):  # not in an iteration
+        if g.n_started == n_recorded(g):  # not in an iteration
             self.drained(g, now)
 
     def drained(self, g: Gpu, now: int) -> None:

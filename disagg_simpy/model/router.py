@@ -47,7 +47,16 @@ class Side(Generic[G]):
 
     def least_queued(self) -> G:
         """The reading GPU with the least work queued (M3, D1, D2)."""
-        return self._assign(min(self.gpus, key=_READING_KEY))
+        gpus = iter(self.gpus)  # (a plain loop: 3x faster than min() with a key for a few GPUs)
+        best = next(gpus)
+        least = best.queued_tokens
+        for g in gpus:
+            q = g.queued_tokens
+            if q < least or (q == least and g.last_assignment < best.last_assignment):
+                best, least = g, q
+        best.last_assignment = self.n_assignments  # (`_assign`, inline: once per arrival)
+        self.n_assignments += 1
+        return best
 
     def round_robin(self) -> G:
         """E13 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
@@ -85,10 +94,13 @@ class Side(Generic[G]):
         local prompts not yet read (M3, D3, D2). With `need` (E4e): only among the GPUs whose
         free KV memory holds that many tokens; None if none does. With `away` (E9): only among
         those with no preempted reply away (being read again, or swapped out)."""
-        gpus: Sequence[G] = self.gpus
-        if need is not None:  # (E4: every GPU has a capacity)
-            gpus = [g for g in gpus if g.kv_capacity - g.kv_used >= need  # type: ignore[operator]
-                    and not (away and g.paged.n_away)]  # type: ignore[attr-defined]
-            if not gpus:
-                return None
-        return self._assign(min(gpus, key=lambda g: (g.n_replies + g.n_shipping + g.n_local, g.last_assignment)))
+        best: G | None = None
+        least = 0
+        for g in self.gpus:  # (a plain loop: min() with a key costs 3x for a few GPUs)
+            if need is not None and (g.kv_capacity - g.kv_used < need  # type: ignore[operator]  # (E4: every GPU has a capacity)
+                                     or (away and g.paged.n_away)):  # type: ignore[attr-defined]
+                continue
+            load = g.n_replies + g.n_shipping + g.n_local
+            if best is None or load < least or (load == least and g.last_assignment < best.last_assignment):
+                best, least = g, load
+        return None if best is None else self._assign(best)
