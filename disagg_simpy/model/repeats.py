@@ -70,8 +70,8 @@ E3's context, E2's re-read tokens and E7's pairs, which count the KV cache atten
 
 from __future__ import annotations
 
-import bisect
 from array import array
+from bisect import bisect_right
 from itertools import accumulate
 from typing import Any, Protocol
 
@@ -138,7 +138,7 @@ class Repeat(PlainRepeat):
         if self.head is not None:
             d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
             started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
-                self.n, 1 + bisect.bisect_right(ends, now - self.started - 1))
+                self.n, 1 + bisect_right(ends, now - self.started - 1))
             if started > self.n_taken:
                 self._take(started - self.n_taken)
 
