@@ -84,12 +84,13 @@ class PagedKv:
         self.log = array("q")  # request id, time (ns); ... one pair per preemption
         self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
         self.add_reply = adder(self)  # add_reply(r, now): a reply joins (or, read again, rejoins)
+        self.release = releaser(self)  # release(leaving): replies whose last word was just written leave
         gpu.paged = self
         gpu.has_work = work_test(self)  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
         gpu._seat = self.seat  # type: ignore[method-assign,assignment]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
-        gpu._release = self.release  # type: ignore[method-assign]
+        gpu._release = self.release  # type: ignore[method-assign,assignment]
 
     _preempt = paged_away.preempt
     swap_in = paged_away.swap_in
@@ -132,26 +133,6 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    def release(self, leaving: list[Request]) -> None:
-        """Replies whose last word was just written leave (E8 seats, E3, their KV)."""
-        gpu = self.gpu
-        if gpu.queue_replies:
-            gpu.n_seated -= len(leaving)
-        freed = 0
-        block = self.block
-        for r in leaving:  # (mostly one: `self`'s lists looked up in the loop, not bound before it)
-            del self.running[r]
-            if r.stretches is not None:
-                r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
-            if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
-                del self.phases[due % block][r]
-                freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
-            else:
-                freed += r.kv_blocks  # (its seat's blocks held its last word)
-        if gpu.track_context:
-            gpu.context_base -= sum(r.seat_base for r in leaving)
-        gpu.kv_used -= freed * block
-
     # -- an iteration starts (E9b-e) -------------------------------------------------------------
     def _short(self, due: dict[Request, None], index: int, now: int) -> None:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
@@ -184,6 +165,31 @@ def work_test(kv: PagedKv) -> Callable[[], bool]:
             return (swapped[0].kv_blocks + 1) * block <= free
         return bool(waiting) and (blocks_for(waiting[0].read_size, block) + 1) * block <= free
     return has_work
+
+
+def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
+    """`PagedKv.release` for one GPU, what it reads bound once (it runs at every iteration end a
+    reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
+    gpu, running, phases, block = kv.gpu, kv.running, kv.phases, kv.block
+    queue_replies, track_context = kv.gpu.queue_replies, kv.gpu.track_context
+
+    def release(leaving: list[Request]) -> None:
+        if queue_replies:
+            gpu.n_seated -= len(leaving)
+        freed = 0
+        for r in leaving:  # (mostly one)
+            del running[r]
+            if r.stretches is not None:
+                r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
+            if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
+                del phases[due % block][r]
+                freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
+            else:
+                freed += r.kv_blocks  # (its seat's blocks held its last word)
+            if track_context:
+                gpu.context_base -= r.seat_base
+        gpu.kv_used -= freed * block
+    return release
 
 
 def adder(kv: PagedKv) -> Callable[[Request, int], None]:

@@ -29,6 +29,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     waiting, queue, seats, seat = gpu.waiting, gpu.seat_queue, gpu.seats, kv.seat
     blocks, phases, pending, block, capacity = kv.blocks, kv.phases, kv.pending, kv.block, gpu.kv_capacity
     log = gpu.kv_used_tokens.append
+    swap = kv.swap  # (E9f: only under swap are replies swapped out, and back in, and KV moved)
     # M1 in whole ns inline, with E7's pairs if on, when no E2/E3/E13, E14 or E15 term is (`option_starts._reading_ns`'s and
     # `_writing_ns`'s plain cases: a start that only writes pays no E7 term)
     cost = gpu.cost
@@ -55,7 +56,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                     gpu.kv_peak = used
             else:
                 kv._short(due, index, now)
-        if kv.swapped and not kv.blocked:
+        if swap and kv.swapped and not kv.blocked:
             kv.swap_in(index)
         if kv.dirty:
             if kv.blocked or kv.moved_tokens:
@@ -90,7 +91,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 duration += pair * n_pairs
         else:
             duration = reading_ns(now, index, n_replies, n_tokens, taken) if taken else writing_ns(n_replies, index)
-        if kv.moved_tokens:
+        if swap and kv.moved_tokens:
             return n_replies, taken, n_tokens, duration + kv.swap_ns(kv.moved_tokens)  # E9f: swapped KV, rounded on its own
         return n_replies, taken, n_tokens, duration
     return start

@@ -41,13 +41,21 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`option_starts._writing_ns`)
     whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
     it, reply = cost.iteration, cost.per_reply
+    chunk, limit = gpu.chunk_tokens, gpu.max_tokens  # a prompt-only iteration's chunk (E8: at most its token budget)
+    chunk = 1 << 62 if chunk is None else chunk if limit is None or limit >= chunk else limit or 1 << 62
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         if kv.dirty:  # (what the last start's preemptions or swaps set, reset: `paged_start.starter`)
             kv.blocked, kv.moved_tokens, kv.queue_at, kv.dirty = False, 0, -1, False
         if waiting:  # E10a, E9b (R61): a begun head, or one admitted (`PagedKv.can_take`, inline), is read first
             head = waiting[0]
-            if head.unread_tokens < head.read_size or not kv.swapped and head.read_size <= kv.top - gpu.kv_used:
+            if (unread := head.unread_tokens) > chunk and unread < head.read_size:  # a begun head fills the chunk alone
+                head.unread_tokens = unread - chunk  # (`paged_take`'s first pass, inline: most chunks)
+                gpu.queued_tokens -= chunk
+                taken = [(head, chunk)]
+                log(gpu.kv_used)
+                return 0, taken, chunk, reading_ns(now, index, 0, chunk, taken)
+            if unread < head.read_size or not kv.swapped and head.read_size <= kv.top - gpu.kv_used:
                 taken, n_tokens = paged_take(kv, now, 0)
                 log(gpu.kv_used)
                 return 0, taken, n_tokens, reading_ns(now, index, 0, n_tokens, taken)

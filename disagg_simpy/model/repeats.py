@@ -64,14 +64,14 @@ fixed, and `record` writes them, unchanged, for each of its iterations:
 So a repeat of constant durations has both terms in its `duration`, computed for its first
 iteration as for every one. One of growing durations (E2, E3, E7 beside E14/E15) adds them once
 to the first iteration's sum (`_ends`: `CostNs.total_full` with the first iteration's replies
-and chunk, which are every iteration's), and its growth `_step` holds only the terms that grow:
+and chunk, which are every iteration's), and its growth (`step`, in `Repeat`) holds only the terms that grow:
 E3's context, E2's re-read tokens and E7's pairs, which count the KV cache attended to, not rows.
 """
 
 from __future__ import annotations
 
-import bisect
 from array import array
+from bisect import bisect_right
 from itertools import accumulate
 from typing import Any, Protocol
 
@@ -109,27 +109,36 @@ class Repeat(PlainRepeat):
 
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
-        self.paged = gpu.paged  # E9: due blocks taken at the starts inside the repeat (`_grow`)
-        self.kv = gpu.kv_used if gpu.kv_capacity is not None and self.paged is None else None  # E4: held at every start
+        paged = self.paged = gpu.paged  # E9: due blocks taken at the starts inside the repeat (`_grow`)
+        self.kv = gpu.kv_used if paged is None and gpu.kv_capacity is not None else None  # E4: held at every start
         self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
-        self.key = gpu.n_writes if not gpu.mixed and n_replies else -1  # E10: the second iteration's writing iteration
-        self.grows_at = _block_keys(gpu, index, n_replies) if self.paged is not None else -1  # E9: its first key in the block schedule
+        mixed = gpu.mixed
+        self.key = -1 if mixed or not n_replies else gpu.n_writes  # E10: the second iteration's writing iteration
+        # E9: its first key in the block schedule (model/kv_blocks.py): the iteration itself, or under E10
+        # (model/paged_unmixed.py) its writing iteration; -1 for E10's prompt-only iterations, which give no block
+        self.grows_at = -1 if paged is None else index if mixed else gpu.n_writes - 1 if n_replies else -1
         self.ends = None
         last = -1
-        if gpu.options and (step := _step(gpu, head, n_tokens, n_replies)):  # (E2, E3, E7)
+        # E2, E3, E7: how much each iteration costs more than the one before, before rounding (over the cost's
+        # denominator): each reply's context grows by one token (E3); each chunk of the head re-reads one chunk
+        # more (E2), and its tokens attend to one chunk more (E7)
+        cost = gpu.cost
+        step = cost.per_context_token * n_replies
+        if head is not None:
+            step += (cost.per_reread_token + cost.per_attention_pair * n_tokens) * n_tokens
+        if step:
             n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if gpu.mixed else gpu.n_writes - 1, step, n,
-                                     duration)
+            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if mixed else gpu.n_writes - 1, step, n, duration)
             assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
             last = ends[n - 1]
-        super().__init__(gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
+        PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
 
     def sync(self, now: int) -> None:
         """`PlainRepeat.sync`, with growing durations (E2, E3, E7) too."""
         if self.head is not None:
             d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
             started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
-                self.n, 1 + bisect.bisect_right(ends, now - self.started - 1))
+                self.n, 1 + bisect_right(ends, now - self.started - 1))
             if started > self.n_taken:
                 self._take(started - self.n_taken)
 
@@ -222,26 +231,6 @@ def cut_all(host: Any, changed: Any) -> None:
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()
-
-
-def _block_keys(gpu: Any, index: int, n_replies: int) -> int:
-    """E9: the key of iteration `index` in its GPU's block schedule (model/kv_blocks.py): the
-    iteration itself, or under E10 (model/paged_unmixed.py) its writing iteration; -1 for E10's
-    prompt-only iterations, which give no block."""
-    if gpu.mixed:
-        return index
-    return gpu.n_writes - 1 if n_replies else -1
-
-
-def _step(gpu: Any, head: Request | None, n_tokens: int, n_replies: int) -> int:
-    """E2, E3, E7: how much each iteration of a repeat costs more than the one before, before
-    rounding (over the cost's denominator): each reply's context grows by one token (E3); each
-    chunk of the head re-reads one chunk more (E2), and its tokens attend to one chunk more (E7)."""
-    cost = gpu.cost
-    step = cost.per_context_token * n_replies
-    if head is not None:
-        step += (cost.per_reread_token + cost.per_attention_pair * n_tokens) * n_tokens
-    return step
 
 
 def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int, first: int) -> list[int]:

@@ -59,7 +59,9 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
         order = gpu.write_order
         while order[0] not in by_write:
             heapq.heappop(order)
-        return min(n, max(1, order[0] - gpu.n_writes + 2))
+        last = order[0] - gpu.n_writes + 2
+        if last < n:
+            return last if last > 1 else 1
     return n
 
 
@@ -77,14 +79,20 @@ class WritingRepeat(PlainRepeat):
         an iteration end: `n` 0; or its next iteration taken `ahead`, which reads, E10a, and is not
         counted), they are counted; else `finish` counts them, at the end of its new last iteration."""
         if self.open:
-            super().cut(ahead)
+            PlainRepeat.cut(self, ahead)
             if not self.n or self.after is not None:
                 gpu: Any = self.gpu
                 gpu.n_writes += gpu.n_started - self.index - 1 - (self.after is not None)
 
     def finish(self) -> int:
-        """`PlainRepeat.finish`; its last iteration's replies leaving after it (`write_started`)."""
-        duration = super().finish()
+        """`PlainRepeat.finish` (reading nothing); its last iteration's replies leaving after it (`write_started`,
+        inline)."""
         gpu: Any = self.gpu
-        write_started(gpu, gpu.n_writes + self.n - 2, self.index + self.n - 1)
-        return duration
+        n, index = self.n, self.index
+        self.record(n - 1)
+        gpu.n_started = index + n
+        key = gpu.n_writes = gpu.n_writes + n - 1
+        if leaving := gpu.leaving_by_write.pop(key - 1, None):
+            gpu.leaving[index + n - 1] = leaving
+            heapq.heappush(gpu.leaving_order, index + n - 1)
+        return self.duration
