@@ -186,9 +186,10 @@ class Engine:
             reader = self.writing.fewest_replies()  # E6: read where it will be written
             reader.n_local += 1
         else:
-            for g in self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
-                if g.repeat is not None:
-                    g.repeat.sync(now)
+            if self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
+                for g in self.chunk_readers:
+                    if g.repeat is not None:
+                        g.repeat.sync(now)
             reader = self.reading.least_queued() if self.router == "least_loaded" else self._route(request)
         request.reading_gpu = reader.number
         reader.add_prompt(request)

@@ -174,14 +174,17 @@ class Gpu:
     def _seat(self, request: Request, index: int, key: int | None = None) -> None:
         """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
         request.join_iteration = index
-        key, by_key = (index, self.leaving) if key is None else (key, self.leaving_by_write)
+        if key is None:
+            key, by_key, order = index, self.leaving, self.leaving_order
+        else:
+            by_key, order = self.leaving_by_write, self.write_order
         if self.track_context:
             self.context_base += request.n_prompt_tokens + 1 - key
         last = key + request.n_reply_words - 2
         leaving = by_key.get(last)
         if leaving is None:
             by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)
-            heapq.heappush(self.leaving_order if by_key is self.leaving else self.write_order, last)
+            heapq.heappush(order, last)
         else:
             leaving.append(request)
 
@@ -197,7 +200,9 @@ class Gpu:
         if taken is not None:
             pass
         elif self.chunk_tokens is None:
-            taken = [(r, r.unread_tokens) for r in self.waiting]
+            taken = []
+            for r in self.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
+                taken.append((r, r.unread_tokens))
             self.waiting.clear()
         else:
             taken, budget = [], self.chunk_tokens if budget is None else budget
