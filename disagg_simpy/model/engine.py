@@ -24,7 +24,7 @@ from .costs import CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
 from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
-from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, events_scheduled
+from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, again, events_scheduled
 from .prefix_cache import PrefixCache, cache_block_ids
 from .records import ArrangementRecords
 from .request import Request
@@ -157,7 +157,7 @@ class Engine:
         measured = r.measured.tolist()
         paged, blocks, arrived, arrive = self.paged is not None, self.blocks, self.arrived, self.arrive
 
-        def arrival(_event) -> None:
+        def arrival(slot: Slot) -> None:
             i = len(arrived)
             at = times[i]
             request = Request(i, at, prompts[i], words[i], measured[i])
@@ -169,7 +169,7 @@ class Engine:
             self.next_arrival_ns = later = times[i + 1]  # (only later ones: D5 step 2)
             arrive(request, at)
             if later >= 0:
-                Slot(env, later - at, PHASE_ARRIVE + i + 1).callbacks.append(arrival)
+                again(slot, later - at, PHASE_ARRIVE + i + 1).callbacks.append(arrival)
 
         if times[0] >= 0:
             self.next_arrival_ns = times[0]

@@ -24,7 +24,7 @@ from .costs import CostNs
 from .kv_take import take_with_options
 from .option_paths import duration
 from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
-from .phases import PHASE_END, PHASE_START, Environment, Slot, fire
+from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
 from .request import Request
@@ -53,6 +53,7 @@ class Gpu:
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
+    tick: Slot  # set by `run`: its event to reuse (`phases.again`)
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -261,6 +262,7 @@ class Gpu:
         record_replies = self.runs_replies.append
         record_tokens = self.runs_tokens.append
         log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
+        tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
             if not has_work():
@@ -283,7 +285,8 @@ class Gpu:
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
                 repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
                     self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
-                yield repeat.slot  # (or the slot `repeat.cut` put in its place)
+                yield repeat.slot  # (or the slot `repeat.cut` put in its place: the old one stays queued, no longer reused)
+                tick = self.tick = repeat.slot
                 self.repeat = None
                 if not repeat.n:
                     continue  # cut at an iteration end: the next iteration starts now (D5 step 3)
@@ -299,7 +302,7 @@ class Gpu:
                 now = env.now
                 started = now - duration
             else:
-                yield Slot(env, duration, end_priority)
+                yield again(tick, duration, end_priority)
                 now = started + duration
             record_start(started)
             record_duration(duration)
@@ -331,9 +334,9 @@ class Gpu:
                 if self.draining:  # E12
                     host.gpu_drained(self, now)
                 if has_work() and (always_defer or host.more_may_arrive_now(now, self)):
-                    yield Slot(env, 0, start_priority)
+                    yield again(tick, 0, start_priority)
             elif host.more_may_arrive_now(now, self) and has_work():  # (the cheaper test first: mostly False)
-                yield Slot(env, 0, start_priority)
+                yield again(tick, 0, start_priority)
 
     def steady_iterations(self, index: int, taken: Sequence[tuple[Request, int]], n_replies: int = 0, started: int = 0,
                           duration: int = 0) -> int:

@@ -349,13 +349,14 @@ HAND = {
                                [dict(PAGED_UNMIXED, name="c", preemption="swap", swap_ms_per_token=0.01)],
                                {"cost": HAND_COST, "slo": {"freeze_ms": 20}}),
     # E9 without E10 and E7's attention pairs in whole ns (model/paged_start.py's inline duration, and
-    # paged_repeats.PagedReadingRepeat's growing chunks): whole prompts under a token budget, and chunks
-    # with seats, memory tight enough to preempt
-    "paged-attention": ([("0", 16, 12), ("0", 16, 12), ("0", 12, 10), ("0.01", 32, 4), ("0.02", 8, 6)],
-                        [{"name": name, "kind": "colocated", "gpus": 1, "kv_capacity_tokens": 40, "kv_policy": "paged",
+    # paged_repeats.PagedReadingRepeat's growing chunks, synced at arrivals the router weighs): whole prompts
+    # under a token budget, and chunks with seats on two GPUs, memory tight enough to preempt
+    "paged-attention": ([("0", 8, 12), ("0", 16, 3), ("0", 24, 4), ("0.002", 24, 10), ("0.01", 8, 12), ("0.013", 12, 6),
+                         ("0.02", 12, 12)],
+                        [{"name": name, "kind": "colocated", "kv_capacity_tokens": 40, "kv_policy": "paged",
                           "kv_block_tokens": 4, "cost": {"per_attention_pair_ms": 0.001}, **more}
-                         for name, more in (("whole", {"max_batch_tokens": 20}), ("chunked", {"chunk_tokens": 8,
-                                                                                              "max_batch_replies": 2}))],
+                         for name, more in (("whole", {"gpus": 1, "max_batch_tokens": 20}),
+                                            ("chunked", {"gpus": 2, "chunk_tokens": 8, "max_batch_replies": 2}))],
                         {"cost": HAND_COST}),
     # the safety cap (D6) cuts replies mid-reply, mid-ship and in a link's queue
     "cap": ([("0", 400, 30)] * 4 + [("0.02", 100, 30)] * 3,
