@@ -105,6 +105,16 @@ def test_a_whole_prompt_waits_for_room_behind_the_replies(tmp_path):
                                     (35_010_000, 46_010_000, 1, 0)]
 
 
+
+def test_a_prompt_of_exactly_the_budget_waits_for_room_and_is_not_read_in_pieces(tmp_path):
+    # budget 100: B (100 tokens, arriving at 1 ms) fits the whole budget, so while A's word leaves
+    # a room of 99 it waits (read whole later), not in pieces of the room as a larger prompt is
+    res = run_rows(tmp_path, [(0.0, 50, 3), (0.001, 100, 2)],
+                   [{"name": "c", "kind": "colocated", "gpus": 1, "max_batch_tokens": 100}], cost=COST)
+    assert iterations(res, "c") == [(0, 10_500_000, 0, 50), (10_500_000, 21_500_000, 1, 0),
+                                    (21_500_000, 32_500_000, 1, 0), (32_500_000, 43_500_000, 0, 100),
+                                    (43_500_000, 54_500_000, 1, 0)]
+
 # -- random runs: every invariant (budgets included) holds, every request finishes ---------------
 rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 600), st.integers(1, 8)), min_size=1, max_size=10).map(
     lambda rs: sorted(((t * 0.005, p, w) for t, p, w in rs), key=lambda r: r[0]))
