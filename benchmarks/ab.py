@@ -29,7 +29,10 @@ scenario's cost figures), so the options' cost is measured against today's singl
 A second table gives each run's size (iterations, requests arrived, simulated seconds, SimPy
 events) and the median change per iteration: an option that adds iterations (E10's prompt-only
 ones) or slows an arrangement (its measured replies end later, so more traffic arrives) makes a
-bigger run, and the per-iteration figure separates the code's cost from the run's.
+bigger run, and the per-iteration figure separates the code's cost from the run's. "run" is the
+ratio of the medians; "paired run" the median of the ratios of neighbouring runs (run i of each
+tree), steadier when the machine's speed drifts during the measurement (CPU times of the same
+run here swing by half within a minute under other virtual machines' load).
 `--max-sim-s` equal to `--measure-s` stops both runs at the same simulated time, so both simulate
 the same arrivals.
 
@@ -167,6 +170,7 @@ def main() -> int:
                   f"{statistics.median(a) / statistics.median(b) - 1:>+8.1%}", flush=True)
             sizes[name] = {label: run_size(trees[label], scenarios[label]) for label in ("before", "after")}
             sizes[name]["change"] = statistics.median(a) / statistics.median(b)
+            sizes[name]["paired"] = statistics.median(x / y for x, y in zip(a, b))  # (run i of each: neighbours)
         if args.total:
             b_sum, a_sum = sum(totals["before"]), sum(totals["after"])
             print(f"{'total':<14}{'':>35}{b_sum:>15.4f}{a_sum:>14.4f}{a_sum / b_sum - 1:>+8.1%}"
@@ -187,11 +191,12 @@ def print_sizes(sizes: dict) -> None:
     more (an option that makes more iterations, or a slower arrangement whose measured replies
     end later), the per-iteration figure is the cost of the code, the run's ratio that of both."""
     print(f"\n{'arrangement':<14}{'iterations before':>18}{'after':>8}{'requests before':>16}{'after':>7}"
-          f"{'sim s before':>13}{'after':>7}{'events before':>14}{'after':>8}{'run':>7}{'per iteration':>14}")
+          f"{'sim s before':>13}{'after':>7}{'events before':>14}{'after':>8}{'run':>7}{'per iteration':>14}"
+          f"{'paired run':>11}{'per iteration':>14}")
     for name, s in sizes.items():
-        (bi, br, bs, be), (ai, ar, as_, ae), change = s["before"], s["after"], s["change"]
+        (bi, br, bs, be), (ai, ar, as_, ae), change, paired = s["before"], s["after"], s["change"], s["paired"]
         print(f"{name:<14}{bi:>18,}{ai:>8,}{br:>16,}{ar:>7,}{bs:>13.0f}{as_:>7.0f}{be:>14,}{ae:>8,}"
-              f"{change:>6.2f}x{change * bi / ai:>13.2f}x")
+              f"{change:>6.2f}x{change * bi / ai:>13.2f}x{paired:>10.2f}x{paired * bi / ai:>13.2f}x")
 
 
 if __name__ == "__main__":
