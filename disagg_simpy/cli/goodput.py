@@ -31,13 +31,14 @@ def build_goodput_parser():
     return p
 
 
-def format_goodput(table) -> str:
+def format_goodput(table, share: str = "on time %") -> str:
     """Aligned text: goodput with its 95% interval, per GPU, the bracketing rates with their
-    on-time shares (mean and interval over seeds), the limit."""
+    per-request shares (mean and interval over seeds; `share`: their header, `Slo.share_header`),
+    the limit."""
     from ..results.intervals import Interval
 
-    header = ["arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "passes at", "on time %", "fails at",
-              "on time %", "fails first"]
+    header = ["arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "passes at", share, "fails at",
+              share, "fails first"]
     rows = []
     for r in table.itertuples():
         rate = lambda x: "-" if math.isnan(x) else f"{x:.2f}"  # noqa: E731
@@ -63,18 +64,19 @@ def _goodput(job: Job) -> Batch:
     table = goodput(scenario, job.runner, seeds, args.target, args.tolerance, starts=starts)
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
-    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    at = scenario.slo.at_text(args.target)
     title = (f"{scenario.name}: goodput {at} (mean of {len(seeds)} seed"
              f"{'s' * (len(seeds) > 1)}; {window})")
 
     def picture(folder):
         from ..plots.capacity import save_goodput
 
-        return save_goodput(table, folder / "goodput.png", title)
+        return save_goodput(table, folder / "goodput.png", title, scenario.slo.carried_text())
 
     return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance},
                  lines=[f"{title}; bisection to {args.tolerance:g} requests/s",
-                        f"criterion: {criterion_text(scenario.slo, args.target)}", format_goodput(table)], picture=picture,
+                        f"criterion: {criterion_text(scenario.slo, args.target)}",
+                        format_goodput(table, scenario.slo.share_header())], picture=picture,
                  page=lambda path: goodput_page(path, table, title))
 
 

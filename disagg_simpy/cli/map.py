@@ -76,7 +76,8 @@ def _map(job: Job) -> Batch:
         cells,
         info={"gpus": args.gpus, "rates": rates, "y_key": key, "y_values": [str(v) for v in values],
               "arrangements": names},
-        lines=[title, "criterion: " + ("most on time (per request: " + scenario.slo.words() + ")"
+        lines=[title, "criterion: " + (("most on time (per request: " + scenario.slo.words() + ")"
+                                       if scenario.slo.is_default_kind else "most " + scenario.slo.share_words())
                                       if scenario.slo.criterion == "per_request"
                                       else f"lowest worst figure / limit ({scenario.slo.words()}, mean over seeds)"),
                "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],

@@ -77,10 +77,11 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
     return note
 
 
-def format_plan(table) -> str:
+def format_plan(table, share: str = "on time %") -> str:
+    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`)."""
     import pandas as pd
 
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
+    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", f"{share} at rate", "fails first"]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -155,8 +156,8 @@ def _plan(job: Job) -> Batch | None:
         n_gpus, passing = fewest_gpus(scenario, runner, seeds, args.target, args.rate, args.max_gpus, args.chunks,
                                       tps=tps, tp_cost=tp_cost)
     if n_gpus is None:
-        print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s with {args.target:g}% "
-              f"on time (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
+        print(f"no arrangement of up to {args.max_gpus} GPUs carries {args.rate:g} requests/s "
+              f"{scenario.slo.at_text(args.target)} (mean of {len(seeds)} seeds); try more --max-gpus", file=sys.stderr)
         return None
     planned = with_candidates(scenario, candidates(n_gpus, args.chunks, splits=args.splits, tps=tps, tp_cost=tp_cost),
                               "--gpus")
@@ -164,13 +165,13 @@ def _plan(job: Job) -> Batch | None:
         planned = resolve(planned, {RATE: args.rate})
     table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive)
     best = table.iloc[0]
-    line = recommendation(table, args.target)
+    line = recommendation(table, args.target, scenario.slo)
     if args.rate is not None:
-        line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s with {args.target:g}% on time "
+        line = (f"{n_gpus} GPU{'s' * (n_gpus > 1)} carry {args.rate:g} requests/s {scenario.slo.at_text(args.target)} "
                 f"({', '.join(passing or [])}); {line}")
     arrangement = next(a for a in planned.arrangements if a.name == best.arrangement)
     w = scenario.workload
-    at = f"at {args.target:g}% on time" if scenario.slo.criterion == "per_request" else "by the percentiles criterion"
+    at = scenario.slo.at_text(args.target)
     title = (f"{scenario.name}: goodput {at} on {n_gpus} GPUs (mean of {len(seeds)} "
              f"seed{'s' * (len(seeds) > 1)}; measured window {w.measure_s:g} s)" if w.measure_s else
              f"{scenario.name}: goodput {at} on {n_gpus} GPUs")
@@ -179,14 +180,14 @@ def _plan(job: Job) -> Batch | None:
     def picture(folder):
         from ..plots.capacity import save_plan
 
-        return save_plan(table, folder / "plan.png", title, labels)
+        return save_plan(table, folder / "plan.png", title, labels, scenario.slo.carried_text())
 
     return Batch(
         table,
         info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
               "recommendation": line},
-        lines=[f"{title}; on time % at {planned.workload.rate_per_s:g} requests/s",
-               f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table), line,
+        lines=[f"{title}; {scenario.slo.share_header()} at {planned.workload.rate_per_s:g} requests/s",
+               f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table, scenario.slo.share_header()), line,
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target),

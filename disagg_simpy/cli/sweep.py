@@ -49,19 +49,21 @@ def _sweep(job: Job) -> Batch:
     on_time = on_time_bands(table, grid.keys)  # (the picture draws on-time shares whatever the criterion)
     bands = on_time_bands(table, grid.keys, "slo_ratio") if percentiles else on_time
     n_points = len(grid.points())
-    title = (f"{scenario.name}: on time against offered rate, mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} "
-             "with 95% band")
+    x = SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key
+    share = scenario.slo.share_words()
+    title = (f"{scenario.name}: {share} against {'the SLO scale' if x == SLO_SCALE else 'offered rate'}, "
+             f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} with 95% band")
     n = table["arrangement"].nunique()
     counts = f"{n_points} point{'s' * (n_points > 1)} x {len(seeds)} seed{'s' * (len(seeds) > 1)} x {n} arrangements"
 
-    what = ("on time (%)" if not percentiles else
-            f"criterion percentiles: the worst P{scenario.slo.level:g} figure / its limit (at most 1 meets)")
+    what = (f"{share} (%)" if not percentiles else
+            f"criterion percentiles ({scenario.slo.words()}): the worst figure / its limit (at most 1 meets)")
 
     def picture(folder):
         from ..plots.capacity import save_sweep
 
-        x = SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key
-        return save_sweep(on_time, grid.keys, folder / "sweep.png", title, args.target, x=x, limits=args.limits)
+        return save_sweep(on_time, grid.keys, folder / "sweep.png", title, args.target, x=x, limits=args.limits,
+                          share=share)
 
     return Batch(
         table,

@@ -26,7 +26,7 @@ X_LABELS = {RATE: "offered rate (requests/s)", "rate_per_gpu": "offered rate per
 
 
 def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, target: float | None = None,
-               x: str = RATE, limits: bool = False) -> Path:
+               x: str = RATE, limits: bool = False, share: str = "replies on time") -> Path:
     """One panel per value of the grid keys other than `x` (the rate, the rate per GPU or the SLO
     scale); in each, a line per arrangement (mean on-time over seeds) in a band (95% interval).
     With `limits`, also each limit alone: the share within the first-word limit (dashed) and
@@ -74,11 +74,11 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
             ax.set_visible(False)
         for ax in axes[:n]:
             ax.set_xlabel(X_LABELS.get(x, x))
-            ax.set_ylabel("replies on time (%)")
+            ax.set_ylabel(f"{share} (%)")
         fig.suptitle(title, fontsize=12, fontweight="bold")
         handles, labels = axes[0].get_legend_handles_labels()
         if limits:
-            handles += [Line2D([], [], color="black", lw=1.8, label="on time (every limit)"),
+            handles += [Line2D([], [], color="black", lw=1.8, label=f"{share} (every limit)"),
                         Line2D([], [], color="black", lw=1.2, ls="--", label="first-word limit alone"),
                         Line2D([], [], color="black", lw=1.2, ls=":", label="mean-gap limit alone")]
             labels = [h.get_label() for h in handles]
@@ -86,7 +86,7 @@ def save_sweep(bands: pd.DataFrame, keys: list[str], path: Path, title: str, tar
         return st.save_figure(fig, path)
 
 
-def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
+def save_goodput(table: pd.DataFrame, path: Path, title: str, carried: str = "with the target share on time") -> Path:
     """A bar per arrangement: its goodput (requests/s at the target), a line from it to the
     lowest rate found to fail, and the per-GPU figure and the limit that binds first."""
     names = [str(n) for n in table["arrangement"]]
@@ -110,14 +110,15 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
         ax.set_yticks(y)
         ax.set_yticklabels(names)
         ax.set_xlim(0, right * 1.9)
-        ax.set_xlabel("offered requests/s carried with the target share on time (bar); first rate found to fail (|)")
+        ax.set_xlabel(f"offered requests/s carried {carried} (bar); first rate found to fail (|)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(axis="x", alpha=0.3)
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 
 
-def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str]) -> Path:
+def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str],
+              carried: str = "with the target share on time") -> Path:
     """A bar per evaluated arrangement, best on top: its goodput, with its 95% interval (the
     same statistic: sweep/goodput.py `goodput_search`) as a black line; bars coloured by the
     arrangement's `label` (`labels`, by name: 'same GPU', 'chunks', 'split', ...)."""
@@ -139,7 +140,7 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
             t.set_gid("goodput-value")
         ax.set_yticks(y)
         ax.set_yticklabels([f"{r}. {n}" for r, n in zip(table["rank"], names)], fontsize=8)
-        ax.set_xlabel("goodput: offered requests/s carried with the target share on time (line: 95% interval)")
+        ax.set_xlabel(f"goodput: offered requests/s carried {carried} (line: 95% interval)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(axis="x", alpha=0.3)
         handles = [Patch(color=c, label=k) for k, c in colours.items() if k in kinds]

@@ -19,7 +19,8 @@ from ..model.records import ArrangementRecords
 from ..units import NS_PER_S
 from .blame import FREEZE_SUMMARY_COLUMNS, freeze_summary, iteration_gaps, long_prompt_tokens, reply_spans
 from .columns import SUMMARY_COLUMNS, WHY_LATE_COLUMNS, checked
-from .metrics import SLACK_NS, LimitsNs, ReplyGaps, blank_off, criterion_figures, prefix_figures, summary_row
+from .metrics import SLACK_NS, LimitsNs, ReplyGaps, blank_off, prefix_figures, summary_row
+from .rules import late_flags, rule_figures
 
 TIME_PARTS = ("queued", "reading", "shipping", "joining", "writing")
 
@@ -32,8 +33,7 @@ def summary_figures(scenario, arrangement, rec: ArrangementRecords, gaps: ReplyG
     the options' and why late, checked against the registry's `SUMMARY_COLUMNS`."""
     row = summary_row(rec, gaps) | why_late_row(scenario, arrangement, rec, gaps, limits)
     row = blank_off(checked(row, SUMMARY_COLUMNS, "summary row"), scenario.slo)  # a limit that is off: empty
-    if scenario.slo.criterion == "percentiles":
-        row |= criterion_figures(gaps, scenario.slo)
+    row |= rule_figures(gaps, scenario.slo)  # (the rule's own columns: end-to-end, delay, percentiles)
     if scenario.prefix_cache_tokens is not None:  # E13
         reading = arrangement.side_costs(scenario.cost)[0]
         row |= prefix_figures(rec, gaps, reading.per_prompt_token_ms - (reading.per_cached_token_ms or 0.0))
@@ -131,9 +131,10 @@ def time_columns(rec: ArrangementRecords, gaps: ReplyGaps, limits: LimitsNs) -> 
 
 
 def late_breakdown(gaps: ReplyGaps) -> dict[str, float]:
-    """Shares (%) of measured requests late on exactly one limit, by limit, and on several."""
-    flags = np.stack([gaps.late_first_word, gaps.late_mean_gap, gaps.froze]).astype(np.int64)
+    """Shares (%) of measured requests late on exactly one of the explainer's limits, by limit,
+    and on several (counting end-to-end and delay too: `rule_figures` has those alone)."""
+    flags = late_flags(gaps).astype(np.int64)
     n_broken = flags.sum(axis=0)
-    counts = [int(((n_broken == 1) & (f == 1)).sum()) for f in flags] + [int((n_broken > 1).sum())]
+    counts = [int(((n_broken == 1) & (f == 1)).sum()) for f in flags[:3]] + [int((n_broken > 1).sum())]
     n = len(gaps.rows)
     return {c: 100.0 * k / n if n else float("nan") for c, k in zip(LATE_COLUMNS, counts)}

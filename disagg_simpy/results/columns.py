@@ -236,6 +236,39 @@ PREFIX = (
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
 
+#: The SLO rule's own columns (`metrics.rule_columns`): per request, the shares late on end-to-end
+#: latency or scheduling delay (only when that limit is on); with `criterion: percentiles`, each
+#: judged figure (the explainer's three always, the others when on), `slo_met` and `slo_ratio`.
+RULE = (
+    Column("late_e2e_pct", "%", "end-to-end late %", "share whose end-to-end latency (arrival to last word) was over "
+           "slo.e2e_s (or unfinished)", family="rule", decimals=1, console=True),
+    Column("late_e2e_only_pct", "%", "late on end-to-end only %", "share late on the end-to-end limit alone",
+           family="rule", decimals=1),
+    Column("late_delay_pct", "%", "delay late %", "share whose scheduling delay (arrival to the start of its first "
+           "read) was over slo.delay_s (or never read)", family="rule", decimals=1, console=True),
+    Column("late_delay_only_pct", "%", "late on delay only %", "share late on the delay limit alone",
+           family="rule", decimals=1),
+    Column("slo_first_word_s", "s", "TTFT figure s", "criterion percentiles: the judged percentile of the first-word "
+           "waits (no first word: +inf)", family="criterion", decimals=3, console=True),
+    Column("slo_mean_gap_ms", "ms", "TPOT figure ms", "criterion percentiles: the judged percentile of the replies' mean "
+           "gaps (one-word replies left out; tpot inclusive: end-to-end / words); unfinished: +inf",
+           family="criterion", decimals=1, console=True),
+    Column("slo_longest_gap_ms", "ms", "longest gap figure ms", "criterion percentiles: the judged percentile of the "
+           "replies' longest gaps (unfinished: +inf)", family="criterion", decimals=1, console=True),
+    Column("slo_gap_ms", "ms", "TBT figure ms", "criterion percentiles: the judged percentile of every gap of every "
+           "measured reply, pooled (each unfinished reply adds one +inf gap)", family="criterion", decimals=1,
+           console=True),
+    Column("slo_e2e_s", "s", "end-to-end figure s", "criterion percentiles: the judged percentile of end-to-end "
+           "latencies (unfinished: +inf)", family="criterion", decimals=3, console=True),
+    Column("slo_delay_s", "s", "delay figure s", "criterion percentiles: the judged percentile of scheduling delays, "
+           "arrival to first read (never read: +inf)", family="criterion", decimals=3, console=True),
+    Column("slo_met", "", "meets the rule", "criterion percentiles: every judged figure within its limit",
+           family="criterion", console=True),
+    Column("slo_ratio", "factor", "worst figure / limit", "criterion percentiles: the largest judged figure / its limit "
+           "(at most 1 meets)", family="criterion", decimals=2),
+)
+RULE_COLUMNS = tuple(c.name for c in RULE)
+
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
 SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
 VS_BEST = Column("on_time_vs_best_pct", "%", "on time vs best", "on-time share minus the best arrangement's in "
@@ -251,7 +284,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *RULE)}
 
 
 def summary_column(name: str) -> Column:

@@ -25,14 +25,21 @@ OFF_NS = 2**62
 
 @dataclass(frozen=True)
 class LimitsNs:
+    """The per-request limits in ns (OFF_NS when off); `inclusive`: TPOT counts the first word
+    (end-to-end / words) instead of (last word - word 1) / (words - 1)."""
+
     first_word: int
     mean_gap: int
     freeze: int
+    e2e: int = OFF_NS
+    delay: int = OFF_NS
+    inclusive: bool = False
 
     @classmethod
     def from_slo(cls, slo: Slo) -> LimitsNs:
         r = lambda x, unit: OFF_NS if x is None else int(nearest_ns(x * unit))  # noqa: E731
-        return cls(r(slo.first_word_s, NS_PER_S), r(slo.mean_gap_ms, NS_PER_MS), r(slo.freeze_ms, NS_PER_MS))
+        return cls(r(slo.first_word_s, NS_PER_S), r(slo.mean_gap_ms, NS_PER_MS), r(slo.freeze_ms, NS_PER_MS),
+                   r(slo.e2e_s, NS_PER_S), r(slo.delay_s, NS_PER_S), slo.tpot == "inclusive")
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,11 @@ class ReplyGaps:
     froze: np.ndarray
     gap_values_ns: np.ndarray  # distinct pooled gaps of finished replies ...
     gap_counts: np.ndarray  # ... and how many times each occurs
+    e2e_ns: np.ndarray | None = None  # arrival to last word (-1 if unfinished)
+    delay_ns: np.ndarray | None = None  # arrival to the start of its first read (-1 if never)
+    late_e2e: np.ndarray | None = None  # (all False when the limit is off)
+    late_delay: np.ndarray | None = None
+    n_words: np.ndarray | None = None  # words of each reply
 
 
 def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
@@ -82,6 +94,9 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
         m_late_mean = np.zeros(len(m_rows), dtype=bool)
     else:
         m_late_mean = m_total > (m_n - 1) * (limits.mean_gap + SLACK_NS)
+    e2e = np.where(finished, r["finished_at_ns"][rows] - r["arrived_at_ns"][rows], -1)
+    read_at = r["read_started_at_ns"][rows]
+    delay = np.where(read_at >= 0, read_at - r["arrived_at_ns"][rows], -1)
 
     mean_gap = np.full(len(rows), np.nan)
     mean_gap[multi] = m_total / (m_n - 1)
@@ -91,13 +106,17 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     n_freezes[multi] = m_freezes
     late_mean = ~finished.copy()
     late_mean[multi] = m_late_mean
+    if limits.inclusive and limits.mean_gap != OFF_NS:  # TPOT with the first word: end-to-end / words
+        late_mean = ~finished | (e2e > n * (limits.mean_gap + SLACK_NS))
+    late_e2e = (~finished | (e2e > limits.e2e + SLACK_NS)) & (limits.e2e != OFF_NS)
+    late_delay = ((delay < 0) | (delay > limits.delay + SLACK_NS)) & (limits.delay != OFF_NS)
     late_first = (first_at < 0) | (first_wait > limits.first_word + SLACK_NS)
     froze = ~finished | (n_freezes > 0)
     # a limit that is off calls nothing late (an unfinished reply is still not on time)
     late_first &= limits.first_word != OFF_NS
     late_mean &= limits.mean_gap != OFF_NS
     froze &= limits.freeze != OFF_NS
-    on_time = finished & ~late_first & ~late_mean & ~froze
+    on_time = finished & ~late_first & ~late_mean & ~froze & ~late_e2e & ~late_delay
 
     # pooled gaps: diff k is seen by every stretch with lo <= k < hi
     weight = np.zeros(len(diffs) + 1, dtype=np.int64)
@@ -111,7 +130,7 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     counts = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)
     return ReplyGaps(
         rows, finished, first_wait, mean_gap, max_gap, n_freezes, on_time,
-        late_first, late_mean, froze, values, counts,
+        late_first, late_mean, froze, values, counts, e2e, delay, late_e2e, late_delay, n,
     )
 
 
@@ -212,6 +231,8 @@ def weighted_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> flo
     a = float(values[np.searchsorted(cum, below, side="right")])
     b = float(values[np.searchsorted(cum, min(below + 1, total - 1), side="right")])
     t = h - below
+    if math.isinf(b) and t > 0:  # (an interpolation that touches +inf is +inf)
+        return b
     diff = b - a
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
@@ -347,10 +368,6 @@ LIMIT_COLUMNS = {
     "freeze_ms": ("froze_pct", "late_froze_only_pct", "n_freezes", "freezes_by_long_prompt_pct", "frozen_s",
                   "slo_longest_gap_ms"),
 }
-#: The `percentiles` criterion's figures (`criterion_figures`), by the limit each is held to.
-CRITERION_COLUMNS = {"first_word_s": "slo_first_word_s", "mean_gap_ms": "slo_mean_gap_ms", "freeze_ms": "slo_longest_gap_ms"}
-
-
 def off_columns(slo: Slo) -> set[str]:
     """The columns of the limits that are off."""
     return {c for key, cols in LIMIT_COLUMNS.items() if getattr(slo, key) is None for c in cols}
@@ -375,27 +392,3 @@ def linear_percentile(values: np.ndarray, q: float) -> float:
         return float(v[lo])
     a, b = float(v[lo]), float(v[lo + 1])
     return float("inf") if math.isinf(b) else a + (b - a) * t
-
-
-def criterion_figures(gaps: ReplyGaps, slo: Slo) -> dict:
-    """The `percentiles` criterion's figures of a run (docs/compare.md): the `slo.level`-th
-    percentile (numpy's linear rule) of the measured requests' first-word waits (s; no first
-    word: +inf), and of the measured replies' mean gaps and longest gaps (ms; a finished one-word
-    reply has no gap and is left out, as TPOT leaves it out; an unfinished reply of any length
-    counts as +inf); `slo_met`: each figure whose limit is on is within it (with D8's 1 ns
-    slack); `slo_ratio`: the largest figure / limit (at most 1 meets, give or take the slack)."""
-    q = slo.level
-    fin = gaps.finished
-    waits = np.where(gaps.first_word_ns >= 0, gaps.first_word_ns, np.inf) / NS_PER_S
-    multi = ~fin | ~np.isnan(gaps.mean_gap_ns)  # unfinished, or finished with 2+ words
-    means = np.where(fin, gaps.mean_gap_ns, np.inf)[multi] / 1e6
-    longest = np.where(fin, gaps.max_gap_ns.astype(np.float64), np.inf)[multi] / 1e6
-    out = {"slo_first_word_s": linear_percentile(waits, q), "slo_mean_gap_ms": linear_percentile(means, q),
-           "slo_longest_gap_ms": linear_percentile(longest, q)}
-    slack = {"first_word_s": SLACK_NS / NS_PER_S, "mean_gap_ms": SLACK_NS / 1e6, "freeze_ms": SLACK_NS / 1e6}
-    met = True
-    for key, limit in slo.on.items():
-        value = out[CRITERION_COLUMNS[key]]
-        met &= bool(math.isnan(value) or value <= limit + slack[key])
-    ratios = [out[CRITERION_COLUMNS[k]] / limit for k, limit in slo.on.items() if not math.isnan(out[CRITERION_COLUMNS[k]])]
-    return blank_off(out, slo) | {"slo_met": met, "slo_ratio": max(ratios, default=0.0)}

@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
+from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, RULE, summary_column
 from .intervals import SHARE, interval, t975  # noqa: F401 (t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
 #: summary columns that judge one limit (empty when it is off: left out of the table)
 LIMITS_JUDGING = {c for cols in LIMIT_COLUMNS.values() for c in cols}
-#: the percentiles criterion's figures, in the console table when present
-CRITERION_CONSOLE = ("slo_first_word_s", "slo_mean_gap_ms", "slo_longest_gap_ms", "slo_met")
+#: the SLO rule's own figures, in the console table when present (the registry's `RULE`)
+CRITERION_CONSOLE = tuple(c.name for c in RULE if c.console)
 
 
 def _is_share(column: str) -> bool:

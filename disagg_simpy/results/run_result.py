@@ -19,8 +19,9 @@ from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
 from .columns import PAGED_COLUMNS, PREFIX_COLUMNS, SUMMARY_COLUMNS
 from .frames import iterations_frame, paged_columns, reads_frame, requests_frame, words_frame
-from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns, paged_figures
+from .metrics import LimitsNs, ReplyGaps, off_columns, paged_figures
 from .over_time import over_time_edges_ns, over_time_frame
+from .rules import rule_columns
 
 
 @dataclass
@@ -54,7 +55,7 @@ class RunResult:
             arrangements = {a.name: a for a in self.scenario.arrangements}
             rows = [summary_figures(self.scenario, arrangements[n], self.records[n], self.gaps[n], self.limits)
                     for n in self.records]
-            extra = [*CRITERION_COLUMNS.values(), "slo_met"] if self.scenario.slo.criterion == "percentiles" else []
+            extra = rule_columns(self.scenario.slo)
             extra += list(PREFIX_COLUMNS) if self.scenario.prefix_cache_tokens is not None else []  # E13
             if self.paged:  # E9's figures, only when some arrangement is paged (R59)
                 for row, n in zip(rows, self.records):

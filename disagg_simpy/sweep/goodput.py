@@ -34,7 +34,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import names
 from ..results.intervals import SHARE, Interval, interval
-from ..results.metrics import CRITERION_COLUMNS
+from ..results.rules import CRITERION_COLUMNS, SLACK
 from ..scenario.schema import Scenario, Slo
 from .goodput_probe import MODES, Probe, Request, _rerun, decide, percentiles_pass, probe_with, staged_target  # noqa: F401
 from .grid import ONLY, RATE, resolve
@@ -43,7 +43,8 @@ from .runner import Runner, Task
 #: goodput.csv's columns (docs/outputs.md; the registry, results/columns.py)
 GOODPUT_COLUMNS = names("goodput")
 #: binding_limit values, by the summary column of the share that broke each limit
-LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze"}
+LIMITS = {"late_first_word_pct": "first_word", "late_mean_gap_pct": "mean_gap", "froze_pct": "freeze",
+          "late_e2e_pct": "e2e", "late_delay_pct": "delay"}
 STEP = 1.25  # the first step from the start rate; each next step squares the factor
 MAX_STEPS = 12
 #: A search as `drive` advances it: yields run requests, receives their rows, returns its answer.
@@ -54,9 +55,7 @@ Key = TypeVar("Key", bound=Hashable)
 def criterion_text(slo: Slo, target: float) -> str:
     """What a table's pass/fail means: '90% on time (per request: first word within 2 s, ...)'
     or 'P90 of each: first word within 2 s, ... (criterion percentiles, mean over seeds)'."""
-    if slo.criterion == "percentiles":
-        return f"{slo.words()} (criterion percentiles, mean over seeds)"
-    return f"{target:g}% on time (per request: {slo.words()})"
+    return slo.criterion_text(target)
 
 
 def probe_rate(name: str, rate: float, seeds: tuple[int, ...], target: float, slo: Slo | None = None
@@ -123,7 +122,7 @@ def interval_passes(probe: Probe, target: float, side: str, slo: Slo | None = No
     within its limit, "high" when every figure's interval still reaches within it."""
     if slo is not None and slo.criterion == "percentiles":
         rows = pd.DataFrame(probe.rows)
-        slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
+        slack = SLACK
         figures = {k: rows[CRITERION_COLUMNS[k]].astype(float) for k in slo.on}
         spans = {k: interval(v) if v.lt(math.inf).all() else Interval(math.inf, math.inf, math.inf, len(v))
                  for k, v in figures.items()}  # a figure never reached (+inf) fails either side

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..results.metrics import CRITERION_COLUMNS
+from ..results.rules import CRITERION_COLUMNS, SLACK
 from ..scenario.schema import Slo
 
 
@@ -63,8 +63,7 @@ def percentiles_pass(rows: pd.DataFrame, slo: Slo) -> bool:
     """The percentiles criterion over seeds: the mean over the rows (seeds) of each figure whose
     limit is on is within the limit (1 ns of slack, D8); a seed with a figure never reached
     (+inf) fails it."""
-    slack = {"first_word_s": 1e-9, "mean_gap_ms": 1e-6, "freeze_ms": 1e-6}
-    return all(float(rows[CRITERION_COLUMNS[k]].mean()) <= limit + slack[k] for k, limit in slo.on.items())
+    return all(float(rows[CRITERION_COLUMNS[k]].mean()) <= limit + SLACK[k] for k, limit in slo.on.items())
 
 
 def probe_with(name: str, rate: float, seeds: tuple[int, ...], test, seen: dict[float, Probe], bound=None,

@@ -19,7 +19,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import names
 from ..scenario.limits import arrangements_limit
-from ..scenario.schema import DROP, Scenario
+from ..scenario.schema import DROP, Scenario, Slo
 from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate, staged_target
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
@@ -229,13 +229,16 @@ def _goodput(found: tuple) -> float:
     return lo.rate if lo is not None else 0.0
 
 
-def recommendation(table: pd.DataFrame, target: float) -> str:
+def recommendation(table: pd.DataFrame, target: float, slo: Slo | None = None) -> str:
     """One line: the best arrangement, and whether it beats the runner-up: it does when their
-    95% goodput intervals do not overlap (best's low end above the runner-up's high end)."""
+    95% goodput intervals do not overlap (best's low end above the runner-up's high end). The
+    rule is worded after `slo` (default: the explainer's 'at 90% on time')."""
+    at = slo.at_text(target) if slo is not None else f"at {target:g}% on time"
     if table.empty or table["goodput_per_s"].iloc[0] <= 0:
-        return f"no arrangement reaches {target:g}% on time at any rate tried"
+        return f"no arrangement reaches {target:g}% on time at any rate tried" if slo is None or slo.is_default_kind \
+            else f"no arrangement carries any rate tried {at}"
     best = table.iloc[0]
-    text = f"{best.arrangement} carries the most: {best.goodput_per_s:.2f} requests/s at {target:g}% on time"
+    text = f"{best.arrangement} carries the most: {best.goodput_per_s:.2f} requests/s {at}"
     if len(table) < 2:
         return text
     second = table.iloc[1]

@@ -79,7 +79,8 @@ def budgets(scenario: Scenario, arrangement) -> list[Budget] | None:
     w, slo = scenario.workload, scenario.slo
     if scenario.prefix_cache_tokens is not None or getattr(w, "sessions", None) is not None:
         return None  # E13: a cached prompt reads less than the bound counts; a session's turns more than the mix
-    if not _plain(w) or slo.criterion != "per_request" or slo.first_word_s is None or slo.mean_gap_ms is None:
+    if (not _plain(w) or slo.criterion != "per_request" or slo.tpot != "exclusive" or slo.first_word_s is None
+            or slo.mean_gap_ms is None):  # (TPOT with word 1 counted: the bounds assume it is not)
         return None  # (the bound is of the per-request on-time share, from the first-word and mean-gap limits)
     if not (_known(scenario, "scenario") and _known(scenario.cost, "cost") and _known(arrangement, "arrangement")):
         return None

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..results.columns import PREFIX_COLUMNS, SEED, SUMMARY_COLUMNS
 from ..results.intervals import SHARE, Interval, interval
-from ..results.metrics import CRITERION_COLUMNS
+from ..results.rules import rule_columns
 from ..scenario.schema import Scenario
 from ..texts import aligned
 from .grid import ONLY, RATE, RATE_PER_GPU, Grid, resolve, shown
@@ -35,8 +35,7 @@ def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner
     summary column."""
     rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
     columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
-    if scenario.slo.criterion == "percentiles":
-        columns += [*CRITERION_COLUMNS.values(), "slo_met", "slo_ratio"]
+    columns += rule_columns(scenario.slo)
     if any(PREFIX_COLUMNS[0] in row for row in rows):  # E13 on at some point (a key of --set)
         columns += list(PREFIX_COLUMNS)
     return pd.DataFrame(rows).reindex(columns=columns)

@@ -84,7 +84,7 @@ def test_vary_slo_finds_the_scale_placed_by_construction(tmp_path, capsys, first
                  "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "the smallest SLO scale meeting " + ("100% on time (per request: first word within" if criterion == "per_request"
-                                                else "P90 of each: first word within") in out
+                                                else "P90 TTFT <= ") in out
     table = pd.read_csv(tmp_path / "g" / "slo_scale.csv")
     assert tuple(table.columns) == names("slo_scale")  # the registry's columns, in its order
     row = table.iloc[0]
