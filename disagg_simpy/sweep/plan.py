@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.costs import with_costs
 from ..scenario.limits import arrangements_limit
 from ..scenario.schema import DROP, Scenario
 from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate, staged_target
@@ -196,7 +197,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
     table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page
-    return table
+    return with_costs(table, scenario)
 
 
 def _bound_pct(bounds: Bounds, arrangement, rate: float, target: float) -> list[float] | None:
