@@ -21,7 +21,17 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, check_own_folder, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
+from .common import (
+    NotWritten,
+    Parser,
+    add_price_flag,
+    check_own_folder,
+    int_at_least,
+    load_with_flags,
+    path_flag,
+    positive_float,
+    seeds_to_run,
+)
 
 STORE_NAME = "store.sqlite"
 
@@ -49,6 +59,7 @@ def batch_parser(prog: str, description: str) -> Parser:
                    help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")
     p.add_argument("--format", choices=("csv", "parquet"),
                    help="the table's file: csv (default; sweep: csv and parquet) or parquet (the same columns, typed)")
+    add_price_flag(p)
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     return p
 

@@ -80,7 +80,11 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
 def format_plan(table) -> str:
     import pandas as pd
 
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
+    from . import cost_text
+
+    costs = cost_text.has_costs(table)
+    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first",
+              *(["GPU kinds", *cost_text.HEADER] if costs else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -90,7 +94,8 @@ def format_plan(table) -> str:
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
-                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
+                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-",
+                     *([r.gpu_kinds or "-", *cost_text.cells(r)] if costs else [])])
     return "\n".join(aligned([header, *rows], left={1}))
 
 

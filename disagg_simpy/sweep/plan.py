@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.costs import with_costs
 from ..scenario import presets
 from ..scenario.arrangements import KINDS
 from ..scenario.limits import arrangements_limit
@@ -141,17 +142,18 @@ def _written(a: dict, planned: tuple[str, ...]) -> dict:
 
 def _mapped(own: dict[str, tuple[str, object]], kind: str, same_kind: bool) -> dict[str, tuple[str, str, object]]:
     """key -> (arrangement, the key it wrote, value). Where the scenario has no arrangement of
-    the candidate's kind, the same GPU's own `cost` is both sides' on a split, and a split's sides'
-    costs, when the same, a colocated arrangement's `cost`."""
+    the candidate's kind, the same GPU's own `cost` (and `gpu` kind) is both sides' on a split, and
+    a split's sides' costs (GPU kinds), when the same, a colocated arrangement's `cost` (`gpu`)."""
     out = {k: (name, k, v) for k, (name, v) in own.items()}
     if same_kind:
         return out
-    if kind == "disaggregated" and "cost" in out:
-        out["reading_cost"] = out["writing_cost"] = out.pop("cost")
-    reading, writing = out.get("reading_cost"), out.get("writing_cost")
-    if kind == "colocated" and reading is not None and writing is not None and reading[2] == writing[2]:
-        out["cost"] = out.pop("reading_cost")
-        del out["writing_cost"]
+    for same, sides in (("cost", ("reading_cost", "writing_cost")), ("gpu", ("reading_gpu", "writing_gpu"))):
+        if kind == "disaggregated" and same in out:
+            out[sides[0]] = out[sides[1]] = out.pop(same)
+        reading, writing = out.get(sides[0]), out.get(sides[1])
+        if kind == "colocated" and reading is not None and writing is not None and reading[2] == writing[2]:
+            out[same] = out.pop(sides[0])
+            del out[sides[1]]
     return out
 
 
@@ -297,7 +299,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
     table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page
-    return table
+    return with_costs(table, scenario)
 
 
 def _bound_pct(bounds: Bounds, arrangement, rate: float, target: float) -> list[float] | None:

@@ -24,6 +24,7 @@ CASES = {
         "max_batch_tokens": {"max_batch_tokens": 4096},
         "roles": {"roles": "static"},
         "mixed_iterations": {"mixed_iterations": False},
+        "gpu": {"gpu": "h100-80gb"},
         "kv_policy": {"kv_policy": "paged", "kv_capacity_tokens": 200_000},
         "kv_block_tokens": {"kv_policy": "paged", "kv_capacity_tokens": 200_000, "kv_block_tokens": 32},
         "preemption": {"kv_policy": "paged", "kv_capacity_tokens": 200_000, "preemption": "swap",
@@ -44,6 +45,8 @@ CASES = {
         "reading_kv_capacity_tokens": {"reading_kv_capacity_tokens": 100_000, "writing_kv_capacity_tokens": 300_000},
         "writing_kv_capacity_tokens": {"kv_capacity_tokens": 100_000, "writing_kv_capacity_tokens": 300_000},
         "kv_path": {"kv_path": "inter_node"},
+        "reading_gpu": {"reading_gpu": "h100-80gb"},
+        "writing_gpu": {"writing_gpu": "h200"},
         "roles": {"roles": {"policy": "queue"}},
         "kv_policy": {"kv_policy": "paged", "kv_capacity_tokens": 200_000},
         "kv_block_tokens": {"kv_policy": "paged", "kv_capacity_tokens": 200_000, "kv_block_tokens": 32},
@@ -57,9 +60,11 @@ CASES = {
 #: keys a candidate cannot carry, and a word its refusal says
 REFUSED = {("disaggregated", "roles"): "static arrangements"}
 #: keys of one kind only: a candidate of the other kind refuses them, when the scenario has no
-#: arrangement of that kind to take its own settings from (a colocated `cost` maps to both sides)
+#: arrangement of that kind to take its own settings from (a colocated `cost` or `gpu` maps to both
+#: sides; a split's sides map back only when the same)
 OTHER_KIND_REFUSED = {"mixed_iterations", "kv_link", "local_prompt_max_tokens", "reading_kv_capacity_tokens",
-                      "writing_kv_capacity_tokens", "kv_path", "kv_ship_ms_per_token", "writing_cost", "reading_cost"}
+                      "writing_kv_capacity_tokens", "kv_path", "kv_ship_ms_per_token", "writing_cost", "reading_cost",
+                      "reading_gpu", "writing_gpu"}
 #: a key that needs a preset in the scenario's cost
 PRESET = {"kv_path": {"preset": "a100-80gb/llama-3-8b/tp1"}}
 SAME = {"name": "same", "kind": "colocated", "gpus": 2}
@@ -124,7 +129,7 @@ def test_a_scenario_of_one_kind_lends_its_keys_to_the_other_or_refuses_them(tmp_
     base = SAME if kind == "colocated" else SPLIT
     scenario = _scenario(tmp_path, [{**base, **own}], cost=PRESET.get(key))
     written = scenario.arrangements[0]
-    refused = (kind, key) in REFUSED or (set(own) & OTHER_KIND_REFUSED and key != "cost")
+    refused = (kind, key) in REFUSED or (set(own) & OTHER_KIND_REFUSED and key not in ("cost", "gpu"))
     if kind == "colocated" and key == "roles":  # `roles: static` is the default: nothing to carry
         refused = False
     if refused:
@@ -139,6 +144,8 @@ def test_a_scenario_of_one_kind_lends_its_keys_to_the_other_or_refuses_them(tmp_
         for k in own:
             if k == "cost" and a.is_split:  # the same GPU's costs are both sides' on a split
                 assert a.reading_cost == a.writing_cost == written.cost
+            elif k == "gpu" and a.is_split:  # and its GPU kind
+                assert a.reading_gpu == a.writing_gpu == written.gpu
             elif k != "roles":
                 assert _field(a, k) == _field(written, k), f"{a.name}: {k}"
 
