@@ -236,7 +236,7 @@ PREFIX = (
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
 
-#: The SLO rule's own columns (`metrics.rule_columns`): per request, the shares late on end-to-end
+#: The SLO rule's own columns (`rules.rule_columns`): per request, the shares late on end-to-end
 #: latency or scheduling delay (only when that limit is on); with `criterion: percentiles`, each
 #: judged figure (the explainer's three always, the others when on), `slo_met` and `slo_ratio`.
 RULE = (
@@ -262,8 +262,8 @@ RULE = (
            "latencies (unfinished: +inf)", family="criterion", decimals=3, console=True),
     Column("slo_delay_s", "s", "delay figure s", "criterion percentiles: the judged percentile of scheduling delays, "
            "arrival to first read (never read: +inf)", family="criterion", decimals=3, console=True),
-    Column("slo_met", "", "meets the rule", "criterion percentiles: every judged figure within its limit",
-           family="criterion", console=True),
+    Column("slo_met", "", "meets the rule", "criterion percentiles: True when every judged figure is within its "
+           "limit (the console table: the share of seeds, 0 to 1)", family="criterion", decimals=1, console=True),
     Column("slo_ratio", "factor", "worst figure / limit", "criterion percentiles: the largest judged figure / its limit "
            "(at most 1 meets)", family="criterion", decimals=2),
 )
