@@ -4,14 +4,14 @@ fitted to it as the other presets are (`minimax.fit_worst`: M1/E2/E3, and E7/E14
 attention fit), each stating its largest error against the composed times per kind of iteration
 and per size (`errors_by_size`).
 
-`python -m disagg_simpy.costs.composed` prints `composed_shipped.py` (the numbers the package
-ships); `--report` prints the error tables instead. tests/costs/test_composed.py checks that a
+`python -m disagg_simpy.costs.composed` writes `composed_presets.json` (the numbers the package
+ships, read by `composed_shipped.py`); `--report` prints the error tables instead. tests/costs/test_composed.py checks that a
 refit gives the shipped numbers back.
 """
 
 from __future__ import annotations
 
-import pprint
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +21,11 @@ import pandas as pd
 
 from . import operators as O
 from .fitting import KINDS, kinds
+from .hf_config import ModelConfig, read_model_config
 from .minimax import TILES, fit_worst, whole_range_error
 
 LICENCE = "Apache-2.0"
+SHIPPED = Path(__file__).with_name("composed_presets.json")
 #: preset model name -> (label, the config file in AIConfigurator's model_configs/, TP degrees shipped)
 MODELS = {
     "llama-3.1-8b": ("Llama-3.1-8B", "meta-llama--Meta-Llama-3.1-8B", (1, 2, 4)),
@@ -36,8 +38,8 @@ MODELS = {
 #: (GPU, engine) pairs the tables hold (A100: the older engine versions AIConfigurator measured)
 PAIRS = (("a100-80gb", "vllm-0.14"), ("a100-80gb", "sglang-0.5.10"),
          ("h100-80gb", "vllm-0.24"), ("h100-80gb", "sglang-0.5.14"),
-         ("h200-141gb", "vllm-0.24"), ("h200-141gb", "sglang-0.5.14"),
-         ("b200-180gb", "vllm-0.24"), ("b200-180gb", "sglang-0.5.14"))
+         ("h200", "vllm-0.24"), ("h200", "sglang-0.5.14"),
+         ("b200", "vllm-0.24"), ("b200", "sglang-0.5.14"))
 
 REPLIES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
@@ -60,11 +62,11 @@ class Spec:
         return f"{self.gpu}/{self.model}/tp{self.tp}/{self.engine}"
 
 
-def config_of(folder: Path, model: str) -> O.ModelConfig:
-    return O.read_model_config(folder / "model_configs" / f"{MODELS[model][1]}_config.json")
+def config_of(folder: Path, model: str) -> ModelConfig:
+    return read_model_config(folder / "model_configs" / f"{MODELS[model][1]}_config.json")
 
 
-def grid(t: O.Tables, model: O.ModelConfig, tp: int) -> pd.DataFrame:
+def grid(t: O.Tables, model: ModelConfig, tp: int) -> pd.DataFrame:
     """The composed iterations a preset is fitted to (rows of `fitting.COLUMNS` plus
     earlier_tokens, prompts): writing only at REPLIES x CONTEXTS, whole prompts (PROMPTS alone,
     BATCHED in twos and fours), and CHUNKS after EARLIER tokens beside BESIDE replies; each point
@@ -113,7 +115,7 @@ def errors_by_size(t: pd.DataFrame, fitted: np.ndarray) -> dict[str, dict[str, f
     return out
 
 
-def kv_ship(t: O.Tables, model: O.ModelConfig, tp: int) -> dict[str, float]:
+def kv_ship(t: O.Tables, model: ModelConfig, tp: int) -> dict[str, float]:
     """ms per token of KV shipped between instances: each GPU ships its share over its own link at
     the bandwidth AIConfigurator's systems/<gpu>.yaml states (NVLink within a node, the network
     between nodes; stated, not measured)."""
@@ -122,17 +124,24 @@ def kv_ship(t: O.Tables, model: O.ModelConfig, tp: int) -> dict[str, float]:
             "inter_node": float(f"{1e3 * share / float(t.node['inter_node_bw']):.4g}")}
 
 
-def refit(spec: Spec, folder: Path, tiles: tuple[int, ...] = TILES) -> dict:
-    """One composed preset's facts, fitted afresh from the tables in `folder`."""
-    model = config_of(folder, spec.model)
-    t = O.tables(folder, spec.gpu, spec.engine)
-    rows = grid(t, model, spec.tp)
+def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[int, ...] = TILES) -> dict:
+    """One composed preset's facts: the grid composed for `model` on `t`'s GPU and engine at TP
+    `tp`, the cost fields fitted to it, their errors, range, KV capacity and ship cost."""
+    O.check_tp(model, tp)
+    rows = grid(t, model, tp)
+    missing = [k for k in KINDS if k not in set(kinds(rows))]
+    if missing or len(rows) < 20:
+        raise O.InputError(f"{label} at TP{tp} on {t.gpu} with {t.engine}: the tables measure only {len(rows)} of the "
+                           f"grid's iterations{' (none ' + ', '.join(missing) + ')' if missing else ''}; too few to fit")
+    capacity, terms = O.kv_capacity_tokens(t, model, tp)
+    if capacity <= 0:
+        raise O.InputError(f"{label} at TP{tp} on {t.gpu}: the weights ({terms['weights_gib']:.1f} GiB a GPU) leave no "
+                           f"room for KV cache in {terms['engine_share']:.0%} of {terms['gpu_memory_gib']:.0f} GiB; "
+                           "give a larger --tp")
     plain, attention = fit_worst(rows), fit_worst(rows, attention=True, unsaturated=True, tiles=tiles)
-    capacity, terms = O.kv_capacity_tokens(t, model, spec.tp)
-    framework, version = O.ENGINES[spec.engine]
+    framework, version = O.ENGINES[t.engine]
     return {
-        "gpu": spec.gpu.upper(), "model": MODELS[spec.model][0], "tp": spec.tp, "dtype": "bf16",
-        "engine": framework, "engine_version": version,
+        "gpu": t.gpu.upper(), "model": label, "tp": tp, "dtype": "bf16", "engine": framework, "engine_version": version,
         "source": f"{O.SOURCE} composed into iterations; {O.HOST_SOURCE}", "licence": LICENCE,
         "measured": "matrix products, prefill and decode attention, MoE layers, all-reduce (kernel timings)",
         "assumed": "element-wise ops from memory bandwidth; host overhead from Vidur's 2024 vLLM",
@@ -142,9 +151,15 @@ def refit(spec: Spec, folder: Path, tiles: tuple[int, ...] = TILES) -> dict:
         "errors_by_size_pct": errors_by_size(rows, attention.fitted),
         "rows": plain.rows, "range": plain.ranges,
         "kv_capacity_tokens": capacity, "memory_utilisation": terms["engine_share"],
-        "kv_bytes_per_token": int(model.kv_bytes_per_token(spec.tp)),
-        "kv_ship_ms_per_token": kv_ship(t, model, spec.tp),
+        "kv_bytes_per_token": int(model.kv_bytes_per_token(tp)),
+        "kv_ship_ms_per_token": kv_ship(t, model, tp),
     }
+
+
+def refit(spec: Spec, folder: Path, tiles: tuple[int, ...] = TILES) -> dict:
+    """One shipped composed preset's facts, fitted afresh from the tables in `folder`."""
+    return compose(config_of(folder, spec.model), O.tables(folder, spec.gpu, spec.engine), spec.tp,
+                   MODELS[spec.model][0], tiles)
 
 
 def specs() -> list[Spec]:
@@ -182,7 +197,5 @@ if __name__ == "__main__":
     if "--report" in sys.argv:
         print(report(shipped))
     else:
-        print('"""The composed presets: generated by `python -m disagg_simpy.costs.composed` from\n'
-              "AIConfigurator's per-operator timings (see composed.py, operators.py); do not edit by hand.\"\"\"\n\n"
-              'from typing import Any\n\nPRESETS: dict[str, dict[str, Any]]\nPRESETS = '
-              + pprint.pformat(shipped, width=110, sort_dicts=False))
+        SHIPPED.write_text(json.dumps(shipped, indent=1) + "\n")
+        print(f"wrote {len(shipped)} presets to {SHIPPED}")

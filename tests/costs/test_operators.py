@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from disagg_simpy.costs import hf_config as H
 from disagg_simpy.costs import operators as O
 from disagg_simpy.errors import InputError
 
@@ -85,7 +86,7 @@ def test_a_dense_iteration_is_the_sum_computed_by_hand(folder):
     """4 replies of 64 tokens of context + one 60-token chunk after 100 earlier tokens, TP1:
     N = 64 tokens, 2 layers."""
     t = O.tables(folder, "h100-80gb", "vllm-0.24")
-    m = O.model_config(SMALL)
+    m = H.model_config(SMALL)
     n = 64
     layer = (gemm_ms(n, 128, 64)  # qkv: (4 + 2 x 2) x 16 = 128 wide
              + gemm_ms(n, 64, 64)  # output projection
@@ -102,7 +103,7 @@ def test_a_dense_iteration_is_the_sum_computed_by_hand(folder):
 def test_tp2_halves_the_shapes_and_adds_two_all_reduces_a_layer(folder):
     """4 replies of 128 tokens of context at TP2: 2 query heads and 1 KV head per GPU."""
     t = O.tables(folder, "h100-80gb", "vllm-0.24")
-    m = O.model_config(SMALL)
+    m = H.model_config(SMALL)
     n = 4
     layer = (gemm_ms(n, 64, 64) + gemm_ms(n, 64, 32)  # qkv (2 + 2 x 1) x 16 wide; output from 2 x 16
              + gemm_ms(n, 128, 64) + gemm_ms(n, 64, 64)  # gate + up of 64 each, down from 64
@@ -114,10 +115,10 @@ def test_tp2_halves_the_shapes_and_adds_two_all_reduces_a_layer(folder):
 
 def test_a_moe_layer_takes_the_moe_table_and_a_router(folder):
     t = O.tables(folder, "h100-80gb", "vllm-0.24")
-    m = O.model_config(MOE)
+    m = H.model_config(MOE)
     parts = O.iteration_parts(t, m, 1, replies=4, context=64)
     assert parts["MoE"] == pytest.approx(2 * (moe_ms(4) + gemm_ms(4, 32, 64)), rel=1e-12)  # 4 experts: n at 32
-    dense = O.iteration_parts(t, O.model_config(SMALL), 1, replies=4, context=64)
+    dense = O.iteration_parts(t, H.model_config(SMALL), 1, replies=4, context=64)
     assert parts["matrix products"] < dense["matrix products"]  # no dense FFN in MoE layers
 
 
@@ -168,26 +169,26 @@ def test_outside_a_table_is_refused_naming_it(folder):
 def test_a_bad_model_config_is_refused_in_one_line(change, message):
     raw = {k: v for k, v in {**SMALL, **change}.items()}
     with pytest.raises(InputError, match=message) as e:
-        O.model_config(raw, "cfg.json")
+        H.model_config(raw, "cfg.json")
     assert str(e.value).startswith("cfg.json: ") and "\n" not in str(e.value)
 
 
 def test_a_missing_key_is_named():
     raw = {k: v for k, v in SMALL.items() if k != "vocab_size"}
     with pytest.raises(InputError, match="cfg.json: 'vocab_size': got missing"):
-        O.model_config(raw, "cfg.json")
+        H.model_config(raw, "cfg.json")
 
 
 def test_a_config_file_that_is_not_json_or_not_there_is_refused(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
     with pytest.raises(InputError, match="config.json: not a JSON file"):
-        O.read_model_config(bad)
+        H.read_model_config(bad)
     with pytest.raises(InputError, match="no such file"):
-        O.read_model_config(tmp_path / "absent.json")
+        H.read_model_config(tmp_path / "absent.json")
     bad.write_text(json.dumps([1, 2]))
     with pytest.raises(InputError, match="expected a JSON object"):
-        O.read_model_config(bad)
+        H.read_model_config(bad)
 
 
 @pytest.mark.parametrize(("tp", "message"), [
@@ -198,7 +199,7 @@ def test_a_config_file_that_is_not_json_or_not_there_is_refused(tmp_path):
 ])
 def test_a_bad_tp_is_refused_in_one_line(tp, message):
     with pytest.raises(InputError, match=message):
-        O.check_tp(O.model_config(SMALL), tp)
+        O.check_tp(H.model_config(SMALL), tp)
 
 
 def test_a_bad_gpu_or_engine_is_refused_in_one_line(folder):
@@ -217,7 +218,7 @@ def test_kv_bytes_and_capacity_from_the_config(folder):
     """Bytes a token: layers x 2 x KV heads x head size x 2 bytes / TP; capacity: the GPU's memory
     x vLLM 0.24's 0.92 - the weights / TP - the collectives' buffer, over those bytes."""
     t = O.tables(folder, "h100-80gb", "vllm-0.24")
-    m = O.model_config(SMALL)
+    m = H.model_config(SMALL)
     assert m.kv_bytes_per_token(1) == 2 * 2 * 2 * 16 * 2
     assert m.kv_bytes_per_token(2) == 2 * 2 * 1 * 16 * 2
     assert m.kv_bytes_per_token(4) == 2 * 2 * 1 * 16 * 2  # 2 KV heads over 4 GPUs: one replicated on each
@@ -232,6 +233,6 @@ def test_llama_3_1_8b_from_its_config_matches_its_published_shape():
     """Llama-3.1-8B's config: 8.03 billion parameters (its model card), 128 KiB of KV a token."""
     raw = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
            "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16"}
-    m = O.model_config(raw)
+    m = H.model_config(raw)
     assert m.head_dim == 128 and m.kv_bytes_per_token(1) == 131072
     assert m.parameters() == 8_030_261_248
