@@ -9,7 +9,7 @@ import sys
 import yaml
 
 from ..errors import InputError
-from .batch import Batch, Job
+from .batch import Batch, Job, refuse_varying_traffic
 from .common import positive_float
 
 #: the flags that ask for a plan over GPU kinds, and what each budget is
@@ -62,10 +62,12 @@ def check_kinds(args, scenario, check_cost):
     if args.gpus is not None:
         raise InputError("--gpu-kinds: got it with --gpus, expected a budget instead: --budget-per-hour, --power-budget-kw, "
                          "--rate, --iso-cost or --iso-power (the GPUs are counted up to --max-gpus)")
-    for flag, bad in (("--splits", args.splits is not None), ("--tp", args.tp != (1,)), ("--over-time", args.over_time)):
+    for flag, bad in (("--splits", args.splits is not None), ("--tp", args.tp != (1,)), ("--over-time", args.over_time),
+                      ("--period-s", args.period_s is not None), ("--switch-s", args.switch_s is not None)):
         if bad:
             raise InputError(f"{flag}: got it with --gpu-kinds, expected neither (each kind's TP is its preset's; "
                              "--chunks and --max-gpus narrow the search)")
+    refuse_varying_traffic(scenario, "plan")
     presets = side_presets(scenario, args.gpu_kinds)
     arrangements = candidates(presets, args.max_gpus, args.chunks)
     if args.rate is not None:
