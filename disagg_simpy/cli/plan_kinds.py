@@ -71,9 +71,9 @@ def check_kinds(args, scenario, check_cost):
     presets = side_presets(scenario, args.gpu_kinds)
     arrangements = candidates(presets, args.max_gpus, args.chunks)
     if args.rate is not None:
-        from ..sweep.plan import with_candidates
+        from ..sweep.plan_kinds import with_kinds
 
-        planned, per = with_candidates(scenario, arrangements, "--gpu-kinds"), {"": 0.0}
+        planned, per = with_kinds(scenario, arrangements, "--gpu-kinds"), {"": 0.0}
     else:
         planned, per = within(scenario, arrangements, _budget(args), given[0])
     note = check_cost(args, planned, [a.model_dump(mode="json") for a in planned.arrangements],
@@ -131,7 +131,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     kinds = ", ".join(args.gpu_kinds)
     criterion = f"criterion: {criterion_text(scenario.slo, args.target)}"
     if args.rate is not None:
-        table, chosen = cheapest_for_rate(planned, arrangements, runner, seeds, args.target, args.tolerance, args.rate)
+        table, chosen = cheapest_for_rate(scenario, arrangements, runner, seeds, args.target, args.tolerance, args.rate)
         if chosen is None:
             print(f"no arrangement of up to {args.max_gpus} GPUs of {kinds} carries {args.rate:g} requests/s with "
                   f"{args.target:g}% on time (mean of {len(seeds)} seeds, goodput interval above the rate); try more "

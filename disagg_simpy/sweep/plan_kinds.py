@@ -19,12 +19,20 @@ from ..scenario import gpu_kinds
 from ..scenario.schema import Scenario
 from .goodput import Prober, drive, goodput_search, probe_rate
 from .grid import RATE, resolve
-from .plan import plan, with_candidates
+from .plan import PLANNED_KEYS, plan, with_candidates
 from .plan_bounds import Bounds
 from .runner import Runner
 
 #: arrangements probed at a time when looking for the cheapest that carries a rate
 RATE_WAVE = 8
+#: the keys a candidate over GPU kinds sets itself (besides plan's): each side's kind and preset;
+#: the scenario's other per-arrangement keys are carried to it as to any plan's candidates
+KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost")
+
+
+def with_kinds(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
+    """The scenario (its own arrangements, not a plan's) with these candidates over GPU kinds."""
+    return with_candidates(scenario, arrangements, flag, planned=KIND_KEYS)
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ def within(scenario: Scenario, arrangements: list[dict], budget: Budget, flag: s
     """The scenario with the candidates that fit the budget, and each one's units to rank per
     (dollars an hour; kW with a power budget only). None fitting: refused in one line, with the
     cheapest candidate's cost."""
-    every = with_candidates(scenario, arrangements, flag)
+    every = with_kinds(scenario, arrangements, flag)
     units = {a.name: _units(every, a) for a in every.arrangements}
     fit = [d for d in arrangements if (budget.dollars_per_hour is None or units[d["name"]][0] <= budget.dollars_per_hour + 1e-9)
            and (budget.kw is None or units[d["name"]][1] <= budget.kw + 1e-9)]
@@ -124,7 +132,7 @@ def within(scenario: Scenario, arrangements: list[dict], budget: Budget, flag: s
         raise InputError(f"{flag}: got {budget.text()}, which no arrangement of up to {budget.max_gpus} GPUs fits: the "
                          f"cheapest, {cheapest}, costs {usd:.2f} $/h and draws {kw:.2f} kW; expected a budget of at "
                          f"least {usd if key == 0 else kw:.2f} {'$/h' if key == 0 else 'kW'}")
-    planned = with_candidates(scenario, fit, flag)
+    planned = with_kinds(scenario, fit, flag)
     key = 0 if budget.dollars_per_hour is not None or budget.kw is None else 1
     return planned, {a.name: units[a.name][key] for a in planned.arrangements}
 
@@ -136,9 +144,9 @@ def cheapest_for_rate(scenario: Scenario, arrangements: list[dict], runner: Runn
     Candidates are probed at the rate cheapest first, `RATE_WAVE` at a time (one whose bound
     fails the rate runs nothing); those passing are searched for their goodput and interval,
     cheapest first, until one's interval clears the rate (one seed: its goodput reaches it).
-    `scenario` holds the candidates `arrangements`. Returns (their plan.csv rows, cheapest first;
-    the chosen name, or None)."""
-    at = resolve(scenario, {RATE: rate})
+    `scenario` is the scenario's own (the candidates are `arrangements`). Returns (their plan.csv
+    rows, cheapest first; the chosen name, or None)."""
+    at = resolve(with_kinds(scenario, arrangements, "--gpu-kinds"), {RATE: rate})
     raw = {d["name"]: d for d in arrangements}
     units = {a.name: _units(at, a)[0] for a in at.arrangements}
     order = sorted(units, key=lambda n: (units[n], n))
@@ -150,7 +158,7 @@ def cheapest_for_rate(scenario: Scenario, arrangements: list[dict], runner: Runn
         wave = [n for n in order[i:i + RATE_WAVE] if not bounds.fails_from(by_name[n], rate)]
         found = drive({n: probe_rate(n, rate, seeds, target, at.slo) for n in wave}, prober.run_batch)
         for name in (n for n in wave if found[n][1]):
-            one = with_candidates(at, [raw[name]], "--rate")
+            one = resolve(with_kinds(scenario, [raw[name]], "--gpu-kinds"), {RATE: rate})
             row = plan(one, runner, seeds, target, tolerance, exhaustive=True)
             rows.append(row)
             low = row["goodput_low_per_s"].iloc[0]
@@ -203,7 +211,7 @@ def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: floa
         best = single.loc[single["goodput_per_s"].fillna(0).idxmax(), "arrangement"]
         for i in out.index[out["pool"].str.contains("reading")]:
             name = out.at[i, "arrangement"]
-            both = with_candidates(scenario, [raw[name], raw[best]], flag)
+            both = with_kinds(scenario, [raw[name], raw[best]], flag)
             diff = paired_per_million(both, runner, seeds, target, tolerance, name, best)
             out.loc[i, list(ISO_COLUMNS[1:])] = [diff.mean, diff.low, diff.high]
     return out

@@ -12,8 +12,8 @@ import yaml
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
 from disagg_simpy.scenario import gpu_kinds
-from disagg_simpy.sweep.plan import plan, with_candidates
-from disagg_simpy.sweep.plan_kinds import Budget, candidates, cheapest_for_rate, iso, side_presets, within
+from disagg_simpy.sweep.plan import plan
+from disagg_simpy.sweep.plan_kinds import Budget, candidates, cheapest_for_rate, iso, side_presets, with_kinds, within
 from disagg_simpy.sweep.runner import LocalPool, Runner
 from disagg_simpy.sweep.store import Store
 
@@ -45,7 +45,7 @@ def test_the_candidates_name_their_kinds_and_price_each_side(tmp_path):
     every = candidates(presets, 2, ())
     assert [a["name"] for a in every] == ["a100-same-1", "a100-same-2", "h100-same-1", "h100-same-2", "split-1-1-a100",
                                           "split-1-1-a100-h100", "split-1-1-h100-a100", "split-1-1-h100"]
-    planned = with_candidates(s, every, "--gpu-kinds")
+    planned = with_kinds(s, every, "--gpu-kinds")
     usd = {a.name: gpu_kinds.dollars_per_hour(planned, a) for a in planned.arrangements}
     assert usd["split-1-1-h100-a100"] == pytest.approx(2.90 + 1.64) and usd["a100-same-2"] == pytest.approx(3.28)
     fit, per = within(s, every, Budget(4.0, None, 2), "--budget-per-hour")
@@ -69,9 +69,9 @@ def test_ranked_per_dollar_the_top_two_equal_the_exhaustive_search(tmp_path, run
 def test_the_cheapest_that_carries_a_rate_is_the_exhaustive_searchs(tmp_path, runner):
     s = load_scenario(scenario_file(tmp_path))
     every = candidates(side_presets(s, KINDS), 2, ())
-    planned = with_candidates(s, every, "--gpu-kinds")
+    planned = with_kinds(s, every, "--gpu-kinds")
     rate = 20.0
-    table, chosen = cheapest_for_rate(planned, every, runner, SEEDS, 90.0, 0.5, rate)
+    table, chosen = cheapest_for_rate(s, every, runner, SEEDS, 90.0, 0.5, rate)
     full = plan(planned, runner, SEEDS, 90.0, 0.5, exhaustive=True)  # every goodput and interval
     carries = full[full.goodput_low_per_s > rate]
     assert chosen == carries.sort_values(["dollars_per_hour", "arrangement"]).arrangement.iloc[0]
