@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..costs import gpus
 from ..errors import InputError
 from .arrangements import KINDS, side_cost_keys
 from .lengths import LENGTH_TAGS, MAX_WEIGHT, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
@@ -167,6 +168,11 @@ _EXPECT = {
     "sessions": "a mapping {turns: [low, high], think_s: [low, high]}",
     "turns": "a range [low, high] of whole numbers of turns from 1 to 1000",
     "think_s": f"a range [low, high] of seconds from 0 to {MAX_TIME_S:g}",
+    # GPU kinds and their prices
+    "gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "reading_gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "writing_gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "prices": f"a mapping of GPU kind to USD per GPU-hour (> 0, up to {gpus.MAX_PRICE:g}), like {{h100-80gb: 2.49}}",
 }
 #: Keys whose meaning depends on the mapping that holds them: (parent key, key).
 _NESTED_EXPECT = {

@@ -1,4 +1,4 @@
-"""Input files are read in one place (`files.read_input`): a path that is not a regular file (a
+"""Input files are read in one place (`inputs.read_input`): a path that is not a regular file (a
 named pipe, a device) is refused at once in one line, exit 2, by every command that reads a
 user's file (a scenario, a trace, a `fit` table, an earlier run's run.json); a file over its
 size limit is refused with the limit stated, and never read whole.
