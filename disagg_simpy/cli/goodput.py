@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from ..texts import aligned
-from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
+from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import positive_float
 
 OUTPUT_FILES = output_files("goodput")
@@ -103,6 +103,7 @@ def _slo_scale(job: Job) -> Batch:
 def goodput_command(argv: Sequence[str]) -> int:
     """Find each arrangement's goodput: the highest rate it carries with the target share on time."""
     parser = build_goodput_parser()
+    prepare = lambda args, scenario: refuse_varying_traffic(scenario, "goodput")  # noqa: E731
     if parser.parse_args(argv).vary == "slo":
-        return run_batch(argv, parser, "slo_scale", _slo_scale)
-    return run_batch(argv, parser, "goodput", _goodput)
+        return run_batch(argv, parser, "slo_scale", _slo_scale, prepare=prepare)
+    return run_batch(argv, parser, "goodput", _goodput, prepare=prepare)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ..errors import InputError
 from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
-from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
+from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import int_at_least, int_list_flag, positive_float
 from .plan_over_time import switch_seconds
 
@@ -54,7 +54,7 @@ def build_plan_parser():
                         "docs/over-time.md)")
     p.add_argument("--period-s", type=positive_float("--period-s"), metavar="S",
                    help="with --over-time on a workload.rate_curve: plan periods of S seconds (each at the curve's mean rate)")
-    p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
+    p.add_argument("--switch-s", type=switch_seconds, metavar="S",
                    help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
     return p
 
@@ -115,6 +115,11 @@ def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callab
                          "presets lists them)")
     have = tuple(t for t in args.tp if f"{family}/tp{t}" in NAMES)
     missing = [str(t) for t in args.tp if t not in have]
+    if not have:
+        degrees = sorted(int(n.rpartition("/tp")[2]) for n in NAMES if n.rpartition("/tp")[0] == family)
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {family} has no preset at TP "
+                         f"{', '.join(missing)}; expected degrees with a preset: {', '.join(map(str, degrees))} "
+                         "(python -m disagg_simpy presets lists them)")
     if missing and say:
         print(f"--tp: no preset of {family} at TP {', '.join(missing)}; searching TP {', '.join(map(str, have))}",
               file=sys.stderr)
@@ -132,6 +137,10 @@ def _check(args, scenario) -> None:
         return check_over_time(args, scenario)
     if args.period_s is not None:
         raise InputError("--period-s: got it without --over-time, expected it with --over-time (plans over a day)")
+    if args.switch_s is not None:
+        raise InputError(f"--switch-s: got {args.switch_s:g} without --over-time, expected it with --over-time "
+                         "(a move's warm-up in the plan over a day)")
+    refuse_varying_traffic(scenario, "plan")
 
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")

@@ -236,6 +236,19 @@ PREFIX = (
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
 
+#: `slo.criterion: percentiles`: columns `summary.csv` and sweep rows gain (`metrics.criterion_figures`),
+#: after the others; a sweep's rows also gain `slo_ratio`.
+CRITERION = (
+    Column("slo_first_word_s", "s", "first word p s", "the criterion's percentile of the wait for the first word "
+           "(an unfinished request's counts as infinite)", family="criterion", decimals=2),
+    Column("slo_mean_gap_ms", "ms", "mean gap p ms", "the criterion's percentile of the replies' mean gaps",
+           family="criterion", decimals=1),
+    Column("slo_longest_gap_ms", "ms", "longest gap p ms", "the criterion's percentile of the replies' longest gaps",
+           family="criterion", decimals=1),
+    Column("slo_met", "", "met", "True when each figure whose limit is on is within it (the console table: the "
+           "share of seeds, 0 to 1)", family="criterion", decimals=1),
+)
+
 #: Costs (docs/cost.md, results/costs.py): columns summary.csv, goodput.csv and plan.csv gain,
 #: after the others, when the scenario names a GPU kind or a price (`prices:`, `gpu:` keys,
 #: `--price`, `plan --gpu-kinds`). "On time per second" is the goodput in goodput.csv and
@@ -278,7 +291,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *COST)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *CRITERION, *COST)}
 
 
 def summary_column(name: str) -> Column:

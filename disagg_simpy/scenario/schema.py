@@ -396,7 +396,7 @@ class Scenario(_Strict):
             where = raw
             *parents, leaf = key.split(".")
             for p in parents:
-                where = where[p]
+                where = where.setdefault(p, {})  # (a block the file leaves out, such as reference:)
             if value is DROP:
                 where.pop(leaf, None)
             else:
