@@ -66,7 +66,6 @@ _EXPECT = {
     "slo": ("a mapping of first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s, tpot, criterion, "
             "percentile, percentile_of, preset"),
     "tpot": "exclusive (without the first word, as vLLM and DistServe) or inclusive (end-to-end / words)",
-    "gap_ms": f"a number of ms > 0, up to {MAX_TIME_S * 1e3:g}, or null (off)",
     "e2e_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
     "delay_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
     "percentile_of": ("a mapping of limit keys (first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s) to "
@@ -84,6 +83,8 @@ _EXPECT = {
     "reply_words": _LENGTH,
     "tokens": _LENGTH,
     "n_requests": f"a whole number of requests from 1 to {MAX_REQUESTS:,}",
+    "n_requests_per_gpu": f"a whole number of requests per GPU from 1 to {MAX_REQUESTS:,}",
+    "pick": "first (the trace's first n_requests) or sampled (n_requests drawn with the seed, kept in time order)",
     "arrivals": "one of poisson, gamma, constant",
     "burstiness": f"a number from {MIN_BURSTINESS:g} to {MAX_BURSTINESS:g} (the Gamma shape; 1 is Poisson)",
     "fixed": "a whole number from 1 to 2**53",
@@ -380,6 +381,8 @@ def _expected(loc: tuple) -> str:
         return _SIDE_COST
     if last == "preset" and loc[0] == "slo":
         return "a named SLO rule: " + ", ".join(SLO_PRESET_NAMES)
+    if last == "gap_ms" and loc[0] == "slo":  # (a roles policy's gap_ms means another thing)
+        return f"a number of ms > 0, up to {MAX_TIME_S * 1e3:g}, or null (off)"
     if last == "name" and len(loc) == 1:
         return "a scenario " + _NAME.removeprefix("a ")
     return _EXPECT.get(str(last), "a valid value")

@@ -28,6 +28,7 @@ from .base import (
     _show,
     _Strict,
 )
+from .counts import counted_problem, counted_requests, counted_requests_set, pick_problem
 from .gpu_kinds import omit_prices, prices_problem
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
@@ -86,12 +87,13 @@ class SyntheticWorkload(_Strict):
     (`schedule`, `rate_curve`: `schedule.py`, E11); prompt class by share; lengths from each
     class's distribution (M6: uniform ranges). Measured: arrivals in [warmup_s, measure_s) with
     traffic going on after (D6), or exactly `n_requests` arrivals, all measured and nothing after
-    (a benchmark client's `--num-prompts`)."""
+    (a benchmark client's `--num-prompts`), or `n_requests_per_gpu` x GPUs (scenario/counts.py)."""
 
     rate_per_s: Annotated[float, Field(gt=0)] | None = None
     warmup_s: NonNegSeconds = 0.0
     measure_s: Seconds | None = None
     n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
+    n_requests_per_gpu: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
     arrivals: Literal["poisson", "gamma", "constant"] = "poisson"
     burstiness: Annotated[float, Field(ge=MIN_BURSTINESS, le=MAX_BURSTINESS)] | None = None
     prompt_mix: tuple[PromptClass, ...] = Field(min_length=1, max_length=1000)
@@ -111,15 +113,9 @@ class SyntheticWorkload(_Strict):
         problem = mix_problem(self.prompt_mix) or schedule_problem(self)
         if problem:
             raise ValueError(problem if problem.startswith("@") else f"@prompt_mix: {problem}")
-        if self.n_requests is not None:
-            if self.measure_s is not None:
-                raise ValueError(f"@n_requests: got {self.n_requests} together with measure_s {self.measure_s:g}, expected "
-                                 "one of them (n_requests measures exactly that many arrivals, all of them)")
-            if self.warmup_s > 0:
-                raise ValueError(f"@warmup_s: got {self.warmup_s:g} with n_requests, expected 0 (n_requests measures every arrival)")
-        elif self.measure_s is None:
-            raise ValueError("@measure_s: missing, expected a number of seconds > 0 (the measured window's end) or n_requests")
-        elif self.warmup_s >= self.measure_s:
+        if (problem := counted_problem(self, window=True)) is not None:
+            raise ValueError(problem)
+        if self.measure_s is not None and self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
         if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
             raise ValueError(problem)
@@ -164,6 +160,9 @@ class TraceWorkload(_Strict):
     format: Literal["csv", "azure", "mooncake", "lengths"] = "csv"
     warmup_s: NonNegSeconds = 0.0
     measure_s: Seconds | None = None
+    n_requests: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
+    n_requests_per_gpu: Annotated[int, Field(ge=1, le=MAX_REQUESTS)] | None = None
+    pick: Literal["first", "sampled"] = "first"
     start_s: NonNegSeconds | None = None
     duration_s: Seconds | None = None
     spread_ties: bool = False
@@ -182,6 +181,8 @@ class TraceWorkload(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> TraceWorkload:
+        if (problem := counted_problem(self) or pick_problem(self)) is not None:
+            raise ValueError(problem)
         if self.measure_s is not None and self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
         if self.time_scale is not None and self.rate_per_s is not None:
@@ -195,7 +196,7 @@ class TraceWorkload(_Strict):
                     raise ValueError(f"@{key}: got {getattr(self, key):g}, expected no {key}: a 'lengths' trace has no arrival times")
             if self.spread_ties:
                 raise ValueError("@spread_ties: got true, expected false: a 'lengths' trace has no arrival times")
-            for key in ("rate_per_s", "measure_s"):
+            for key in ("rate_per_s",) if counted_requests_set(self) else ("rate_per_s", "measure_s"):
                 if getattr(self, key) is None:
                     raise ValueError(f"@{key}: missing, expected a number > 0: a 'lengths' trace has no arrival times")
         elif self.burstiness_cv is not None:
@@ -278,7 +279,7 @@ class Scenario(_Strict):
             )
         cap = self.cap_s(None)
         expected = self.expected_requests()
-        if expected is not None and getattr(w, "n_requests", None) is None:
+        if expected is not None and w.n_requests is None and w.n_requests_per_gpu is None:
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
                 raise ValueError(
@@ -288,7 +289,8 @@ class Scenario(_Strict):
         elif expected is not None:
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
-                raise ValueError(f"@workload.n_requests: got {problem}; expected fewer requests or arrangements")
+                raise ValueError(f"@workload.{'n_requests' if w.n_requests is not None else 'n_requests_per_gpu'}: "
+                                 f"got {problem}; expected fewer requests or arrangements")
         if isinstance(w, SyntheticWorkload):
             for key, ms in self.ship_costs():
                 problem = ship_problem(ms, max(hi for classes, _ in w.length_bounds() for _, hi in classes))
@@ -359,8 +361,8 @@ class Scenario(_Strict):
         """Requests a run expects before drawing them (`n_requests`, or rate x the cap), None for
         a trace with its own arrivals (its rows tell)."""
         w = self.workload
-        if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
-            return float(w.n_requests)
+        if (counted := counted_requests(self)) is not None:
+            return counted
         if isinstance(w, SyntheticWorkload):
             return expected_arrivals(w, self.cap_s(None))
         if w.rate_per_s is not None and self.draws_requests:
@@ -415,3 +417,4 @@ _validate: Callable[..., Scenario] | None = None
 def set_validator(validate: Callable[..., Scenario]) -> None:
     global _validate
     _validate = validate
+

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..model.engine import Engine, GiveUp
 from ..results.breakdown import summary_figures
 from ..results.metrics import OFF_NS, SLACK_NS, LimitsNs, reply_gaps
+from ..scenario.counts import for_gpus
 from ..scenario.limits import one_arrangement_at_a_time
 from ..scenario.schema import Scenario
 from ..workload.stream import make_requests
@@ -77,10 +78,10 @@ def run_task(task: Task) -> list[dict]:
         return _run_task(task)
 
 
-def _run_task(task: Task) -> list[dict]:
-    scenario = task.scenario
+def _task_stream(task: Task, scenario, limits: LimitsNs) -> tuple[Any, int, GiveUp | None]:
+    """The stream a task's arrangements run on (cut at the verdict cap for `verdicts_only`), its
+    measured requests, and the early stop."""
     stream = make_requests(scenario, task.seed)
-    limits = LimitsNs.from_slo(scenario.slo)
     if task.verdicts_only:
         stream = replace(stream, cap_ns=verdict_cap_ns(stream, limits))
     n_measured = int(stream.measured.sum())
@@ -90,10 +91,22 @@ def _run_task(task: Task) -> list[dict]:
         # (with TPOT inclusive the model's mean-gap count would not bound the rule's: first word only)
         mean_gap = OFF_NS if limits.inclusive else limits.mean_gap
         give_up = GiveUp(limits.first_word + SLACK_NS, mean_gap + SLACK_NS, max_late)
+    return stream, n_measured, give_up
+
+
+def _run_task(task: Task) -> list[dict]:
+    scenario = task.scenario
+    limits = LimitsNs.from_slo(scenario.slo)
+    per_gpu = scenario.workload.n_requests_per_gpu is not None
+    streams: dict[int, tuple[Any, int, GiveUp | None]] = {}  # by GPUs with n_requests_per_gpu (else one)
     rows = []
     for arrangement in scenario.arrangements:
         if task.only is not None and arrangement.name != task.only:
             continue
+        size = arrangement.n_gpus if per_gpu else 0
+        if size not in streams:
+            streams[size] = _task_stream(task, for_gpus(scenario, arrangement.n_gpus), limits)
+        stream, n_measured, give_up = streams[size]
         engine = Engine(scenario, arrangement, stream, give_up)
         rec = engine.run()
         if engine.gave_up:

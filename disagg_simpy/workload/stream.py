@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..files import atomic_write_text
+from ..scenario.counts import for_gpus
 from ..scenario.limits import iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.prefixes import MOONCAKE_BLOCK_TOKENS
@@ -30,7 +31,7 @@ from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arriv
 from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
-STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words", "router", "prefixes", "sessions")
+STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words", "router", "prefixes", "sessions", "trace_pick")
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,11 @@ def stream_seed(seed: int, name: str) -> np.random.SeedSequence:
 
 
 def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
-    """The request stream of `scenario` (with `seed` instead of the scenario's, if given)."""
+    """The request stream of `scenario` (with `seed` instead of the scenario's, if given). With
+    `n_requests_per_gpu`, the largest arrangement's (`counts.for_gpus`): a smaller one's is its
+    first requests (`streams_by_gpus`)."""
+    if scenario.workload.n_requests_per_gpu is not None:
+        scenario = for_gpus(scenario, max(a.n_gpus for a in scenario.arrangements))
     w = scenario.workload
     seed = scenario.seed if seed is None else seed
     if isinstance(w, SyntheticWorkload):
@@ -82,6 +87,17 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
         stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
     check_stream(scenario, stream)
     return stream
+
+
+def streams_by_gpus(scenario: Scenario, seed: int) -> dict[int, Requests]:
+    """With `n_requests_per_gpu`, each arrangement size's stream (per GPU x its GPUs requests: the
+    first that many of the seed's stream, as every draw is sequential); else one stream for
+    every size."""
+    sizes = sorted({a.n_gpus for a in scenario.arrangements})
+    if scenario.workload.n_requests_per_gpu is None:
+        stream = make_requests(scenario, seed)
+        return dict.fromkeys(sizes, stream)
+    return {n: make_requests(for_gpus(scenario, n), seed) for n in sizes}
 
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
@@ -281,9 +297,11 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     if w.format == "lengths":
         cap_s = scenario.cap_s(None)
         assert w.rate_per_s is not None  # (a lengths trace needs it: schema.TraceWorkload)
-        n = _expected_arrivals(w.rate_per_s, cap_s)
+        n = _expected_arrivals(w.rate_per_s, cap_s) if w.n_requests is None else w.n_requests
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
+        if w.n_requests is not None:  # exactly n, every one sent: the cap must pass the last
+            cap_s = _counted_cap(scenario, arrived_ns, w.n_requests)
         # E4f: any row of the table may be drawn
         check_capacity(scenario, path, np.arange(1, len(table) + 1),
                        clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)[0])
@@ -303,8 +321,15 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         table = table[keep].reset_index(drop=True)
         blocks = blocks.take(np.asarray(keep)) if blocks is not None else None
         info.update(shaping)
-        cap_s = scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S)
-    rows = np.flatnonzero(keep) + 1 if w.format != "lengths" else None  # data rows kept, from 1
+        keep = np.flatnonzero(keep)
+        if w.n_requests is not None:  # a benchmark client's count: the first n, or n drawn with the seed
+            picked = _picked(w, len(keep), seed, scenario.source)
+            keep, arrived_ns, table = keep[picked], arrived_ns[picked], table.iloc[picked].reset_index(drop=True)
+            blocks = blocks.take(picked) if blocks is not None else None
+            info.update(n_requests=w.n_requests, pick=w.pick)
+        cap_s = (scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S) if w.n_requests is None
+                 else _counted_cap(scenario, arrived_ns, w.n_requests))
+    rows = keep + 1 if w.format != "lengths" else None  # data rows kept, from 1
     table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
     info.update(clips)
     measured = _window(arrived_ns, w.warmup_s, w.measure_s)
@@ -326,6 +351,33 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         info=info,
         blocks=blocks.take(keep) if blocks is not None else None,
     )
+
+
+def _picked(w: TraceWorkload, n_rows: int, seed: int, source: str) -> np.ndarray:
+    """Which of a trace's `n_rows` requests (after its window and shaping) a count sends, in
+    time order: the first `n_requests`, or `n_requests` drawn without replacement with the
+    seed's own stream (`pick: sampled`)."""
+    n = w.n_requests
+    assert n is not None
+    if n > n_rows:
+        where = " in its window" if w.start_s is not None or w.duration_s is not None else ""
+        raise InputError(f"{source}: workload.n_requests: got {n:,}, but the trace holds {n_rows:,} requests{where}; "
+                         "expected at most that many (with n_requests_per_gpu: that many per GPU x the largest "
+                         "arrangement's GPUs)")
+    if w.pick == "first":
+        return np.arange(n)
+    return np.sort(make_streams(seed)["trace_pick"].choice(n_rows, size=n, replace=False))
+
+
+def _counted_cap(scenario: Scenario, arrived_ns: np.ndarray, n: int) -> float:
+    """The cap of a run that sends exactly `n` requests: `max_sim_s` (refused if the last arrives
+    after it) or the last arrival + the default slack."""
+    last = float(arrived_ns[-1]) / NS_PER_S if len(arrived_ns) else 0.0
+    cap_s = scenario.cap_s(last)
+    if last > cap_s:
+        raise InputError(f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {n:,} of n_requests arrives at "
+                         f"{last:.6g} s; expected at least that (n_requests sends every request)")
+    return cap_s
 
 
 def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd.DataFrame) -> None:

@@ -129,6 +129,7 @@ def test_each_rule_is_worded_after_itself():
     ({"preset": "sarathi-serve", "percentile_of": {"e2e_s": 50}}, "slo.percentile_of: got e2e_s whose limit is off"),
     ({"preset": "sarathi"}, "slo.preset: got 'sarathi', expected a named SLO rule: distserve, vllm-bench, sarathi-serve"),
     ({"tpot": "both"}, "slo.tpot: got 'both', expected exclusive"),
+    ({"criterion": "percentiles", "gap_ms": -5}, "slo.gap_ms: got -5, expected a number of ms > 0"),
 ])
 def test_bad_rules_are_one_line_exit_2(tmp_path, capsys, slo, fragment):
     spec = {"name": "bad", "workload": {"rate_per_s": 5, "measure_s": 2, "prompt_mix": [{"share": 1, "tokens": [10, 50]}],

@@ -1,0 +1,84 @@
+"""Benchmark-client counts: `n_requests` on trace workloads (the first N, or N drawn with the
+seed: `pick`), and `n_requests_per_gpu` (each arrangement sends per GPU x its GPUs requests,
+the first that many of the seed's stream), so one file compares arrangements of different
+sizes the way the papers did (vLLM's 100 requests on 1 GPU against DistServe's 300 on 3)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+from helpers import ROOT, run_rows, write_scenario
+
+from disagg_simpy import load_scenario, run
+from disagg_simpy.cli import main
+
+#: ten requests, 0.1 s apart, prompts 100..1000 tokens, replies of 2..11 words
+TEN = [(0.1 * i, 100 * (i + 1), 2 + i) for i in range(10)]
+ONE_AND_THREE = [{"name": "one", "kind": "colocated", "gpus": 1}, {"name": "three", "kind": "colocated", "gpus": 3}]
+
+
+def test_trace_n_requests_sends_the_first_n(tmp_path):
+    r = run_rows(tmp_path, TEN, workload={"n_requests": 4}).requests
+    assert r["n_prompt_tokens"].tolist() == [100, 200, 300, 400]
+    assert r["arrived_at_s"].tolist() == pytest.approx([0.0, 0.1, 0.2, 0.3])
+
+
+def test_trace_n_requests_sampled_draws_n_rows_with_the_seed_in_time_order(tmp_path):
+    picks = {}
+    for seed in (1, 2, 1):
+        r = run_rows(tmp_path, TEN, workload={"n_requests": 4, "pick": "sampled"}, seed=seed).requests
+        prompts = r["n_prompt_tokens"].tolist()
+        assert len(prompts) == 4 and prompts == sorted(prompts) and set(prompts) <= {100 * (i + 1) for i in range(10)}
+        assert r["arrived_at_s"].tolist() == pytest.approx([(p / 100 - 1) * 0.1 for p in prompts])  # each its own row's time
+        assert picks.setdefault(seed, prompts) == prompts  # the same seed: the same rows
+    assert picks[1] != picks[2]
+
+
+def test_n_requests_per_gpu_gives_each_arrangement_its_share_of_one_stream(tmp_path):
+    spec = {"name": "per-gpu", "seed": 4,
+            "workload": {"rate_per_s": 6, "n_requests_per_gpu": 20, "prompt_mix": [{"share": 1, "tokens": [50, 400]}],
+                         "reply_words": [3, 12]},
+            "arrangements": ONE_AND_THREE}
+    path = tmp_path / "per-gpu.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = run(load_scenario(path))
+    assert result.summary.set_index("arrangement")["n_requests"].to_dict() == {"one": 20, "three": 60}
+    r = result.requests
+    one, three = r[r.arrangement == "one"], r[r.arrangement == "three"]
+    for column in ("arrived_at_s", "n_prompt_tokens", "n_reply_words"):  # the 1-GPU run's are the first 20 of the 3-GPU's
+        assert np.array_equal(one[column].to_numpy(), three[column].to_numpy()[:20]), column
+
+
+def test_trace_n_requests_per_gpu(tmp_path):
+    r = run_rows(tmp_path, TEN, arrangements=ONE_AND_THREE, workload={"n_requests_per_gpu": 3}).requests
+    assert r.groupby("arrangement")["n_prompt_tokens"].apply(list).to_dict() == {
+        "one": [100, 200, 300], "three": [100 * (i + 1) for i in range(9)]}
+
+
+def test_lengths_trace_n_requests_draws_exactly_n(tmp_path):
+    shutil.copy(ROOT / "tests" / "data" / "sample_lengths.csv", tmp_path / "lengths.csv")
+    spec = {"name": "lengths", "seed": 2,
+            "workload": {"trace": "lengths.csv", "format": "lengths", "rate_per_s": 5, "n_requests": 37},
+            "arrangements": [{"name": "one", "kind": "colocated", "gpus": 1}]}
+    (tmp_path / "l.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = run(load_scenario(tmp_path / "l.yaml"))
+    assert len(result.requests) == 37 and result.summary["n_requests"].iloc[0] == 37
+
+
+@pytest.mark.parametrize(("workload", "fragment"), [
+    ({"n_requests": 11}, "workload.n_requests: got 11, but the trace holds 10 requests; expected at most that many"),
+    ({"n_requests": 3, "measure_s": 1}, "workload.n_requests: got 3 together with measure_s 1, expected one of them"),
+    ({"n_requests": 3, "n_requests_per_gpu": 2}, "got 2 together with n_requests 3, expected one of them"),
+    ({"pick": "sampled"}, "workload.pick: got 'sampled' without n_requests, expected n_requests or n_requests_per_gpu"),
+    ({"n_requests": 3, "pick": "random"}, "workload.pick: got 'random', expected first (the trace's first n_requests) or sampled"),
+    ({"n_requests_per_gpu": 3, "warmup_s": 0.2}, "workload.warmup_s: got 0.2 with n_requests_per_gpu, expected 0"),
+])
+def test_bad_counts_are_one_line_exit_2(tmp_path, capsys, workload, fragment):
+    path = write_scenario(tmp_path, TEN, workload=workload)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err, err
+    assert not (tmp_path / "out").exists()
