@@ -26,7 +26,8 @@ ALLOWED = {
     "sweep": {"scenario", "workload", "model", "results", "api"},
     "plots": {"scenario", "workload", "results"},
     "page": {"scenario", "workload", "results"},
-    "cli": {"costs", "scenario", "workload", "model", "results", "api", "sweep", "plots", "page", "root"},
+    "validation": {"scenario", "workload", "model", "results", "api", "sweep"},  # published measurements
+    "cli": {"costs", "scenario", "workload", "model", "results", "api", "sweep", "plots", "page", "validation", "root"},
     "root": {"api", "results", "scenario"},  # disagg_simpy/__init__.py: the public names
     "main": {"cli"},  # __main__.py
 }

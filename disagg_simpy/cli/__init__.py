@@ -34,13 +34,14 @@ from .presets import presets_command
 from .run import OUTPUT_FILES, build_parser, run
 from .sweep import sweep_command
 from .traces import traces
+from .validate import validate_command
 
 __all__ = ["OUTPUT_FILES", "build_parser", "main"]
 
 #: subcommand -> its entry point (argv after the command's name); anything else is a run
 COMMANDS = {"describe": describe, "traces": traces, "sweep": sweep_command, "goodput": goodput_command,
             "plan": plan_command, "map": map_command, "explain": explain, "presets": presets_command,
-            "fit": fit_command}
+            "fit": fit_command, "validate": validate_command}
 
 
 #: the commands whose runs keep summary rows only, an arrangement at a time (sweep/runner.py)

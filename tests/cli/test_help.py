@@ -54,6 +54,7 @@ def _parser(command: str):
                 "explain": ("explain", "build_explain_parser"), "fit": ("fit", "build_fit_parser"),
                 "presets": ("presets", "build_presets_parser"), "traces": ("traces", "build_traces_parser"),
                 "sweep": ("sweep", "build_sweep_parser"), "goodput": ("goodput", "build_goodput_parser"),
-                "plan": ("plan", "build_plan_parser"), "map": ("map", "build_map_parser")}
+                "plan": ("plan", "build_plan_parser"), "map": ("map", "build_map_parser"),
+                "validate": ("validate", "build_validate_parser")}
     module, name = builders[command]
     return getattr(importlib.import_module(f"disagg_simpy.cli.{module}"), name)()

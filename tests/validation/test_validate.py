@@ -1,0 +1,79 @@
+"""`validate` and the accuracy gate (docs/accuracy.md): the catalog is complete and sourced, the
+gate fails on what it should, and a model whose every writing iteration is 20% slower fails it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from disagg_simpy.cli import main
+from disagg_simpy.sweep.cost_error import scaled_costs
+from disagg_simpy.sweep.runner import LocalPool, Runner
+from disagg_simpy.sweep.store import Store
+from disagg_simpy.validation import SCENARIOS, gate, load_catalog, load_recorded, measure, row, summary
+
+
+def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
+    sources, figures = load_catalog()
+    assert len({f.id for f in figures}) == len(figures)
+    for f in figures:
+        assert f.source in sources and sources[f.source]["cite"] and sources[f.source]["group"]
+        assert f.published > 0 and 0 < f.tolerance_pct <= 50 and len(f.tolerance_why) > 40, f.id
+        assert (SCENARIOS / f.scenario).is_file(), f.scenario
+        assert f.how in ("goodput", "concurrency") and f.metric in ("goodput_per_s", "ttft_ms", "tpot_ms")
+    recorded = {r["id"] for r in load_recorded()["rows"]}
+    assert recorded == {f.id for f in figures}  # every figure has its recorded value
+
+
+def fake(figure_id: str, error: float, tolerance: float = 15.0) -> dict:
+    return {"id": figure_id, "metric": "tpot_ms", "published": 100.0, "ours": 100.0 + error, "error_pct": error,
+            "tolerance_pct": tolerance, "verdict": "within" if abs(error) <= tolerance else "outside"}
+
+
+def test_the_gate_fails_on_a_figure_leaving_its_tolerance_a_moved_error_and_a_worse_median():
+    recorded = {"rows": [fake("a", 13.0), fake("b", -40.0), fake("c", 2.0)]}
+    assert gate([fake("a", 14.0), fake("b", -42.0), fake("c", 4.0)], recorded) == []  # moves of 5 points or less pass
+    left = gate([fake("a", 16.0), fake("b", -40.0), fake("c", 2.0)], recorded)
+    assert left == ["a: 116 against 100 published (+16.0%), outside its +-15% (recorded: within)"]
+    moved = gate([fake("a", 13.0), fake("b", -30.0), fake("c", 2.0)], recorded)  # closer to published, but unrecorded
+    assert moved == ["b: error -30.0% against -40.0% recorded (moved more than 5 points; validate --record accepts it)"]
+    worse = gate([fake("a", 13.0), fake("b", -40.0), fake("c", 14.0)], recorded)  # the median 13 -> 14: passes
+    assert len(worse) == 1 and worse[0].startswith("c: error +14.0%")
+    worse = gate([fake("a", -19.0, 50), fake("b", -40.0), fake("c", 2.0)], recorded)  # median 13 -> 19
+    assert any(p.startswith("tpot_ms: median absolute error 19.0% against 13.0% recorded") for p in worse)
+    assert gate([fake("new", 30.0)], recorded)[0].startswith("new: 130 against 100 published")  # not recorded, outside
+
+
+@pytest.fixture()
+def runner(tmp_path):
+    return Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(1), progress=False)
+
+
+def test_a_model_whose_writing_iterations_are_20_percent_slower_fails_the_gate(runner):
+    """The gate's reason to exist: slow every writing iteration by 20% (its fixed cost, per reply
+    and per context token), run two of the fast figures, and the gate fails; as recorded, it passes."""
+    sources, figures = load_catalog()
+    chosen = [f for f in figures if f.id in ("distserve-fig1-decode-only", "aic-qwen3-32b-h100-vllm-tpot")]
+    recorded = load_recorded()
+    as_is = [row(f, sources, measure(f, runner)) for f in chosen]
+    assert gate(as_is, recorded) == []
+    slowed = [row(f, sources, measure(f, runner, transform=lambda s: scaled_costs(s, writing=1.2))) for f in chosen]
+    problems = gate(slowed, recorded)
+    assert len(problems) >= 2, problems  # both figures move (the TPOT one leaves its tolerance)
+    assert any(p.startswith("aic-qwen3-32b-h100-vllm-tpot") and "outside its +-15%" in p for p in problems)
+    assert summary(slowed)["median_abs_error_pct"]["tpot_ms"] > 25  # +11% recorded, about +29% slowed
+
+
+def test_validate_writes_its_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
+    """The command end to end on the fast subset: exit 0 against the recorded figures, the table,
+    the summary, the gate's verdict, and the CSV, JSON and HTML page (a chart per source)."""
+    assert main(["validate", "--fast", "--out", str(tmp_path / "v"), "--html", str(tmp_path / "page.html")]) == 0
+    out = capsys.readouterr().out
+    assert "figures within their tolerance; median absolute error: goodput_per_s" in out
+    assert "accuracy gate: passes" in out and "distserve-fig1-vllm-colocated" in out
+    facts = json.loads((tmp_path / "v" / "validate.json").read_text())
+    assert facts["gate"] == "passes" and facts["summary"]["figures"] == sum(f.fast for f in load_catalog()[1])
+    assert (tmp_path / "v" / "validate.csv").read_text().startswith("id,source,group,metric,published,ours,error_pct")
+    page = (tmp_path / "page.html").read_text()
+    assert page.count("<svg") == 2 and "DistServe" in page and "AIConfigurator" in page
