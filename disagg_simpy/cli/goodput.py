@@ -23,6 +23,10 @@ def build_goodput_parser():
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=None, metavar="PER_S",
                    help="stop when the passing and failing rates are this close (default 0.1 requests/s; "
                    "with --vary slo, scales: default 0.01)")
+    p.add_argument("--cost-error", type=positive_float("--cost-error"), metavar="PCT",
+                   help="re-run the two best with each side's costs off by up to PCT %% (one side at a time) and say "
+                   "whether the winner holds or which cost error flips it (default: the cost preset's stated errors, "
+                   "when the scenario names a preset)")
     p.add_argument("--rate-per-gpu", type=positive_float("--rate-per-gpu"), metavar="PER_S",
                    help="start each arrangement's search at this rate per GPU x its GPUs (instead of the scenario's rate)")
     p.add_argument("--vary", choices=("rate", "slo"), default="rate",
@@ -75,10 +79,13 @@ def _goodput(job: Job) -> Batch:
 
         return save_goodput(table, folder / "goodput.png", title, scenario.slo.carried_text())
 
-    return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance},
+    from ..sweep.cost_error import cost_error_line
+
+    sure = cost_error_line(scenario, job.runner, seeds, args.target, args.tolerance, table, args.cost_error)
+    return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance, "cost_error": sure},
                  lines=[f"{title}; bisection to {args.tolerance:g} requests/s",
                         f"criterion: {criterion_text(scenario.slo, args.target)}",
-                        format_goodput(table, scenario.slo.share_header())], picture=picture,
+                        format_goodput(table, scenario.slo.share_header()), *([sure] if sure else [])], picture=picture,
                  page=lambda path: goodput_page(path, table, title))
 
 

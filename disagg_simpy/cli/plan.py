@@ -40,6 +40,10 @@ def build_plan_parser():
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT", help="on-time share to meet (default 90)")
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")
+    p.add_argument("--cost-error", type=positive_float("--cost-error"), metavar="PCT",
+                   help="re-run the two best with each side's costs off by up to PCT %% (one side at a time) and say "
+                   "whether the winner holds or which cost error flips it (default: the cost preset's stated errors, "
+                   "when the scenario names a preset)")
     p.add_argument("--chunks", type=chunks_flag, default=(256, 512, 1024, 2048), metavar="C1,C2",
                    help="chunk sizes tried, on the same GPU and on a split's reading GPUs (default 256,512,1024,2048)")
     p.add_argument("--exhaustive", action="store_true",
@@ -202,12 +206,16 @@ def _plan(job: Job) -> Batch | None:
 
         return save_plan(table, folder / "plan.png", title, labels, scenario.slo.carried_text())
 
+    from ..sweep.cost_error import cost_error_line
+
+    sure = cost_error_line(planned, runner, seeds, args.target, args.tolerance, table, args.cost_error)
     return Batch(
         table,
         info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
-              "recommendation": line},
+              "recommendation": line, "cost_error": sure},
         lines=[f"{title}; {scenario.slo.share_header()} at {planned.workload.rate_per_s:g} requests/s",
                f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table, scenario.slo.share_header()), line,
+               *([sure] if sure else []),
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target),

@@ -5,7 +5,8 @@ terms, E14's prompt iteration, E15's tiles); a writing factor what writing words
 iteration's fixed cost, per reply, per context token). A split's reading GPUs take the reading
 factor on every term, its writing GPUs the writing factor; a colocated GPU takes each factor on
 its own terms. The validate gate's test slows every writing iteration so; goodput and plan
-re-run their top candidates so (`--cost-error`).
+re-run their top candidates so (`--cost-error`). Only the ms terms scale (never
+free_prompt_tokens or token_tile).
 """
 
 from __future__ import annotations
@@ -34,10 +35,93 @@ def scaled_costs(scenario: Scenario, reading: float = 1.0, writing: float = 1.0)
     for a in scenario.arrangements:
         r, w = a.side_costs(scenario.cost)
         if a.is_split:
-            a = a.model_copy(update={"reading_cost": _side(r, dict.fromkeys(Cost.model_fields, reading)),
-                                     "writing_cost": _side(w, dict.fromkeys(Cost.model_fields, writing))})
+            a = a.model_copy(update={"reading_cost": _side(r, dict.fromkeys(READING_TERMS + WRITING_TERMS, reading)),
+                                     "writing_cost": _side(w, dict.fromkeys(READING_TERMS + WRITING_TERMS, writing))})
         else:
             a = a.model_copy(update={"cost": _side(r, dict.fromkeys(READING_TERMS, reading)
                                                     | dict.fromkeys(WRITING_TERMS, writing))})
         arrangements.append(a)
     return scenario.model_copy(update={"arrangements": tuple(arrangements)})
+
+
+#: the field's word for each side's cost
+SIDE_WORDS = {"reading": "prefill", "writing": "decode"}
+#: bisection steps on a flip's size (each a goodput search of two arrangements)
+FLIP_STEPS = 4
+
+
+def preset_errors(scenario: Scenario) -> dict[str, float] | None:
+    """The scenario's cost preset's stated error bounds (%), per side: writing, its largest
+    writing-only error; reading, its largest prompt error (chunked or whole); None without a
+    preset (or one without stated errors)."""
+    from ..costs.shipped import PRESETS
+
+    name = scenario.cost.preset
+    facts = PRESETS.get(name) if name else None
+    if facts is None:
+        try:
+            from ..costs.composed_shipped import PRESETS as COMPOSED  # (composed presets, where present)
+        except ImportError:
+            return None
+        facts = COMPOSED.get(name) if name else None
+    if facts is None:
+        return None
+    attention = scenario.cost.per_attention_pair_ms > 0 and facts.get("attention_errors_pct")
+    errors = facts.get("attention_errors_pct") if attention else facts.get("errors_pct")
+    if not errors:
+        return None
+    reading = [abs(v) for k, v in errors.items() if k != "writing only" and v is not None]
+    return {"reading": max(reading, default=0.0), "writing": abs(errors.get("writing only") or 0.0)}
+
+
+def cost_error_line(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float, table,
+                    cost_error: float | None) -> str | None:
+    """goodput's and plan's line on how sure the answer is: with `--cost-error PCT` every side's
+    costs off by up to PCT %, else the preset's stated errors; None when neither is known."""
+    bounds = {"reading": cost_error, "writing": cost_error} if cost_error is not None else preset_errors(scenario)
+    if not bounds:
+        return None
+    where = "--cost-error" if cost_error is not None else f"preset {scenario.cost.preset}'s stated errors"
+    return f"cost error ({where}): " + robustness(scenario, runner, seeds, target, tolerance, table, bounds)
+
+
+def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float,
+               table, bounds: dict[str, float]) -> str:
+    """Whether the winner of a goodput `table` (its two best arrangements by goodput) survives
+    each side's costs scaled by up to +-`bounds[side]` % (one side at a time): 'the winner W holds
+    for cost errors up to +-X%', or 'R overtakes W at +Y% decode cost' (the smallest flip found,
+    to about 1/16 of the bound by bisection)."""
+    from .goodput import goodput
+
+    ranked = table.sort_values("goodput_per_s", ascending=False, kind="stable")
+    if len(ranked) < 2:
+        return ""
+    w, r = str(ranked["arrangement"].iloc[0]), str(ranked["arrangement"].iloc[1])
+    starts = {str(a): float(g) for a, g in zip(ranked["arrangement"], ranked["goodput_per_s"]) if g > 0}
+    pair = scenario.model_copy(update={"arrangements": tuple(a for a in scenario.arrangements if a.name in (w, r))})
+
+    def flips(side: str, pct: float) -> bool:
+        factors = {"reading": 1.0, "writing": 1.0} | {side: 1 + pct / 100}
+        found = goodput(scaled_costs(pair, **factors), runner, seeds, target, tolerance, names=[w, r],
+                        starts={k: v * factors[side] ** -1 for k, v in starts.items()} or None)
+        g = dict(zip(found["arrangement"], found["goodput_per_s"]))
+        return g[r] > g[w] + 1e-9
+
+    smallest: tuple[float, str] | None = None
+    for side in ("reading", "writing"):
+        bound = bounds.get(side, 0.0)
+        for sign in (1.0, -1.0):
+            if bound <= 0 or not flips(side, sign * bound):
+                continue
+            lo, hi = 0.0, bound  # flips at hi, not at lo (the table's own answer)
+            for _ in range(FLIP_STEPS):
+                mid = (lo + hi) / 2
+                lo, hi = (lo, mid) if flips(side, sign * mid) else (mid, hi)
+            if smallest is None or hi < smallest[0]:
+                smallest = (hi, f"{r} overtakes {w} at {sign * hi:+.0f}% {SIDE_WORDS[side]} cost")
+    if smallest is not None:
+        return smallest[1] + f" (checked to +-{bounds.get('reading', 0):g}% prefill, +-{bounds.get('writing', 0):g}% decode)"
+    both = {bounds.get("reading", 0.0), bounds.get("writing", 0.0)}
+    size = f"+-{bounds['reading']:g}%" if len(both) == 1 else \
+        f"+-{bounds.get('reading', 0):g}% prefill and +-{bounds.get('writing', 0):g}% decode"
+    return f"the winner {w} holds for cost errors up to {size} (each side alone; next: {r})"

@@ -1,0 +1,78 @@
+"""Recommendations that say how sure they are (`--cost-error`, sweep/cost_error.py): the two best
+arrangements re-run with each side's costs scaled, on a constructed case where a small cost
+error flips the winner."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from disagg_simpy import load_scenario
+from disagg_simpy.cli import main
+from disagg_simpy.sweep.cost_error import preset_errors, scaled_costs
+from disagg_simpy.sweep.goodput import goodput
+from disagg_simpy.sweep.runner import LocalPool, Runner
+from disagg_simpy.sweep.store import Store
+
+#: split-1-2 is bound by its one reading GPU, split-2-1 by its one writing GPU; with these costs
+#: split-1-2 carries about 20.6 requests/s and split-2-1 about 19.5: 6% apart, so a few percent of
+#: cost error on either side decides which wins
+CLOSE = {"name": "close", "seed": 1, "seeds": 2,
+         "workload": {"rate_per_s": 10, "n_requests": 200, "arrivals": "constant",
+                      "prompt_mix": [{"share": 1, "tokens": {"fixed": 1000}}], "reply_words": {"fixed": 20}},
+         "cost": {"iteration_ms": 10, "per_prompt_token_ms": 0.05, "per_reply_ms": 2.25, "kv_ship_ms_per_token": 0},
+         "slo": {"first_word_s": 1.0, "mean_gap_ms": 60, "freeze_ms": None},
+         "arrangements": [{"name": "split-1-2", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2},
+                          {"name": "split-2-1", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 1}]}
+
+
+@pytest.fixture()
+def close(tmp_path):
+    path = tmp_path / "close.yaml"
+    path.write_text(yaml.safe_dump(CLOSE, sort_keys=False))
+    return path
+
+
+def goodputs(scenario, tmp_path, **factors) -> dict[str, float]:
+    runner = Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(1), progress=False)
+    table = goodput(scaled_costs(scenario, **factors), runner, (1, 2), 90.0, 0.1)
+    return dict(zip(table["arrangement"], table["goodput_per_s"]))
+
+
+def test_a_10_percent_cost_error_flips_the_winner_and_goodput_says_so(close, tmp_path, capsys):
+    scenario = load_scenario(close)
+    as_is, cheaper_decode = goodputs(scenario, tmp_path), goodputs(scenario, tmp_path, writing=0.9)
+    assert as_is["split-1-2"] > as_is["split-2-1"]  # the winner as the costs stand ...
+    assert cheaper_decode["split-2-1"] > cheaper_decode["split-1-2"]  # ... is not with decode 10% cheaper
+    assert main(["goodput", str(close), "--out", str(tmp_path / "g"), "--no-plots", "--workers", "1",
+                 "--cost-error", "10"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("cost error"))
+    assert line.startswith("cost error (--cost-error): split-2-1 overtakes split-1-2 at -") and "% decode cost" in line
+    at = float(line.split(" at ")[1].split("%")[0])
+    assert -10 <= at < 0 and goodputs(scenario, tmp_path, writing=1 + at / 100)["split-2-1"] > as_is["split-1-2"] * 0.9
+    assert main(["goodput", str(close), "--out", str(tmp_path / "g2"), "--no-plots", "--workers", "1",
+                 "--cost-error", "2"]) == 0
+    assert "cost error (--cost-error): the winner split-1-2 holds for cost errors up to +-2% (each side alone; " \
+           "next: split-2-1)" in capsys.readouterr().out
+
+
+def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, capsys):
+    spec = {"name": "preset", "seed": 1,
+            "workload": {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [{"share": 1, "tokens": [200, 1200]}],
+                         "reply_words": [20, 60]},
+            "cost": {"preset": "a100-80gb/llama-2-7b/tp1"},
+            "arrangements": [{"name": "same", "kind": "colocated", "gpus": 2}]}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    bounds = preset_errors(load_scenario(path))
+    assert bounds == {"reading": 10.2, "writing": 16.2}  # its largest prompt error and its writing-only error (with
+    # the attention term, as the model has it: presets list both)
+    assert main(["plan", str(path), "--gpus", "2", "--out", str(tmp_path / "p"), "--no-plots", "--workers", "1",
+                 "--chunks", "512", "--tolerance", "0.5"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("cost error"))
+    assert line.startswith("cost error (preset a100-80gb/llama-2-7b/tp1's stated errors): ")
+    assert "holds for cost errors up to +-10.2% prefill and +-16.2% decode" in line or "overtakes" in line
+    assert pd.read_json(tmp_path / "p" / "run.json", typ="series")["cost_error"] == line
