@@ -38,7 +38,7 @@ from .common import (
     seeds_to_run,
 )
 from .plot_flags import add_plot_arguments, plot_flag_error
-from .run_notes import no_measured_request, removed_note, shown_run
+from .run_notes import dropped_text, dropped_warnings, no_measured_request, removed_note, shown_run
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
 #: --format parquet.
@@ -405,9 +405,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
               f"which the {workload['format']} format does not use", file=sys.stderr)
-    for seed, name, n, most in dropped_runs(summary, scenario, seeds):
-        print(f"warning: {name} (seed {seed}): {n} measured {'request' if n == 1 else 'requests'} dropped, preempted "
-              f"past max_preemptions ({most}; E9); they count as not on time", file=sys.stderr)
+    sys.stderr.writelines(f"{line}\n" for line in dropped_warnings(summary, scenario, seeds))  # E9's drops
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():
             print(
@@ -419,25 +417,4 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
 def _check_seeds(problem: str | None) -> None:
     if problem:
         raise InputError(f"--seeds: got {problem}; expected fewer seeds (or a smaller run)")
-
-
-def dropped_text(summary, many: bool) -> str:
-    """The caption's words on E9's dropped requests ('' when none was dropped): each arrangement's
-    count (the mean per seed with several seeds)."""
-    if "n_dropped" not in summary.columns or not (summary["n_dropped"].fillna(0) > 0).any():
-        return ""
-    means = summary.groupby("arrangement", sort=False, observed=True)["n_dropped"].mean()
-    shown = ", ".join(f"{name} {n:.3g}" for name, n in means.items() if n > 0)
-    return f"; dropped past max_preemptions (E9, not on time){' per seed on average' if many else ''}: {shown}"
-
-
-def dropped_runs(summary, scenario, seeds) -> list[tuple[int, str, int, int]]:
-    """(seed, arrangement, measured requests dropped, its max_preemptions) of every run that
-    dropped some (E9)."""
-    if "n_dropped" not in summary.columns:
-        return []
-    most = {a.name: a.paged[3] for a in scenario.arrangements if getattr(a, "paged", None)}
-    rows = summary.assign(seed=summary["seed"] if "seed" in summary.columns else seeds[0])
-    return [(int(r.seed), str(r.arrangement), int(r.n_dropped), most.get(str(r.arrangement), 0))
-            for r in rows.itertuples() if r.n_dropped == r.n_dropped and r.n_dropped > 0]
 
