@@ -181,3 +181,16 @@ def test_goodput_with_n_requests_stretches_max_sim_s_at_lower_rates(tmp_path, ca
     assert main(["goodput", str(path), "--out", str(tmp_path / "o"), "--seeds", "2", "--no-plots"]) == 0
     row = pd.read_csv(tmp_path / "o" / "goodput.csv").iloc[0]
     assert row.failing_rate_per_s < 1.0  # probed where the 50th arrival comes after 40 s (about 1.25/s and below)
+
+
+def test_plan_refusing_an_option_it_cannot_carry_writes_nothing(tmp_path, capsys):
+    """Item 2 at the command line: one line naming the key, exit 2, before any run."""
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"name": "m", "workload": dict(SMALL_TRAFFIC), "max_sim_s": 20, "arrangements": [
+        {"name": "same", "kind": "colocated", "gpus": 2, "mixed_iterations": False}]}))
+    out = tmp_path / "o"
+    err = _refused(["plan", str(path), "--gpus", "2", "--out", str(out)], capsys)
+    assert "arrangements.same.mixed_iterations: got False" in err and "split-1-1" in err
+    assert not out.exists()
+    assert main(["plan", str(path), "--gpus", "2", "--splits", "none", "--chunks", "none", "--seeds", "1",
+                 "--no-plots", "--out", str(tmp_path / "ok")]) == 0
