@@ -82,8 +82,18 @@ def test_every_composed_preset_states_source_licence_engine_range_and_error():
     for name, p in PRESETS.items():
         gpu, model, tp, engine = name.split("/")
         framework, version = O.ENGINES[engine]
-        assert (p["gpu"].lower(), p["tp"], p["engine"], p["engine_version"]) == (gpu, int(tp[2:]), framework, version)
+        assert (p["gpu"].lower(), p["model"].lower(), p["tp"]) == (gpu, model, int(tp[2:]))
+        assert (p["engine"], p["engine_version"]) == (C.ENGINE_LABELS[framework], version)
         assert "AIConfigurator" in p["source"] and p["licence"] == "Apache-2.0" and "host overhead" in p["source"]
         assert set(p["errors_pct"]) == set(p["attention_errors_pct"]) == {"writing only", "chunked", "whole prompt"}
         assert p["range"]["prompt_tokens"][1] >= 4096 and p["range"]["replies"][1] >= 64
         assert p["kv_capacity_tokens"] > 0 and p["kv_bytes_per_token"] > 0
+
+
+def test_the_composed_presets_page_lists_every_preset_with_its_errors():
+    """docs/composed-presets.md's table is `python -m disagg_simpy.costs.composed --report`, row for row."""
+    from helpers import ROOT
+
+    text = (ROOT / "docs" / "composed-presets.md").read_text()
+    for line in C.report(PRESETS).splitlines():
+        assert line in text, line
