@@ -1,11 +1,9 @@
 """The composed presets (costs/composed.py, composed_shipped.py): each one's stated errors are its
-fields on the iterations composed afresh from AIConfigurator's tables; a refit gives the shipped
-numbers back (one preset per GPU and engine; all of them with DISAGG_SIMPY_REFIT_ALL=1, about 5
-minutes); the facts every preset states. Skipped, with one line, without the tables."""
+fields on the iterations composed afresh from AIConfigurator's tables (the refit itself:
+test_composed_refit.py); the facts every preset states; the docs' table. Skipped, with one line,
+without the tables."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -42,28 +40,6 @@ def test_each_composed_presets_stated_errors_are_its_fields_on_its_composed_rows
         assert summarise(rows, fitted)[0] == p["attention_errors_pct"], name
         assert whole_range_error(rows, fitted) == p["attention_whole_64_4096_pct"], name
         assert C.errors_by_size(rows, fitted) == p["errors_by_size_pct"], name
-
-
-def _sample() -> list[str]:
-    """One preset per GPU and engine (the first model the tables cover), or all of them."""
-    if os.environ.get("DISAGG_SIMPY_REFIT_ALL") == "1":
-        return list(PRESETS)
-    first: dict[tuple[str, str], str] = {}
-    for name in PRESETS:
-        spec = BY_NAME[name]
-        first.setdefault((spec.gpu, spec.engine), name)
-    return list(first.values())
-
-
-@TABLES
-@pytest.mark.parametrize("name", _sample())
-def test_a_refit_from_the_tables_gives_the_shipped_numbers(name):
-    """E15's tile searched over the shipped one alone (each size is a refit; the generator searched
-    them all, and the kept tile still earns its point over none)."""
-    folder = O.data_folder()
-    assert folder is not None
-    tile = PRESETS[name]["attention_cost"].get("token_tile")
-    assert C.refit(BY_NAME[name], folder, tiles=(tile,) if tile else ()) == PRESETS[name]
 
 
 def test_the_composed_presets_cover_the_asked_models_engines_and_gpus():
