@@ -152,9 +152,10 @@ def warnings(scenario) -> list[str]:
     base = scenario.cost.preset
     for i, a in enumerate(scenario.arrangements):
         split = getattr(a, "kind", "") == "disaggregated"
+        mixes = a.chunk_tokens or getattr(a, "mixed_iterations", None) is not False  # E10 off: reads or writes
         needs = {"reading_cost": {"chunked" if a.chunk_tokens else "whole prompt"},
                  "writing_cost": {"chunked"} if getattr(a, "local_prompt_max_tokens", None) else {"writing only"},
-                 "cost": {"writing only", "chunked"}}
+                 "cost": {"writing only", "chunked" if mixes else "whole prompt"}}
         for side in (("reading_cost", "writing_cost") if split else ("cost",)):
             block = getattr(a, side, None)
             name = (block.preset if block is not None else None) or base
