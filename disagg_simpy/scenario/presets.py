@@ -145,25 +145,38 @@ def info(scenario, attention: bool) -> dict:
     return {"presets": listed, "preset_warnings": warnings(scenario)}
 
 
-def warnings(scenario) -> list[str]:
-    """A preset used for a kind of iteration it was not fitted on (warned, not refused: its
-    figures are still the best estimate at hand, but their error there is unknown)."""
+def sides(scenario) -> list[tuple[int, Any, str, str, str]]:
+    """(arrangement index, arrangement, side, where the preset is named, preset) of every side
+    whose costs come from a preset: a split's reading_cost and writing_cost, else its cost."""
     out = []
     base = scenario.cost.preset
     for i, a in enumerate(scenario.arrangements):
         split = getattr(a, "kind", "") == "disaggregated"
+        for side in (("reading_cost", "writing_cost") if split else ("cost",)):
+            block = getattr(a, side, None)
+            name = (block.preset if block is not None else None) or base
+            if name:
+                where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
+                out.append((i, a, side, where, name))
+    return out
+
+
+def warnings(scenario) -> list[str]:
+    """A preset used for a kind of iteration it was not fitted on (warned, not refused: its
+    figures are still the best estimate at hand, but their error there is unknown)."""
+    out = []
+    for _, a, side, where, name in sides(scenario):
         mixes = a.chunk_tokens or getattr(a, "mixed_iterations", None) is not False  # E10 off: reads or writes
         needs = {"reading_cost": {"chunked" if a.chunk_tokens else "whole prompt"},
                  "writing_cost": {"chunked"} if getattr(a, "local_prompt_max_tokens", None) else {"writing only"},
                  "cost": {"writing only", "chunked" if mixes else "whole prompt"}}
-        for side in (("reading_cost", "writing_cost") if split else ("cost",)):
-            block = getattr(a, side, None)
-            name = (block.preset if block is not None else None) or base
-            if not name:
-                continue
-            missing = needs[side] - shipped.covers(name)
-            if missing:
-                where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
-                out.append(f"{where}: preset {name} was fitted on no {' or '.join(sorted(missing))} iterations, "
-                           f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
+        missing = needs[side] - shipped.covers(name)
+        if missing:
+            out.append(f"{where}: preset {name} was fitted on no {' or '.join(sorted(missing))} iterations, "
+                       f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
     return out
+
+
+def fitted_range(name: str) -> dict[str, list[float]]:
+    """The preset's fitted range (replies, prompt tokens an iteration, context a reply)."""
+    return shipped.fitted_range(name)

@@ -300,3 +300,15 @@ def covers_kinds(name: str) -> set[str]:
     from disagg_simpy.costs.presets import covers
 
     return covers(name)
+
+
+def test_real_units_lists_every_preset_with_its_engine_range_and_fields():
+    """docs/real-units.md's two catalogue tables are benchmarks/preset_tables.py's, row for row."""
+    import runpy
+
+    from helpers import ROOT
+
+    tables = runpy.run_path(str(ROOT / "benchmarks" / "preset_tables.py"))
+    text = (ROOT / "docs" / "real-units.md").read_text()
+    for line in tables["catalogue"]() + tables["fields"]():
+        assert line in text, line
