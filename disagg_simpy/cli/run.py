@@ -18,14 +18,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import (
-    check_folder,
-    check_output_file,
-    check_outputs_apart,
-    folders_undone_on_failure,
-    make_folder,
-    same_file,
-)
+from ..files import check_folder, check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder, same_file
 from .common import (
     NotWritten,
     Parser,
@@ -227,10 +220,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     from ..page.seed_runs import SeedRuns
 
                     seed_runs = SeedRuns()  # what the player can switch to
-                from ..results.preset_range import RangeWatch
-
-                ranges = RangeWatch(scenario)  # a run beyond its presets' fitted range: said, once an arrangement
-                watchers = tuple(w for w in (pooled, seed_runs, ranges) if w is not None)
+                watchers = tuple(w for w in (pooled, seed_runs) if w is not None)
                 kept = run_seeds(scenario, seeds, tables, keep_first,
                                  lambda first: _after_first(args, outputs, first, tables.n_rows, len(seeds)), watchers)
                 summary = pd.concat(kept.summaries, ignore_index=True)
@@ -247,10 +237,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     written.append(outputs.out / f"switches.{args.format}")
                 written += [outputs.out / f"over_time.{args.format}"] if over_time is not None else []
                 run_info = _run_info(args, argv, scenario, seeds, kept)
-                if ranges.sides:
-                    run_info["preset_range_warnings"] = ranges.warnings()
-                    for warning in run_info["preset_range_warnings"]:
-                        print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
+                for warning in run_info.get("preset_range_warnings", []):  # beyond a preset's fitted range
+                    print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
                 if outputs.save_trace is not None:
@@ -324,7 +312,7 @@ def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) 
         "workload": kept.stream.info,
         "max_sim_s": kept.stream.cap_ns / 1e9,
         "capped": kept.capped,
-        **scenario.preset_info(),
+        **scenario.preset_info(), **kept.ranges.info(),
     }
 
 

@@ -3,20 +3,22 @@
 A preset is one GPU model, LLM, TP degree, dtype and serving engine (with its version), with the
 cost fields fitted to public measurements, the range they were fitted on and their largest error
 there per kind of iteration, the KV cache one instance holds and the KV ship cost per token on
-two kinds of path. The catalogue is every generated table of presets merged (`SOURCES`): today
-`shipped.py` (fitted from Vidur's, DistServe's and SplitwiseSim's files by `catalog.py`); a table
-generated another way joins by being added there, each of its records holding `RECORD_FIELDS`.
+two kinds of path. The catalogue is every generated table of presets merged (`TABLES`, JSON
+files beside this module): today `fitted.json` (fitted from Vidur's, DistServe's and
+SplitwiseSim's files: `python -m disagg_simpy.costs.catalog > disagg_simpy/costs/fitted.json`);
+a table generated another way joins by being added there, each of its records holding
+`RECORD_FIELDS`.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+from pathlib import Path
 from typing import Any
 
-from . import shipped
-
-#: every generated table of presets, merged in this order (a name in two is an error)
-SOURCES: tuple[dict[str, dict[str, Any]], ...] = (shipped.PRESETS,)
+#: every generated table of presets (JSON beside this module), merged in this order (a name in two is an error)
+TABLES = ("fitted.json",)
 #: what every preset record holds (tests/costs/test_presets.py checks each one)
 RECORD_FIELDS = ("gpu", "model", "tp", "dtype", "engine", "engine_version", "source", "licence", "measured",
                  "assumed", "cost", "errors_pct", "range", "kv_capacity_tokens", "kv_ship_ms_per_token")
@@ -26,10 +28,11 @@ RANGE_KEYS = ("replies", "prompt_tokens", "context_per_reply")
 
 def _merged() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for table in SOURCES:
+    for file in TABLES:
+        table = json.loads((Path(__file__).parent / file).read_text(encoding="utf-8"))
         clash = set(out) & set(table)
         if clash:
-            raise RuntimeError(f"preset {sorted(clash)[0]} is in two tables of presets")
+            raise RuntimeError(f"preset {sorted(clash)[0]} is in two tables of presets ({file} and another)")
         out.update(table)
     return out
 

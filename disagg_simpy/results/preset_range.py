@@ -50,6 +50,10 @@ class RangeWatch:
     def done(self, seed: int) -> None:
         """(A seed is over: nothing to do; maxima are kept as they come.)"""
 
+    def info(self) -> dict:
+        """For run.json: `preset_range_warnings` when some arrangement's costs come from a preset."""
+        return {"preset_range_warnings": self.warnings()} if self.sides else {}
+
     def warnings(self) -> list[str]:
         """One line per arrangement whose GPUs went beyond a preset's fitted range, saying how far."""
         by_arrangement: dict[str, list[str]] = {}
