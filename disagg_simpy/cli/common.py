@@ -48,6 +48,29 @@ def int_list_flag(flag: str, example: str, what: str, none_ok: bool = True):
     return parse
 
 
+def price_flag(text: str) -> tuple[str, float]:
+    """--price KIND=USD: a GPU kind and its price per GPU-hour (costs/gpus.py)."""
+    from ..costs import gpus
+
+    kind, eq, usd = text.partition("=")
+    try:
+        value = float(usd) if eq else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise InputError(f"--price: got {text!r}, expected KIND=USD per GPU-hour, like h100-80gb=2.49")
+    problem = gpus.problem(kind.strip()) or gpus.price_problem(value)
+    if problem:
+        raise InputError(f"--price {text}: {problem}")
+    return kind.strip(), value
+
+
+def add_price_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--price", type=price_flag, action="append", default=[], metavar="KIND=USD",
+                   help="a GPU kind's price per GPU-hour, over the scenario's prices: and the table's (python -m "
+                        "disagg_simpy presets gpus); shows the costs (repeatable; docs/cost.md)")
+
+
 def int_at_least(flag: str, low: int, high: int = 2**63 - 1):
     def parse(text: str) -> int:
         try:
@@ -163,6 +186,9 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
     }
     if rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
+    if getattr(args, "price", None):  # --price KIND=USD over the scenario's prices:
+        changes["prices"] = {**(scenario.prices or {}), **dict(args.price)}
+        flags["prices"] = "--price"
     scenario = scenario.with_overrides(flags=flags, **changes)
     if getattr(args, "fixed", None):  # plan, map: --set KEY=VALUE
         from ..sweep.grid import apply_sets

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from ..errors import InputError
 from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
-from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
+from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import int_at_least, int_list_flag, positive_float
 from .plan_over_time import switch_seconds
 
@@ -54,7 +54,7 @@ def build_plan_parser():
                         "docs/over-time.md)")
     p.add_argument("--period-s", type=positive_float("--period-s"), metavar="S",
                    help="with --over-time on a workload.rate_curve: plan periods of S seconds (each at the curve's mean rate)")
-    p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
+    p.add_argument("--switch-s", type=switch_seconds, metavar="S",
                    help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
     return p
 
@@ -80,7 +80,11 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
 def format_plan(table) -> str:
     import pandas as pd
 
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
+    from . import cost_text
+
+    costs = cost_text.has_costs(table)
+    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first",
+              *(["GPU kinds", *cost_text.HEADER] if costs else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -90,13 +94,14 @@ def format_plan(table) -> str:
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
-                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
+                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-",
+                     *([r.gpu_kinds or "-", *cost_text.cells(r)] if costs else [])])
     return "\n".join(aligned([header, *rows], left={1}))
 
 
 def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict] | None]:
-    """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU
-    and model at that TP); the degrees without a preset are left out, and said on stderr."""
+    """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU,
+    model and engine at that TP); the degrees without a preset are left out, and said on stderr."""
     if args.tp == (1,):
         return args.tp, None
     from ..costs.presets import NAMES, at_tp, parts
@@ -110,6 +115,11 @@ def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callab
                          "disagg_simpy presets lists them)")
     have = tuple(t for t in args.tp if at_tp(preset, t) in NAMES)
     missing = [str(t) for t in args.tp if t not in have]
+    if not have:
+        degrees = sorted(p[2] for n in NAMES if (p := parts(n)) and at_tp(n, 1) == preset)
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {at_tp(preset, 0).replace('/tp0/', '/')} "
+                         f"has no preset at TP {', '.join(missing)}; expected degrees with a preset: "
+                         f"{', '.join(map(str, degrees))} (python -m disagg_simpy presets lists them)")
     if missing and say:
         print(f"--tp: no preset {', '.join(at_tp(preset, int(t)) for t in missing)}; "
               f"searching TP {', '.join(map(str, have))}", file=sys.stderr)
@@ -127,6 +137,10 @@ def _check(args, scenario) -> None:
         return check_over_time(args, scenario)
     if args.period_s is not None:
         raise InputError("--period-s: got it without --over-time, expected it with --over-time (plans over a day)")
+    if args.switch_s is not None:
+        raise InputError(f"--switch-s: got {args.switch_s:g} without --over-time, expected it with --over-time "
+                         "(a move's warm-up in the plan over a day)")
+    refuse_varying_traffic(scenario, "plan")
 
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")

@@ -1,6 +1,8 @@
 """`python -m disagg_simpy presets [--engine E] [--gpu G] [--model M] [--tp N] [--json]` lists the
 cost presets (those matching every filter); `presets show NAME [--json]` prints one as the YAML
-block a scenario can paste (or its facts as JSON)."""
+block a scenario can paste (or its facts as JSON); `presets compare A B` two presets' iteration
+times side by side (cli/presets_compare.py); `presets gpus [--json]` the GPU kinds with memory,
+power and default price (costs/gpus.py)."""
 
 from __future__ import annotations
 
@@ -32,19 +34,28 @@ def build_presets_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", metavar="GPU", help="only presets of this GPU (a100-80gb, or its start: a100)")
     p.add_argument("--model", metavar="MODEL", help="only presets of this model (opt-66b, or its start: opt)")
     p.add_argument("--tp", type=int_at_least("--tp", 1, 1024), metavar="N", help="only presets of TP degree N")
-    sub = p.add_subparsers(dest="command", metavar="{show,compare}", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="{show,compare,gpus}", parser_class=Parser)
     show = sub.add_parser("show", help="one preset as a paste-able cost: block (with --json: all its facts)")
     show.add_argument("name", metavar="NAME", help=f"a preset name, e.g. {P.EXAMPLE}")
     show.add_argument("--json", action="store_true", help="print its facts as JSON")
     from .presets_compare import add_compare_parser
 
     add_compare_parser(sub)
+    gpus = sub.add_parser("gpus", help="the GPU kinds: memory, power (W) and default price per GPU-hour, with sources")
+    gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
 def presets_command(argv: Sequence[str]) -> int:
     """List the cost presets fitted from public measurements (presets [show NAME | compare A B])."""
     args = build_presets_parser().parse_args(argv)
+    if args.command == "gpus":
+        from dataclasses import asdict
+
+        from ..costs import gpus
+
+        print(json.dumps([asdict(k) for k in gpus.KINDS.values()], indent=2) if args.json else gpus.table())
+        return 0
     if args.command == "show":
         bad = P.problem(args.name)
         if bad:

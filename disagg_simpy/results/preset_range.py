@@ -68,7 +68,7 @@ class RangeWatch:
             if beyond:
                 by_arrangement.setdefault(name, []).append(
                     f"its {_ROLES[side][1]} ({preset}, from {where}) ran {' and '.join(beyond)}")
-        return [f"{name}: {'; '.join(parts)}; beyond its fitted range a preset's error is unknown"
+        return [f"{name}: {'; '.join(parts)}; no measurement backs a preset's costs beyond its fitted range"
                 for name, parts in by_arrangement.items()]
 
 
