@@ -119,7 +119,7 @@ BAD = [
     ("unknown-reading-gpu", [{"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
                               "reading_gpu": "x100"}], {}, [], ["arrangements[0].reading_gpu: got 'x100'"]),
     ("kind-without-that-preset", [{**COLO, "gpu": "b200"}], {"cost": {"preset": "a100-80gb/llama-2-70b/tp4/vllm-splitwise"}}, [],
-     ["arrangements[0].gpu: got 'b200', but no preset b200/llama-2-70b/tp4 exists", "expected one of a100-80gb, h100-80gb"]),
+     ["arrangements[0].gpu: got 'b200', but no preset b200/llama-2-70b/tp4/vllm-splitwise exists", "expected one of a100-80gb, h100-80gb"]),
     ("flag-bad-kind", [COLO], {}, ["--price", "h300=2"], ["--price h300=2: got 'h300', no such GPU kind"]),
     ("flag-bad-price", [COLO], {}, ["--price", "h100-80gb=nan"], ["--price h100-80gb=nan: got nan"]),
     ("flag-no-equals", [COLO], {}, ["--price", "h100-80gb"], ["--price: got 'h100-80gb', expected KIND=USD"]),
