@@ -24,6 +24,7 @@ from .common import (
     Parser,
     add_price_flag,
     check_own_folder,
+    earlier_run_json,
     int_at_least,
     load_with_flags,
     path_flag,
@@ -326,10 +327,7 @@ def _inside(folder: Path, paths: list[Path]) -> list[str]:
 def owned_files(out: Path) -> list[str]:
     """What the previous run into `out` wrote there, as its run.json lists it ([] if none or
     unreadable): only plain relative paths of our kinds of file, never outside `out`."""
-    try:
-        listed = json.loads((out / "run.json").read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
+    listed = (earlier_run_json(out) or {}).get("files", [])
     if not isinstance(listed, list):
         return []
     return [f for f in listed if isinstance(f, str) and not Path(f).is_absolute() and os.pardir not in Path(f).parts
