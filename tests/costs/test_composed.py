@@ -73,3 +73,24 @@ def test_the_composed_presets_page_lists_every_preset_with_its_errors():
     text = (ROOT / "docs" / "composed-presets.md").read_text()
     for line in C.report(PRESETS).splitlines():
         assert line in text, line
+
+
+def test_a_scenario_names_a_composed_preset_and_runs_with_its_fields_and_capacity(tmp_path):
+    """The composed presets are in the catalogue: a scenario naming one takes its fields and KV
+    capacity, and runs."""
+    from helpers import scenario_text
+
+    from disagg_simpy import load_scenario, run
+    from disagg_simpy.costs.presets import PRESETS as CATALOGUE
+
+    name = "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"
+    assert set(PRESETS) <= set(CATALOGUE) and CATALOGUE[name] == PRESETS[name]
+    workload = {"rate_per_s": 2, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [100, 1500]}],
+                "reply_words": [5, 60]}
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text(workload=workload, cost={"preset": name},
+                                  arrangements=[{"name": "same", "kind": "colocated", "gpus": 1}]))
+    s = load_scenario(path)
+    assert s.cost.iteration_ms in (PRESETS[name]["cost"]["iteration_ms"], PRESETS[name]["attention_cost"]["iteration_ms"])
+    assert s.arrangements[0].kv_capacity_tokens == PRESETS[name]["kv_capacity_tokens"]
+    assert run(s).summary.n_requests.iloc[0] > 0
