@@ -132,8 +132,8 @@ def short_window(scenario, measure_s: float):
     changes: dict = {"workload.warmup_s": 0, "workload.measure_s": measure_s, "max_sim_s": measure_s + 30}
     if getattr(w, "trace", None) is not None:
         changes["workload.duration_s"] = measure_s
-    if getattr(w, "n_requests", None) is not None:
-        changes["workload.n_requests"] = None
+    if getattr(w, "n_requests", None) is not None:  # (a fixed count: as many as the rate sends in the window)
+        changes = {"workload.n_requests": max(1, round((w.rate_per_s or 1) * measure_s))}
     try:
         return scenario.with_overrides(**changes)
     except Exception:  # (a schedule or other keys tied to the window: keep the scenario's own, capped)
@@ -200,6 +200,9 @@ def lines(only: str | None, measure_s: float):
                 Gpu.fast_forward = options.get("ff", True)
                 try:
                     records, frames, events = one_run(s, arrangement.name)
+                except Exception as e:  # noqa: BLE001 (a run this tree refuses: printed, compared as text)
+                    yield f"{label} | error {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                    continue
                 finally:
                     Gpu.fast_forward = True
                 yield f"{label} | records {records} | frames {frames} | events {events}"
