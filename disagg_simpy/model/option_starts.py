@@ -12,7 +12,7 @@ from heapq import heappush
 from typing import Any
 
 from . import paged_repeats, paged_start, paged_unmixed
-from .option_paths import duration, take
+from .option_paths import take
 from .plain_repeats import PlainRepeat
 from .repeats import Repeat
 from .unmixed import WritingRepeat, unmixed_start, writing_bound
@@ -24,11 +24,12 @@ def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
     if gpu.paged is not None:  # E9 (refused with E12 and E13, E9i): model/paged_start.py, with E10 model/paged_unmixed.py
-        return (paged_start.starter if gpu.mixed else paged_unmixed.starter)(gpu, _reading_ns(gpu), _writing_ns(gpu))
+        return (paged_start.starter if gpu.mixed else paged_unmixed.starter)(gpu, gpu.cost.reading_fn(gpu),
+                                                                             gpu.cost.writing_fn(gpu))
     if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
         return gpu._options_start  # (E4, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
     take = _take(gpu)
-    writing_ns, reading_ns = _writing_ns(gpu), _reading_ns(gpu)
+    writing_ns, reading_ns = gpu.cost.writing_fn(gpu), gpu.cost.reading_fn(gpu)  # (model/costs.py)
     seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
 
     if not gpu.mixed:  # E10: model/unmixed.py's `unmixed_start`, without E4's log, `write_started` inline
@@ -36,9 +37,6 @@ def starter(gpu: Any) -> Start:
         take_first = gpu._take_prompt_tokens if limit is None or chunk is not None and limit >= chunk else (
             take if chunk is None else lambda now: take(now, 0))
         by_write, leaving, leaving_order, room = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, seats or 1 << 62
-        cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`_writing_ns`)
-        whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
-        it, reply = cost.iteration, cost.per_reply
 
         def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
             if waiting:
@@ -56,25 +54,11 @@ def starter(gpu: Any) -> Start:
                 if out := by_write.pop(key, None):
                     leaving[index] = out
                     heappush(leaving_order, index)
-            return n, (), 0, it + reply * n if whole else writing_ns(n, key)
+            return n, (), 0, writing_ns(n, key)
         return start_unmixed
 
     if seats is None and gpu.max_tokens is None:  # (no E8: D4's plain tokens)
         take_tokens = gpu._take_prompt_tokens
-        if _attention_alone(cost := gpu.cost):  # (`_reading_ns`'s `plain_attention`, inline)
-            it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
-
-            def attention_start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
-                n = gpu.n_replies
-                if not waiting:
-                    return n, (), 0, writing_ns(n, index)
-                taken, n_tokens = take_tokens(now)
-                n_pairs = 0
-                for r, c in taken:  # (`plain_attention`)
-                    n_pairs += c * (r.read_size - r.unread_tokens - c) + c * (c + 1) // 2
-                total = it + reply * n + token * n_tokens + pair * n_pairs
-                return n, taken, n_tokens, total if den == 1 else (2 * total + den) // (2 * den)
-            return attention_start
 
         def free_start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
             n = gpu.n_replies
@@ -112,12 +96,12 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
         return PlainRepeat, PlainRepeat
     if gpu.paged is not None and gpu.mixed:  # (E9 without E10: model/paged_repeats.py)
         return paged_repeats.kinds(gpu)
-    if gpu.paged is not None and not cost.per_context_token:  # E9 with E10, no E3 (model/paged_unmixed.py)
+    if gpu.paged is not None and not cost.writing_grows:  # E9 with E10, no E3 (model/paged_unmixed.py)
         return Repeat, paged_unmixed.WritingRepeat
     if gpu.kv_capacity is not None or gpu.paged is not None:
         return Repeat, Repeat
-    reading = Repeat if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair else PlainRepeat
-    writing = Repeat if cost.per_context_token else PlainRepeat if gpu.mixed else WritingRepeat
+    reading = Repeat if cost.reading_grows else PlainRepeat
+    writing = Repeat if cost.writing_grows else PlainRepeat if gpu.mixed else WritingRepeat
     return reading, writing
 
 
@@ -191,56 +175,3 @@ def _take(gpu: Any) -> Callable[..., tuple[Any, int]]:
             return take_tokens(now)
         return take_tokens(now, None, room) if room else ((), 0)
     return chunked
-
-
-def _writing_ns(gpu: Any) -> Callable[[int, int], int]:
-    """The duration of an iteration that writes `n` replies and reads nothing, `key` counting its
-    words (E10: writing iterations): of the options' terms only E3's context (`duration`)."""
-    cost = gpu.cost
-    if gpu.track_context:  # E3: prompt + word - 1, summed over its replies
-        return lambda n, key: cost.iteration_ns_full(n, 0, 0, gpu.context_base + key * n) if n else cost.iteration_ns(0, 0)
-    if cost.per_token_tile:  # (E15: its tiles)
-        return lambda n, key: cost.iteration_ns(n, 0)
-    it, reply, den = cost.iteration, cost.per_reply, cost.denominator
-    if den == 1:  # (whole ns: nothing to round)
-        return lambda n, key: it + reply * n
-    return lambda n, key: (2 * (it + reply * n) + den) // (2 * den)  # D10, halves up
-
-
-def _reading_ns(gpu: Any) -> Callable[[int, int, int, int, Any], int]:
-    """The duration of an iteration that reads `taken` (`n_tokens` tokens) and writes `n_replies`
-    replies: M1 (E14, E15) alone, M1 with E7's attention pairs alone, or `duration`'s terms."""
-    cost = gpu.cost
-    plain = not (cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile)  # (no E14, E15 term)
-    it, reply, token, pair, den = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair, cost.denominator
-    if not cost.extra_terms:
-        if plain and den == 1:  # (M1 in whole ns, inline)
-            return lambda now, index, n_replies, n_tokens, taken: it + reply * n_replies + token * n_tokens
-        return lambda now, index, n_replies, n_tokens, taken: cost.iteration_ns(n_replies, n_tokens)
-    if cost.per_reread_token or cost.per_context_token or cost.per_cached_token:  # (E2, E3, E13)
-        return lambda now, index, n_replies, n_tokens, taken: duration(gpu, now, index, n_replies, n_tokens, taken)
-    full = cost.iteration_ns_full
-    if not _attention_alone(cost):  # (E14, E15: their terms too)
-        def attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
-            return full(n_replies, n_tokens, 0, 0, _pairs(taken))
-        return attention
-
-    def plain_attention(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
-        n_pairs = 0
-        for r, n in taken:  # E7: each token read attends to those of its prompt before it and itself (`_pairs`, inline)
-            n_pairs += n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2
-        total = it + reply * n_replies + token * n_tokens + pair * n_pairs  # M1 + E7, rounded once (D10, halves up)
-        return total if den == 1 else (2 * total + den) // (2 * den)
-    return plain_attention
-
-
-def _attention_alone(cost: Any) -> bool:
-    """Whether E7's attention pairs are the only term of the options' or E14/E15's on (E2, E3 and E13 off)."""
-    return bool(cost.per_attention_pair) and not (cost.per_reread_token or cost.per_context_token or cost.per_cached_token
-                                                  or cost.prompt_iteration or cost.free_prompt_tokens or cost.per_token_tile)
-
-
-def _pairs(taken: Any) -> int:
-    """E7: the attention pairs of an iteration's reads, each token read attending to the tokens of
-    its prompt before it (read by earlier iterations) and to itself."""
-    return sum(n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2 for r, n in taken)

@@ -10,7 +10,6 @@ reference model and fast-forward on/off)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Any
 
 from .phases import Environment
@@ -60,8 +59,8 @@ class PagedRepeat(Repeat):
 class PagedReadingRepeat(PagedRepeat):
     """`PagedRepeat` reading chunks under E7's attention pairs, in whole ns, with no E2 or E3 term:
     each chunk of the head attends to one chunk more than the one before, so each duration is
-    `n_tokens`² pairs more than the one before (`repeats._step`'s E7 term) and the ends are their
-    running sums (`repeats._ends`' whole-ns case: nothing rounds), at most 64 iterations as in
+    `n_tokens`² pairs more than the one before (`CostNs.step`) and the ends are their
+    running sums (`CostNs.ends`' whole-ns case: nothing rounds), at most 64 iterations as in
     `Repeat`; its blocks as `PagedRepeat` takes them."""
 
     __slots__ = ()
@@ -69,8 +68,8 @@ class PagedReadingRepeat(PagedRepeat):
     def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
         n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-        step = gpu.cost.per_attention_pair * n_tokens * n_tokens
-        ends = list(accumulate(range(duration, duration + step * n, step)))
+        step = gpu.cost.step(n_replies, n_tokens)  # (E7's alone: `kinds`)
+        ends = gpu.cost.ends(duration, step, n, n_replies, n_tokens, 0, 0)  # (whole ns: `kinds`)
         PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n, ends[-1])
         self.paged = gpu.paged
         self.n_kv_logged = 1
@@ -89,11 +88,9 @@ def kinds(gpu: Any) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
     iterations grow (E3 any batch with replies; E2 and E7 a reading one), where `Repeat` computes them,
     or, for E7's pairs alone in whole ns, `PagedReadingRepeat`."""
     cost = gpu.cost
-    if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair and cost.denominator != 1:
-        reading: type[PlainRepeat] = Repeat
-    else:
-        reading = PagedReadingRepeat if cost.per_attention_pair else PagedRepeat  # (E7 alone in whole ns: its own growth)
-    return reading, Repeat if cost.per_context_token else PagedRepeat
+    reading: type[PlainRepeat] = (PagedReadingRepeat if cost.grows_by_pairs_alone  # (E7 alone in whole ns: its own growth)
+                                  else Repeat if cost.reading_grows else PagedRepeat)
+    return reading, Repeat if cost.writing_grows else PagedRepeat
 
 
 def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:

@@ -38,9 +38,6 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     waiting, queue, room = gpu.waiting, gpu.seat_queue, 1 << 62 if gpu.seats is None else gpu.seats
     blocks, phases, block, capacity, seat = kv.blocks, kv.phases, kv.block, gpu.kv_capacity, kv.seat
     by_write, leaving, leaving_order, log = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, gpu.kv_used_tokens.append
-    cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`option_starts._writing_ns`)
-    whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
-    it, reply = cost.iteration, cost.per_reply
     chunk, limit = gpu.chunk_tokens, gpu.max_tokens  # a prompt-only iteration's chunk (E8: at most its token budget)
     chunk = 1 << 62 if chunk is None else chunk if limit is None or limit >= chunk else limit or 1 << 62
 
@@ -101,7 +98,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 leaving[index] = out
                 heappush(leaving_order, index)
         log(gpu.kv_used)
-        d = it + reply * n if whole else writing_ns(n, key)
+        d = writing_ns(n, key)
         if kv.moved_tokens:
             return n, (), 0, d + kv.swap_ns(kv.moved_tokens)  # E9f: swapped out and in, rounded on its own
         return n, (), 0, d

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from .costs import CostNs, exact_ns
+from .costs import CostNs, exact_ns, nearest_ns
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Slot
 from .records import n_recorded
@@ -28,8 +28,7 @@ SWITCH_FIELDS = ("gpu", "from_role", "to_role", "why", "requested_at_ns", "drain
 
 def seconds_ns(s: float) -> int:
     """Seconds as written, to the nearest ns, halves up (D10)."""
-    ns = Fraction(Decimal(repr(float(s)))) * 1_000_000_000
-    return (2 * ns.numerator + ns.denominator) // (2 * ns.denominator)
+    return nearest_ns(Fraction(Decimal(repr(float(s)))) * 1_000_000_000)
 
 
 @dataclass
@@ -151,7 +150,7 @@ class RoleController:
         g.cost = engine.cost if reading else self.writing_cost
         g.chunk_tokens = self.chunk if reading or engine.local_max else None
         g.reserve_reply = not reading
-        g.track_context = g.cost.per_context_token != 0
+        g.track_context = g.cost.writing_grows
         g.last_assignment = -1
         side = engine.reading if reading else engine.writing
         side.gpus = tuple(sorted((*side.gpus, g), key=lambda x: x.number))
