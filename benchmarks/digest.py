@@ -10,6 +10,7 @@ say) leaves that key out; one the scenario rejects prints `skip` with the reason
 
     PYTHONPATH=/tmp/base python benchmarks/digest.py --out /tmp/digest-base.txt   # the baseline tree
     PYTHONPATH=. python benchmarks/digest.py --against /tmp/digest-base.txt        # a change: 0 differences?
+    python benchmarks/digest.py --compare /tmp/digest-base.txt /tmp/digest-new.txt  # two files, nothing run
 
 `--against FILE` prints each run whose records or frames differ (and SimPy event counts apart:
 they measure the code's structure, not its results) and a last line with the counts; exit 1 on
@@ -22,6 +23,7 @@ import argparse
 import dataclasses
 import hashlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -211,9 +213,11 @@ def lines(only: str | None, measure_s: float):
 def parse(text: str) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
+        line = re.sub(r"/\S*/scenarios/", "scenarios/", line)  # (a tree's own path in a refusal's text)
         parts = line.split(" | ")
         if len(parts) >= 4:
-            out[" | ".join(parts[:3])] = " | ".join(parts[3:])
+            value = " | ".join(parts[3:])
+            out[" | ".join(parts[:3])] = value if value.startswith("records") else value[:90]
     return out
 
 
@@ -236,7 +240,7 @@ def compare(before: dict[str, str], after: dict[str, str]) -> int:
     extra = [k for k in after if k not in before]
     for k in extra:
         print(f"NEW {k}")
-    ran = sum(1 for k, v in after.items() if k in before and not v.startswith("skip"))
+    ran = sum(1 for k, v in after.items() if k in before and v.startswith("records"))
     print(f"compared {ran} runs ({len(before)} lines before): {differ} differ in records or frames, "
           f"{missing} missing, {len(extra)} new, {events} differ only in SimPy event counts")
     return 1 if differ or missing else 0
@@ -246,9 +250,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", help="also write the lines to this file")
     p.add_argument("--against", help="a digest file to compare with: print the differences")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two digest files, running nothing")
     p.add_argument("--only", help="only runs whose label contains this text")
     p.add_argument("--measure-s", type=float, default=10.0, help="seconds of measured traffic (default 10)")
     args = p.parse_args()
+    if args.compare:
+        return compare(parse(Path(args.compare[0]).read_text()), parse(Path(args.compare[1]).read_text()))
     t0 = time.process_time()
     got: list[str] = []
     for line in lines(args.only, args.measure_s):

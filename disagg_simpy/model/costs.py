@@ -19,7 +19,11 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from itertools import accumulate
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..scenario.cost_fields import Cost
+    from ..scenario.schema import Scenario
 
 
 class Read(Protocol):
@@ -81,7 +85,7 @@ class CostNs:
                    tile, int(token_tile))
 
     @classmethod
-    def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
+    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float) -> CostNs:
         """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
@@ -89,7 +93,7 @@ class CostNs:
                            cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1)
 
     @classmethod
-    def from_scenario(cls, scenario) -> CostNs:
+    def from_scenario(cls, scenario: Scenario) -> CostNs:
         c = scenario.cost
         return cls.from_cost(c, c.kv_ship_ms_per_token)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 import simpy
@@ -232,7 +232,7 @@ class Gpu:
 
     _take_with_options = take_with_options  # (model/kv_take.py)
 
-    def run(self, env: Environment, host: Host):
+    def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
         E8).
 

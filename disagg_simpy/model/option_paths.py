@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .request import Request
 
-def take(gpu: Any, now: int, n_written: int) -> tuple[list, int]:
+
+def take(gpu: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (gpu: model/gpu.py's, which imports this)
     """The prompt tokens an iteration starting now reads under the options, writing `n_written`
     replies, and how many (D4; E4d, E8, E13 as `Gpu._take_with_options` chooses them). With no
     KV limit and no prefix cache, and unless it reads whole prompts under a token budget, that
@@ -20,6 +22,9 @@ def take(gpu: Any, now: int, n_written: int) -> tuple[list, int]:
         if limit is not None and chunk is not None and limit - n_written < chunk:
             if limit == n_written:
                 return [], 0
-            return gpu._take_prompt_tokens(now, None, limit - n_written)
-        return gpu._take_prompt_tokens(now)
-    return gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+            taken: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, None, limit - n_written)
+            return taken
+        taken = gpu._take_prompt_tokens(now)
+        return taken
+    taken = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+    return taken

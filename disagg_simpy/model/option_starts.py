@@ -12,9 +12,11 @@ from heapq import heappush
 from typing import Any
 
 from . import paged_repeats, paged_start, paged_unmixed
+from .costs import CostNs
 from .option_paths import take
 from .plain_repeats import PlainRepeat
 from .repeats import Repeat
+from .request import Request
 from .unmixed import WritingRepeat, unmixed_start, writing_bound
 
 Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
@@ -24,10 +26,11 @@ def starter(gpu: Any) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration), as `Gpu._options_start` returns them."""
     if gpu.paged is not None:  # E9 (refused with E12 and E13, E9i): model/paged_start.py, with E10 model/paged_unmixed.py
-        return (paged_start.starter if gpu.mixed else paged_unmixed.starter)(gpu, gpu.cost.reading_fn(gpu),
-                                                                             gpu.cost.writing_fn(gpu))
+        cost: CostNs = gpu.cost
+        return (paged_start.starter if gpu.mixed else paged_unmixed.starter)(gpu, cost.reading_fn(gpu), cost.writing_fn(gpu))
     if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
-        return gpu._options_start  # (E4, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
+        general: Start = gpu._options_start
+        return general  # (E4, E13, and E12, whose moves change a GPU's cost and chunks: the general path)
     take = _take(gpu)
     writing_ns, reading_ns = gpu.cost.writing_fn(gpu), gpu.cost.reading_fn(gpu)  # (model/costs.py)
     seats, queue, seat, waiting = gpu.seats, gpu.seat_queue, gpu._seat, gpu.waiting
@@ -105,15 +108,16 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     return reading, writing
 
 
-def releaser(gpu: Any) -> Callable[[list], None] | None:
+def releaser(gpu: Any) -> Callable[[list[Request]], None] | None:
     """What replies whose last word was just written leave of the options' bookkeeping: `Gpu._release`'s
     work (E3, E4, E8, E9, E10; E12 may switch E3's context on), E8/E10's seats alone, or nothing (None)."""
     if gpu.track_context or gpu.kv_capacity is not None or gpu.paged is not None or gpu.changes_role:
-        return gpu._release
+        release: Callable[[list[Request]], None] = gpu._release
+        return release
     if not gpu.queue_replies:
         return None
 
-    def release_seats(leaving: list) -> None:
+    def release_seats(leaving: list[Request]) -> None:
         gpu.n_seated -= len(leaving)
     return release_seats
 
@@ -126,7 +130,7 @@ def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
     return None if gpu.mixed else writing_bound
 
 
-def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list, int, int]:
+def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list[tuple[Request, int]], int, int]:
     """`Gpu._options_start`, the general path: an iteration starting now under the options: (replies written,
     prompt tokens taken, how many, duration). Replies waiting for a seat take the free seats in the order they
     joined (E8); prompts are taken (E4d, E8); the duration has the options' terms (E2, E3, E7); the KV memory held
@@ -148,7 +152,8 @@ def options_start(gpu: Any, now: int, index: int, host: Any) -> tuple[int, list,
 def _take(gpu: Any) -> Callable[..., tuple[Any, int]]:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies, with no KV
     limit and no prefix cache (D4, E8: `option_paths.take`'s choice, its tests once per run; `n_written` 0 if not given)."""
-    take_tokens, limit, chunk, waiting = gpu._take_prompt_tokens, gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
+    take_tokens: Callable[..., tuple[Any, int]] = gpu._take_prompt_tokens
+    limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
     if limit is None:
         return lambda now, n_written: take_tokens(now)
     if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)

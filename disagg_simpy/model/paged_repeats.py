@@ -105,5 +105,6 @@ def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
         free = capacity - gpu.kv_used
         if n_replies * block * -(-(n - 1) // block) <= free:  # (each reply at most one block every `block` starts)
             return n
-        return blocks.run_free(free, index, n)
+        bounded: int = blocks.run_free(free, index, n)
+        return bounded
     return paged_bound

@@ -126,7 +126,8 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
         if n_replies * block * -(-(n - 1) // block) > gpu.kv_capacity - gpu.kv_used:
-            return paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
+            bounded: int = paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
+            return bounded
     return n
 
 

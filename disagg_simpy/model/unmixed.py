@@ -16,9 +16,10 @@ from typing import Any
 
 from .option_paths import take
 from .plain_repeats import PlainRepeat
+from .request import Request
 
 
-def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
+def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list[tuple[Request, int]], int, int]:
     """Iteration `index` of `gpu` (a `model.gpu.Gpu`, which imports this module) starting now
     under E10: (replies written, prompt tokens taken, how many, duration), as
     `Gpu._options_start` returns them."""
@@ -36,7 +37,8 @@ def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
             write_started(gpu, key, index)
     if gpu.kv_capacity is not None:
         gpu.kv_used_tokens.append(gpu.kv_used)
-    return n_replies, taken, n_tokens, gpu._duration(now, key, n_replies, n_tokens, taken)
+    duration: int = gpu._duration(now, key, n_replies, n_tokens, taken)
+    return n_replies, taken, n_tokens, duration
 
 
 def write_started(gpu: Any, key: int, index: int) -> None:
