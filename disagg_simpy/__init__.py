@@ -10,7 +10,7 @@ same keys as a file), and `scenario.with_overrides(**{"cost.iteration_ms": 8})` 
 (any key, dotted). Pictures: `disagg_simpy.plots.write_plots(result, folder)` writes summary.png
 and a timeline per arrangement; `disagg_simpy.page.write_page(result, path)` one HTML page.
 
-Docstrings cite the model's rules by id (M1-M7, D1-D10, E1-E6 and on, readings R1 and on):
+Docstrings cite the model's rules by id (M1-M7, D1-D10, options E1-E15, readings R1-R78):
 docs/rules.md defines each, one page for all of them.
 
 The public names are imported on first use, so `python -m disagg_simpy --help` does not pay

@@ -1,4 +1,5 @@
-"""Aligned text tables: the one helper every printed table uses (standard library only)."""
+"""Aligned text tables, the one helper every printed table uses, and a bad value quoted for a
+one-line message (standard library only)."""
 
 from __future__ import annotations
 
@@ -19,3 +20,9 @@ def aligned(rows: Sequence[Sequence[str]], left: Collection[int] = (0,), sep: st
         line = sep.join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
         lines.append(line.rstrip() if strip else line)
     return lines
+
+
+def quoted(text: str, limit: int = 60) -> str:
+    """A bad value for a message: quoted, escaped (no raw control characters), cut to `limit`
+    characters (docs/guarantees.md: a message is one line; a value in it at most 60 characters)."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")

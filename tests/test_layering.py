@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "disagg_simpy"
 
 #: Top-level helpers every stage may use.
-BASE = {"errors", "units", "files", "texts"}
+BASE = {"errors", "units", "files", "inputs", "texts"}
 #: stage -> the stages its modules may import (besides BASE and itself)
 ALLOWED = {
     "base": set(),

@@ -21,7 +21,17 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError
 from ..files import check_folder, check_output_file, check_outputs_apart, make_folder
-from .common import NotWritten, Parser, check_own_folder, int_at_least, load_with_flags, path_flag, positive_float, seeds_to_run
+from .common import (
+    NotWritten,
+    Parser,
+    add_price_flag,
+    check_own_folder,
+    int_at_least,
+    load_with_flags,
+    path_flag,
+    positive_float,
+    seeds_to_run,
+)
 
 STORE_NAME = "store.sqlite"
 
@@ -49,6 +59,7 @@ def batch_parser(prog: str, description: str) -> Parser:
                    help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")
     p.add_argument("--format", choices=("csv", "parquet"),
                    help="the table's file: csv (default; sweep: csv and parquet) or parquet (the same columns, typed)")
+    add_price_flag(p)
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     return p
 
@@ -192,6 +203,30 @@ class Batch:
     page: Callable[[Path], Any] | None = None
 
 
+def _remove_created(paths: list[Path]) -> None:
+    """Remove what a refused command created: its store (with SQLite's side files) and its
+    folder if it made it and nothing else is there."""
+    for path in reversed(paths):
+        if path.name == STORE_NAME:
+            for p in (path, path.with_name(STORE_NAME + "-wal"), path.with_name(STORE_NAME + "-shm")):
+                p.unlink(missing_ok=True)
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+def refuse_varying_traffic(scenario, command: str) -> None:
+    """goodput and plan scale one steady rate: traffic that changes over time (a schedule, a
+    rate curve) is refused before any run, naming `plan --over-time`, which plans it."""
+    w = scenario.workload
+    key = "schedule" if getattr(w, "schedule", None) is not None else "rate_curve"
+    if getattr(w, key, None) is None:
+        return
+    how = "" if key == "schedule" else " --period-s S"
+    raise InputError(f"{scenario.source}: workload.{key}: got traffic that changes over time with {command}, expected "
+                     f"a steady workload.rate_per_s ({command} scales one rate); to plan GPUs over the day use "
+                     f"plan {scenario.source} --gpus N --over-time{how} (docs/over-time.md)")
+
+
 def output_files(name: str, parquet: bool = False) -> tuple[str, ...]:
     """What a many-run command writes: `<name>.csv` (and `.parquet`), `<name>.png`, run.json."""
     return (f"{name}.parquet",) * parquet + (f"{name}.csv", f"{name}.png", "run.json")
@@ -218,9 +253,14 @@ def run_batch(argv: Sequence[str] | None, parser: Parser, name: str, work: Calla
     out = out_folder(args, scenario, [f for f in output_files(name, parquet) if csv or not f.endswith(".csv")], command)
     if note:
         print(note, file=sys.stderr)
+    created = [p for p in (out, out / STORE_NAME) if not p.exists()]  # (a refused command leaves neither)
     runner = open_runner(args, out)
     try:
         batch = work(Job(args, scenario, seeds, runner, prepared))
+    except InputError:
+        runner.close()
+        _remove_created(created)
+        raise
     finally:
         runner.close()
     if batch is not None:

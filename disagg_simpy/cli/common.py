@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs import read_input
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
@@ -48,6 +49,29 @@ def int_list_flag(flag: str, example: str, what: str, none_ok: bool = True):
     return parse
 
 
+def price_flag(text: str) -> tuple[str, float]:
+    """--price KIND=USD: a GPU kind and its price per GPU-hour (costs/gpus.py)."""
+    from ..costs import gpus
+
+    kind, eq, usd = text.partition("=")
+    try:
+        value = float(usd) if eq else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise InputError(f"--price: got {text!r}, expected KIND=USD per GPU-hour, like h100-80gb=2.49")
+    problem = gpus.problem(kind.strip()) or gpus.price_problem(value)
+    if problem:
+        raise InputError(f"--price {text}: {problem}")
+    return kind.strip(), value
+
+
+def add_price_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--price", type=price_flag, action="append", default=[], metavar="KIND=USD",
+                   help="a GPU kind's price per GPU-hour, over the scenario's prices: and the table's (python -m "
+                        "disagg_simpy presets gpus); shows the costs (repeatable; docs/cost.md)")
+
+
 def int_at_least(flag: str, low: int, high: int = 2**63 - 1):
     def parse(text: str) -> int:
         try:
@@ -75,18 +99,24 @@ def path_flag(flag: str, what: str = "a folder"):
 
 
 MAX_MESSAGE_CHARS = 1000
+#: An earlier run's run.json read back (who wrote a folder, which files it owns).
+MAX_RUN_JSON_BYTES = 64 << 20
 _PLAIN = {"±": "+/-", "×": "x", "µ": "u", "…": "...", "–": "-", "—": "-", "≤": "<=", "≥": ">=", "→": "->"}
 
 
-def one_line(text: str) -> str:
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS - len("error: ")) -> str:
     """A message as one printable line: newlines joined, control characters escaped, and cut to
-    MAX_MESSAGE_CHARS (the start and the end kept), whatever a bad input held."""
+    `limit` characters, the note of what was left out included (the start and the end kept),
+    whatever a bad input held: with its `error: `, a printed line stays within MAX_MESSAGE_CHARS."""
     text = " ".join(text.split("\n")).strip()
     if not text.isprintable():
         text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    if len(text) > MAX_MESSAGE_CHARS:
-        head = MAX_MESSAGE_CHARS * 2 // 3
-        text = f"{text[:head]} ... ({len(text) - MAX_MESSAGE_CHARS:,} characters left out) ... {text[head - MAX_MESSAGE_CHARS:]}"
+    if len(text) > limit:
+        note = ""
+        for _ in range(3):  # (the note's own length changes the count it states, by a digit at most)
+            note = f" ... ({len(text) - (limit - len(note)):,} characters left out) ... "
+        head = (limit - len(note)) * 2 // 3
+        text = f"{text[:head]}{note}{text[len(text) - (limit - len(note) - head):]}"
     return text
 
 
@@ -117,16 +147,24 @@ def tolerant_output() -> None:
             pass
 
 
-def results_owner(out: Path) -> str | None:
-    """Which command wrote the results in `out`, as its run.json says ("run", "sweep", ...);
-    None when there is none (or it cannot be read)."""
+def earlier_run_json(out: Path) -> dict | None:
+    """The run.json an earlier run left in `out`, or None (none, unreadable, not a mapping, or
+    not a regular file: a pipe there is never waited on)."""
     import json
 
     try:
-        info = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(read_input(out / "run.json", "a run.json", MAX_RUN_JSON_BYTES))
+    except (InputError, OSError, ValueError):
         return None
-    if not isinstance(info, dict):
+    return info if isinstance(info, dict) else None
+
+
+def results_owner(out: Path) -> str | None:
+    """Which command wrote the results in `out`, as its run.json says ("run", "sweep", ...);
+    None when there is none (or it cannot be read)."""
+
+    info = earlier_run_json(out)
+    if info is None:
         return None
     if isinstance(info.get("subcommand"), str):
         return info["subcommand"]
@@ -163,6 +201,9 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
     }
     if rate is not None and isinstance(scenario.workload, TraceWorkload):
         changes["workload.time_scale"] = DROP
+    if getattr(args, "price", None):  # --price KIND=USD over the scenario's prices:
+        changes["prices"] = {**(scenario.prices or {}), **dict(args.price)}
+        flags["prices"] = "--price"
     scenario = scenario.with_overrides(flags=flags, **changes)
     if getattr(args, "fixed", None):  # plan, map: --set KEY=VALUE
         from ..sweep.grid import apply_sets

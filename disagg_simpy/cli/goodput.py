@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from ..texts import aligned
-from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
+from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import positive_float
 
 OUTPUT_FILES = output_files("goodput")
@@ -35,9 +35,11 @@ def format_goodput(table) -> str:
     """Aligned text: goodput with its 95% interval, per GPU, the bracketing rates with their
     on-time shares (mean and interval over seeds), the limit."""
     from ..results.intervals import Interval
+    from . import cost_text
 
+    costs = cost_text.has_costs(table)
     header = ["arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "passes at", "on time %", "fails at",
-              "on time %", "fails first"]
+              "on time %", "fails first", *(cost_text.HEADER if costs else [])]
     rows = []
     for r in table.itertuples():
         rate = lambda x: "-" if math.isnan(x) else f"{x:.2f}"  # noqa: E731
@@ -47,7 +49,7 @@ def format_goodput(table) -> str:
         failing = Interval(r.failing_on_time_pct, r.failing_on_time_low_pct, r.failing_on_time_high_pct, 0)
         rows.append([r.arrangement, str(r.n_gpus), good, f"{r.goodput_per_gpu_per_s:.2f}",
                      rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), failing.text(),
-                     r.binding_limit or "-"])
+                     r.binding_limit or "-", *(cost_text.cells(r) if costs else [])])
     return "\n".join(aligned([header, *rows], sep=" "))
 
 
@@ -101,6 +103,7 @@ def _slo_scale(job: Job) -> Batch:
 def goodput_command(argv: Sequence[str]) -> int:
     """Find each arrangement's goodput: the highest rate it carries with the target share on time."""
     parser = build_goodput_parser()
+    prepare = lambda args, scenario: refuse_varying_traffic(scenario, "goodput")  # noqa: E731
     if parser.parse_args(argv).vary == "slo":
-        return run_batch(argv, parser, "slo_scale", _slo_scale)
-    return run_batch(argv, parser, "goodput", _goodput)
+        return run_batch(argv, parser, "slo_scale", _slo_scale, prepare=prepare)
+    return run_batch(argv, parser, "goodput", _goodput, prepare=prepare)

@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from ..errors import InputError
 from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
-from .batch import Batch, Job, batch_parser, output_files, run_batch, target_flag
+from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import int_at_least, int_list_flag, positive_float
+from .plan_kinds import add_kinds_flags, check_kinds, plan_kinds, wants_kinds
 from .plan_over_time import switch_seconds
 
 OUTPUT_FILES = output_files("plan")
@@ -31,7 +32,8 @@ def build_plan_parser():
     budget.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S",
                         help="requests/s to carry: find the fewest GPUs (up to --max-gpus) and how to use them")
     p.add_argument("--max-gpus", type=int_at_least("--max-gpus", 1, 64), default=16, metavar="N",
-                   help="with --rate: the most GPUs to try (default 16)")
+                   help="with --rate or --gpu-kinds: the most GPUs to try (default 16)")
+    add_kinds_flags(p, budget)
     p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
                    help="set a scenario key for every run, e.g. router=prefix_aware or prefix_cache_tokens=500000 "
                         "(repeatable)")
@@ -54,7 +56,7 @@ def build_plan_parser():
                         "docs/over-time.md)")
     p.add_argument("--period-s", type=positive_float("--period-s"), metavar="S",
                    help="with --over-time on a workload.rate_curve: plan periods of S seconds (each at the curve's mean rate)")
-    p.add_argument("--switch-s", type=switch_seconds, default=DEFAULT_SWITCH_S, metavar="S",
+    p.add_argument("--switch-s", type=switch_seconds, metavar="S",
                    help=f"with --over-time: a move's warm-up in seconds (default {DEFAULT_SWITCH_S:g})")
     return p
 
@@ -80,7 +82,11 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
 def format_plan(table) -> str:
     import pandas as pd
 
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first"]
+    from . import cost_text
+
+    costs = cost_text.has_costs(table)
+    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "on time % at rate", "fails first",
+              *(["GPU kinds", *cost_text.HEADER] if costs else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -90,7 +96,8 @@ def format_plan(table) -> str:
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
         rows.append([str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
-                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-"])
+                     "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-",
+                     *([r.gpu_kinds or "-", *cost_text.cells(r)] if costs else [])])
     return "\n".join(aligned([header, *rows], left={1}))
 
 
@@ -110,6 +117,11 @@ def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callab
                          "presets lists them)")
     have = tuple(t for t in args.tp if f"{family}/tp{t}" in NAMES)
     missing = [str(t) for t in args.tp if t not in have]
+    if not have:
+        degrees = sorted(int(n.rpartition("/tp")[2]) for n in NAMES if n.rpartition("/tp")[0] == family)
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {family} has no preset at TP "
+                         f"{', '.join(missing)}; expected degrees with a preset: {', '.join(map(str, degrees))} "
+                         "(python -m disagg_simpy presets lists them)")
     if missing and say:
         print(f"--tp: no preset of {family} at TP {', '.join(missing)}; searching TP {', '.join(map(str, have))}",
               file=sys.stderr)
@@ -121,12 +133,18 @@ def _check(args, scenario) -> None:
     from ..sweep.plan import candidates, with_candidates
     from .common import seeds_to_run
 
+    if wants_kinds(args):  # plans over GPU kinds (plan_kinds.py)
+        return check_kinds(args, scenario, check_cost)
     if args.over_time:
         from .plan_over_time import check_over_time
 
         return check_over_time(args, scenario)
     if args.period_s is not None:
         raise InputError("--period-s: got it without --over-time, expected it with --over-time (plans over a day)")
+    if args.switch_s is not None:
+        raise InputError(f"--switch-s: got {args.switch_s:g} without --over-time, expected it with --over-time "
+                         "(a move's warm-up in the plan over a day)")
+    refuse_varying_traffic(scenario, "plan")
 
     if args.splits is not None and args.gpus is None:
         raise InputError("--splits: got it with --rate, expected it with --gpus N (the splits of N GPUs to try)")
@@ -148,6 +166,8 @@ def _plan(job: Job) -> Batch | None:
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
+    if wants_kinds(job.args):
+        return plan_kinds(job, format_plan)
     scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
     n_gpus, passing = args.gpus, None
     tps, tp_cost = tp_search(args, scenario, say=False)

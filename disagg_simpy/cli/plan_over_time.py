@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
+from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
 from .batch import Batch, Job
 
@@ -24,7 +25,9 @@ def switch_seconds(text: str) -> float:
 
 def check_over_time(args, scenario) -> None:
     """--over-time needs --gpus (at least 2: a split) and a workload with a schedule, or a rate
-    curve with --period-s."""
+    curve with --period-s. An unset --switch-s takes its default here (without --over-time it is refused)."""
+    if args.switch_s is None:
+        args.switch_s = DEFAULT_SWITCH_S
     if args.gpus is None:
         raise InputError("--over-time: got it with --rate, expected it with --gpus N (the GPUs whose roles change)")
     if args.gpus < 2:
@@ -68,6 +71,7 @@ def format_over_time(table, parts: list[str]) -> str:
 def plan_over_time(job: Job) -> Batch:
     from ..sweep.plan import with_candidates
     from ..sweep.role_plan import (
+        OVER_TIME_KEYS,
         REACTIVE,
         SWITCHING,
         best_per_period,
@@ -83,7 +87,7 @@ def plan_over_time(job: Job) -> Batch:
     best = best_per_period(scenario, n, runner, seeds, args.period_s)
     roles = switching_roles(best, args.switch_s)
     arrangements = day_arrangements(n, best, args.switch_s)
-    day_scenario = with_candidates(scenario, arrangements, "--gpus")
+    day_scenario = with_candidates(scenario, arrangements, "--gpus", OVER_TIME_KEYS)
     names = [a["name"] for a in arrangements]
     day = whole_day(day_scenario, runner, seeds, tuple(p.start_s for p in best))
     table, best_static = over_time_table(day, best, names)

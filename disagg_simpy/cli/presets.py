@@ -1,5 +1,6 @@
 """`python -m disagg_simpy presets [--json]` lists the cost presets; `presets show NAME [--json]`
-prints one as the YAML block a scenario can paste (or its facts as JSON)."""
+prints one as the YAML block a scenario can paste (or its facts as JSON); `presets gpus [--json]`
+the GPU kinds with memory, power and default price (costs/gpus.py)."""
 
 from __future__ import annotations
 
@@ -21,16 +22,25 @@ def build_presets_parser() -> argparse.ArgumentParser:
                "model, TP, source and licence, the range each fit holds on and its largest error there per kind "
                "of iteration. `presets show NAME` prints the block to paste into a scenario's cost:.")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table (or YAML)")
-    sub = p.add_subparsers(dest="command", metavar="{show}", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="{show,gpus}", parser_class=Parser)
     show = sub.add_parser("show", help="one preset as a paste-able cost: block (with --json: all its facts)")
     show.add_argument("name", metavar="NAME", help=f"a preset name, e.g. {P.EXAMPLE}")
     show.add_argument("--json", action="store_true", help="print its facts as JSON")
+    gpus = sub.add_parser("gpus", help="the GPU kinds: memory, power (W) and default price per GPU-hour, with sources")
+    gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 
 
 def presets_command(argv: Sequence[str]) -> int:
     """List the cost presets fitted from public measurements (presets [show NAME])."""
     args = build_presets_parser().parse_args(argv)
+    if args.command == "gpus":
+        from dataclasses import asdict
+
+        from ..costs import gpus
+
+        print(json.dumps([asdict(k) for k in gpus.KINDS.values()], indent=2) if args.json else gpus.table())
+        return 0
     if args.command == "show":
         bad = P.problem(args.name)
         if bad:

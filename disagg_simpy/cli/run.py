@@ -29,7 +29,9 @@ from ..files import (
 from .common import (
     NotWritten,
     Parser,
+    add_price_flag,
     check_own_folder,
+    earlier_run_json,
     int_at_least,
     load_with_flags,
     path_flag,
@@ -83,6 +85,7 @@ def build_parser(commands: dict[str, str] | None = None) -> argparse.ArgumentPar
                    help="also write the request stream used as a CSV trace")
     p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
                    help="also write one self-contained HTML page: the table, a player per arrangement, the charts")
+    add_price_flag(p)
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     add_plot_arguments(p)
     p._option_string_actions["--plots"].type = path_flag("--plots")  # an empty path is not "."
@@ -105,7 +108,6 @@ def rate_per_gpu(args: argparse.Namespace, arrangements) -> float:
 @dataclass
 class Outputs:
     """Where a run writes: checked before the run, so a bad path costs no simulation."""
-
     out: Path
     plots: Path | None
     save_trace: Path | None
@@ -188,10 +190,9 @@ def _check_written(rows: int, n_seeds: int) -> None:
     """After the first of several seeds: the rows it wrote, times the seeds, within the limit."""
     from ..scenario.limits import MAX_WRITTEN_ROWS, count_text
 
-    if n_seeds > 1:
-        if rows * n_seeds > MAX_WRITTEN_ROWS:
-            _check_seeds(f"{count_text(rows)} rows written by the first seed x {n_seeds} seeds, above the "
-                         f"limit of {count_text(MAX_WRITTEN_ROWS)} rows written")
+    if n_seeds > 1 and rows * n_seeds > MAX_WRITTEN_ROWS:
+        _check_seeds(f"{count_text(rows)} rows written by the first seed x {n_seeds} seeds, above the "
+                     f"limit of {count_text(MAX_WRITTEN_ROWS)} rows written")
 
 
 def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenario, seeds: list[int]):
@@ -331,10 +332,7 @@ def _inside(folder: Path, paths: list[Path]) -> list[str]:
 def owned_files(out: Path) -> list[str]:
     """What the previous run into `out` wrote there, as its run.json lists it ([] if none or
     unreadable): only plain relative paths of our kinds of file, never outside `out`."""
-    try:
-        listed = json.loads((out / "run.json").read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
+    listed = (earlier_run_json(out) or {}).get("files", [])
     if not isinstance(listed, list):
         return []
     return [f for f in listed if isinstance(f, str) and not Path(f).is_absolute() and os.pardir not in Path(f).parts

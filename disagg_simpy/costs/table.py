@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..inputs import read_input
+from ..texts import quoted
 from .fitting import COLUMNS, OPTIONAL
 
 MAX_TABLE_BYTES = 64 * 2**20
@@ -16,14 +19,15 @@ MAX_TABLE_BYTES = 64 * 2**20
 def read_table(path: Path) -> pd.DataFrame:
     """The rows of a CSV of measured iterations (columns `fitting.COLUMNS`, optional
     `fitting.OPTIONAL`), checked: counts whole and >= 0, `ms` > 0, `prompts` >= 1 where tokens are read."""
-    try:
-        if path.stat().st_size > MAX_TABLE_BYTES:
-            raise InputError(f"{path}: got {path.stat().st_size:,} bytes, expected a table of at most "
-                             f"{MAX_TABLE_BYTES:,} bytes")
-        t = pd.read_csv(path, skipinitialspace=True)
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{path}: cannot read it ({getattr(err, 'strerror', None) or err}), expected a CSV "
-                         "table of measured iterations") from None
+    raw = read_input(path, "a CSV table of measured iterations", MAX_TABLE_BYTES)  # (a pipe or device: refused)
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw.count(b"\n", 0, nul) + 1
+        raise InputError(f"{path}: row {line}: got the byte 0x00 (NUL), expected a CSV text table")
+    try:  # cells as text: an empty cell is told from a written 'nan'
+        t = pd.read_csv(io.BytesIO(raw), skipinitialspace=True, dtype=str, keep_default_na=False)
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: cannot read it ({err}), expected a CSV table of measured iterations") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise InputError(f"{path}: {str(err).splitlines()[0] or 'no rows'}, expected a CSV table with columns "
                          f"{', '.join(COLUMNS)}") from None
@@ -33,7 +37,7 @@ def read_table(path: Path) -> pd.DataFrame:
                          f"(optional: {', '.join(OPTIONAL)})")
     unknown = [c for c in t.columns if c not in COLUMNS + OPTIONAL]
     if unknown:
-        raise InputError(f"{path}: column {unknown[0]!r}: unknown, expected {', '.join(COLUMNS + OPTIONAL)}")
+        raise InputError(f"{path}: column {quoted(str(unknown[0]))}: unknown, expected {', '.join(COLUMNS + OPTIONAL)}")
     if t.empty:
         raise InputError(f"{path}: no rows, expected one row per measured iteration")
     for col in t.columns:
@@ -44,7 +48,9 @@ def read_table(path: Path) -> pd.DataFrame:
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             what = "a time in ms > 0" if col == "ms" else "a whole number >= 0"
-            raise InputError(f"{path}: row {i + 2}: column {col}: got {str(t[col].iloc[i])!r}, expected {what}")
+            cell = str(t[col].iloc[i])
+            got = quoted(cell) if cell.strip() else "an empty cell"
+            raise InputError(f"{path}: row {i + 2}: column {col}: got {got}, expected {what}")
         t[col] = values
     if "prompts" in t and ((t.prompt_tokens > 0) & (t.prompts < 1)).any():
         i = int(np.flatnonzero(((t.prompt_tokens > 0) & (t.prompts < 1)).to_numpy())[0])

@@ -153,6 +153,12 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
              "goodput_per_gpu_per_s": lambda r: _f(2)(r["goodput_per_gpu_per_s"]),
              "on_time_pct_at_rate": lambda r: _f(1)(r["on_time_pct_at_rate"]),
              "gpus": lambda r: str(r["gpus"]) if pd.isna(r.get("reading_gpus")) else f"{r['reading_gpus']}+{r['writing_gpus']}"}
+    if "dollars_per_hour" in table.columns:  # costs (docs/cost.md), when the plan has them
+        columns += [("gpu_kinds", "GPU kinds"), ("dollars_per_hour", "$/h"),
+                    ("dollars_per_million", "$/M on time (95% interval)"), ("power_kw", "kW")]
+        cells |= {"dollars_per_hour": lambda r: _f(2)(r["dollars_per_hour"]), "power_kw": lambda r: _f(1)(r["power_kw"]),
+                  "dollars_per_million": _interval("dollars_per_million", "dollars_per_million_low",
+                                                   "dollars_per_million_high", 2)}
     chart = _curves_charts(table.assign(target_pct=target))
     return write_batch_page(path, title, recommendation,
                             [("Ranked by goodput", table_html(table, columns, cells)), ("On time around goodput", chart),

@@ -120,7 +120,9 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str) -> Path:
 def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str]) -> Path:
     """A bar per evaluated arrangement, best on top: its goodput, with its 95% interval (the
     same statistic: sweep/goodput.py `goodput_search`) as a black line; bars coloured by the
-    arrangement's `label` (`labels`, by name: 'same GPU', 'chunks', 'split', ...)."""
+    arrangement's `label` (`labels`, by name: 'same GPU', 'chunks', 'split', ...). An arrangement
+    the search left (`goodput_below_per_s`: its goodput is below that) gets a hatched, unfilled bar
+    to that bound, so every row has a mark; the legend names only what is drawn."""
     names = [str(n) for n in table["arrangement"]]
     kinds = [labels[n] for n in names]
     colours = dict(zip(dict.fromkeys(["same GPU", "chunks", "split", *kinds]), st.ARRANGEMENT_COLOURS))
@@ -128,22 +130,76 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
     good = table["goodput_per_s"].to_numpy(dtype=float)
     low = table["goodput_low_per_s"].to_numpy(dtype=float)
     high = table["goodput_high_per_s"].to_numpy(dtype=float)
+    below = (table["goodput_below_per_s"] if "goodput_below_per_s" in table else pd.Series(np.nan, table.index))
+    below = below.to_numpy(dtype=float)
+    left = np.isnan(good) & ~np.isnan(below)
     with st.style():
         fig = st.new_figure(9.5, 1.4 + 0.32 * len(names))
         ax = fig.subplots()
-        ax.barh(y, good, color=[colours[k] for k in kinds], height=0.7)
+        searched = ~np.isnan(good)
+        ax.barh(y[searched], good[searched], color=[colours[k] for k, s in zip(kinds, searched) if s], height=0.7)
+        if left.any():
+            ax.barh(y[left], below[left], height=0.7, facecolor="none", hatch="///", lw=0.8, alpha=0.6,
+                    edgecolor=[colours[k] for k, s in zip(kinds, left) if s])
         ok = ~np.isnan(low)
         ax.hlines(y[ok], low[ok], high[ok], color="black", lw=1.6)
-        for yi, g, h in zip(y, good, high):  # right of the interval line, never struck through by it
+        for yi, g, h, b in zip(y, good, high, below):  # right of the interval line, never struck through by it
+            if np.isnan(g):
+                text = "" if np.isnan(b) else f" below {b:.2f} (left)"
+                t = ax.text(0 if np.isnan(b) else b, yi, text, va="center", fontsize=8, color="0.35")
+                t.set_gid("goodput-bound")
+                continue
             t = ax.text(g if np.isnan(h) else max(g, h), yi, f" {g:.2f}", va="center", fontsize=8)
             t.set_gid("goodput-value")
         ax.set_yticks(y)
         ax.set_yticklabels([f"{r}. {n}" for r, n in zip(table["rank"], names)], fontsize=8)
+        ax.set_ylim(-0.6, len(names) - 0.4)
         ax.set_xlabel("goodput: offered requests/s carried with the target share on time (line: 95% interval)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(axis="x", alpha=0.3)
-        handles = [Patch(color=c, label=k) for k, c in colours.items() if k in kinds]
-        ax.legend(handles=handles, loc="lower right", frameon=False)
+        drawn = {k for k, s in zip(kinds, searched | left) if s}
+        handles = [Patch(color=c, label=k) for k, c in colours.items() if k in drawn]
+        if left.any():
+            handles.append(Patch(facecolor="none", edgecolor="0.35", hatch="///",
+                                 label="left: goodput below the bar's end (two others beat it)"))
+        if handles:  # outside the axes: a long plan's bars reach every corner
+            fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=9)
+        right = np.nanmax(np.r_[good, high, below, 1e-9])
+        ax.set_xlim(0, right * (1.22 if left.any() else 1.1))  # room for the value or bound after each bar
+        fig.suptitle(title, fontsize=11, fontweight="bold")
+        return st.save_figure(fig, path)
+
+
+def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None) -> Path:
+    """A point per arrangement searched: dollars an hour across, goodput up (line: its 95%
+    interval), coloured by its GPU kinds; those left by the pruning as grey markers at the rate
+    their goodput is below; the rate to carry as a dashed line (`plan --rate`)."""
+    rows = table[table["goodput_per_s"].notna()]
+    kinds = list(dict.fromkeys(str(k) for k in rows["gpu_kinds"]))
+    colours = dict(zip(kinds, st.ARRANGEMENT_COLOURS * (1 + len(kinds) // len(st.ARRANGEMENT_COLOURS))))
+    with st.style():
+        fig = st.new_figure(9.5, 5.5)
+        ax = fig.subplots()
+        for kind in kinds:
+            mine = rows[rows["gpu_kinds"] == kind]
+            x, good = mine["dollars_per_hour"].to_numpy(float), mine["goodput_per_s"].to_numpy(float)
+            low, high = mine["goodput_low_per_s"].to_numpy(float), mine["goodput_high_per_s"].to_numpy(float)
+            ax.scatter(x, good, color=colours[kind], label=kind, zorder=3)
+            ok = ~np.isnan(low)
+            ax.vlines(x[ok], low[ok], high[ok], color=colours[kind], lw=1.4)
+            for xi, g, name in zip(x, good, mine["arrangement"]):
+                ax.annotate(str(name), (xi, g), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        left = table[table["goodput_per_s"].isna() & table["goodput_below_per_s"].notna()]
+        if len(left):  # left by the pruning: their goodput is below the marker (sweep/plan.py)
+            ax.scatter(left["dollars_per_hour"], left["goodput_below_per_s"], marker="v", color="0.6", zorder=2,
+                       label="left (not in the top two): goodput below the marker")
+        if rate is not None:
+            ax.axhline(rate, color="black", ls="--", lw=1, label=f"rate to carry ({rate:g}/s)")
+        ax.set_xlabel("cost of the GPUs (USD per hour)")
+        ax.set_ylabel("goodput (requests/s on time; line: 95% interval)")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", frameon=False, fontsize=8)
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 

@@ -236,6 +236,57 @@ PREFIX = (
 )
 PREFIX_COLUMNS = tuple(c.name for c in PREFIX)
 
+#: `slo.criterion: percentiles`: columns `summary.csv` and sweep rows gain (`metrics.criterion_figures`),
+#: after the others; a sweep's rows also gain `slo_ratio`.
+CRITERION = (
+    Column("slo_first_word_s", "s", "first word p s", "the criterion's percentile of the wait for the first word "
+           "(an unfinished request's counts as infinite)", family="criterion", decimals=2),
+    Column("slo_mean_gap_ms", "ms", "mean gap p ms", "the criterion's percentile of the replies' mean gaps",
+           family="criterion", decimals=1),
+    Column("slo_longest_gap_ms", "ms", "longest gap p ms", "the criterion's percentile of the replies' longest gaps",
+           family="criterion", decimals=1),
+    Column("slo_met", "", "met", "True when each figure whose limit is on is within it (the console table: the "
+           "share of seeds, 0 to 1)", family="criterion", decimals=1),
+)
+
+#: Costs (docs/cost.md, results/costs.py): columns summary.csv, goodput.csv and plan.csv gain,
+#: after the others, when the scenario names a GPU kind or a price (`prices:`, `gpu:` keys,
+#: `--price`, `plan --gpu-kinds`). "On time per second" is the goodput in goodput.csv and
+#: plan.csv, and in summary.csv the measured requests on time over the measured window.
+COST = (
+    Column("gpu_kinds", "", "GPU kinds", "each side's GPU kind: 'h100-80gb', or 'h100-80gb reading, a100-80gb "
+           "writing' (empty: unknown)", family="cost"),
+    Column("dollars_per_hour", "USD/h", "$/h", "what the arrangement's GPUs cost an hour: GPUs x USD per GPU-hour "
+           "of their kind (costs/gpus.py, or the scenario's prices:)", family="cost", decimals=2, console=True),
+    Column("dollars_per_million", "USD", "$/M on time", "dollars per million on-time requests: dollars_per_hour / "
+           "(on-time requests per second x 3,600) x 1e6", family="cost", decimals=2, console=True),
+    Column("dollars_per_million_low", "USD", "low", "95% interval of dollars_per_million: low end (from the goodput "
+           "interval's high end; empty without an interval)", family="cost", decimals=2),
+    Column("dollars_per_million_high", "USD", "high", "the same interval's high end (from the goodput's low end)",
+           family="cost", decimals=2),
+    Column("on_time_per_gpu_hour", "requests", "on time per GPU-h", "on-time requests per GPU-hour: on-time "
+           "requests per second x 3,600 / GPUs", family="cost", decimals=0),
+    Column("power_kw", "kW", "kW", "the GPUs' board power (costs/gpus.py; GPUs only: no host, network or cooling)",
+           family="cost", decimals=1),
+    Column("on_time_per_kwh", "requests", "on time per kWh", "on-time requests per kWh of GPU board power",
+           family="cost", decimals=0),
+)
+COST_COLUMNS = tuple(c.name for c in COST)
+#: `plan --iso-cost` / `--iso-power` (sweep/plan_kinds.py): plan.csv's rows, one per pool, gain these
+ISO = (
+    Column("pool", "", "pool", "all of one GPU kind, or reading on one kind and writing on another", "plan", "cost"),
+    Column("vs_best_single_per_million", "USD", "vs best one kind $/M", "a mixed pool's dollars per million on-time "
+           "requests minus the best pool of one kind's, each at its goodput searched on each seed alone: the mean "
+           "over seeds of the paired differences (below 0: the mixed pool is cheaper)", "plan", "cost", decimals=2),
+    Column("vs_best_single_low", "USD", "low", "its 95% interval over seeds: low end (docs/statistics.md)", "plan",
+           "cost", decimals=2),
+    Column("vs_best_single_high", "USD", "high", "the same interval's high end", "plan", "cost", decimals=2),
+)
+ISO_COLUMNS = tuple(c.name for c in ISO)
+#: summary.csv's (one run has no goodput interval, and its kinds are the scenario's)
+SUMMARY_COST_COLUMNS = tuple(n for n in COST_COLUMNS if n not in ("gpu_kinds", "dollars_per_million_low",
+                                                                  "dollars_per_million_high"))
+
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
 SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
 VS_BEST = Column("on_time_vs_best_pct", "%", "on time vs best", "on-time share minus the best arrangement's in "
@@ -251,7 +302,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *CRITERION, *COST)}
 
 
 def summary_column(name: str) -> Column:
@@ -269,8 +320,9 @@ FIGURE_COLUMNS = names("summary", "figures", "options")
 OPTION_COLUMNS = names("summary", "options")
 #: which limit late requests broke, and freezes (`breakdown.why_late_row`)
 WHY_LATE_COLUMNS = names("summary", "why_late")
-#: the console table's columns unless `--wide`
+#: the console table's columns unless `--wide` (and the costs' console ones, when shown)
 CONSOLE_COLUMNS = tuple(c.name for c in columns("summary") if c.console)
+COST_CONSOLE_COLUMNS = tuple(c.name for c in COST if c.console)
 #: the page's table, in this order (each with its `page_digits`)
 PAGE_ORDER = ("arrangement", "on_time_pct", "late_first_word_pct", "late_mean_gap_pct", "froze_pct",
               "first_word_p50_s", "first_word_p90_s", "median_mean_gap_ms", "longest_gap_ms", "p99_gap_ms",

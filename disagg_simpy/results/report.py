@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .columns import CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
+from .columns import CONSOLE_COLUMNS, COST_CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
 from .intervals import SHARE, interval, t975  # noqa: F401 (t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
@@ -50,7 +50,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     fits 120 characters; `wide` prints every column, one header line, in blocks of columns
     that each fit 120 characters (the arrangement first in each)."""
     columns = [c for c in summary.columns if c not in ("arrangement", "seed")
-               and (wide or c in CONSOLE_COLUMNS or c in CRITERION_CONSOLE)
+               and (wide or c in CONSOLE_COLUMNS or c in CRITERION_CONSOLE or c in COST_CONSOLE_COLUMNS)
                and not (c in OPTION_COLUMNS and summary[c].isna().all())  # E4, E5 figures only when on
                and not (c in LIMITS_JUDGING and summary[c].isna().all())]  # nor those of a limit that is off
     rows = []

@@ -12,12 +12,14 @@ import numpy as np
 import pandas as pd
 
 from ..model.records import ArrangementRecords
+from ..scenario.gpu_kinds import shows_costs
 from ..scenario.schema import Scenario
 from ..units import NS_PER_S
 from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
-from .columns import PAGED_COLUMNS, PREFIX_COLUMNS, SUMMARY_COLUMNS
+from .columns import PAGED_COLUMNS, PREFIX_COLUMNS, SUMMARY_COLUMNS, SUMMARY_COST_COLUMNS
+from .costs import cost_figures, measured_on_time_per_s
 from .frames import iterations_frame, paged_columns, reads_frame, requests_frame, words_frame
 from .metrics import CRITERION_COLUMNS, LimitsNs, ReplyGaps, off_columns, paged_figures
 from .over_time import over_time_edges_ns, over_time_frame
@@ -60,6 +62,12 @@ class RunResult:
                 for row, n in zip(rows, self.records):
                     row.update(paged_figures(self.records[n], self.gaps[n]))
                 extra = [*PAGED_COLUMNS, *extra]
+            if shows_costs(self.scenario):  # costs, when the scenario names a GPU kind or a price (costs.py)
+                for row, n in zip(rows, self.records):
+                    on_time = measured_on_time_per_s(self.scenario, row["n_requests"], row["on_time_pct"])
+                    row.update({k: v for k, v in cost_figures(self.scenario, arrangements[n], on_time).items()
+                                if k in SUMMARY_COST_COLUMNS})
+                extra += list(SUMMARY_COST_COLUMNS)
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 
         return self._frame("summary", build)

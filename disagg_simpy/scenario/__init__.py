@@ -1,7 +1,7 @@
 """The scenario stage: what to run (traffic, costs, limits, arrangements), read and validated.
 
 `schema` holds the `Scenario` model, built from `base` (strict value types) and `arrangements`
-(costs and the arrangements of GPUs); `options` says which optional rules (E1-E6) are on;
+(costs and the arrangements of GPUs); `options` checks what the options need of the workload's sizes (E4f) and a side's preset (TP);
 `yaml_file` reads YAML safely and `loading` turns validation errors into one-line messages;
 `limits` holds the documented sizes a run may take. docs/architecture.md lists every module.
 """

@@ -14,11 +14,20 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
+from ..costs import gpus
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
 from .cost_fields import Cost, SideCost
 from .limits import MAX_GPUS
 from .paging import E9_KEYS, PagedKeys, check_paged
 from .roles import Roles, check_roles, colocated_roles, static_roles
+
+
+def _gpu_kind(value):
+    """A GPU kind key (`gpu`, `reading_gpu`, `writing_gpu`): one of the table's (costs/gpus.py)."""
+    bad = gpus.problem(value) if value is not None else None
+    if bad:
+        raise ValueError(bad)
+    return value
 
 
 def _check_budget(a):
@@ -191,7 +200,8 @@ class _Arrangement(_Strict):
 class Colocated(_Arrangement, PagedKeys):
     """Every GPU reads prompts and writes replies; replies stay where their prompt was read."""
 
-    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", "mixed_iterations", *E9_KEYS)
+    _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("tp", "max_batch_replies", "max_batch_tokens", "role_changes", "mixed_iterations",
+                                              "gpu", *E9_KEYS)
 
     name: Name
     kind: Literal["colocated"]
@@ -204,8 +214,10 @@ class Colocated(_Arrangement, PagedKeys):
     max_batch_tokens: Count | None = None  # E8
     role_changes: None = Field(None, alias="roles")  # E12: `roles: static` only (every GPU reads and writes)
     mixed_iterations: bool | None = None  # E10: false = an iteration reads prompts or writes words; unset = true
+    gpu: str | None = None  # the GPU kind (costs/gpus.py): prices the GPUs, picks the preset on that kind
 
     _name = field_validator("name")(_not_only_dots)
+    _gpu = field_validator("gpu")(_gpu_kind)
     _roles = field_validator("role_changes", mode="before")(colocated_roles)
 
     @model_validator(mode="after")
@@ -271,11 +283,14 @@ class Disaggregated(_Arrangement, PagedKeys):
     writing_kv_capacity_tokens: Count | None = None
     kv_path: Literal["intra_node", "inter_node"] | None = None  # which of a preset's KV ship costs
     role_changes: Roles = Field(None, alias="roles")  # E12 `roles:`: None (static), a schedule or a policy
+    reading_gpu: str | None = None  # each side's GPU kind (costs/gpus.py): a mixed pool
+    writing_gpu: str | None = None
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
-                                              "kv_path", "role_changes", *E9_KEYS)
+                                              "kv_path", "role_changes", "reading_gpu", "writing_gpu", *E9_KEYS)
     _name = field_validator("name")(_not_only_dots)
+    _gpu = field_validator("reading_gpu", "writing_gpu")(_gpu_kind)
     _roles = field_validator("role_changes", mode="before")(static_roles)
 
     @model_validator(mode="after")

@@ -34,7 +34,9 @@ MAX_BINS = 10_000
 #: tail that the truncated distribution is all rounding error.
 MIN_LOGNORMAL_MASS = 1e-9
 
-Weight = Annotated[float, Field(ge=0, le=1e300)]
+#: The largest histogram weight (weights are summed: 10,000 bins of it stay finite).
+MAX_WEIGHT = 1e300
+Weight = Annotated[float, Field(ge=0, le=MAX_WEIGHT)]
 Positive = Annotated[float, Field(gt=0, le=MAX_COUNT)]
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..costs import gpus
 from ..errors import InputError
 from .arrangements import KINDS, side_cost_keys
-from .lengths import LENGTH_TAGS, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
+from .lengths import LENGTH_TAGS, MAX_WEIGHT, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
 from .limits import (
     MAX_ARRANGEMENTS,
     MAX_BURSTINESS,
@@ -80,10 +81,10 @@ _EXPECT = {
     "fixed": "a whole number from 1 to 2**53",
     "histogram": "a mapping {edges: [e0, e1, ...], weights: [w1, ...]}",
     "edges": "a list of 2 to 10,001 whole numbers from 1 to 2**53, increasing",
-    "weights": "a list of numbers >= 0 (one per bin), not all zero",
+    "weights": f"a list of numbers >= 0, up to {MAX_WEIGHT:g} (one per bin), not all zero",
     "lognormal": "a mapping {mean: M, sd: S, min: A, max: B}",
-    "mean": "a number > 0",
-    "sd": "a number > 0",
+    "mean": "a number > 0, up to 2**53",
+    "sd": "a number > 0, up to 2**53",
     "min": "a whole number from 1 to 2**53",
     "max": "a whole number from 1 to 2**53",
     "share": "a number > 0 and <= 1",
@@ -144,6 +145,39 @@ _EXPECT = {
     "amplitude": "a number from 0 to 1 (the swing, as a share of mean_per_s)",
     "period_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "phase_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g} (when the rate peaks)",
+    # E12: roles that change
+    "roles": ("static, {schedule: [{from_s: S, reading_gpus: N}, ...], switch_s: S} or {policy: queue, switch_s, "
+              "check_s, cooldown_s, wait_s, gap_ms}"),
+    "policy": "queue (the one policy; or a schedule of reading GPUs instead)",
+    "switch_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g} (a move's warm-up)",
+    "check_s": f"a number of seconds > 0, up to {MAX_TIME_S:g} (how often the policy looks)",
+    "cooldown_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g} (from one move to the next, at least)",
+    "wait_s": f"a number of seconds > 0, up to {MAX_TIME_S:g} (how long a prompt waits before reading is short)",
+    "gap_ms": "a number of ms > 0, up to 1e+06 (the gap at which writing is short)",
+    "from_s": f"a number of seconds >= 0, up to {MAX_TIME_S:g} (when the step starts)",
+    # E13: prefix caching, routers, synthetic prefixes and sessions
+    "prefix_cache_tokens": "a whole number of tokens per instance from 1 to 2**53 (at least prefix_block_tokens), "
+                           "or no key (no cache)",
+    "prefix_block_tokens": "a whole number of tokens from 1 to 2**53 (default 512; a divisor of 512 on a mooncake trace)",
+    "router": "one of " + ", ".join(get_args(Scenario.model_fields["router"].annotation)),
+    "router_load_cap_tokens": "a whole number of tokens from 1 to 2**53 (router: prefix_aware only)",
+    "per_cached_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E13)",
+    "prefixes": "a mapping {share: S, groups: G, tokens: [low, high], zipf: Z}",
+    "groups": "a whole number of prefix groups from 1 to 100,000",
+    "zipf": "a number from 0 to 10 (the popularity exponent; 0: groups alike)",
+    "sessions": "a mapping {turns: [low, high], think_s: [low, high]}",
+    "turns": "a range [low, high] of whole numbers of turns from 1 to 1000",
+    "think_s": f"a range [low, high] of seconds from 0 to {MAX_TIME_S:g}",
+    # GPU kinds and their prices
+    "gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "reading_gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "writing_gpu": "a GPU kind, one of " + ", ".join(gpus.NAMES),
+    "prices": f"a mapping of GPU kind to USD per GPU-hour (> 0, up to {gpus.MAX_PRICE:g}), like {{h100-80gb: 2.49}}",
+}
+#: Keys whose meaning depends on the mapping that holds them: (parent key, key).
+_NESTED_EXPECT = {
+    ("roles", "schedule"): "a list of 1 to 10,000 steps like {from_s: 3600, reading_gpus: 2}, in order",
+    ("prefixes", "tokens"): "a range [low, high] of whole numbers of tokens from 1 to 10,000,000",
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",
@@ -152,7 +186,9 @@ _ITEM_EXPECT = {  # a list's items, by the list's key
     "tokens": "a whole number of tokens from 1 to 2**53",
     "reply_words": "a whole number of words from 1 to 2**53",
     "edges": "a whole number from 1 to 2**53",
-    "weights": "a number >= 0",
+    "weights": f"a number >= 0, up to {MAX_WEIGHT:g}",
+    "turns": "a whole number of turns from 1 to 1000",
+    "think_s": f"a number of seconds from 0 to {MAX_TIME_S:g}",
 }
 _RANGES = ("tokens", "reply_words")
 _WORKLOAD_TAGS: dict[str, type[BaseModel]] = {"<synthetic>": SyntheticWorkload, "<trace>": TraceWorkload}
@@ -238,14 +274,20 @@ def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
     return line
 
 
+def _keys(model: type[BaseModel]) -> list[str]:
+    """The keys a user writes in a model's mapping: each field under its alias (`roles`, never
+    the internal `role_changes`), `source` (set by the loader) left out."""
+    return [field.alias or name for name, field in model.model_fields.items() if name != "source"]
+
+
 def _unknown_key(bad: str, model: type[BaseModel] | None) -> str:
     if model is None:
         return "unknown key"
-    allowed = [f for f in model.model_fields if f != "source"]
+    allowed = _keys(model)
     siblings: dict[type[BaseModel], list[type[BaseModel]]] = {
         SyntheticWorkload: [TraceWorkload], TraceWorkload: [SyntheticWorkload],
         **{kind: [k for k in KINDS.values() if k is not kind] for kind in KINDS.values()}}
-    other = next((m for m in siblings.get(model, []) if bad in m.model_fields), None)
+    other = next((m for m in siblings.get(model, []) if bad in _keys(m)), None)
     what: dict[type[BaseModel], str] = {SyntheticWorkload: "synthetic traffic", TraceWorkload: "a trace workload",
                                         **{cls: f"a {name} arrangement" for name, cls in KINDS.items()}}
     if model is SideCost and bad == "kv_ship_ms_per_token":
@@ -295,6 +337,8 @@ def _format_error(
         body = f"required key is missing, expected {_expected(loc)}"
     elif kind == "value_error":
         body = msg
+    elif kind == "too_long" and isinstance(got, list | tuple) and len(got) > 20:  # (a long list: its length)
+        body = f"got a list of {len(got):,} entries, expected {_expected(loc)}"
     elif kind == "range_length":
         body = f"got {_show(got)}, expected {_RANGE}"
     else:
@@ -314,8 +358,14 @@ def _expected(loc: tuple) -> str:
     if not loc:
         return "a YAML mapping of scenario keys"
     last = loc[-1]
+    if isinstance(last, int) and len(loc) >= 3 and (str(loc[-3]), str(loc[-2])) == ("roles", "schedule"):
+        return "a mapping like {from_s: 3600, reading_gpus: 2}"
+    if isinstance(last, int) and len(loc) >= 3 and (str(loc[-3]), str(loc[-2])) == ("prefixes", "tokens"):
+        return "a whole number of tokens from 1 to 10,000,000"
     if isinstance(last, int):
         return _ITEM_EXPECT.get(str(loc[-2]) if len(loc) >= 2 else "", "a valid item")
+    if len(loc) >= 2 and (str(loc[-2]), str(last)) in _NESTED_EXPECT:
+        return _NESTED_EXPECT[(str(loc[-2]), str(last))]
     if len(loc) >= 2 and loc[-2] == "on_time_pct":
         return "a share from 0 to 100 (%)"
     if last == "cost" and "arrangements" in loc:

@@ -1,5 +1,5 @@
-"""The optional model rules (E1-E6) as a scenario states them: which are on,
-and the checks that need the workload's sizes (E4f: a reservation larger than a GPU's memory).
+"""The checks of the options that need the workload's sizes (E4f: a KV reservation larger than a
+GPU's memory) or a side's cost preset (TP: a preset of another TP degree).
 
 Pure functions over the validated models; `schema` calls them from its checks and the workload
 stage calls `capacity_problem` on a trace's rows.

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..costs import gpus
 from ..costs import presets as shipped
+from .gpu_kinds import fill_kinds
 
 SIDES = ("cost", "reading_cost", "writing_cost")
 _GPUS = {"cost": "GPUs", "reading_cost": "reading GPUs", "writing_cost": "writing GPUs"}
@@ -49,7 +51,7 @@ _CAPACITY_KEYS = ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_k
 
 
 def _fill_arrangement(a: dict, i: int, base: str | None, attention: bool) -> dict:
-    a = dict(a)
+    a = fill_kinds(dict(a), i, base)  # `gpu:` keys: each side's preset on its GPU kind
     own = {}
     for side in SIDES:
         name = _preset(a.get(side), f"arrangements[{i}].{side}")
@@ -95,6 +97,8 @@ def _derived(a: dict, own: dict[str, str], base: str | None) -> tuple[dict[str, 
     path = a.get("kv_path") or "intra_node"
     split = a.get("kind") == "disaggregated"
     ship = shipped.kv_ship_ms_per_token(sender, path) if sender and split and path in shipped.KV_PATHS else None
+    if ship is not None and len({gpus.of_preset(n) for n in used.values()}) > 1:  # a mixed pool: the slower end
+        ship = max(shipped.kv_ship_ms_per_token(n, path) for n in used.values())
     return capacities, ship
 
 
@@ -165,4 +169,26 @@ def warnings(scenario) -> list[str]:
                 where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
                 out.append(f"{where}: preset {name} was fitted on no {' or '.join(sorted(missing))} iterations, "
                            f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
+        if split:
+            out += layout_warnings(a, i, base)
     return out
+
+
+def layout_warnings(a, i: int, base: str | None) -> list[str]:
+    """A split whose two sides' presets lay the KV cache out differently (TP degree or dtype):
+    the ship cost is its preset's, but a real engine must re-shard or convert the cache on the way
+    (warned, not refused: the model has no term for that work)."""
+    reading, writing = ((getattr(a, s).preset if getattr(a, s) is not None else None) or base
+                        for s in ("reading_cost", "writing_cost"))
+    if reading is None or writing is None or reading == writing:
+        return []
+    names = (reading, writing)
+    r, w, out = shipped.PRESETS[reading], shipped.PRESETS[writing], []
+    if r["tp"] != w["tp"]:
+        out.append(f"TP{r['tp']} reading and TP{w['tp']} writing")
+    if r["dtype"] != w["dtype"]:
+        out.append(f"{r['dtype']} reading and {w['dtype']} writing")
+    if not out:
+        return []
+    return [f"arrangements[{i}]: {a.name}'s two sides lay the KV cache out differently ({'; '.join(out)}: presets "
+            f"{names[0]} and {names[1]}); each ship re-shards or converts it, a cost the model leaves out"]

@@ -28,6 +28,7 @@ from .base import (
     _show,
     _Strict,
 )
+from .gpu_kinds import omit_prices, prices_problem
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
@@ -235,9 +236,10 @@ class Scenario(_Strict):
     router_load_cap_tokens: Count | None = None  # prefix_aware: default PREFIX_LOAD_CAP_TOKENS
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
+    prices: dict[str, float] | None = None  # USD per GPU-hour by GPU kind, over the table's (gpu_kinds.py)
     source: str = Field(default="<scenario>", exclude=True)
 
-    _dump = model_serializer(mode="wrap")(omit_defaults)  # E13's keys: out of files while at their defaults
+    _dump = model_serializer(mode="wrap")(lambda self, handler, info: omit_prices(omit_defaults(self, handler, info), info))
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -245,7 +247,9 @@ class Scenario(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _presets(cls, raw: Any) -> Any:
-        """`preset: NAME` in cost blocks: its fields where the block writes none (presets.py)."""
+        """`preset: NAME` in cost blocks: its fields where the block writes none (presets.py); `prices:` first."""
+        if isinstance(raw, dict) and raw.get("prices") is not None and (problem := prices_problem(raw["prices"])):
+            raise ValueError(problem)
         return presets.fill(raw, attention=has_attention_term())
 
     @model_validator(mode="after")
@@ -392,7 +396,7 @@ class Scenario(_Strict):
             where = raw
             *parents, leaf = key.split(".")
             for p in parents:
-                where = where[p]
+                where = where.setdefault(p, {})  # (a block the file leaves out, such as reference:)
             if value is DROP:
                 where.pop(leaf, None)
             else:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from ..inputs import read_input
 from .limits import MAX_YAML_VALUES
 from .schema import _show
 
@@ -92,10 +93,29 @@ _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 
 
+def _written_size(root: yaml.Node) -> int:
+    """How many values the file writes: each node once, however often aliases use it."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return len(seen)
+
+
 def _expanded_size(root: yaml.Node, source: str) -> int:
     """How many values constructing `root` would build, counting every alias and merge key
     (`<<`) at each place it is used; InputError past MAX_YAML_VALUES or for a value that
-    contains itself. Linear in the nodes written: each node's size is computed once."""
+    contains itself. Linear in the nodes written: each node's size is computed once. A file that
+    writes more values than that without aliases is bounded by its size (MAX_SCENARIO_BYTES): the
+    limit is then what it writes (a long schedule is told its own limit by the schema)."""
+    limit = max(MAX_YAML_VALUES, _written_size(root))
     sizes: dict[int, int] = {}
     busy: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
@@ -120,10 +140,10 @@ def _expanded_size(root: yaml.Node, source: str) -> int:
         busy.discard(key)
         total = 1 + sum(sizes[id(c)] for c in children)
         sizes[key] = total
-        if total > MAX_YAML_VALUES:
+        if total > limit:
             line = node.start_mark.line + 1
             raise InputError(f"{source}:{line}: got YAML aliases or merge keys (<<) that expand to more than "
-                             f"{MAX_YAML_VALUES:,} values, expected a plain scenario")
+                             f"{limit:,} values, expected a plain scenario")
     return sizes[id(root)]
 
 
@@ -172,22 +192,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
 
 def read_text_file(path: Path, what: str, max_bytes: int) -> str:
     """A regular UTF-8 file's text, or a one-line InputError saying what is wrong with it."""
-    try:
-        if path.is_dir():
-            raise InputError(f"{path}: got a directory, expected {what}")
-        if not path.exists():
-            raise InputError(f"{path}: no such file, expected {what}")
-        if not path.is_file():
-            raise InputError(f"{path}: got a special file (not a regular file), expected {what}")
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(f"{path}: got {size:,} bytes, expected {what} of at most {max_bytes:,} bytes")
-        with open(path, "rb") as f:  # at most max_bytes + 1, however the file grows meanwhile
-            raw = f.read(max_bytes + 1)
-        if len(raw) > max_bytes:
-            raise InputError(f"{path}: got more than {max_bytes:,} bytes, expected {what} of at most {max_bytes:,} bytes")
-    except OSError as err:
-        raise InputError(f"{path}: cannot read it ({err.strerror or err}), expected {what}") from None
+    raw = read_input(path, what, max_bytes)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.costs import with_costs
 from ..results.intervals import SHARE, Interval, interval
 from ..results.metrics import CRITERION_COLUMNS
 from ..scenario.schema import Scenario, Slo
@@ -310,4 +311,4 @@ def goodput(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: 
     rows = [goodput_row(scenario, n, seeds, target, *found[n][:5]) for n in names]
     table = pd.DataFrame(rows, columns=list(GOODPUT_COLUMNS))
     table.attrs["curves"] = {n: found[n][5] for n in names}  # for the --html page
-    return table
+    return with_costs(table, scenario)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import typing
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 from ..errors import InputError
 from ..scenario.schema import DROP, Scenario, TraceWorkload
@@ -111,14 +113,53 @@ def _known_keys(node: Any, prefix: str = "") -> list[str]:
     return []
 
 
+def _models(annotation: Any) -> list[type[BaseModel]]:
+    """The models a field's annotation holds directly (through unions, Optional, Annotated; not
+    in a list, whose items a dotted key cannot name)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    if typing.get_origin(annotation) in (tuple, list, dict):
+        return []
+    return [m for arg in typing.get_args(annotation) for m in _models(arg)]
+
+
+def model_keys(model: BaseModel | type[BaseModel], prefix: str = "") -> list[str]:
+    """Every dotted key a scenario file may write in `model` (a model or its class), read from the
+    schema, set or not: a key added to the schema is known here without a list to update."""
+    cls = model if isinstance(model, type) else type(model)
+    out = []
+    for name, field in cls.model_fields.items():
+        if field.exclude:
+            continue
+        key = f"{prefix}{field.alias or name}"
+        out.append(key)
+        value = None if isinstance(model, type) else getattr(model, name)
+        inner = [value] if isinstance(value, BaseModel) else [] if value is not None else _models(field.annotation)
+        for m in inner:
+            out += model_keys(m, f"{key}.")
+    return out
+
+
+def arrangement_key(scenario: Scenario, key: str) -> tuple[str, str] | None:
+    """`arrangements.NAME.FIELD` (FIELD may be dotted, NAME may hold dots) -> (NAME, FIELD), or
+    None when no arrangement of the scenario is NAME."""
+    rest = key[len("arrangements."):] if key.startswith("arrangements.") else None
+    if rest is None:
+        return None
+    names = sorted((a.name for a in scenario.arrangements if rest.startswith(f"{a.name}.")), key=len, reverse=True)
+    return (names[0], rest[len(names[0]) + 1:]) if names else None
+
+
 def check_key(scenario: Scenario, key: str, flag: str = "--set", more: tuple[str, ...] = ()) -> None:
     """An unknown key is one line naming `flag`, with the closest known keys (`more`: keys the
-    flag knows besides the scenario's), matched on the whole key or its last part."""
+    flag knows besides the scenario's), matched on the whole key or its last part. Known: every
+    key of the schema (`model_keys`), whether the file writes it or not."""
     if key in ("seed", "seeds", "name"):
         raise InputError(f"{flag} {key}: got a key the grid does not vary, expected a scenario setting (seeds: --seeds)")
     raw = scenario.model_dump(mode="python")  # every field, set or not
     raw["arrangements"] = {a["name"]: a for a in raw["arrangements"]}
-    known = set(_known_keys(raw))
+    known = set(_known_keys(raw)) | {k for k in model_keys(scenario) if not k.startswith("arrangements")}
+    known |= {f"arrangements.{a.name}.{k}" for a in scenario.arrangements for k in model_keys(a)}
     if key in known:
         return
     known |= set(more)
@@ -154,12 +195,16 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
             if isinstance(scenario.workload, TraceWorkload):
                 changes["workload.time_scale"] = DROP
         elif key.startswith("arrangements."):
-            name, _, field = key[len("arrangements."):].rpartition(".")
+            name, field = arrangement_key(scenario, key) or key[len("arrangements."):].rpartition(".")[::2]
             if arrangements is None:
                 arrangements = [a.model_dump(mode="python", exclude_none=True) for a in scenario.arrangements]
             for a in arrangements:
                 if a["name"] == name:
-                    a[field] = value
+                    *parents, leaf = field.split(".")
+                    where = a
+                    for p in parents:
+                        where = where.setdefault(p, {})
+                    where[leaf] = value
             flags["arrangements"] = f"--set {key}={shown(value)}"
         else:
             changes[key] = value

@@ -18,8 +18,11 @@ import pandas as pd
 
 from ..errors import InputError
 from ..results.columns import names
+from ..results.costs import with_costs
+from ..scenario import presets
+from ..scenario.arrangements import KINDS
 from ..scenario.limits import arrangements_limit
-from ..scenario.schema import DROP, Scenario
+from ..scenario.schema import DROP, Scenario, has_attention_term
 from .goodput import Probe, Prober, _rerun, bisect, decide, drive, goodput_interval, goodput_row, probe_curve, probe_rate, staged_target
 from .grid import RATE, resolve
 from .plan_bounds import Bounds, capacity_proxy
@@ -69,12 +72,112 @@ def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chun
     return out
 
 
-def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
-    """The scenario's traffic, costs and limits with these arrangements instead of its own."""
+#: The keys a candidate sets itself: its kind, split, chunks and TP (and, over a day, its roles);
+#: every other key of an arrangement is the scenario's, carried to the candidate (`carried`).
+PLANNED_KEYS = ("name", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens", "tp", "reading_tp", "writing_tp")
+#: Keys a candidate of another kind or split cannot take as written, and why (`carried` refuses them).
+_NOT_CARRIED = {
+    "roles": "its moves name one split's GPU counts; plan ranks static arrangements (plan --over-time plans the "
+             "roles over a day)",
+}
+#: Keys of one side of a split, which a candidate whose side has TP instances cannot take (its costs and
+#: memory per instance come from the preset at that TP), by the TP key of that side.
+_PER_INSTANCE = {"tp": ("cost", "kv_capacity_tokens"),
+                 "reading_tp": ("reading_cost", "kv_capacity_tokens", "reading_kv_capacity_tokens"),
+                 "writing_tp": ("writing_cost", "kv_capacity_tokens", "writing_kv_capacity_tokens")}
+
+
+def carried(scenario: Scenario, arrangements: list[dict], planned: tuple[str, ...] = PLANNED_KEYS) -> list[dict]:
+    """Each candidate as the scenario's arrangement of its kind, with only its `planned` keys
+    (kind, split, chunks, TP) changed: every other key the scenario's arrangements of that kind
+    write (or, when it has none of that kind, all of its arrangements) is carried, so a plan
+    answers for the engine the scenario describes (batch limits, KV memory and policy, its own
+    costs, ...). A key the scenario's arrangements write differently, or that a candidate cannot
+    carry, is refused in one line naming it (docs/plan.md)."""
+    raw = presets.unfill(scenario.model_dump(mode="python", exclude_none=True), has_attention_term())["arrangements"]
+    written = {a["name"]: _written(a, planned) for a in raw}
+    out = []
+    for cand in arrangements:
+        kind = cand["kind"]
+        source = [a["name"] for a in raw if a["kind"] == kind] or [a["name"] for a in raw]
+        own: dict[str, tuple[str, object]] = {}  # key -> (the arrangement writing it, its value)
+        for name in source:
+            for k, v in written[name].items():
+                own.setdefault(k, (name, v))
+        same_kind = all(a["kind"] == kind for a in raw if a["name"] in source)
+        for k, (first, v) in own.items():
+            if k in _NOT_CARRIED:
+                raise InputError(f"{scenario.source}: arrangements.{first}.{k}: got {_value(v)}, which plan cannot "
+                                 f"carry to its candidates ({_NOT_CARRIED[k]}); expected no {k}")
+            for name in source:
+                if written[name].get(k) != v:
+                    raise InputError(f"{scenario.source}: arrangements.{name}.{k}: got {_value(written[name].get(k))}, "
+                                     f"but {first} writes {_value(v)}; expected one value in every "
+                                     f"{_kind_text(kind) + ' ' if same_kind else ''}arrangement: plan builds each "
+                                     f"candidate from the scenario's engine (write {k} the same in each)")
+        for k, (first, origin, v) in _mapped(own, kind, same_kind).items():
+            why = ""
+            if not why and k not in KINDS[kind].model_fields and not _alias(kind, k):
+                why = f"a {_kind_text(kind)} arrangement has no {k}"
+            for tp_key, keys_of_side in _PER_INSTANCE.items():
+                if cand.get(tp_key, 1) != 1 and k in keys_of_side:
+                    why = (f"its {tp_key} {cand[tp_key]} takes each instance's costs and memory from the preset at "
+                           "that TP")
+            if why:
+                raise InputError(f"{scenario.source}: arrangements.{first}.{origin}: got {_value(v)}, which plan cannot "
+                                 f"carry to the candidate {cand['name']} ({why}); expected no {origin} (remove it to "
+                                 "plan without it, or narrow the search: --splits, --tp)")
+            if k not in cand:
+                cand = {**cand, k: v}
+        out.append(cand)
+    return out
+
+
+def _written(a: dict, planned: tuple[str, ...]) -> dict:
+    """An arrangement's keys as its file writes them, without the planned ones and those at
+    their default."""
+    fields = {f.alias or k: f for k, f in KINDS[a["kind"]].model_fields.items()}
+    return {k: v for k, v in a.items() if k not in planned and not (k in fields and v == fields[k].default)}
+
+
+def _mapped(own: dict[str, tuple[str, object]], kind: str, same_kind: bool) -> dict[str, tuple[str, str, object]]:
+    """key -> (arrangement, the key it wrote, value). Where the scenario has no arrangement of
+    the candidate's kind, the same GPU's own `cost` (and `gpu` kind) is both sides' on a split, and
+    a split's sides' costs (GPU kinds), when the same, a colocated arrangement's `cost` (`gpu`)."""
+    out = {k: (name, k, v) for k, (name, v) in own.items()}
+    if same_kind:
+        return out
+    for same, sides in (("cost", ("reading_cost", "writing_cost")), ("gpu", ("reading_gpu", "writing_gpu"))):
+        if kind == "disaggregated" and same in out:
+            out[sides[0]] = out[sides[1]] = out.pop(same)
+        reading, writing = out.get(sides[0]), out.get(sides[1])
+        if kind == "colocated" and reading is not None and writing is not None and reading[2] == writing[2]:
+            out[same] = out.pop(sides[0])
+            del out[sides[1]]
+    return out
+
+
+def _alias(kind: str, key: str) -> bool:
+    return any(f.alias == key for f in KINDS[kind].model_fields.values())
+
+
+def _kind_text(kind: str) -> str:
+    return "split" if KINDS[kind].is_split else kind
+
+
+def _value(v: object) -> str:
+    return "none" if v is None else repr(v) if isinstance(v, str) else str(v)
+
+
+def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str,
+                    planned: tuple[str, ...] = PLANNED_KEYS) -> Scenario:
+    """The scenario's traffic, costs and limits with these arrangements instead of its own, each
+    carrying the scenario's per-arrangement options (`carried`)."""
     if len(arrangements) > arrangements_limit():  # (a batch command keeps one arrangement's rows at a time)
         raise InputError(f"{flag}: got {len(arrangements)} arrangements to compare, expected at most "
                          f"{arrangements_limit():,} (fewer GPUs, chunk sizes, --splits or --tp)")
-    return scenario.with_overrides(flags={"arrangements": flag}, arrangements=arrangements, reference=DROP)
+    return scenario.with_overrides(flags={"arrangements": flag}, arrangements=carried(scenario, arrangements, planned),
+                                   reference=DROP)
 
 
 def arrangement_text(a) -> str:
@@ -92,7 +195,7 @@ def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[
 
 
 def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-         exhaustive: bool = False) -> pd.DataFrame:
+         exhaustive: bool = False, per: dict[str, float] | None = None) -> pd.DataFrame:
     """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best).
 
     Exact where it decides the answer, cheaper elsewhere (`exhaustive`: every figure of every
@@ -107,7 +210,11 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     fails it runs nothing. The interval and the limit
     that fails first are searched for the top two only, whose comparison the recommendation
     states. So the recommendation, the top two rows and every goodput searched to its end are
-    those of the exhaustive search."""
+    those of the exhaustive search.
+
+    `per` (by name; `plan_kinds.py`): rank by goodput per unit of it (dollars an hour, or kW)
+    instead; the pruning compares each arrangement's rates with the runner-up's goodput per unit
+    times its own units, so the same holds of the ranking per unit."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
     start = float(scenario.workload.rate_per_s)
@@ -118,10 +225,13 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     passed: dict[str, float] = {}  # the highest rate each search has passed so far (its goodput is at least that)
     below: dict[str, float] = {}  # arrangements left, and the rate their goodput is below
 
+    unit = per or dict.fromkeys(by_name, 1.0)
+
     def runner_up(name: str) -> float:
-        """The second-highest passing rate of the others: two of them have goodputs at least this."""
-        rates = sorted((r for n, r in passed.items() if n != name), reverse=True)
-        return rates[1] if len(rates) >= 2 else 0.0
+        """The second-highest passing rate of the others (per unit, times this one's units): two
+        of them have goodputs (per unit) at least this (this one's, at this rate)."""
+        rates = sorted((r / unit[n] for n, r in passed.items() if n != name), reverse=True)
+        return rates[1] * unit[name] if len(rates) >= 2 else 0.0
 
     def point(name: str):
         a = by_name[name]
@@ -155,7 +265,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         stop(lo, None)
         return lo, hi, n
 
-    todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]) / unit[n])
     points: dict[str, tuple] = {}
     while todo:
         size = WAVE if not points else LATER_WAVE
@@ -167,7 +277,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         points |= drive({n: point(n) for n in wave if n not in below}, prober.run_batch)
     searched = [n for n in by_name if n not in below]
     on_time = drive({n: _on_time_at(n, seen[n][start], seeds) for n in searched}, prober.run_batch)
-    order = sorted(searched, key=lambda n: (-_goodput(points[n]), -on_time[n]))  # (stable: ties keep their order)
+    order = sorted(searched, key=lambda n: (-_goodput(points[n]) / unit[n], -on_time[n]))  # (stable: ties keep their order)
     top = order if bounds is None else order[:2]
     details = drive({n: goodput_interval(n, points[n][0], points[n][1], points[n][2], seeds, target, tolerance,
                                          prober.fits, seen[n], slo=scenario.slo) for n in top}, prober.run_batch)
@@ -192,11 +302,12 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = pd.DataFrame(rows)
     for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
         table[column] = table[column].astype("Int64")
-    table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
+    table = table.assign(_score=table["goodput_per_s"] / table["arrangement"].map(unit))
+    table = table.sort_values(["_score", "on_time_pct_at_rate"], ascending=False, kind="stable").drop(columns="_score")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
     table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page
-    return table
+    return with_costs(table, scenario)
 
 
 def _bound_pct(bounds: Bounds, arrangement, rate: float, target: float) -> list[float] | None:

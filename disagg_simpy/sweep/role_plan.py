@@ -23,10 +23,14 @@ from ..api import run_each
 from ..results.intervals import SHARE, interval
 from ..scenario.schema import Scenario
 from ..workload.periods import periods
-from .plan import at_rate, with_candidates
+from .plan import PLANNED_KEYS, at_rate, with_candidates
 from .runner import Runner
 
 SWITCHING, REACTIVE = "switching", "reactive"
+
+
+#: The keys a candidate over a day sets itself: a plan's own, and its roles (the plan's moves)
+OVER_TIME_KEYS = (*PLANNED_KEYS, "roles")
 
 
 def split(r: int, n: int) -> dict:
@@ -55,7 +59,7 @@ def best_per_period(scenario: Scenario, n_gpus: int, runner: Runner, seeds: tupl
     out: list[PeriodBest] = []
     w = scenario.workload
     for p in periods(w, period_s, w.measure_s):  # type: ignore[arg-type]  # (checked: synthetic, over time)
-        steady = with_candidates(scenario, splits, "--gpus").with_overrides(
+        steady = with_candidates(scenario, splits, "--gpus", OVER_TIME_KEYS).with_overrides(
             workload=p.workload.model_dump(mode="python", exclude_none=True))
         shares = at_rate(steady, runner, seeds)
         before = out[-1].best_reading if out else None

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import open_input
+from ..scenario.limits import MAX_TRACE_BYTES
 from ..scenario.schema import Scenario, TraceWorkload
 
 _TRACE_HASHES: dict[tuple[str, int, int], str] = {}
@@ -33,16 +36,16 @@ def _trace_hash(scenario: Scenario) -> str | None:
     if not path.is_absolute():
         path = scenario.folder / path
     try:
-        st = path.stat()
-    except OSError:
-        return None  # the run itself reports the missing file
-    memo = (str(path.resolve()), st.st_mtime_ns, st.st_size)
-    if memo not in _TRACE_HASHES:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _TRACE_HASHES[memo] = digest.hexdigest()
+        with open_input(path, "a trace file", MAX_TRACE_BYTES) as f:  # (never waits on a pipe)
+            st = os.fstat(f.fileno())
+            memo = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+            if memo not in _TRACE_HASHES:
+                digest = hashlib.sha256()
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+                _TRACE_HASHES[memo] = digest.hexdigest()
+    except (InputError, OSError):
+        return None  # the run itself reports the file in one line
     return _TRACE_HASHES[memo]
 
 

@@ -80,21 +80,42 @@ def boundaries_ns(w: SyntheticWorkload) -> np.ndarray:
     return seconds_to_ns([p.until_s for p in w.schedule[:-1]])
 
 
+class RateSteps:
+    """A workload's period boundaries and rates, built once (O(periods)), so that each lookup
+    after is a binary search, O(log periods): thinning looks up every block of candidates of
+    every period, which rebuilt from the schedule each time was quadratic in periods."""
+
+    def __init__(self, w: SyntheticWorkload):
+        self.w = w
+        self.bounds_ns = boundaries_ns(w)
+        self.rates = (np.array([p.rate_per_s for p in w.schedule], dtype=np.float64)
+                      if w.schedule is not None and w.rate_curve is None else None)
+
+    def period_of(self, t_ns: np.ndarray) -> np.ndarray:
+        """The period (from 0) each arrival time `t_ns` falls in: [start_ns, end_ns), the last open."""
+        return np.searchsorted(self.bounds_ns, np.asarray(t_ns, dtype=np.int64), side="right")
+
+    def rate_at(self, t_ns: np.ndarray) -> np.ndarray:
+        """The rate (requests/s) at whole-ns times `t_ns`."""
+        t_ns = np.asarray(t_ns, dtype=np.int64)
+        w = self.w
+        if w.rate_curve is not None:
+            return w.rate_curve.rate(t_ns / NS_PER_S)
+        if self.rates is None:
+            assert w.rate_per_s is not None
+            return np.full(t_ns.shape, w.rate_per_s)
+        return self.rates[self.period_of(t_ns)]
+
+
 def period_of(w: SyntheticWorkload, t_ns: np.ndarray) -> np.ndarray:
-    """The period (from 0) each arrival time `t_ns` falls in: [start_ns, end_ns), the last open."""
-    return np.searchsorted(boundaries_ns(w), np.asarray(t_ns, dtype=np.int64), side="right")
+    """The period (from 0) each arrival time `t_ns` falls in (`RateSteps.period_of`; builds the
+    boundaries once for this call: for many calls, keep a `RateSteps`)."""
+    return RateSteps(w).period_of(t_ns)
 
 
 def rate_at(w: SyntheticWorkload, t_ns: np.ndarray) -> np.ndarray:
-    """The rate (requests/s) at whole-ns times `t_ns`."""
-    t_ns = np.asarray(t_ns, dtype=np.int64)
-    if w.rate_curve is not None:
-        return w.rate_curve.rate(t_ns / NS_PER_S)
-    if w.schedule is None:
-        assert w.rate_per_s is not None
-        return np.full(t_ns.shape, w.rate_per_s)
-    rates = np.array([p.rate_per_s for p in w.schedule], dtype=np.float64)
-    return rates[period_of(w, t_ns)]
+    """The rate (requests/s) at whole-ns times `t_ns` (`RateSteps.rate_at`, built for this call)."""
+    return RateSteps(w).rate_at(t_ns)
 
 
 def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: float,
@@ -111,6 +132,7 @@ def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: floa
         envelopes = [float(p.rate_per_s or 0.0) for p in w.schedule]  # (schedule_problem: each set)
     found: list[np.ndarray] = []
     n_found = 0
+    steps = RateSteps(w)  # (built once: each block's lookup is then a binary search)
     for k, start in enumerate(starts):
         last = k == len(starts) - 1
         envelope = envelopes[k]
@@ -132,7 +154,7 @@ def thinned_arrivals(w: SyntheticWorkload, rng: np.random.Generator, cap_s: floa
             inside = t_ns < end_ns if not last or n_requests is None else np.ones(block, dtype=bool)
             if n_requests is None:
                 inside &= t_ns <= cap_ns
-            keep = inside & (u[:, 1] * envelope < rate_at(w, t_ns))
+            keep = inside & (u[:, 1] * envelope < steps.rate_at(t_ns))
             found.append(t_ns[keep])
             n_found += int(np.count_nonzero(keep))
             t_s = float(times[-1])

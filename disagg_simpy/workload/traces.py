@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..inputs import read_input
 from ..scenario.limits import MAX_CELL_CHARS, MAX_LINE_BYTES, MAX_TIME_S, MAX_TRACE_BYTES, MAX_TRACE_ROWS
+from ..texts import quoted as _shown
 from ..units import NS_PER_S as _NS_PER_S
 from ..units import nearest_ns as _nearest_ns
 
@@ -38,9 +40,6 @@ def _error(source, line, key, got, expected) -> InputError:
     return InputError(f"{where}: {key}: got {got}, expected {expected}")
 
 
-def _shown(text: str, limit: int = 60) -> str:
-    """A bad value for a message: quoted, escaped (no raw control characters), cut to `limit`."""
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def ignored_text(names) -> str:
@@ -48,15 +47,6 @@ def ignored_text(names) -> str:
     names = list(names)
     shown = ", ".join(_shown(str(n), 40) for n in names[:5])
     return shown + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
-
-
-def _read_bounded(p: Path) -> bytes:
-    """At most MAX_TRACE_BYTES + 1 bytes: a file that grows while it is read stays bounded."""
-    with open(p, "rb") as f:
-        raw = f.read(MAX_TRACE_BYTES + 1)
-    if len(raw) > MAX_TRACE_BYTES:
-        raise _error(p, None, "file", f"more than {MAX_TRACE_BYTES:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
-    return raw
 
 
 def _check_bytes(path, raw: bytes) -> None:
@@ -84,18 +74,10 @@ def _lines(path) -> list[str]:
         raise _error(path, None, "path", "no such file", "an existing trace file")
     if p.is_dir():
         raise _error(path, None, "path", "a directory", "a trace file")
-    try:
-        if not p.is_file():  # a FIFO or a device would block or never end
-            raise _error(path, None, "path", "a special file", "a regular trace file")
-        size = p.stat().st_size
-        if size > MAX_TRACE_BYTES:
-            raise _error(path, None, "file", f"{size:,} bytes", f"a trace file of at most {MAX_TRACE_BYTES:,} bytes")
-        raw = _read_bounded(p)
-        n_lines = raw.count(b"\n") + (not raw.endswith(b"\n"))
-        if n_lines > MAX_TRACE_ROWS + 1:
-            raise _error(path, None, "file", f"{n_lines:,} lines", f"at most {MAX_TRACE_ROWS:,} rows (and a header)")
-    except OSError as e:
-        raise _error(path, None, "path", repr(e.strerror), "a readable file") from None
+    raw = read_input(p, "a trace file", MAX_TRACE_BYTES, key="file: ")  # (a FIFO or a device: refused at once)
+    n_lines = raw.count(b"\n") + (not raw.endswith(b"\n"))
+    if n_lines > MAX_TRACE_ROWS + 1:
+        raise _error(path, None, "file", f"{n_lines:,} lines", f"at most {MAX_TRACE_ROWS:,} rows (and a header)")
     _check_bytes(path, raw)
     try:
         text = raw.decode("utf-8-sig")

@@ -100,6 +100,24 @@ def test_bad_tables_are_one_line_exit_2_nothing_written(tmp_path, capsys, text, 
     assert needle in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("text", "needle"), [
+    ("replies,prompt_tokens,context_tokens,ms," + "x" * 5_000_000 + "\n1,0,10,3,1\n",
+     "column '" + "x" * 60 + "...': unknown"),
+    ("replies,prompt_tokens,context_tokens,ms\n1,0,10," + "9" * 5_000_000 + "\n",
+     "row 2: column ms: got '" + "9" * 60 + "...', expected a time in ms > 0"),
+    ("replies,prompt_tokens,context_tokens,ms\n1,0,,3\n", "row 2: column context_tokens: got an empty cell, expected"),
+    ("replies,prompt_tokens,context_tokens,ms\n1,0,nan,3\n", "row 2: column context_tokens: got 'nan', expected"),
+], ids=["5-MB-column-name", "5-MB-cell", "empty-cell", "written-nan"])
+def test_a_bad_value_in_a_fit_table_is_cut_to_60_characters_in_one_line_of_at_most_1000(tmp_path, capsys, text, needle):
+    """Issue 37 items 16 and 18: the message is one line of at most 1,000 characters as printed,
+    the bad value cut to 60; an empty cell is called one (not 'nan')."""
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert main(["fit", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and len(err.rstrip("\n")) <= 1000, (len(err), err[:300])
+
+
 def e14_table(n=60) -> pd.DataFrame:
     """table()'s rows timed with E14 too: 3 ms once an iteration reads prompt tokens, the first 96
     of them free."""

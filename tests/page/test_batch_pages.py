@@ -114,3 +114,16 @@ def test_goodput_vary_slo_writes_its_table_as_a_page(tmp_path):
     text = html.read_text()
     assert "Content-Security-Policy" in text and 'data-testid="table"' in text
     assert text.count('data-testid="row"') == 3 and "slo_scale" in text
+
+
+def test_the_plan_page_shows_a_splits_gpus_as_reading_plus_writing(tmp_path):
+    """plan --html's GPUs column: a split's GPUs as reading+writing ("1+3" for split-1-3, never
+    "4" or "1.0+3.0"), a colocated arrangement's as its count; every row, searched or left."""
+    scenario = tiny_batch_scenario(tmp_path)
+    html = tmp_path / "plan.html"
+    assert main(["plan", str(scenario), "--gpus", "4", "--chunks", "none", "--tolerance", "2", "--no-plots",
+                 "--workers", "1", "--out", str(tmp_path / "plan"), "--html", str(html)]) == 0
+    ranked = html.read_text().split('data-testid="table"', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<td data-v="\d+">\d+</td><td data-v="([\w-]+)">[\w-]+</td><td data-v="\d+">([^<]*)</td>', ranked)
+    shown = dict(rows)
+    assert shown == {"same-gpu": "4", "split-1-3": "1+3", "split-2-2": "2+2", "split-3-1": "3+1"}, rows

@@ -18,7 +18,7 @@ def drawn(monkeypatch):
     """save_figure keeping the figure (drawn, so bounding boxes are final) instead of writing it."""
     figures = []
 
-    def keep(fig, path):
+    def keep(fig, path, dpi=None):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         FigureCanvasAgg(fig).draw()
@@ -150,3 +150,80 @@ def test_late_pngs_ship_part_says_it_holds_the_wait_for_kv_memory():
     assert ship_label(held) == "KV ship (with the wait for KV memory)"
     both = pd.DataFrame({"handoff_wait_s": [0.2], "link_wait_s": [0.0]})
     assert ship_label(both) == "KV ship (with the wait for KV memory and the link)"
+
+
+def _plan_table(n_left: int) -> pd.DataFrame:
+    """Two searched arrangements and `n_left` the search left (their goodput below a bound)."""
+    rows = [{"arrangement": "split-3-3", "goodput_per_s": 22.5, "goodput_low_per_s": 21.9, "goodput_high_per_s": 23.0,
+             "goodput_below_per_s": np.nan},
+            {"arrangement": "split-3-3-chunked-2048", "goodput_per_s": 22.3, "goodput_low_per_s": np.nan,
+             "goodput_high_per_s": np.nan, "goodput_below_per_s": np.nan}]
+    rows += [{"arrangement": f"chunked-{2 ** (8 + i)}" if i < 3 else f"split-1-5-chunked-{i}", "goodput_per_s": np.nan,
+              "goodput_low_per_s": np.nan, "goodput_high_per_s": np.nan, "goodput_below_per_s": 22.3 - i / 10}
+             for i in range(n_left)]
+    table = pd.DataFrame(rows)
+    return table.assign(rank=range(1, len(table) + 1))
+
+
+def test_plan_draws_a_mark_for_every_row_and_a_legend_of_what_is_drawn(drawn, tmp_path):
+    """plan.png drew bars for 2 of 40 rows (the search leaves most arrangements with only a bound)
+    and a legend for colours no bar had: every row now has a bar (filled: its goodput; hatched: the
+    bound its goodput is below), and each legend entry matches a drawn bar's colour and fill."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Rectangle
+
+    from disagg_simpy.plots.capacity import save_plan
+
+    table = _plan_table(38)
+    labels = {n: "split" if n.startswith("split") else "chunks" for n in table.arrangement}
+    save_plan(table, tmp_path / "plan.png", "plan", labels)
+    fig = drawn[0]
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
+    rows = {round(b.get_y() + b.get_height() / 2) for b in bars}
+    assert rows == set(range(len(table)))  # one bar on every row
+    legend = fig.legends[0] if fig.legends else ax.get_legend()
+    looks = {(to_rgba(b.get_facecolor()), bool(b.get_hatch()), to_rgba(b.get_edgecolor())[:3]) for b in bars}
+    for handle, text in zip(legend.legend_handles, legend.get_texts()):
+        if handle.get_hatch():  # the hatched entry: some bar is hatched
+            assert any(hatched for _, hatched, _ in looks), text.get_text()
+        else:  # a kind's colour: some filled bar has it
+            assert any(face[:3] == to_rgba(handle.get_facecolor())[:3] and not hatched
+                       for face, hatched, _ in looks) or any(edge == to_rgba(handle.get_facecolor())[:3]
+                                                             for _, hatched, edge in looks if hatched), text.get_text()
+    names = {t.get_text() for t in legend.get_texts()}
+    assert "same GPU" not in names and {"split", "chunks"} <= names  # no colour that is not drawn
+    bounds = [t.get_text() for t in ax.texts if t.get_gid() == "goodput-bound"]
+    assert len(bounds) == 38 and all(b.startswith(" below ") for b in bounds)
+    boxes = [_box(t, fig) for t in ax.texts]
+    assert all(b.x1 <= _box(ax, fig).x1 + 1 for b in boxes)  # the values and bounds stay inside the axes
+
+
+@pytest.mark.parametrize(("low", "high", "near_zero"), [(7.5, 38.0, False), (0.0743, 621.4, False),
+                                                       (1.0, 1e12, True)])
+def test_fit_log_axes_never_print_labels_over_each_other(drawn, tmp_path, low, high, near_zero):
+    """fit.png printed tick labels over each other: the log-log panel's two 10^0 at its corner, its
+    last x label over the next panel's first, the fitted axis reaching 1e-10 when a fit came out near
+    0 (issue 37's huge row). Over tables from under a decade to twelve, no two tick labels of the
+    figure touch (as the renderer measures them) and each log axis keeps at least two."""
+    import itertools
+
+    from disagg_simpy.plots.fit import save_fit
+
+    ms = np.geomspace(low, high, 60)
+    fitted = ms * (1 + 0.3 * np.sin(np.arange(60)))
+    if near_zero:  # half the rows fitted at ~0, as a fit zeroed by one huge row gives
+        fitted = np.where(np.arange(60) % 2, 1e-9, fitted)
+    rows = pd.DataFrame({"ms": ms, "fitted_ms": fitted,
+                         "kind": np.where(np.arange(60) % 3, "writing only", "whole prompt")})
+    save_fit(rows, tmp_path / "fit.png", "fit")
+    fig = drawn[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for t in axis.get_ticklabels()
+              if t.get_visible() and t.get_text()]
+    for a, b in itertools.combinations(labels, 2):
+        assert not _overlap(a.get_window_extent(renderer), b.get_window_extent(renderer)), (a.get_text(), b.get_text())
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                assert sum(bool(t.get_text()) for t in axis.get_ticklabels()) >= 2, axis.axis_name

@@ -109,6 +109,28 @@ def test_a_request_belongs_to_the_period_it_arrives_in():
     assert rate_at(s.workload, np.array([b - 1, b])).tolist() == [5.0, 2.0]
 
 
+def test_a_draw_builds_the_period_boundaries_once_however_many_periods(monkeypatch):
+    """Issue 37 item 8: thinning looks up the rate of every block of candidates of every period;
+    rebuilt from the schedule at each lookup, a 10,000-period schedule took ~47 s for a 3 s
+    window (quadratic in periods). The boundaries are built once per draw (then each lookup is
+    a binary search), and the draw is the same. (benchmarks/schedule_periods.py times it.)"""
+    import disagg_simpy.workload.periods as P
+
+    n = 2000
+    w = {**BASE, "measure_s": 3, "schedule": [{"until_s": 3 * (k + 1) / n, "rate_per_s": 20 + k % 7} for k in range(n)]}
+    s = scenario(w, max_sim_s=4)
+    builds = []
+    real = P.boundaries_ns
+    monkeypatch.setattr(P, "boundaries_ns", lambda w: builds.append(1) or real(w))
+    r = make_requests(s, 1)
+    assert len(builds) <= 2  # (once for thinning, once for each arrival's period)
+    edges = np.array([round(3 * (k + 1) / n * NS_PER_S) for k in range(n - 1)], dtype=np.int64)
+    rates = np.array([20 + k % 7 for k in range(n)], dtype=np.float64)
+    t = np.concatenate((r.arrived_at_ns, edges - 1, edges, edges + 1))
+    assert (period_of(s.workload, t) == np.searchsorted(edges, t, side="right")).all()  # [start, end), by bisection
+    assert (rate_at(s.workload, t) == rates[np.searchsorted(edges, t, side="right")]).all()
+
+
 class _Uniforms:
     """A stand-in generator: period k's stream hands out `pairs[k]` (then 0.999..., far away)."""
 

@@ -1,0 +1,28 @@
+"""The cost cells of the goodput and plan tables (results/costs.py), when a table has them."""
+
+from __future__ import annotations
+
+import math
+
+HEADER = ["$/h", "$/M on time (95% interval)", "on time/GPU-h", "kW"]
+
+
+def money(x: float) -> str:
+    """'12.34', 'inf' (nothing on time), '-' (unknown)."""
+    if math.isnan(x):
+        return "-"
+    return "inf" if math.isinf(x) else f"{x:,.2f}"
+
+
+def cells(r) -> list[str]:
+    """A row's cost cells (a namedtuple row of goodput.csv or plan.csv with the cost columns)."""
+    per_m = money(r.dollars_per_million)
+    if not (math.isnan(r.dollars_per_million_low) or math.isnan(r.dollars_per_million_high)):
+        per_m += f" ({money(r.dollars_per_million_low)}-{money(r.dollars_per_million_high)})"
+    return [money(r.dollars_per_hour), per_m,
+            "-" if math.isnan(r.on_time_per_gpu_hour) else f"{r.on_time_per_gpu_hour:,.0f}",
+            "-" if math.isnan(r.power_kw) else f"{r.power_kw:.1f}"]
+
+
+def has_costs(table) -> bool:
+    return "dollars_per_hour" in table.columns

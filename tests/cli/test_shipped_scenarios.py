@@ -1,0 +1,76 @@
+"""Every scenario file shipped in scenarios/ (found recursively, so a new one is run without a
+change here) runs as a user would run it: exit 0 and a table, on a short window, one seed,
+no pictures. A scenario on a public trace is skipped (one summary line) without the traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import ROOT
+
+from disagg_simpy.cli import main
+from disagg_simpy.workload.catalog import CATALOG
+
+#: the measured window a scenario is cut to (s): long enough for some requests of every kind of
+#: traffic shipped to finish, short enough that every file runs in about a second
+WINDOW_S = 3.0
+#: a scenario counting its requests (n_requests) keeps at most this many
+FEW_REQUESTS = 40
+
+SHIPPED = sorted([*(ROOT / "scenarios").rglob("*.yaml"), *(ROOT / "scenarios").rglob("*.yml")])
+
+
+def _on_trace(raw: dict) -> bool:
+    return isinstance(raw.get("workload"), dict) and "trace" in raw["workload"]
+
+
+def shortened(path: Path, folder: Path) -> Path:
+    """A copy of the scenario file in `folder` cut to a short window and one seed; a trace named
+    by a relative path is pointed back at the original's folder."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw["seeds"] = 1
+    w = raw["workload"]
+    if w.get("n_requests") is not None:
+        w["n_requests"] = min(int(w["n_requests"]), FEW_REQUESTS)
+    else:
+        w["measure_s"] = min(float(w.get("measure_s") or WINDOW_S), WINDOW_S)
+        w["warmup_s"] = min(float(w.get("warmup_s") or 0.0), w["measure_s"] / 2)
+        if w.get("duration_s") is not None:
+            w["duration_s"] = max(float(w["duration_s"]), w["measure_s"])
+    if raw.get("max_sim_s") is not None and w.get("measure_s") is not None:
+        raw["max_sim_s"] = max(float(raw["max_sim_s"]), w["measure_s"])
+    trace = w.get("trace")
+    if trace is not None and trace not in CATALOG and not Path(trace).is_absolute():
+        w["trace"] = str(path.parent / trace)
+    out = folder / path.name
+    out.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def _cases():
+    for path in SHIPPED:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        marks = [pytest.mark.real_traces] if _on_trace(raw) else []
+        yield pytest.param(path, marks=marks, id=str(path.relative_to(ROOT / "scenarios")))
+
+
+def test_scenarios_are_shipped():
+    assert len(SHIPPED) >= 10, SHIPPED
+
+
+@pytest.mark.parametrize("path", list(_cases()))
+def test_every_shipped_scenario_runs_and_prints_a_table(path, tmp_path, capsys):
+    short = shortened(path, tmp_path)
+    code = main([str(short), "--out", str(tmp_path / "out"), "--no-plots"])
+    out, err = capsys.readouterr()
+    assert code == 0, f"{path.name}: exit {code}: {err.strip()[-300:]}"
+    assert "error" not in err.lower(), err
+    lines = out.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("arrangement")), None)
+    assert header is not None, f"{path.name}: no table in {out!r}"
+    names = [a["name"] for a in yaml.safe_load(path.read_text(encoding="utf-8"))["arrangements"]]
+    shown = [line.split()[0] for line in lines[header + 1:] if line.split()]
+    assert [n for n in names if n in shown] == names, f"{path.name}: rows {shown}, expected {names}"
+    assert (tmp_path / "out" / "summary.csv").is_file()

@@ -1,0 +1,146 @@
+"""GPU kinds, prices and mixed pools (docs/cost.md): the table, a scenario's kind keys and
+`prices:`, `--price`, each bad kind or price refused in one line, and the costs of a hand-computed case."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from disagg_simpy.cli import main
+from disagg_simpy.costs import gpus
+from disagg_simpy.results.costs import per_million, with_costs
+from disagg_simpy.scenario import gpu_kinds, load_scenario
+
+WORKLOAD = {"rate_per_s": 1.0, "measure_s": 20, "prompt_mix": [{"share": 1, "tokens": [100, 400]}],
+            "reply_words": [20, 60]}
+
+
+def write(tmp_path, arrangements, **top) -> str:
+    spec = {"name": "kinds", "workload": WORKLOAD, **top, "arrangements": arrangements}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return str(path)
+
+
+def test_every_kind_has_memory_power_price_and_their_sources():
+    assert set(gpus.NAMES) >= {"a100-80gb", "h100-80gb"}
+    for k in gpus.KINDS.values():
+        assert k.memory_gib > 0 and k.power_w > 0 and 0 < k.price_per_hour <= gpus.MAX_PRICE
+        assert "as of 2026-" in k.price_source and "systems/" in k.spec_source
+    # AIConfigurator's system files state these (systems/<gpu>_sxm.yaml: power, mem_capacity)
+    assert [(gpus.KINDS[n].power_w, gpus.KINDS[n].memory_gib) for n in ("a100-80gb", "h100-80gb", "h200", "b200")] == \
+        [(400, 80), (700, 80), (700, 141), (1000, 180)]
+
+
+def test_presets_gpus_prints_the_table(capsys):
+    assert main(["presets", "gpus"]) == 0
+    out = capsys.readouterr().out
+    assert all(n in out for n in gpus.NAMES) and "Spheron" in out and "--price" in out
+
+
+def test_hand_computed_costs_and_the_cheapest_choice(tmp_path):
+    """Two kinds at given prices and known goodputs: 2 A100s at 2.00 carrying 1.0/s on time, 1
+    H100 at 3.00 carrying 2.0/s. By hand: A100s 4.00 $/h / 3,600 requests an hour = 1,111.11 $/M,
+    H100 3.00 / 7,200 = 416.67 $/M: the H100 is cheaper per on-time request though dearer per GPU."""
+    path = write(tmp_path, [{"name": "a100s", "kind": "colocated", "gpus": 2, "gpu": "a100-80gb"},
+                            {"name": "h100", "kind": "colocated", "gpus": 1, "gpu": "h100-80gb"}],
+                 prices={"a100-80gb": 2.0, "h100-80gb": 3.0})
+    s = load_scenario(path)
+    table = pd.DataFrame({"arrangement": ["a100s", "h100"], "goodput_per_s": [1.0, 2.0],
+                          "goodput_low_per_s": [0.5, 1.5], "goodput_high_per_s": [1.25, 2.5]})
+    costs = with_costs(table, s).set_index("arrangement")
+    assert costs.loc["a100s", "dollars_per_hour"] == 4.0 and costs.loc["h100", "dollars_per_hour"] == 3.0
+    assert costs.loc["a100s", "dollars_per_million"] == pytest.approx(4.0 / 3600 * 1e6, rel=1e-12)
+    assert costs.loc["h100", "dollars_per_million"] == pytest.approx(3.0 / 7200 * 1e6, rel=1e-12)
+    assert costs["dollars_per_million"].idxmin() == "h100"
+    # the interval's ends swap: the goodput's high end gives the low dollars
+    assert costs.loc["h100", "dollars_per_million_low"] == pytest.approx(3.0 / (2.5 * 3600) * 1e6)
+    assert costs.loc["h100", "dollars_per_million_high"] == pytest.approx(3.0 / (1.5 * 3600) * 1e6)
+    assert costs.loc["a100s", "on_time_per_gpu_hour"] == 1800 and costs.loc["h100", "on_time_per_gpu_hour"] == 7200
+    assert costs.loc["a100s", "power_kw"] == pytest.approx(0.8) and costs.loc["h100", "on_time_per_kwh"] == \
+        pytest.approx(7200 / 0.7)
+    assert per_million(3.0, 0.0) == math.inf and math.isnan(per_million(math.nan, 1.0))
+
+
+def test_no_kind_and_no_price_shows_no_costs(tmp_path):
+    s = load_scenario(write(tmp_path, [{"name": "a", "kind": "colocated", "gpus": 1}]))
+    table = pd.DataFrame({"arrangement": ["a"], "goodput_per_s": [1.0]})
+    assert not gpu_kinds.shows_costs(s) and list(with_costs(table, s).columns) == list(table.columns)
+    assert "prices" not in s.model_dump(mode="json")  # files (run.json, store keys) as before
+
+
+def test_a_mixed_pool_takes_each_sides_preset_and_the_slower_ship(tmp_path):
+    s = load_scenario(write(tmp_path, [
+        {"name": "mix", "kind": "disaggregated", "reading_gpus": 4, "writing_gpus": 4, "reading_tp": 4, "writing_tp": 4,
+         "reading_gpu": "h100-80gb", "writing_gpu": "a100-80gb", "kv_path": "inter_node"}],
+        cost={"preset": "a100-80gb/llama-2-70b/tp4"}))
+    a = s.arrangements[0]
+    assert a.reading_cost.preset == "h100-80gb/llama-2-70b/tp4"
+    assert a.writing_cost is None  # the scenario's own preset, on a100-80gb
+    assert gpu_kinds.side_kinds(s, a) == ("h100-80gb", "a100-80gb")
+    from disagg_simpy.costs.presets import kv_ship_ms_per_token as ship
+
+    assert a.kv_ship_ms(s.cost) == max(ship("h100-80gb/llama-2-70b/tp4", "inter_node"),
+                                       ship("a100-80gb/llama-2-70b/tp4", "inter_node")) == 0.01045
+    assert gpu_kinds.dollars_per_hour(s, a) == pytest.approx(4 * 2.90 + 4 * 1.64)
+    assert gpu_kinds.power_kw(s, a) == pytest.approx(4 * 0.7 + 4 * 0.4)
+    again = s.with_overrides(seed=2)  # a re-validated copy keeps the pool as it was
+    assert again.arrangements[0].reading_cost == a.reading_cost and again.arrangements[0].kv_ship_ms(again.cost) == 0.01045
+
+
+def test_sides_with_different_kv_layouts_are_warned(tmp_path):
+    s = load_scenario(write(tmp_path, [
+        {"name": "mix", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "writing_tp": 2,
+         "reading_cost": {"preset": "a100-80gb/opt-13b/tp1"}, "writing_cost": {"preset": "a100-80gb/opt-13b/tp2"}}]))
+    warned = [w for w in s.preset_info()["preset_warnings"] if "lay the KV cache out differently" in w]
+    assert len(warned) == 1 and "TP1 reading and TP2 writing" in warned[0]
+
+
+def run_bad(tmp_path, capsys, argv) -> str:
+    assert main([*argv, "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+    return err
+
+
+COLO = {"name": "a", "kind": "colocated", "gpus": 4, "tp": 4}
+BAD = [
+    ("unknown-kind-in-prices", [COLO], {"prices": {"h100": 2.0}}, [],
+     ["prices: got 'h100', no such GPU kind; did you mean 'h100-80gb'?"]),
+    ("negative-price", [COLO], {"prices": {"h100-80gb": -1}}, [], ["prices.h100-80gb: got -1, expected a price in USD"]),
+    ("zero-price", [COLO], {"prices": {"h100-80gb": 0}}, [], ["prices.h100-80gb: got 0"]),
+    ("text-price", [COLO], {"prices": {"h100-80gb": "cheap"}}, [], ["prices.h100-80gb: got 'cheap'"]),
+    ("prices-not-a-mapping", [COLO], {"prices": [2.0]}, [], ["prices: got [2.0], expected a mapping of GPU kind"]),
+    ("unknown-gpu-key", [{**COLO, "gpu": "v100"}], {}, [], ["arrangements[0].gpu: got 'v100', no such GPU kind"]),
+    ("unknown-reading-gpu", [{"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
+                              "reading_gpu": "x100"}], {}, [], ["arrangements[0].reading_gpu: got 'x100'"]),
+    ("kind-without-that-preset", [{**COLO, "gpu": "b200"}], {"cost": {"preset": "a100-80gb/llama-2-70b/tp4"}}, [],
+     ["arrangements[0].gpu: got 'b200', but no preset b200/llama-2-70b/tp4 exists", "expected one of a100-80gb, h100-80gb"]),
+    ("flag-bad-kind", [COLO], {}, ["--price", "h300=2"], ["--price h300=2: got 'h300', no such GPU kind"]),
+    ("flag-bad-price", [COLO], {}, ["--price", "h100-80gb=nan"], ["--price h100-80gb=nan: got nan"]),
+    ("flag-no-equals", [COLO], {}, ["--price", "h100-80gb"], ["--price: got 'h100-80gb', expected KIND=USD"]),
+]
+
+
+@pytest.mark.parametrize(("arrangements", "top", "extra", "fragments"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_every_bad_kind_or_price_is_one_line(tmp_path, capsys, arrangements, top, extra, fragments):
+    err = run_bad(tmp_path, capsys, [write(tmp_path, arrangements, **top), *extra])
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_a_run_with_a_price_shows_its_costs(tmp_path, capsys):
+    path = write(tmp_path, [{"name": "a", "kind": "colocated", "gpus": 1}], cost={"preset": "a100-80gb/llama-2-7b/tp1"})
+    assert main([path, "--out", str(tmp_path / "out"), "--no-plots", "--price", "a100-80gb=2"]) == 0
+    out = capsys.readouterr().out
+    assert "dollars_" in out
+    summary = pd.read_csv(tmp_path / "out" / "summary.csv")
+    on_time = summary.n_requests[0] * summary.on_time_pct[0] / 100 / 20  # measured on time per second
+    assert summary.dollars_per_hour[0] == 2.0
+    assert summary.dollars_per_million[0] == pytest.approx(2.0 / (on_time * 3600) * 1e6)
+    assert main([path, "--out", str(tmp_path / "plain"), "--no-plots"]) == 0  # no kind named, no price: no costs
+    assert "dollars_per_hour" not in pd.read_csv(tmp_path / "plain" / "summary.csv").columns
