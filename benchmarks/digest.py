@@ -38,7 +38,7 @@ PAGED = {"kv_policy": "paged", "kv_capacity_tokens": 60_000}
 TIGHT = {"kv_policy": "paged", "kv_capacity_tokens": 14_000, "kv_block_tokens": 16}
 
 #: Option sets covering E1-E15 (keys an arrangement does not have are left out for it): `cost.KEY`
-#: sets the scenario's cost, `scenario.KEY` a scenario key, `ff` False runs one iteration at a time.
+#: sets the scenario's cost, `scenario.` before a key a scenario key, `ff` False runs one iteration at a time.
 OPTION_SETS: dict[str, dict] = {
     "off": {},
     "off-ff-off": {"ff": False},

@@ -24,7 +24,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     (replies written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting,
     E9d). `reading_ns(now, index, n_replies, n_tokens, taken)` and `writing_ns(n_replies, index)` are
     the durations of an iteration that reads and of one that only writes (model/option_starts.py:
-    `option_paths.duration`'s terms)."""
+    the cost object's durations, model/costs.py)."""
     kv = gpu.paged
     waiting, queue, seats, seat = gpu.waiting, gpu.seat_queue, gpu.seats, kv.seat
     blocks, phases, pending, block, capacity = kv.blocks, kv.phases, kv.pending, kv.block, gpu.kv_capacity

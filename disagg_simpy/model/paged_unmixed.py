@@ -33,7 +33,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     """`gpu`'s start of an iteration under E9 and E10 for its whole run (it replaces `Gpu._options_start`):
     (replies written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d).
     `reading_ns(now, index, 0, n_tokens, taken)` and `writing_ns(n_replies, key)` are the durations of an
-    iteration that reads and of one that writes (model/option_starts.py: `option_paths.duration`'s terms)."""
+    iteration that reads and of one that writes (model/option_starts.py: the cost object's durations, model/costs.py)."""
     kv = gpu.paged
     waiting, queue, room = gpu.waiting, gpu.seat_queue, 1 << 62 if gpu.seats is None else gpu.seats
     blocks, phases, block, capacity, seat = kv.blocks, kv.phases, kv.block, gpu.kv_capacity, kv.seat
