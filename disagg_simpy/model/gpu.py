@@ -22,7 +22,7 @@ import simpy
 
 from .costs import CostNs
 from .kv_take import take_with_options
-from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
+from .option_starts import bounds, releaser, repeat_kinds, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
@@ -376,7 +376,6 @@ class Gpu:
         _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
         return taken, n_tokens, duration
 
-    _options_start = options_start  # the general path under the options (model/option_starts.py)
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:
         """An iteration's duration under the options (the general path): the cost object's, with this GPU's
         E3 context sum and its cost now (E12 may change it)."""
