@@ -113,12 +113,6 @@ class CostNs:
         return bool(self.per_context_token or self.per_reread_token or self.per_attention_pair)
 
     @cached_property
-    def grows_by_pairs_alone(self) -> bool:
-        """Whether E7's pairs alone grow a reading repeat, in whole ns (no E2, E3; nothing to round)."""
-        return bool(self.per_attention_pair) and not (self.per_context_token or self.per_reread_token) and (
-            self.denominator == 1)
-
-    @cached_property
     def attention_alone(self) -> bool:
         """Whether E7's attention pairs are the only term on beside M1 (E2, E3, E13, E14, E15 off)."""
         return bool(self.per_attention_pair) and not (
