@@ -51,6 +51,8 @@ class Gpu:
 
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
+    fused = True  # the kept fusions (docs/architecture.md): with every option off the inline start below (5-7% of a
+    # run), E10's `unmixed.WritingRepeat` (5-7% of a same-gpu E10 run); tests switch them off for the generic path
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
@@ -249,10 +251,10 @@ class Gpu:
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
-        reading_repeat, writing_repeat = repeat_kinds(self, options)  # (PlainRepeat unless the options need more)
+        reading_repeat, writing_repeat = repeat_kinds(self, options, self.fused)  # (PlainRepeat unless the options need more)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
-        start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
+        start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
         release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
         self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)

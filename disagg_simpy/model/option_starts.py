@@ -26,13 +26,14 @@ def starter(gpu: Any) -> Start:
     return planner(gpu)
 
 
-def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
+def repeat_kinds(gpu: Any, options: bool, fused: bool = True) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
     """The repeat a GPU runs (model/repeats.py) for iterations that read prompt tokens, and for
     those that only write: `PlainRepeat` unless its iterations need `Repeat`'s work (E4's or E9's
     log at each start, E2/E3/E7's growing durations: E3 grows any batch with replies, E2 and E7 a
     reading one) or E10's count of writing iterations (`unmixed.WritingRepeat`, when no other; with E9,
     `paged_unmixed.WritingRepeat`, which also takes the blocks due).
-    `PlainRepeat` takes a cut repeat's next iteration ahead (`Gpu.start_ahead`); `Repeat` does not."""
+    `PlainRepeat` takes a cut repeat's next iteration ahead (`Gpu.start_ahead`); `Repeat` does not.
+    Not `fused` (`Gpu.fused`), E10's writing repeats are `Repeat`'s, the generic path."""
     cost = gpu.cost
     if not options:
         return PlainRepeat, PlainRepeat
@@ -43,7 +44,7 @@ def repeat_kinds(gpu: Any, options: bool) -> tuple[type[PlainRepeat], type[Plain
     if gpu.kv_capacity is not None or gpu.paged is not None:
         return Repeat, Repeat
     reading = Repeat if cost.reading_grows else PlainRepeat
-    writing = Repeat if cost.writing_grows else PlainRepeat if gpu.mixed else WritingRepeat
+    writing = Repeat if cost.writing_grows or not (gpu.mixed or fused) else PlainRepeat if gpu.mixed else WritingRepeat
     return reading, writing
 
 
