@@ -18,14 +18,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import (
-    check_folder,
-    check_output_file,
-    check_outputs_apart,
-    folders_undone_on_failure,
-    make_folder,
-    same_file,
-)
+from ..files import check_folder, check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder, same_file
 from .common import (
     NotWritten,
     Parser,
@@ -245,6 +238,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     written.append(outputs.out / f"switches.{args.format}")
                 written += [outputs.out / f"over_time.{args.format}"] if over_time is not None else []
                 run_info = _run_info(args, argv, scenario, seeds, kept)
+                for warning in run_info.get("preset_range_warnings", []):  # beyond a preset's fitted range
+                    print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
                 if outputs.save_trace is not None:
@@ -318,7 +313,7 @@ def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) 
         "workload": kept.stream.info,
         "max_sim_s": kept.stream.cap_ns / 1e9,
         "capped": kept.capped,
-        **scenario.preset_info(),
+        **scenario.preset_info(), **kept.ranges.info(),
     }
 
 

@@ -77,7 +77,7 @@ def test_plan_switch_s_without_over_time_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("key", ["arrangements.split-2-2.reading_tp=2", "arrangements.same-gpu.max_batch_tokens=4096",
                                  "arrangements.split-2-2.reading_cost.iteration_ms=20",
-                                 "cost.preset=a100-80gb/llama-3-8b/tp1"])
+                                 "cost.preset=a100-80gb/llama-3-8b/tp1/vidur-sarathi"])
 def test_set_takes_every_key_of_the_schema(tmp_path, key):
     """Item 11: keys the file does not write were refused as unknown."""
     from disagg_simpy import load_scenario
