@@ -54,16 +54,10 @@ def preset_errors(scenario: Scenario) -> dict[str, float] | None:
     """The scenario's cost preset's stated error bounds (%), per side: writing, its largest
     writing-only error; reading, its largest prompt error (chunked or whole); None without a
     preset (or one without stated errors)."""
-    from ..costs.shipped import PRESETS
+    from ..scenario import presets  # (its `shipped`: the presets' table, costs/presets.py)
 
     name = scenario.cost.preset
-    facts = PRESETS.get(name) if name else None
-    if facts is None:
-        try:
-            from ..costs.composed_shipped import PRESETS as COMPOSED  # (composed presets, where present)
-        except ImportError:
-            return None
-        facts = COMPOSED.get(name) if name else None
+    facts = presets.shipped.PRESETS.get(presets.shipped.RENAMED.get(name, name)) if name else None
     if facts is None:
         return None
     attention = scenario.cost.per_attention_pair_ms > 0 and facts.get("attention_errors_pct")

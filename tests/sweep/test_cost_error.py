@@ -62,7 +62,7 @@ def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, c
     spec = {"name": "preset", "seed": 1,
             "workload": {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [{"share": 1, "tokens": [200, 1200]}],
                          "reply_words": [20, 60]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1"},
+            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
             "arrangements": [{"name": "same", "kind": "colocated", "gpus": 2}]}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -73,6 +73,6 @@ def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, c
                  "--chunks", "512", "--tolerance", "0.5"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("cost error"))
-    assert line.startswith("cost error (preset a100-80gb/llama-2-7b/tp1's stated errors): ")
+    assert line.startswith("cost error (preset a100-80gb/llama-2-7b/tp1/vidur-sarathi's stated errors): ")
     assert "holds for cost errors up to +-10.2% prefill and +-16.2% decode" in line or "overtakes" in line
     assert pd.read_json(tmp_path / "p" / "run.json", typ="series")["cost_error"] == line
