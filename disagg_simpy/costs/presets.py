@@ -24,7 +24,7 @@ def problem(name: object) -> str | None:
         return f"got {name!r}, expected a preset name like {EXAMPLE} (python -m disagg_simpy presets lists them)"
     near = difflib.get_close_matches(name.lower(), NAMES, n=1, cutoff=0.5)
     hint = f"did you mean {near[0]!r}? " if near else ""
-    return f"got {name!r}, no such preset; {hint}(python -m disagg_simpy presets lists them)"
+    return f"got {name!r}, no such preset; {hint}expected a preset name like {EXAMPLE} (python -m disagg_simpy presets lists them)"
 
 
 def cost_fields(name: str, attention: bool) -> dict[str, float]:
