@@ -5,13 +5,24 @@ and the hooks that skip the tests of the public traces when they are not at hand
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from helpers import CLAIM_SEEDS, DEFAULT, real_traces_missing, write_scenario
+from hypothesis import settings
 
 from disagg_simpy import load_scenario, run
+
+# Every property test is reproducible: hypothesis draws its examples from a seed fixed per test
+# (derandomize), so a run fails or passes the same way on every machine, and no example database
+# carries one run's failures into the next. Loaded here, before any test module builds its
+# @settings (which inherit from it). To search new draws while working:
+# DISAGG_SIMPY_HYPOTHESIS=explore python -m pytest tests/model/test_reference.py
+settings.register_profile("reproducible", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, database=None, print_blob=True)
+settings.load_profile(os.environ.get("DISAGG_SIMPY_HYPOTHESIS", "reproducible"))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
 from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
 from .common import int_at_least, int_list_flag, positive_float
+from .plan_kinds import add_kinds_flags, check_kinds, plan_kinds, wants_kinds
 from .plan_over_time import switch_seconds
 
 OUTPUT_FILES = output_files("plan")
@@ -31,7 +32,8 @@ def build_plan_parser():
     budget.add_argument("--rate", type=positive_float("--rate"), metavar="PER_S",
                         help="requests/s to carry: find the fewest GPUs (up to --max-gpus) and how to use them")
     p.add_argument("--max-gpus", type=int_at_least("--max-gpus", 1, 64), default=16, metavar="N",
-                   help="with --rate: the most GPUs to try (default 16)")
+                   help="with --rate or --gpu-kinds: the most GPUs to try (default 16)")
+    add_kinds_flags(p, budget)
     p.add_argument("--set", dest="fixed", action="append", default=[], metavar="KEY=VALUE",
                    help="set a scenario key for every run, e.g. router=prefix_aware or prefix_cache_tokens=500000 "
                         "(repeatable)")
@@ -131,6 +133,8 @@ def _check(args, scenario) -> None:
     from ..sweep.plan import candidates, with_candidates
     from .common import seeds_to_run
 
+    if wants_kinds(args):  # plans over GPU kinds (plan_kinds.py)
+        return check_kinds(args, scenario, check_cost)
     if args.over_time:
         from .plan_over_time import check_over_time
 
@@ -162,6 +166,8 @@ def _plan(job: Job) -> Batch | None:
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
 
+    if wants_kinds(job.args):
+        return plan_kinds(job, format_plan)
     scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
     n_gpus, passing = args.gpus, None
     tps, tp_cost = tp_search(args, scenario, say=False)

@@ -12,6 +12,7 @@ from ..costs import presets as P
 from ..costs.shipped import PRESETS
 from ..errors import InputError
 from .common import Parser
+from .presets_build import add_build_parser, build
 
 _KINDS = ("writing only", "chunked", "whole prompt")
 
@@ -22,18 +23,21 @@ def build_presets_parser() -> argparse.ArgumentParser:
                "model, TP, source and licence, the range each fit holds on and its largest error there per kind "
                "of iteration. `presets show NAME` prints the block to paste into a scenario's cost:.")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table (or YAML)")
-    sub = p.add_subparsers(dest="command", metavar="{show,gpus}", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="{show,gpus,build}", parser_class=Parser)
     show = sub.add_parser("show", help="one preset as a paste-able cost: block (with --json: all its facts)")
     show.add_argument("name", metavar="NAME", help=f"a preset name, e.g. {P.EXAMPLE}")
     show.add_argument("--json", action="store_true", help="print its facts as JSON")
     gpus = sub.add_parser("gpus", help="the GPU kinds: memory, power (W) and default price per GPU-hour, with sources")
     gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_build_parser(sub)
     return p
 
 
 def presets_command(argv: Sequence[str]) -> int:
     """List the cost presets fitted from public measurements (presets [show NAME])."""
     args = build_presets_parser().parse_args(argv)
+    if args.command == "build":
+        return build(args)
     if args.command == "gpus":
         from dataclasses import asdict
 

@@ -170,6 +170,40 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
         return st.save_figure(fig, path)
 
 
+def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None) -> Path:
+    """A point per arrangement searched: dollars an hour across, goodput up (line: its 95%
+    interval), coloured by its GPU kinds; those left by the pruning as grey markers at the rate
+    their goodput is below; the rate to carry as a dashed line (`plan --rate`)."""
+    rows = table[table["goodput_per_s"].notna()]
+    kinds = list(dict.fromkeys(str(k) for k in rows["gpu_kinds"]))
+    colours = dict(zip(kinds, st.ARRANGEMENT_COLOURS * (1 + len(kinds) // len(st.ARRANGEMENT_COLOURS))))
+    with st.style():
+        fig = st.new_figure(9.5, 5.5)
+        ax = fig.subplots()
+        for kind in kinds:
+            mine = rows[rows["gpu_kinds"] == kind]
+            x, good = mine["dollars_per_hour"].to_numpy(float), mine["goodput_per_s"].to_numpy(float)
+            low, high = mine["goodput_low_per_s"].to_numpy(float), mine["goodput_high_per_s"].to_numpy(float)
+            ax.scatter(x, good, color=colours[kind], label=kind, zorder=3)
+            ok = ~np.isnan(low)
+            ax.vlines(x[ok], low[ok], high[ok], color=colours[kind], lw=1.4)
+            for xi, g, name in zip(x, good, mine["arrangement"]):
+                ax.annotate(str(name), (xi, g), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        left = table[table["goodput_per_s"].isna() & table["goodput_below_per_s"].notna()]
+        if len(left):  # left by the pruning: their goodput is below the marker (sweep/plan.py)
+            ax.scatter(left["dollars_per_hour"], left["goodput_below_per_s"], marker="v", color="0.6", zorder=2,
+                       label="left (not in the top two): goodput below the marker")
+        if rate is not None:
+            ax.axhline(rate, color="black", ls="--", lw=1, label=f"rate to carry ({rate:g}/s)")
+        ax.set_xlabel("cost of the GPUs (USD per hour)")
+        ax.set_ylabel("goodput (requests/s on time; line: 95% interval)")
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", frameon=False, fontsize=8)
+        fig.suptitle(title, fontsize=11, fontweight="bold")
+        return st.save_figure(fig, path)
+
+
 def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, object] | None = None,
              arrangements: list[str] | None = None) -> Path:
     """A cell per (rate, y value), coloured by the winning arrangement, paler the smaller its

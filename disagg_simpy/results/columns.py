@@ -272,6 +272,17 @@ COST = (
            family="cost", decimals=0),
 )
 COST_COLUMNS = tuple(c.name for c in COST)
+#: `plan --iso-cost` / `--iso-power` (sweep/plan_kinds.py): plan.csv's rows, one per pool, gain these
+ISO = (
+    Column("pool", "", "pool", "all of one GPU kind, or reading on one kind and writing on another", "plan", "cost"),
+    Column("vs_best_single_per_million", "USD", "vs best one kind $/M", "a mixed pool's dollars per million on-time "
+           "requests minus the best pool of one kind's, each at its goodput searched on each seed alone: the mean "
+           "over seeds of the paired differences (below 0: the mixed pool is cheaper)", "plan", "cost", decimals=2),
+    Column("vs_best_single_low", "USD", "low", "its 95% interval over seeds: low end (docs/statistics.md)", "plan",
+           "cost", decimals=2),
+    Column("vs_best_single_high", "USD", "high", "the same interval's high end", "plan", "cost", decimals=2),
+)
+ISO_COLUMNS = tuple(c.name for c in ISO)
 #: summary.csv's (one run has no goodput interval, and its kinds are the scenario's)
 SUMMARY_COST_COLUMNS = tuple(n for n in COST_COLUMNS if n not in ("gpu_kinds", "dollars_per_million_low",
                                                                   "dollars_per_million_high"))

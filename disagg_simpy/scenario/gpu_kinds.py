@@ -67,6 +67,22 @@ def prices_problem(prices: Any) -> str | None:
     return None
 
 
+#: the GPU kinds by name, and why a name is none (for later stages, which read costs/ through here)
+KIND_NAMES = gpus.NAMES
+kind_problem = gpus.problem
+
+
+def preset_on(preset: str, kind: str) -> str | None:
+    """The preset `preset` on GPU kind `kind` (same model, TP and engine), None if none is shipped."""
+    name = gpus.swap(preset, kind)
+    return None if shipped.problem(name) else name
+
+
+def preset_tp(preset: str) -> int:
+    """The TP degree a shipped preset costs."""
+    return int(shipped.PRESETS[preset]["tp"])
+
+
 def omit_prices(out: Any, info) -> Any:
     """The scenario's dump in files without `prices` while unset (dumped as before it existed)."""
     if info.mode_is_json() and isinstance(out, dict) and out.get("prices") is None:

@@ -195,7 +195,7 @@ def at_rate(scenario: Scenario, runner: Runner, seeds: tuple[int, ...]) -> dict[
 
 
 def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-         exhaustive: bool = False) -> pd.DataFrame:
+         exhaustive: bool = False, per: dict[str, float] | None = None) -> pd.DataFrame:
     """plan.csv: every arrangement of `scenario`, ranked by goodput (1 = best).
 
     Exact where it decides the answer, cheaper elsewhere (`exhaustive`: every figure of every
@@ -210,7 +210,11 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     fails it runs nothing. The interval and the limit
     that fails first are searched for the top two only, whose comparison the recommendation
     states. So the recommendation, the top two rows and every goodput searched to its end are
-    those of the exhaustive search."""
+    those of the exhaustive search.
+
+    `per` (by name; `plan_kinds.py`): rank by goodput per unit of it (dollars an hour, or kW)
+    instead; the pruning compares each arrangement's rates with the runner-up's goodput per unit
+    times its own units, so the same holds of the ranking per unit."""
     if scenario.workload.rate_per_s is None:
         raise InputError(f"{scenario.source}: workload.rate_per_s: missing, expected a rate to start the search from")
     start = float(scenario.workload.rate_per_s)
@@ -221,10 +225,13 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     passed: dict[str, float] = {}  # the highest rate each search has passed so far (its goodput is at least that)
     below: dict[str, float] = {}  # arrangements left, and the rate their goodput is below
 
+    unit = per or dict.fromkeys(by_name, 1.0)
+
     def runner_up(name: str) -> float:
-        """The second-highest passing rate of the others: two of them have goodputs at least this."""
-        rates = sorted((r for n, r in passed.items() if n != name), reverse=True)
-        return rates[1] if len(rates) >= 2 else 0.0
+        """The second-highest passing rate of the others (per unit, times this one's units): two
+        of them have goodputs (per unit) at least this (this one's, at this rate)."""
+        rates = sorted((r / unit[n] for n, r in passed.items() if n != name), reverse=True)
+        return rates[1] * unit[name] if len(rates) >= 2 else 0.0
 
     def point(name: str):
         a = by_name[name]
@@ -258,7 +265,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         stop(lo, None)
         return lo, hi, n
 
-    todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]))
+    todo = list(by_name) if bounds is None else sorted(by_name, key=lambda n: -capacity_proxy(scenario, by_name[n]) / unit[n])
     points: dict[str, tuple] = {}
     while todo:
         size = WAVE if not points else LATER_WAVE
@@ -270,7 +277,7 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
         points |= drive({n: point(n) for n in wave if n not in below}, prober.run_batch)
     searched = [n for n in by_name if n not in below]
     on_time = drive({n: _on_time_at(n, seen[n][start], seeds) for n in searched}, prober.run_batch)
-    order = sorted(searched, key=lambda n: (-_goodput(points[n]), -on_time[n]))  # (stable: ties keep their order)
+    order = sorted(searched, key=lambda n: (-_goodput(points[n]) / unit[n], -on_time[n]))  # (stable: ties keep their order)
     top = order if bounds is None else order[:2]
     details = drive({n: goodput_interval(n, points[n][0], points[n][1], points[n][2], seeds, target, tolerance,
                                          prober.fits, seen[n], slo=scenario.slo) for n in top}, prober.run_batch)
@@ -295,7 +302,8 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
     table = pd.DataFrame(rows)
     for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
         table[column] = table[column].astype("Int64")
-    table = table.sort_values(["goodput_per_s", "on_time_pct_at_rate"], ascending=False, kind="stable")
+    table = table.assign(_score=table["goodput_per_s"] / table["arrangement"].map(unit))
+    table = table.sort_values(["_score", "on_time_pct_at_rate"], ascending=False, kind="stable").drop(columns="_score")
     table.insert(0, "rank", range(1, len(table) + 1))
     table = table.reset_index(drop=True)[list(PLAN_COLUMNS)]
     table.attrs["curves"] = {name: probe_curve(seen[name]) for name in searched}  # for the --html page

@@ -115,6 +115,24 @@ def test_a_prompt_of_exactly_the_budget_waits_for_room_and_is_not_read_in_pieces
                                     (21_500_000, 32_500_000, 1, 0), (32_500_000, 43_500_000, 0, 100),
                                     (43_500_000, 54_500_000, 1, 0)]
 
+def test_a_split_writing_gpu_seats_max_batch_tokens_replies_when_max_batch_replies_is_larger(tmp_path):
+    """E8a: seats are min(max_batch_replies, max_batch_tokens). Four one-token prompts, 3 words
+    each, on split-1-1 with max_batch_replies 8 and max_batch_tokens 2: the writing GPU writes 2
+    replies an iteration (the two that joined first), never 3 or 4."""
+    rows = [(0.0, 1, 3)] * 4
+    res = run_rows(tmp_path, rows, [{"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
+                                     "max_batch_replies": 8, "max_batch_tokens": 2}], cost=COST)
+    it = res.iterations.query("arrangement == 's' and gpu == 1")
+    assert it["n_replies_written"].max() == 2 and (it["n_replies_written"] > 0).all()
+    assert it["n_replies_written"].sum() == 4 * 2  # words 2 and 3 of each reply
+    # the reading GPU reads 2 prompts an iteration (budget 2): 10.02 ms each; ships 1 us each
+    assert iterations(res, "s")[:2] == [(0, 10_020_000, 0, 2), (10_020_000, 20_040_000, 0, 2)]
+    # A and B (word 1 at 10.02 ms, shipped by 10.021 ms) are written by 12 ms iterations;
+    # C and D wait for their seats until A and B have left
+    assert words_ns(res, "s", 0) == [10_020_000, 22_021_000, 34_021_000]
+    assert words_ns(res, "s", 2)[1:] == [46_021_000, 58_021_000]
+
+
 # -- random runs: every invariant (budgets included) holds, every request finishes ---------------
 rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 600), st.integers(1, 8)), min_size=1, max_size=10).map(
     lambda rs: sorted(((t * 0.005, p, w) for t, p, w in rs), key=lambda r: r[0]))

@@ -140,3 +140,15 @@ def test_random_prompt_only_runs_keep_every_invariant_and_their_freezes_add_up(t
         assert per_reply["request_id"].tolist() == rid[over].tolist()
         assert np.allclose(per_reply["gap_started_at_s"], at[over], rtol=0, atol=1e-12)
         assert np.allclose(per_reply["gap_s"], gaps[over], rtol=0, atol=1e-9)
+
+
+def test_unmixed_iterations_with_a_kv_limit_read_a_prompt_of_exactly_the_budget_at_once(tmp_path):
+    """R46 with E4: a prompt-only iteration's budget is the whole max_batch_tokens, replies in
+    progress or not. B (100 tokens = the budget) arrives while A writes: the next iteration reads
+    it whole (prompts first), not after A's words (as a budget less A's seat would)."""
+    res = run_rows(tmp_path, [(0.0, 50, 3), (0.001, 100, 2)],
+                   [{"name": "u", "kind": "colocated", "gpus": 1, "mixed_iterations": False,
+                     "kv_capacity_tokens": 1000, "max_batch_tokens": 100}], cost=COST)
+    assert iterations(res, "u") == [(0, 10_500_000, 0, 50), (10_500_000, 21_500_000, 0, 100),
+                                    (21_500_000, 33_500_000, 2, 0), (33_500_000, 44_500_000, 1, 0)]
+    assert words_ns(res, "u", 1) == [21_500_000, 33_500_000]

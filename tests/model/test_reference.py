@@ -449,3 +449,51 @@ def test_simulator_equals_reference_with_prefix_caches(tmp_path, case):
     rows, arrangements, cost, workload, slo, extra, blocks = case
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, **extra),
             blocks=blocks)
+
+
+# -- hand cases for the two comparisons a planted bug once passed on some random draws (issue 37) ----
+
+def test_hand_picked_roles_policy_moves_both_ways_as_the_reference_does(tmp_path):
+    """E12c by hand against the reference: split-1-2 with the queue policy. A burst of prompts
+    arriving while the one reading GPU reads waits `wait_s`: a writing GPU moves to reading
+    (`reading_wait`); later twelve replies on the writing side make its next iteration last
+    `gap_ms`: a reading GPU moves back (`writing_gap`). Every request's times to the ns."""
+    from disagg_simpy.api import run_arrangement
+
+    rows = [("0", 400, 2)] + [("0.005", 300, 2)] * 4 + [("0.200", 10, 40)] * 12 + [("0.3", 10, 2)]
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2,
+             "roles": {"policy": "queue", "switch_s": 0.002, "check_s": 0.005, "cooldown_s": 0.0,
+                       "wait_s": 0.005, "gap_ms": 16.8}}
+    path = write_scenario(tmp_path, rows, [split])
+    compare(path)
+    scenario = load_scenario(path)
+    moves = run_arrangement(scenario, scenario.arrangements[0], make_requests(scenario)).switches
+    # at the 10 ms check the prompts of 5 ms have waited exactly wait_s: writing GPU 1 (idle:
+    # drained at once) reads from 12 ms; at 215 ms the twelve 40-word replies on GPU 2 make its
+    # next iteration 12 + 0.4 x 12 = 16.8 ms, exactly gap_ms: reading GPU 0 (nothing queued)
+    # writes from 217 ms. Both thresholds are met at equality (">= wait_s", ">= gap_ms").
+    assert moves == {"gpu": [1, 0], "from_role": ["writes", "reads"], "to_role": ["reads", "writes"],
+                     "why": ["reading_wait", "writing_gap"], "requested_at_ns": [10_000_000, 215_000_000],
+                     "drained_at_ns": [10_000_000, 215_000_000], "serving_at_ns": [12_000_000, 217_000_000]}
+
+
+def test_hand_picked_prefix_aware_with_equal_hits_goes_to_less_work_queued_then_d2(tmp_path):
+    """E13f by hand against the reference: two GPUs both hold A's and B's blocks [1, 2] (read at
+    0-18 ms, one each). At 100-106 ms P1 (100 tokens) and P3 (30) go to GPU 0, P2 (20) and P4 (10)
+    to GPU 1, so at 107 ms GPU 0 has 30 tokens queued behind its read and GPU 1 has 10, while GPU
+    0's latest assignment (105 ms) is older than GPU 1's (106 ms). C ([1, 2, 3]) finds 8 tokens
+    cached on each: the tie goes to less work queued, GPU 1 (D2 alone would say GPU 0)."""
+    rows = [("0", 8, 1), ("0", 8, 1), ("0.100", 100, 1), ("0.100", 20, 1), ("0.105", 30, 1), ("0.106", 10, 1),
+            ("0.107", 12, 1)]
+    blocks = [[1, 2], [1, 2], [10 + i for i in range(25)], [40 + i for i in range(5)], [50 + i for i in range(8)],
+              [60, 61, 62], [1, 2, 3]]
+    cost = {"iteration_ms": 10, "per_reply_ms": 0, "per_prompt_token_ms": 1, "per_cached_token_ms": 0.1}
+    path = write_scenario(tmp_path, rows, [{"name": "two", "kind": "colocated", "gpus": 2}], cost=cost,
+                          prefix_cache_tokens=1000, prefix_block_tokens=4, router="prefix_aware")
+    compare(path, blocks=blocks)
+    from disagg_simpy.api import run_arrangement
+
+    scenario = load_scenario(path)
+    rec = run_arrangement(scenario, scenario.arrangements[0], with_blocks(make_requests(scenario), blocks, 4))
+    assert rec.requests["reading_gpu"].tolist() == [0, 1, 0, 1, 0, 1, 1]
+    assert rec.cached_tokens[6] == 8

@@ -89,3 +89,17 @@ def test_the_policy_sees_the_queue_of_an_instant_before_any_gpu_starts(tmp_path)
                   "requested_at_ns": [17 * MS], "drained_at_ns": [17 * MS], "serving_at_ns": [19 * MS]}
     assert (r["reading_gpu"][1], r["read_started_at_ns"][1]) == (0, 17 * MS)
     assert (r["reading_gpu"][2], r["read_started_at_ns"][2], r["first_word_at_ns"][2]) == (2, 20 * MS, 37 * MS)
+
+
+def test_a_tp_split_moving_from_4_to_2_reading_gpus_moves_one_instance(tmp_path):
+    """R33: with reading_tp = writing_tp = 2, schedule counts are GPUs: 4 reading GPUs (2
+    instances) to 2 is one instance moving, one row in switches.csv (counting instances as GPUs
+    would move both, and leave no reading instance). The lower-numbered reading instance with 0
+    tokens queued, instance 0, moves; requests after the move are read on instance 1."""
+    rows = [("0", 100, 3), ("0.005", 100, 3), ("0.050", 100, 3), ("0.060", 100, 3)]
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 4, "writing_gpus": 2, "reading_tp": 2,
+             "writing_tp": 2, "roles": {"schedule": [{"from_s": 0.030, "reading_gpus": 2}], "switch_s": 0.005}}
+    r, sw = run_one(tmp_path, rows, split)
+    assert sw["gpu"] == [0] and sw["from_role"] == ["reads"] and sw["to_role"] == ["writes"]
+    assert sw["requested_at_ns"] == [30 * MS] and sw["why"] == ["schedule"]
+    assert [r["reading_gpu"][i] for i in (2, 3)] == [1, 1]  # the one reading instance left reads both

@@ -140,3 +140,20 @@ def test_a_probe_under_percentiles_is_judged_by_the_mean_figures_not_the_on_time
     assert decide(Probe(10.0, rows), 90.0, slo) is False
     rows[1]["slo_mean_gap_ms"] = float("inf")  # a seed whose P90 reply never finished
     assert decide(Probe(10.0, rows), 90.0, slo) is False
+
+
+def test_under_percentiles_unfinished_replies_count_as_infinite_gaps(tmp_path):
+    """docs/compare.md: an unfinished reply counts as +inf in the gap percentiles. ALONE's last two
+    replies get 100,000 words and the run stops at 105 s: of the 10 replies' mean gaps, 8 are
+    12.4 ms and 2 infinite, so the P90 (between the 9th and 10th) is inf and the 12.4 ms limit
+    fails, where leaving the two out (or taking their gaps so far, 12.4 ms) would pass it. The
+    first-word P90 is finite: every request got its first word."""
+    rows = [*ALONE[:8], *((t, p, 100_000) for t, p, _ in ALONE[8:])]
+    slo = {"criterion": "percentiles", "percentile": 90, "first_word_s": 1, "mean_gap_ms": 12.4, "freeze_ms": 12.4}
+    result = run_rows(tmp_path, rows, name="unfinished", slo=slo, max_sim_s=105)
+    row = result.summary.iloc[0]
+    assert result.requests["finished_at_s"].isna().sum() == 2 and row["n_unfinished"] == 2
+    assert row["slo_mean_gap_ms"] == float("inf") and row["slo_longest_gap_ms"] == float("inf")
+    assert row["slo_first_word_s"] < 1 and not bool(row["slo_met"])
+    finished = run_rows(tmp_path, ALONE, name="finished", slo=slo)  # the same limits, every reply finished
+    assert finished.summary["slo_mean_gap_ms"].iloc[0] == pytest.approx(12.4) and bool(finished.summary["slo_met"].iloc[0])

@@ -138,3 +138,18 @@ def test_goodput_interval_under_the_percentiles_criterion_holds_its_point(tmp_pa
     row = pd.read_csv(tmp_path / "g" / "goodput.csv").iloc[0]
     assert 0 < row["goodput_low_per_s"] <= row["goodput_per_s"] <= row["goodput_high_per_s"]
     capsys.readouterr()
+
+
+def test_vary_slo_brackets_a_scale_far_below_0_1_by_its_documented_probes(tmp_path, capsys):
+    """sweep/slo_scale.py: probe 1, then step down by 2, 4, 16, ... while it passes, then halve
+    the bracket to 0.01. A first-word limit of 2.5 s is met from scale 0.02 up (one_word): probes
+    1, 0.5, 0.125 pass, 0.0078125 fails; halving [0.0078125, 0.125] passes 0.06640625, 0.037109375,
+    0.0224609375 and fails 0.01513671875: 8 probes, the bracket 0.0151-0.0225 around 0.02. A search
+    that stopped at 0.1, or stepped by 2 alone, gives other figures."""
+    path = one_word(tmp_path, 2.5)
+    assert main(["goodput", str(path), "--vary", "slo", "--target", "100", "--out", str(tmp_path / "g"), "--no-plots",
+                 "--workers", "1"]) == 0
+    row = pd.read_csv(tmp_path / "g" / "slo_scale.csv").iloc[0]
+    assert (row["passing_scale"], row["failing_scale"], row["n_probes"]) == (0.0224609375, 0.01513671875, 8)
+    assert row["passing_on_time_pct"] == 100 and row["failing_on_time_pct"] == 0
+    capsys.readouterr()

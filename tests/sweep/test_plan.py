@@ -136,7 +136,7 @@ def test_the_map_command_writes_map_csv_and_png(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["plan"], "one of the arguments --gpus --rate is required"),
+    (["plan"], "one of the arguments --gpus --rate --budget-per-hour --power-budget-kw --iso-cost --iso-power is required"),
     (["plan", "--gpus", "0"], "--gpus: got '0', expected a whole number from 1 to 64"),
     (["plan", "--gpus", "4", "--rate", "3"], "not allowed with argument"),
     (["plan", "--gpus", "4", "--chunks", "big"], "--chunks: got 'big', expected chunk sizes in tokens"),

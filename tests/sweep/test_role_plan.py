@@ -104,3 +104,29 @@ def test_a_rate_curve_is_planned_in_periods_and_ties_ask_for_no_move(tmp_path, c
     assert info["switching_plan"]["schedule"] == [{"from_s": 0.0, "reading_gpus": 2}]
     # the curve's mean over a period, 1 + 0.5 x 40 / (2 pi) / 10 = 1.31831: printed as a rate (issue 37 item 19: '1.31831/s')
     assert "period 0 (0-10 s, 1.32 requests/s): split-2-2" in capsys.readouterr().out
+
+
+def test_ties_on_an_odd_gpu_count_go_to_the_previous_split_then_the_most_even_then_fewer_reading(tmp_path,
+                                                                                                 monkeypatch):
+    """best_per_period's documented tie order (docs/over-time.md) on 5 GPUs, each period's on-time
+    shares given (100% for the splits at the top, 80% for the rest), in four periods: all tie ->
+    2 (2 and 3 are equally even: fewer reading GPUs); 1 and 4 tie -> 1 (equally uneven); 1 and 2
+    tie after 1 -> 1 (the previous split: no move, before evenness); 3 and 4 tie -> 3 (the more
+    even). A planted evenness that rounds n/2 up picks 3 in the first period."""
+    from disagg_simpy import load_scenario
+    from disagg_simpy.sweep import role_plan
+
+    day = DAY.replace("  schedule:\n", "  schedule:\n    - {until_s: 5, rate_per_s: 1}\n    - {until_s: 10, rate_per_s: 1}\n"
+                      ).replace("{until_s: 20,", "{until_s: 15,").replace("{until_s: 40,", "{until_s: 20,")
+    (tmp_path / "day.yaml").write_text(day.replace("measure_s: 40", "measure_s: 20"))
+    scenario = load_scenario(tmp_path / "day.yaml")
+    calls = iter([(1, 2, 3, 4), (1, 4), (1, 2), (3, 4)])  # the splits (by reading GPUs) at the top, per period
+
+    def at_rate(steady, runner, seeds):
+        top = next(calls)
+        return {a.name: 100.0 if a.reading_gpus in top else 80.0 for a in steady.arrangements}
+
+    monkeypatch.setattr(role_plan, "at_rate", at_rate)
+    periods = role_plan.best_per_period(scenario, 5, runner=None, seeds=(1,))
+    assert [(p.start_s, p.end_s) for p in periods] == [(0, 5), (5, 10), (10, 15), (15, 20)]
+    assert [p.best_reading for p in periods] == [2, 1, 1, 3]

@@ -1,0 +1,197 @@
+"""`plan SCENARIO --gpu-kinds a100-80gb,h100-80gb (--budget-per-hour USD | --power-budget-kw KW |
+--rate R | --iso-cost USD | --iso-power KW)`: plans over GPU kinds (sweep/plan_kinds.py, docs/cost.md)."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import yaml
+
+from ..errors import InputError
+from .batch import Batch, Job, refuse_varying_traffic
+from .common import positive_float
+
+#: the flags that ask for a plan over GPU kinds, and what each budget is
+BUDGETS = {"budget_per_hour": "--budget-per-hour", "power_budget_kw": "--power-budget-kw", "iso_cost": "--iso-cost",
+           "iso_power": "--iso-power"}
+
+
+def add_kinds_flags(p, budget) -> None:
+    """--gpu-kinds and the budgets (in plan's group of --gpus and --rate: one at a time)."""
+    from ..sweep.plan_kinds import kinds_flag
+
+    p.add_argument("--gpu-kinds", type=kinds_flag, metavar="K1,K2",
+                   help="plan over these GPU kinds (python -m disagg_simpy presets gpus), each side on the scenario's "
+                        "preset on its kind, up to --max-gpus GPUs: with --budget-per-hour or --power-budget-kw, rank "
+                        "what fits by goodput per dollar (per kW); with --rate, the cheapest that carries it "
+                        "(docs/cost.md)")
+    budget.add_argument("--budget-per-hour", type=positive_float("--budget-per-hour"), metavar="USD",
+                        help="with --gpu-kinds: the most the GPUs may cost an hour")
+    budget.add_argument("--power-budget-kw", type=positive_float("--power-budget-kw"), metavar="KW",
+                        help="with --gpu-kinds: the most board power the GPUs may draw (kW); ranked per kW")
+    budget.add_argument("--iso-cost", type=positive_float("--iso-cost"), metavar="USD",
+                        help="with --gpu-kinds: the best arrangement of each kind and of each mixed pool costing at most "
+                             "USD an hour, side by side")
+    budget.add_argument("--iso-power", type=positive_float("--iso-power"), metavar="KW",
+                        help="with --gpu-kinds: the same at equal power (kW)")
+
+
+def wants_kinds(args) -> bool:
+    return args.gpu_kinds is not None or any(getattr(args, k) is not None for k in BUDGETS)
+
+
+def _budget(args):
+    from ..sweep.plan_kinds import Budget
+
+    usd = args.budget_per_hour if args.budget_per_hour is not None else args.iso_cost
+    kw = args.power_budget_kw if args.power_budget_kw is not None else args.iso_power
+    return Budget(usd, kw, args.max_gpus)
+
+
+def check_kinds(args, scenario, check_cost):
+    """Every check before any run: the flags together, each kind's preset, the budget (one no
+    arrangement fits is refused, naming the cheapest's cost), the plan's cost. Returns what the
+    plan searches: (presets by kind, the scenario with the candidates in the budget, units to rank
+    per, the candidates as written). `check_cost` is plan's (cli/plan.py)."""
+    from ..sweep.plan_kinds import candidates, side_presets, within
+
+    given = [flag for key, flag in BUDGETS.items() if getattr(args, key) is not None]
+    if args.gpu_kinds is None:
+        raise InputError(f"{given[0]}: got it without --gpu-kinds, expected --gpu-kinds K1,K2 (the GPU kinds to plan over)")
+    if args.gpus is not None:
+        raise InputError("--gpu-kinds: got it with --gpus, expected a budget instead: --budget-per-hour, --power-budget-kw, "
+                         "--rate, --iso-cost or --iso-power (the GPUs are counted up to --max-gpus)")
+    for flag, bad in (("--splits", args.splits is not None), ("--tp", args.tp != (1,)), ("--over-time", args.over_time),
+                      ("--period-s", args.period_s is not None), ("--switch-s", args.switch_s is not None)):
+        if bad:
+            raise InputError(f"{flag}: got it with --gpu-kinds, expected neither (each kind's TP is its preset's; "
+                             "--chunks and --max-gpus narrow the search)")
+    refuse_varying_traffic(scenario, "plan")
+    presets = side_presets(scenario, args.gpu_kinds)
+    arrangements = candidates(presets, args.max_gpus, args.chunks)
+    if args.rate is not None:
+        from ..sweep.plan_kinds import with_kinds
+
+        planned, per = with_kinds(scenario, arrangements, "--gpu-kinds"), {"": 0.0}
+    else:
+        planned, per = within(scenario, arrangements, _budget(args), given[0])
+    note = check_cost(args, planned, [a.model_dump(mode="json") for a in planned.arrangements],
+                      _seeds(scenario))
+    if note:
+        print(note, file=sys.stderr)
+    return presets, planned, per, arrangements
+
+
+def _seeds(scenario):
+    from .common import seeds_to_run
+
+    return seeds_to_run(scenario)[0]
+
+
+def recommendation(table, target: float, per: str) -> str:
+    """The best per dollar (or kW) and whether it beats the runner-up: their 95% intervals of
+    dollars per million on-time requests (per kW: of goodput per kW) do not overlap."""
+    if table.empty or not table["goodput_per_s"].iloc[0] > 0:
+        return f"no arrangement reaches {target:g}% on time at any rate tried"
+    best = table.iloc[0]
+    head = (f"{best.arrangement} ({best.gpu_kinds}) carries the most per {per}: {best.goodput_per_s:.2f} requests/s "
+            f"at {target:g}% on time for {best.dollars_per_hour:.2f} $/h ({best.power_kw:.1f} kW): "
+            f"{_money(best, 'dollars_per_million')} $ per million on time")
+    if len(table) < 2 or math.isnan(table["goodput_per_s"].iloc[1]):
+        return head
+    second = table.iloc[1]
+    if math.isnan(best.dollars_per_million_low) or math.isnan(second.dollars_per_million_low):
+        return f"{head}; next {second.arrangement} ({_money(second, 'dollars_per_million')}; one seed: no interval)"
+    ranges = (f"{_range(best)} against {_range(second)} $ per million, 95% intervals")
+    if best.dollars_per_million_high < second.dollars_per_million_low:
+        return f"{head}; it beats {second.arrangement}: {ranges}"
+    return f"{head}; too close to call against {second.arrangement}: {ranges} overlap"
+
+
+def _money(r, key: str) -> str:
+    from .cost_text import money
+
+    return money(getattr(r, key))
+
+
+def _range(r) -> str:
+    return f"{_money(r, 'dollars_per_million_low')}-{_money(r, 'dollars_per_million_high')}"
+
+
+def plan_kinds(job: Job, format_plan) -> Batch | None:
+    """The plan over GPU kinds the flags ask for; `format_plan` is plan's table (cli/plan.py)."""
+    from ..page.commands import plan_page
+    from ..sweep.goodput import criterion_text
+    from ..sweep.plan import plan
+    from ..sweep.plan_kinds import cheapest_for_rate, iso
+
+    scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
+    presets, planned, per, arrangements = job.prepared
+    kinds = ", ".join(args.gpu_kinds)
+    criterion = f"criterion: {criterion_text(scenario.slo, args.target)}"
+    if args.rate is not None:
+        table, chosen = cheapest_for_rate(scenario, arrangements, runner, seeds, args.target, args.tolerance, args.rate)
+        if chosen is None:
+            print(f"no arrangement of up to {args.max_gpus} GPUs of {kinds} carries {args.rate:g} requests/s with "
+                  f"{args.target:g}% on time (mean of {len(seeds)} seeds, goodput interval above the rate); try more "
+                  "--max-gpus", file=sys.stderr)
+            return None
+        best = table[table["arrangement"] == chosen].iloc[0]
+        title = f"{scenario.name}: the cheapest of {kinds} carrying {args.rate:g} requests/s at {args.target:g}% on time"
+        line = (f"{chosen} ({best.gpu_kinds}) is the cheapest that carries {args.rate:g} requests/s: {best.dollars_per_hour:.2f} "
+                f"$/h, goodput {best.goodput_per_s:.2f}" + ("" if math.isnan(best.goodput_low_per_s) else
+                f" ({best.goodput_low_per_s:.2f}-{best.goodput_high_per_s:.2f}, above the rate)") +
+                f"; {_money(best, 'dollars_per_million')} $ per million on time at its goodput; cheaper ones "
+                "passing at the rate but not clearly above it are listed above it" * (len(table) > 1))
+        pick = chosen
+    elif args.iso_cost is not None or args.iso_power is not None:
+        budget = _budget(args)
+        table = iso(scenario, runner, seeds, args.target, args.tolerance, presets, budget, args.chunks,
+                    "--iso-cost" if args.iso_cost is not None else "--iso-power")
+        title = f"{scenario.name}: the best of each pool of {kinds} at {budget.text()}, {args.target:g}% on time"
+        line = iso_text(table)
+        pick = table["arrangement"].iloc[table["goodput_per_s"].fillna(0).argmax()]
+    else:
+        table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive, per=per)
+        unit = "dollar" if args.power_budget_kw is None else "kW"
+        title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {args.target:g}% on time"
+        line = recommendation(table, args.target, unit)
+        pick = table["arrangement"].iloc[0]
+    raw = {d["name"]: d for d in arrangements}
+    block = yaml.safe_dump(raw[pick], default_flow_style=True, sort_keys=False, width=10**6).strip() if pick in raw else ""
+    rate = args.rate
+
+    def picture(folder):
+        from ..plots.capacity import save_cost_plan
+
+        return save_cost_plan(table, folder / "plan.png", title, rate)
+
+    return Batch(
+        table,
+        info={"gpu_kinds": list(args.gpu_kinds), "presets": presets, "target_pct": args.target,
+              "tolerance_per_s": args.tolerance, "max_gpus": args.max_gpus, "recommendation": line,
+              **{k: getattr(args, k) for k in BUDGETS if getattr(args, k) is not None},
+              **({"rate_per_s": rate} if rate is not None else {})},
+        lines=[title, criterion, format_plan(table), line, *([f"as a scenario arrangement: {block}"] if block else [])],
+        picture=picture,
+        page=lambda path: plan_page(path, table, title, line, args.target),
+    )
+
+
+def iso_text(table) -> str:
+    """Each mixed pool's best against the best pool of one kind: goodput and dollars per million."""
+    single = table[~table["pool"].str.contains("reading")]
+    if single.empty or table.empty:
+        return "no pool fits the budget"
+    top = single.loc[single["goodput_per_s"].fillna(0).idxmax()]
+    out = [f"best of one kind: {top.arrangement} ({top.pool}), {top.goodput_per_s:.2f} requests/s for "
+           f"{top.dollars_per_hour:.2f} $/h"]
+    for r in table[table["pool"].str.contains("reading")].itertuples():
+        ratio = r.goodput_per_s / top.goodput_per_s if top.goodput_per_s > 0 else math.nan
+        paired = "" if math.isnan(r.vs_best_single_low) else (
+            f", {r.vs_best_single_per_million:+.2f} $ per million on time against it ({r.vs_best_single_low:+.2f} to "
+            f"{r.vs_best_single_high:+.2f}, paired over seeds)")
+        out.append(f"{r.pool}: {r.arrangement}, {r.goodput_per_s:.2f} requests/s for {r.dollars_per_hour:.2f} $/h "
+                   f"({ratio:.2f}x the goodput{paired})")
+    return "; ".join(out)

@@ -1,0 +1,235 @@
+"""Plan over GPU kinds (docs/cost.md): the arrangements of one or more kinds, each side on the
+scenario's preset on its kind, that fit a budget in dollars an hour or kW; ranked by goodput per
+dollar (`plan(per=...)`, the same bounds and pruning as a plan of N GPUs); the cheapest that
+carries a rate; and the best of each pool (all of one kind, or reading on one and writing on
+another) under one budget, side by side (`--iso-cost`, `--iso-power`, as Splitwise compares).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import InputError
+from ..results.columns import ISO_COLUMNS
+from ..results.costs import per_million
+from ..results.intervals import interval
+from ..scenario import gpu_kinds
+from ..scenario.schema import Scenario
+from .goodput import Prober, drive, goodput_search, probe_rate
+from .grid import RATE, resolve
+from .plan import PLANNED_KEYS, plan, with_candidates
+from .plan_bounds import Bounds
+from .runner import Runner
+
+#: arrangements probed at a time when looking for the cheapest that carries a rate
+RATE_WAVE = 8
+#: the keys a candidate over GPU kinds sets itself (besides plan's): each side's kind and preset;
+#: the scenario's other per-arrangement keys are carried to it as to any plan's candidates
+KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost")
+
+
+def with_kinds(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
+    """The scenario (its own arrangements, not a plan's) with these candidates over GPU kinds."""
+    return with_candidates(scenario, arrangements, flag, planned=KIND_KEYS)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Dollars an hour and kW an arrangement may use (None: no limit), and the GPUs it may have."""
+
+    dollars_per_hour: float | None
+    kw: float | None
+    max_gpus: int
+
+    def text(self) -> str:
+        parts = [f"{self.dollars_per_hour:g} $/h" if self.dollars_per_hour is not None else "",
+                 f"{self.kw:g} kW" if self.kw is not None else ""]
+        return " and ".join(p for p in parts if p) or f"{self.max_gpus} GPUs"
+
+
+def side_presets(scenario: Scenario, kinds: tuple[str, ...], flag: str = "--gpu-kinds") -> dict[str, str]:
+    """Each kind's preset: the scenario's `cost: preset` on that kind (refused, in one line, where
+    the scenario names none or a kind has no such preset)."""
+    base = scenario.cost.preset
+    if base is None:
+        raise InputError(f"{flag}: got {','.join(kinds)} with no preset in the scenario's cost:, expected cost: "
+                         "{preset: NAME} (its model, TP and engine are taken on each kind; python -m disagg_simpy presets)")
+    out = {k: gpu_kinds.preset_on(base, k) for k in kinds}
+    missing = [k for k, name in out.items() if name is None]
+    if missing:
+        have = [k for k in gpu_kinds.KIND_NAMES if gpu_kinds.preset_on(base, k)]
+        raise InputError(f"{flag}: got {', '.join(missing)}, but no preset of the model, TP and engine of {base} exists "
+                         f"on {missing[0]}; expected kinds among {', '.join(have)} (python -m disagg_simpy presets)")
+    return {k: n for k, n in out.items() if n is not None}
+
+
+def kinds_flag(text: str) -> tuple[str, ...]:
+    """--gpu-kinds a100-80gb,h100-80gb: distinct GPU kinds."""
+    kinds = tuple(k.strip() for k in text.split(","))
+    for k in kinds:
+        if (bad := gpu_kinds.kind_problem(k)) is not None:
+            raise InputError(f"--gpu-kinds: {bad}")
+    if len(set(kinds)) != len(kinds):
+        raise InputError(f"--gpu-kinds: got {text!r}, expected distinct GPU kinds")
+    return kinds
+
+
+def _short(kind: str) -> str:
+    return kind.split("-")[0]
+
+
+def candidates(presets: dict[str, str], max_gpus: int, chunks: tuple[int, ...], mixed: bool = True) -> list[dict]:
+    """Every arrangement of up to `max_gpus` GPUs of the kinds (whole TP instances of each
+    kind's preset): all of one kind on the same GPU, whole and in each chunk size; every split,
+    each side of any kind (`mixed`: also sides of two kinds), whole and with chunked reading.
+    Names say the kinds: `a100-same-8`, `h100-chunked-512-8`, `split-4-4-h100-a100`."""
+    out = []
+    tp = {k: gpu_kinds.preset_tp(p) for k, p in presets.items()}
+    for kind, preset in presets.items():
+        t = tp[kind]
+        for n in range(t, max_gpus + 1, t):
+            same = {"name": f"{_short(kind)}-same-{n}", "kind": "colocated", "gpus": n, "gpu": kind,
+                    "cost": {"preset": preset}, **({"tp": t} if t > 1 else {})}
+            out.append(same)
+            out += [{**same, "name": f"{_short(kind)}-chunked-{c}-{n}", "chunk_tokens": c} for c in chunks]
+    for rk, rp in presets.items():
+        for wk, wp in presets.items():
+            if rk != wk and not mixed:
+                continue
+            for r in range(tp[rk], max_gpus, tp[rk]):
+                for w in range(tp[wk], max_gpus - r + 1, tp[wk]):
+                    tag = _short(rk) if rk == wk else f"{_short(rk)}-{_short(wk)}"
+                    split = {"name": f"split-{r}-{w}-{tag}", "kind": "disaggregated", "reading_gpus": r,
+                             "writing_gpus": w, "reading_gpu": rk, "writing_gpu": wk, "reading_cost": {"preset": rp},
+                             "writing_cost": {"preset": wp},
+                             **({"reading_tp": tp[rk]} if tp[rk] > 1 else {}),
+                             **({"writing_tp": tp[wk]} if tp[wk] > 1 else {})}
+                    out.append(split)
+                    out += [{**split, "name": f"split-{r}-{w}-chunked-{c}-{tag}", "chunk_tokens": c} for c in chunks]
+    return out
+
+
+def _units(scenario: Scenario, a) -> tuple[float, float]:
+    usd, kw = gpu_kinds.dollars_per_hour(scenario, a), gpu_kinds.power_kw(scenario, a)
+    assert usd is not None and kw is not None  # (every candidate names its kinds)
+    return usd, kw
+
+
+def within(scenario: Scenario, arrangements: list[dict], budget: Budget, flag: str) -> tuple[Scenario, dict[str, float]]:
+    """The scenario with the candidates that fit the budget, and each one's units to rank per
+    (dollars an hour; kW with a power budget only). None fitting: refused in one line, with the
+    cheapest candidate's cost."""
+    every = with_kinds(scenario, arrangements, flag)
+    units = {a.name: _units(every, a) for a in every.arrangements}
+    fit = [d for d in arrangements if (budget.dollars_per_hour is None or units[d["name"]][0] <= budget.dollars_per_hour + 1e-9)
+           and (budget.kw is None or units[d["name"]][1] <= budget.kw + 1e-9)]
+    if not fit:
+        key = 0 if budget.dollars_per_hour is not None else 1
+        cheapest = min(units, key=lambda n: (units[n][key], len(n), n))  # (the plainest of equal cost)
+        usd, kw = units[cheapest]
+        raise InputError(f"{flag}: got {budget.text()}, which no arrangement of up to {budget.max_gpus} GPUs fits: the "
+                         f"cheapest, {cheapest}, costs {usd:.2f} $/h and draws {kw:.2f} kW; expected a budget of at "
+                         f"least {usd if key == 0 else kw:.2f} {'$/h' if key == 0 else 'kW'}")
+    planned = with_kinds(scenario, fit, flag)
+    key = 0 if budget.dollars_per_hour is not None or budget.kw is None else 1
+    return planned, {a.name: units[a.name][key] for a in planned.arrangements}
+
+
+def cheapest_for_rate(scenario: Scenario, arrangements: list[dict], runner: Runner, seeds: tuple[int, ...],
+                      target: float, tolerance: float, rate: float) -> tuple[pd.DataFrame, str | None]:
+    """The cheapest candidate (dollars an hour) that carries `rate` on time: its mean on-time
+    share at the rate meets the target and its goodput's 95% interval lies wholly above the rate.
+    Candidates are probed at the rate cheapest first, `RATE_WAVE` at a time (one whose bound
+    fails the rate runs nothing); those passing are searched for their goodput and interval,
+    cheapest first, until one's interval clears the rate (one seed: its goodput reaches it).
+    `scenario` is the scenario's own (the candidates are `arrangements`). Returns (their plan.csv
+    rows, cheapest first; the chosen name, or None)."""
+    at = resolve(with_kinds(scenario, arrangements, "--gpu-kinds"), {RATE: rate})
+    raw = {d["name"]: d for d in arrangements}
+    units = {a.name: _units(at, a)[0] for a in at.arrangements}
+    order = sorted(units, key=lambda n: (units[n], n))
+    bounds = Bounds(at, seeds, target)
+    by_name = {a.name: a for a in at.arrangements}
+    prober = Prober(at, runner, target)
+    rows: list[pd.DataFrame] = []
+    for i in range(0, len(order), RATE_WAVE):
+        wave = [n for n in order[i:i + RATE_WAVE] if not bounds.fails_from(by_name[n], rate)]
+        found = drive({n: probe_rate(n, rate, seeds, target, at.slo) for n in wave}, prober.run_batch)
+        for name in (n for n in wave if found[n][1]):
+            one = resolve(with_kinds(scenario, [raw[name]], "--gpu-kinds"), {RATE: rate})
+            row = plan(one, runner, seeds, target, tolerance, exhaustive=True)
+            rows.append(row)
+            low = row["goodput_low_per_s"].iloc[0]
+            if (len(seeds) > 1 and low > rate) or (len(seeds) == 1 and row["goodput_per_s"].iloc[0] >= rate):
+                return _ranked(rows), name
+    return (_ranked(rows) if rows else pd.DataFrame()), None
+
+
+def _ranked(rows: list[pd.DataFrame]) -> pd.DataFrame:
+    table = pd.concat(rows, ignore_index=True)
+    table["rank"] = range(1, len(table) + 1)
+    return table
+
+
+def pools(presets: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(pool name, reading kind, writing kind): all of each kind, then each ordered pair of two kinds."""
+    out = [(f"all {k}", k, k) for k in presets]
+    out += [(f"{r} reading, {w} writing", r, w) for r in presets for w in presets if r != w]
+    return out
+
+
+def pool_of(a: dict) -> tuple[str, str]:
+    return (a.get("reading_gpu", a.get("gpu")), a.get("writing_gpu", a.get("gpu")))  # type: ignore[return-value]
+
+
+def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
+        presets: dict[str, str], budget: Budget, chunks: tuple[int, ...], flag: str) -> pd.DataFrame:
+    """The best arrangement (most goodput) of each pool under the same budget, one row each (a
+    pool with no arrangement in the budget: no row); each mixed pool's dollars per million on-time
+    requests against the best pool of one kind's, paired over seeds (`paired_per_million`)."""
+    every = candidates(presets, budget.max_gpus, chunks)
+    raw = {a["name"]: a for a in every}
+    rows = []
+    for label, r, w in pools(presets):
+        mine = [a for a in every if pool_of(a) == (r, w)]
+        try:
+            planned, _ = within(scenario, mine, budget, flag)
+        except InputError:
+            continue
+        table = plan(planned, runner, seeds, target, tolerance)
+        rows.append(table.iloc[[0]].assign(pool=label))
+    if not rows:
+        within(scenario, every, budget, flag)  # (refuses, naming the cheapest)
+    out = pd.concat(rows, ignore_index=True)
+    out["rank"] = range(1, len(out) + 1)
+    for key in ISO_COLUMNS[1:]:
+        out[key] = float("nan")
+    single = out[~out["pool"].str.contains("reading")]
+    if len(seeds) > 1 and not single.empty:
+        best = single.loc[single["goodput_per_s"].fillna(0).idxmax(), "arrangement"]
+        for i in out.index[out["pool"].str.contains("reading")]:
+            name = out.at[i, "arrangement"]
+            both = with_kinds(scenario, [raw[name], raw[best]], flag)
+            diff = paired_per_million(both, runner, seeds, target, tolerance, name, best)
+            out.loc[i, list(ISO_COLUMNS[1:])] = [diff.mean, diff.low, diff.high]
+    return out
+
+
+def paired_per_million(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
+                       first: str, second: str):
+    """`first`'s dollars per million on-time requests minus `second`'s, each at its goodput
+    searched on each seed alone (the same requests for both): the mean of the per-seed
+    differences and its 95% interval (results/intervals.py). NaN where either carries nothing
+    on time on some seed (its cost per request is unbounded)."""
+    prober = Prober(scenario, runner, target)
+    start = float(scenario.workload.rate_per_s or 1.0)
+    searches = {(n, s): goodput_search(n, start, (s,), target, tolerance, prober.fits, report=False, slo=scenario.slo)
+                for n in (first, second) for s in seeds}
+    found = drive(searches, prober.run_batch)  # type: ignore[arg-type]
+    by_name = {a.name: a for a in scenario.arrangements}
+    usd = {n: _units(scenario, by_name[n])[0] for n in (first, second)}
+    cost = {k: per_million(usd[k[0]], v[0].rate if v[0] is not None else 0.0) for k, v in found.items()}
+    diffs = [cost[(first, s)] - cost[(second, s)] for s in seeds]
+    return interval([float("nan")] if any(d != d or abs(d) == float("inf") for d in diffs) else diffs)

@@ -1,0 +1,126 @@
+"""Plans over GPU kinds (docs/cost.md): ranked by goodput per dollar with plan's pruning, whose
+top two equal the exhaustive search's; the cheapest that carries a rate; the best of each pool at
+equal cost; a budget nothing fits refused naming the cheapest. Small traffic (Llama-2-7B on A100
+and H100, 10 s windows, two seeds, up to 2 GPUs, whole prompts)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+
+from disagg_simpy import load_scenario
+from disagg_simpy.cli import main
+from disagg_simpy.scenario import gpu_kinds
+from disagg_simpy.sweep.plan import plan
+from disagg_simpy.sweep.plan_kinds import Budget, candidates, cheapest_for_rate, iso, side_presets, with_kinds, within
+from disagg_simpy.sweep.runner import LocalPool, Runner
+from disagg_simpy.sweep.store import Store
+
+KINDS = ("a100-80gb", "h100-80gb")
+SEEDS = (1, 2)
+
+
+def scenario_file(tmp_path):
+    spec = {"name": "kinds", "seeds": 2,
+            "workload": {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [100, 1000]}],
+                         "reply_words": [50, 200]},
+            "cost": {"preset": "a100-80gb/llama-2-7b/tp1"},
+            "arrangements": [{"name": "a", "kind": "colocated", "gpus": 1}]}
+    path = tmp_path / "kinds.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def runner(tmp_path):
+    r = Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(1), progress=False)
+    yield r
+    r.close()
+
+
+def test_the_candidates_name_their_kinds_and_price_each_side(tmp_path):
+    s = load_scenario(scenario_file(tmp_path))
+    presets = side_presets(s, KINDS)
+    every = candidates(presets, 2, ())
+    assert [a["name"] for a in every] == ["a100-same-1", "a100-same-2", "h100-same-1", "h100-same-2", "split-1-1-a100",
+                                          "split-1-1-a100-h100", "split-1-1-h100-a100", "split-1-1-h100"]
+    planned = with_kinds(s, every, "--gpu-kinds")
+    usd = {a.name: gpu_kinds.dollars_per_hour(planned, a) for a in planned.arrangements}
+    assert usd["split-1-1-h100-a100"] == pytest.approx(2.90 + 1.64) and usd["a100-same-2"] == pytest.approx(3.28)
+    fit, per = within(s, every, Budget(4.0, None, 2), "--budget-per-hour")
+    assert sorted(per) == ["a100-same-1", "a100-same-2", "h100-same-1", "split-1-1-a100"] and per["h100-same-1"] == 2.90
+
+
+def test_ranked_per_dollar_the_top_two_equal_the_exhaustive_search(tmp_path, runner):
+    s = load_scenario(scenario_file(tmp_path))
+    planned, per = within(s, candidates(side_presets(s, KINDS), 2, ()), Budget(6.0, None, 2), "--budget-per-hour")
+    pruned = plan(planned, runner, SEEDS, 90.0, 0.5, per=per)
+    full = plan(planned, runner, SEEDS, 90.0, 0.5, per=per, exhaustive=True)
+    columns = ["arrangement", "goodput_per_s", "goodput_low_per_s", "goodput_high_per_s", "dollars_per_million"]
+    pd.testing.assert_frame_equal(pruned[columns].head(2), full[columns].head(2))
+    assert pruned["goodput_below_per_s"].notna().any()  # the pruning left some (else the test shows nothing)
+    # the ranking is by goodput per dollar, the same as by dollars per million on-time requests
+    searched = full.dropna(subset=["goodput_per_s"])
+    assert list(searched["arrangement"]) == list(searched.sort_values("dollars_per_million", kind="stable")["arrangement"])
+    assert (full.goodput_per_s / full.arrangement.map(per)).is_monotonic_decreasing
+
+
+def test_the_cheapest_that_carries_a_rate_is_the_exhaustive_searchs(tmp_path, runner):
+    s = load_scenario(scenario_file(tmp_path))
+    every = candidates(side_presets(s, KINDS), 2, ())
+    planned = with_kinds(s, every, "--gpu-kinds")
+    rate = 20.0
+    table, chosen = cheapest_for_rate(s, every, runner, SEEDS, 90.0, 0.5, rate)
+    full = plan(planned, runner, SEEDS, 90.0, 0.5, exhaustive=True)  # every goodput and interval
+    carries = full[full.goodput_low_per_s > rate]
+    assert chosen == carries.sort_values(["dollars_per_hour", "arrangement"]).arrangement.iloc[0]
+    assert table.arrangement.iloc[-1] == chosen
+
+
+def test_equal_cost_pools_side_by_side_with_paired_differences(tmp_path, runner):
+    s = load_scenario(scenario_file(tmp_path))
+    table = iso(s, runner, SEEDS, 90.0, 0.5, side_presets(s, KINDS), Budget(4.6, None, 2), (), "--iso-cost")
+    assert list(table.pool) == ["all a100-80gb", "all h100-80gb", "a100-80gb reading, h100-80gb writing",
+                                "h100-80gb reading, a100-80gb writing"]
+    assert (table.dollars_per_hour <= 4.6).all()
+    mixed = table[table.pool.str.contains("reading")]
+    assert mixed.vs_best_single_per_million.notna().all()
+    assert (mixed.vs_best_single_low <= mixed.vs_best_single_per_million).all()
+    assert table[~table.pool.str.contains("reading")].vs_best_single_per_million.isna().all()
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--gpu-kinds", "a100-80gb,h100-80gb", "--budget-per-hour", "1"],
+     "--budget-per-hour: got 1 $/h, which no arrangement of up to 16 GPUs fits: the cheapest, a100-same-1, costs 1.64 $/h"),
+    (["--gpu-kinds", "a100-80gb", "--power-budget-kw", "0.2"],
+     "--power-budget-kw: got 0.2 kW, which no arrangement of up to 16 GPUs fits: the cheapest, a100-same-1, costs 1.64 "
+     "$/h and draws 0.40 kW; expected a budget of at least 0.40 kW"),
+    (["--gpu-kinds", "a100-80gb", "--iso-cost", "1"], "--iso-cost: got 1 $/h, which no arrangement"),
+    (["--budget-per-hour", "5"], "--budget-per-hour: got it without --gpu-kinds"),
+    (["--gpu-kinds", "a100-80gb,v100", "--budget-per-hour", "5"], "--gpu-kinds: got 'v100', no such GPU kind"),
+    (["--gpu-kinds", "a100-80gb,a100-80gb", "--budget-per-hour", "5"], "expected distinct GPU kinds"),
+    (["--gpu-kinds", "a100-80gb,b200", "--budget-per-hour", "5"],
+     "--gpu-kinds: got b200, but no preset of the model, TP and engine of a100-80gb/llama-2-7b/tp1 exists on b200"),
+    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "-5"], "--budget-per-hour: got '-5'"),
+    (["--gpu-kinds", "a100-80gb", "--gpus", "4"], "--gpu-kinds: got it with --gpus, expected a budget instead"),
+    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--tp", "1,2"], "--tp: got it with --gpu-kinds"),
+])
+def test_every_bad_kind_or_budget_is_one_line(tmp_path, capsys, extra, fragment):
+    out = tmp_path / "out"
+    assert main(["plan", str(scenario_file(tmp_path)), *extra, "--out", str(out), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
+    assert not out.exists()
+
+
+def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["plan", str(scenario_file(tmp_path)), "--gpu-kinds", "a100-80gb,h100-80gb", "--budget-per-hour", "3",
+                 "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1",
+                 "--html", str(tmp_path / "p.html")]) == 0
+    text = capsys.readouterr().out
+    assert "carries the most per dollar" in text and "as a scenario arrangement: {name: " in text
+    table = pd.read_csv(out / "plan.csv")
+    assert set(table.arrangement) == {"a100-same-1", "h100-same-1"} and (out / "plan.png").stat().st_size > 0
+    assert "$/M on time" in (tmp_path / "p.html").read_text()
