@@ -143,8 +143,9 @@ def test_presets_show_of_no_preset_ends_with_what_was_expected(capsys, name):
     assert main(["presets", "show", name]) == 2
     err = _error(capsys)
     assert f"presets show: got {name!r}, no such preset; " in err and "; (" not in err
-    assert err.rstrip().endswith("expected a preset name like a100-80gb/llama-3-8b/tp1 (python -m disagg_simpy "
-                                 "presets lists them)"), err
+    from disagg_simpy.costs.presets import EXAMPLE
+
+    assert err.rstrip().endswith(f"expected a preset name like {EXAMPLE} (python -m disagg_simpy presets lists them)"), err
 
 
 @pytest.mark.parametrize(("n", "told"), [(1, "after 1 preemption (more"), (2, "after 2 preemptions (more")])
