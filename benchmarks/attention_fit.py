@@ -33,6 +33,7 @@ from disagg_simpy.costs.minimax import FREE_GRID, TILES, fit_worst, fit_worst_wi
 
 SOURCES = {catalog.VIDUR: "composed from Vidur's per-op profiles",
            catalog.DISTSERVE: "DistServe's fitted formula, not timings",
+           catalog.DISTSERVE_VLLM: "DistServe's fitted formula of vLLM 0.2.3, not timings",
            catalog.SPLITWISE: "measured vLLM iterations, median of 5"}
 
 

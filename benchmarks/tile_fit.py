@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from disagg_simpy.costs import catalog, fitting, profiles
 from disagg_simpy.costs.minimax import TILES, fit_worst, whole_range_error
-from disagg_simpy.costs.shipped import PRESETS
+from disagg_simpy.costs.presets import PRESETS
 
 
 def pct(x: float) -> str:

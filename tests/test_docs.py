@@ -83,7 +83,7 @@ def test_the_readme_stays_short_and_it_and_the_site_show_the_ci_commands():
 _STAGES = "|".join(sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()))
 #: a module by path, with an optional name in it: `model/paged_kv.py`, `model/paged_kv.PagedKv`
 _MODULE_PATH = re.compile(r"(?<![\w/.-])(?:disagg_simpy/)?((?:" + _STAGES
-                          + r")/[\w/]+\.(?:py|js|html|css))(?:\.([A-Za-z_]\w*))?")
+                          + r")/[\w/]+\.(?:py|json|js|html|css))(?:\.([A-Za-z_]\w*))?")
 #: a file of the repository by path: tests/..., docs/..., benchmarks/..., scenarios/...
 _REPO_PATH = re.compile(r"(?<![\w/.-])((?:tests|docs|benchmarks|scenarios)/[\w/.-]*\w\.(?:py|md|yaml|csv|jsonl|json))")
 #: `module.name` in backticks, or module.Name / module._name / module.name( bare

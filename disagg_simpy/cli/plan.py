@@ -48,8 +48,8 @@ def build_plan_parser():
     p.add_argument("--splits", type=splits_flag, metavar="R1,R2",
                    help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
     p.add_argument("--tp", type=tp_flag, default=(1,), metavar="T1,T2",
-                   help="TP degrees tried, e.g. 1,2,4 (default 1): each from the preset of the scenario's GPU and "
-                        "model at that TP (its cost: block must name a TP1 preset)")
+                   help="TP degrees tried, e.g. 1,2,4 (default 1): each from the preset of the scenario's GPU, "
+                        "model and engine at that TP (its cost: block must name a TP1 preset)")
     p.add_argument("--over-time", action="store_true",
                    help="with a workload.schedule: the best split per period, the switching plan as a roles: block, "
                         "and the whole day run for it, every static split and the reactive policy (plan_over_time.csv; "
@@ -102,30 +102,30 @@ def format_plan(table) -> str:
 
 
 def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict] | None]:
-    """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU
-    and model at that TP); the degrees without a preset are left out, and said on stderr."""
+    """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU,
+    model and engine at that TP); the degrees without a preset are left out, and said on stderr."""
     if args.tp == (1,):
         return args.tp, None
-    from ..costs.presets import NAMES
+    from ..costs.presets import NAMES, at_tp, parts
 
     preset = scenario.cost.preset
-    family, _, own = (preset or "").rpartition("/tp")
-    if preset is None or own != "1":
+    found = parts(preset) if preset else None
+    if found is None or found[2] != 1:
         got = f"the preset {preset}" if preset else "no preset"
         raise InputError(f"--tp: got {','.join(map(str, args.tp))} with {got} in the scenario's cost:, expected a "
-                         "TP1 preset there (its GPU and model give each TP degree's costs; python -m disagg_simpy "
-                         "presets lists them)")
-    have = tuple(t for t in args.tp if f"{family}/tp{t}" in NAMES)
+                         "TP1 preset there (its GPU, model and engine give each TP degree's costs; python -m "
+                         "disagg_simpy presets lists them)")
+    have = tuple(t for t in args.tp if at_tp(preset, t) in NAMES)
     missing = [str(t) for t in args.tp if t not in have]
     if not have:
-        degrees = sorted(int(n.rpartition("/tp")[2]) for n in NAMES if n.rpartition("/tp")[0] == family)
-        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {family} has no preset at TP "
-                         f"{', '.join(missing)}; expected degrees with a preset: {', '.join(map(str, degrees))} "
-                         "(python -m disagg_simpy presets lists them)")
+        degrees = sorted(p[2] for n in NAMES if (p := parts(n)) and at_tp(n, 1) == preset)
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {at_tp(preset, 0).replace('/tp0/', '/')} "
+                         f"has no preset at TP {', '.join(missing)}; expected degrees with a preset: "
+                         f"{', '.join(map(str, degrees))} (python -m disagg_simpy presets lists them)")
     if missing and say:
-        print(f"--tp: no preset of {family} at TP {', '.join(missing)}; searching TP {', '.join(map(str, have))}",
-              file=sys.stderr)
-    return have, lambda t: {"preset": f"{family}/tp{t}"}
+        print(f"--tp: no preset {', '.join(at_tp(preset, int(t)) for t in missing)}; "
+              f"searching TP {', '.join(map(str, have))}", file=sys.stderr)
+    return have, lambda t: {"preset": at_tp(preset, t)}
 
 
 def _check(args, scenario) -> None:

@@ -18,14 +18,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError
-from ..files import (
-    check_folder,
-    check_output_file,
-    check_outputs_apart,
-    folders_undone_on_failure,
-    make_folder,
-    same_file,
-)
+from ..files import check_folder, check_output_file, check_outputs_apart, folders_undone_on_failure, make_folder, same_file
 from .common import (
     NotWritten,
     Parser,
@@ -39,7 +32,7 @@ from .common import (
     seeds_to_run,
 )
 from .plot_flags import add_plot_arguments, plot_flag_error
-from .run_notes import no_measured_request, removed_note, shown_run
+from .run_notes import dropped_text, dropped_warnings, no_measured_request, removed_note, shown_run
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
 #: --format parquet.
@@ -245,6 +238,8 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                     written.append(outputs.out / f"switches.{args.format}")
                 written += [outputs.out / f"over_time.{args.format}"] if over_time is not None else []
                 run_info = _run_info(args, argv, scenario, seeds, kept)
+                for warning in run_info.get("preset_range_warnings", []):  # beyond a preset's fitted range
+                    print(f"warning: {args.scenario}: {warning}", file=sys.stderr)
                 first = shown_run(args, outputs.plots is not None, scenario, summary, kept.first) if keep_first else None
                 run_info["pictures_seed"] = {"seed": first.seed, "why": first.chosen} if many and first else None
                 if outputs.save_trace is not None:
@@ -318,7 +313,7 @@ def _run_info(args: argparse.Namespace, argv, scenario, seeds: list[int], kept) 
         "workload": kept.stream.info,
         "max_sim_s": kept.stream.cap_ns / 1e9,
         "capped": kept.capped,
-        **scenario.preset_info(),
+        **scenario.preset_info(), **kept.ranges.info(),
     }
 
 
@@ -383,7 +378,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
-        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
+        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}{dropped_text(summary, many)}")
         print(format_table(summary, wide=args.wide))
         if many:
             from ..results.paired import verdict_line
@@ -403,6 +398,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
               f"which the {workload['format']} format does not use", file=sys.stderr)
+    sys.stderr.writelines(f"{line}\n" for line in dropped_warnings(summary, scenario, seeds))  # E9's drops
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():
             print(
@@ -414,5 +410,4 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
 def _check_seeds(problem: str | None) -> None:
     if problem:
         raise InputError(f"--seeds: got {problem}; expected fewer seeds (or a smaller run)")
-
 

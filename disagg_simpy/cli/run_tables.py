@@ -112,6 +112,7 @@ class Kept:
     stream: Any = None  # the first seed's request stream (workload.stream.Requests)
     capped: dict = field(default_factory=dict)  # seed: {arrangement: unfinished}
     over_time: list[pd.DataFrame] = field(default_factory=list)  # every seed's over_time rows, if written
+    ranges: Any = None  # results.preset_range.RangeWatch: how far the runs went beyond their presets' ranges
 
 
 def changes_roles(scenario) -> bool:
@@ -123,13 +124,16 @@ def run_seeds(scenario, seeds: list[int], tables: TableFiles, keep_first: bool,
               after_first: Callable[[object], None], watchers: tuple = ()) -> Kept:
     """Run every seed an arrangement at a time, writing each block of rows as it comes;
     `after_first(result)` checks the first seed's whole run (plot options, what it keeps); each
-    of `watchers` gets `add(run, seed)` for every arrangement's run and `done(seed)` after each seed."""
+    of `watchers` gets `add(run, seed)` for every arrangement's run and `done(seed)` after each seed
+    (and `kept.ranges`, which notes how far the runs went beyond their presets' fitted ranges)."""
     from ..api import run_each
     from ..results.over_time import changes_over_time
+    from ..results.preset_range import RangeWatch
     from ..results.run_result import RunResult
     from ..results.why_late import FreezeFacts
 
-    kept = Kept()
+    kept = Kept(ranges=RangeWatch(scenario))
+    watchers = (*watchers, kept.ranges)
     many = len(seeds) > 1
     for seed in seeds:
         parts: list[Any] = []  # the seed's RunResults (None where not kept)

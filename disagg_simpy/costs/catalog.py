@@ -2,14 +2,14 @@
 numbers are refitted from the public profiles (`minimax.fit_worst`: the smallest worst error on
 whole prompts of 64-4,096 tokens, no other group of iterations worse than least squares leaves
 it, or than 10% where that earns a point; E14's fields and E15's token tiles each where they earn
-a point). `python -m disagg_simpy.costs.catalog` prints
-`shipped.py` (the numbers the package ships); tests/costs/test_presets.py checks that a refit gives
+a point). `python -m disagg_simpy.costs.catalog > disagg_simpy/costs/fitted.json` writes
+the numbers the package ships; tests/costs/test_presets.py checks that a refit gives
 them back to the printed precision.
 """
 
 from __future__ import annotations
 
-import pprint
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,32 @@ GIB = 2**30
 MEMORY_UTILISATION = 0.9  # vLLM's default gpu_memory_utilization
 VIDUR = "Vidur (microsoft/vidur, MIT): per-op profiles composed into iterations"
 DISTSERVE = "DistServe (LLMServe/DistServe, Apache-2.0): its fitted A100-80GB latency model"
+DISTSERVE_VLLM = "DistServe (LLMServe/DistServe, Apache-2.0): its fitted A100-80GB latency model of vLLM"
 SPLITWISE = "SplitwiseSim (Mutinifni/splitwise-sim, MIT): measured vLLM iterations (perf_model.csv)"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The serving engine whose iterations a preset's source timed: the last part of its name."""
+
+    slug: str  # the name's last part
+    label: str
+    version: str  # short: the table's column
+    note: str  # which build, and how it was timed
+    licence: str  # the source's (the engine's measurements, not the engine's own code)
+
+
+ENGINES = {e.slug: e for e in (
+    Engine("vidur-sarathi", "Sarathi-Serve", "vidur branch",
+           "microsoft/sarathi-serve's vidur branch (2024), whose operators Vidur profiles one by one (linear "
+           "layers, FlashAttention or FlashInfer attention, NCCL collectives, CPU time per iteration)", "MIT"),
+    Engine("distserve", "DistServe", "82831f1", "LLMServe/DistServe @ 82831f1 (the OSDI 2024 artifact), its "
+           "profiler's fit of its own engine", "Apache-2.0"),
+    Engine("vllm-0.2", "vLLM", "0.2.3", "vLLM 0.2.3 with DistServe's minor changes (its distserve-baseline-vllm "
+           "branch), DistServe's profiler's fit of it", "Apache-2.0"),
+    Engine("vllm-splitwise", "vLLM", "not stated", "vLLM as Splitwise (ISCA 2024) ran it in 2023 on DGX machines; "
+           "its version is not stated", "MIT"),
+)}
 
 
 @dataclass(frozen=True)
@@ -58,33 +83,38 @@ class Spec:
     source: str
     measured: str
     assumed: str
+    engine: str  # a key of ENGINES
 
     @property
     def name(self) -> str:
-        return f"{self.gpu}/{self.model}/tp{self.tp}"
+        return f"{self.gpu}/{self.model}/tp{self.tp}/{self.engine}"
 
 
 _CPU = "CPU time per iteration from Vidur's cpu_overheads.csv"
+_DS = "DistServe's fitted prefill and decode latency (not raw timings)"
+_DS_VLLM = "DistServe's fitted prefill and decode latency of vLLM (not raw timings)"
+_SW = "end-to-end vLLM prompt and token iterations (median of 5)"
+_SW_ASSUMED = "token iterations' context taken as prompt + tokens / 2"
+#: (model, TP) of DistServe's profiles: both files hold each, DistServe's engine and vLLM 0.2.3
+DISTSERVE_CONFIGS = (("opt-13b", 1), ("opt-13b", 2), ("opt-13b", 4), ("opt-66b", 2), ("opt-66b", 3),
+                     ("opt-66b", 4), ("opt-66b", 8))
 SPECS = (
     Spec("a100-80gb", "llama-2-7b", 1, VIDUR, f"linear ops, decode attention (transcribed rows); {_CPU}",
          "prefill attention from the CodeLlama-34B TP2 grid (same 32 query heads of 128 per GPU), scaled by its "
-         "measured ratio to the transcribed Llama-2-7B prefill rows"),
+         "measured ratio to the transcribed Llama-2-7B prefill rows", "vidur-sarathi"),
     Spec("a100-80gb", "llama-3-8b", 1, VIDUR, "linear ops, decode attention (transcribed rows, FlashInfer)",
-         "prefill attention from the CodeLlama-34B TP2 grid (same query heads per GPU); CPU time of Llama-2-7B"),
-    Spec("a100-80gb", "codellama-34b", 2, VIDUR, f"linear ops, attention (complete grid), all-reduce; {_CPU}", ""),
+         "prefill attention from the CodeLlama-34B TP2 grid (same query heads per GPU); CPU time of Llama-2-7B",
+         "vidur-sarathi"),
+    Spec("a100-80gb", "codellama-34b", 2, VIDUR, f"linear ops, attention (complete grid), all-reduce; {_CPU}", "",
+         "vidur-sarathi"),
     Spec("h100-80gb", "llama-2-7b", 1, VIDUR, "linear ops on H100",
          "attention: the A100 preset's, scaled by the measured H100/A100 ratio of the linear ops (1-64 tokens for "
-         "decode, 2,048-4,096 for prefill); CPU time of the A100 host"),
-    Spec("a100-80gb", "opt-13b", 1, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         ""),
-    Spec("a100-80gb", "opt-13b", 2, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         ""),
-    Spec("a100-80gb", "opt-66b", 4, DISTSERVE, "DistServe's fitted prefill and decode latency (not raw timings)",
-         ""),
-    Spec("a100-80gb", "llama-2-70b", 4, SPLITWISE, "end-to-end vLLM prompt and token iterations (median of 5)",
-         "token iterations' context taken as prompt + tokens / 2"),
-    Spec("h100-80gb", "llama-2-70b", 4, SPLITWISE, "end-to-end vLLM prompt and token iterations (median of 5)",
-         "token iterations' context taken as prompt + tokens / 2"),
+         "decode, 2,048-4,096 for prefill); CPU time of the A100 host", "vidur-sarathi"),
+    *(Spec("a100-80gb", model, tp, source, measured, "", engine)
+      for model, tp in DISTSERVE_CONFIGS
+      for engine, source, measured in (("distserve", DISTSERVE, _DS), ("vllm-0.2", DISTSERVE_VLLM, _DS_VLLM))),
+    Spec("a100-80gb", "llama-2-70b", 4, SPLITWISE, _SW, _SW_ASSUMED, "vllm-splitwise"),
+    Spec("h100-80gb", "llama-2-70b", 4, SPLITWISE, _SW, _SW_ASSUMED, "vllm-splitwise"),
 )
 _HF = {"llama-2-7b": "meta-llama/Llama-2-7b-hf", "llama-3-8b": "meta-llama/Meta-Llama-3-8B",
        "codellama-34b": "codellama/CodeLlama-34b-Instruct-hf"}
@@ -93,8 +123,8 @@ _HF = {"llama-2-7b": "meta-llama/Llama-2-7b-hf", "llama-3-8b": "meta-llama/Meta-
 def iterations(spec: Spec, root: Path) -> pd.DataFrame:
     """The measured (or composed) iterations a preset is fitted to."""
     m = MODELS[spec.model]
-    if spec.source == DISTSERVE:
-        return P.distserve_iterations(root, f"facebook/{spec.model}", spec.tp)
+    if spec.source in (DISTSERVE, DISTSERVE_VLLM):
+        return P.distserve_iterations(root, f"facebook/{spec.model}", spec.tp, engine=spec.engine)
     if spec.source == SPLITWISE:
         return P.splitwise_iterations(root, "llama2-70b", spec.gpu, spec.tp)
     gpu = spec.gpu.split("-")[0]
@@ -146,10 +176,11 @@ def refit(spec: Spec, root: Path, tiles: tuple[int, ...] = TILES) -> dict:
     `tiles`, each a refit: the test passes the shipped one alone)."""
     t = iterations(spec, root)
     plain, attention = fit_worst(t), fit_worst(t, attention=True, unsaturated=True, tiles=tiles)
-    m = MODELS[spec.model]
+    m, engine = MODELS[spec.model], ENGINES[spec.engine]
     return {
         "gpu": spec.gpu.upper(), "model": m.label, "tp": spec.tp, "dtype": "fp16",
-        "source": spec.source, "measured": spec.measured, "assumed": spec.assumed,
+        "engine": engine.label, "engine_version": engine.version, "engine_note": engine.note,
+        "source": spec.source, "licence": engine.licence, "measured": spec.measured, "assumed": spec.assumed,
         "cost": plain.coefficients, "errors_pct": plain.errors_pct,
         "attention_cost": attention.coefficients, "attention_errors_pct": attention.errors_pct,
         "attention_whole_64_4096_pct": whole_range_error(t, attention.fitted),
@@ -167,7 +198,4 @@ if __name__ == "__main__":
     folder = P.profiles_folder()
     if folder is None:
         raise SystemExit(f"no public profiles: set ${P.ENV_FOLDER}")
-    print('"""The shipped presets: generated by `python -m disagg_simpy.costs.catalog` from the public\n'
-          'profiles (see catalog.py); do not edit by hand."""\n\nfrom typing import Any\n\n'
-          'PRESETS: dict[str, dict[str, Any]]\nPRESETS = ' + pprint.pformat(
-              refit_all(folder), width=110, sort_dicts=False))
+    print(json.dumps(refit_all(folder), indent=1))

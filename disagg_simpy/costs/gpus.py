@@ -67,7 +67,7 @@ def price_problem(value: object) -> str | None:
 
 
 def of_preset(preset: str | None) -> str | None:
-    """The GPU kind a preset name starts with (`h100-80gb/llama-2-70b/tp4` -> `h100-80gb`), or None."""
+    """The GPU kind a preset name starts with (`h100-80gb/llama-2-70b/tp4/vllm-splitwise` -> `h100-80gb`), or None."""
     if not preset:
         return None
     kind = preset.split("/", 1)[0]

@@ -135,11 +135,13 @@ def scale_between(slow: VidurOps, fast: VidurOps, small: bool) -> float:
 
 # -- DistServe: fitted coefficients, evaluated on a grid --------------------------------------
 
-def distserve_iterations(root: Path, model: str, tp: int) -> pd.DataFrame:
+def distserve_iterations(root: Path, model: str, tp: int, engine: str = "distserve") -> pd.DataFrame:
     """DistServe's own fits (prefill `a + b sum(l) + c sum(l^2)`; decode `a + b sum(ctx) + c batch`,
-    large-batch coefficients from batch 95), evaluated at prompts of 64-4,096 tokens (1-4 of them)
-    and 1-256 replies of 128-4,096 tokens of context."""
-    coef = json.loads((root / "raw/distserve/profiler-a100-80g.distserve.json").read_text())[model][str(tp)]
+    large-batch coefficients from batch 95) of its own engine (`distserve`) or of vLLM 0.2.3
+    (`vllm-0.2`: the same profiler's file for vLLM), evaluated at prompts of 64-4,096 tokens (1-4
+    of them) and 1-256 replies of 128-4,096 tokens of context."""
+    file = {"distserve": "distserve", "vllm-0.2": "vllm"}[engine]
+    coef = json.loads((root / f"raw/distserve/profiler-a100-80g.{file}.json").read_text())[model][str(tp)]
     a, b, c = coef["prefill"]
     rows = []
     for length in (64, 128, 256, 512, 1024, 2048, 4096):

@@ -134,7 +134,7 @@ _EXPECT = {
     "writing_tp": f"a TP degree: GPUs per writing instance, a whole number from 1 to {MAX_GPUS} that divides writing_gpus",
     "reading_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per reading instance)",
     "writing_kv_capacity_tokens": "a whole number of tokens from 1 to 2**53 (per writing instance)",
-    "preset": "a preset name like a100-80gb/llama-3-8b/tp1 (python -m disagg_simpy presets lists them)",
+    "preset": "a preset name like a100-80gb/llama-3-8b/tp1/vidur-sarathi (python -m disagg_simpy presets lists them)",
     "kv_path": "intra_node or inter_node (which of a preset's KV ship costs a split pays)",
     "schedule": (f"a list of 1 to {MAX_PERIODS:,} periods like {{until_s: 3600, rate_per_s: 5}} (optionally "
                  "prompt_mix, reply_words), in order"),

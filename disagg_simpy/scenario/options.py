@@ -98,11 +98,11 @@ def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray) -> tupl
 def preset_tp_problem(arrangement, base_cost) -> tuple[str, str] | None:
     """TP: None, or (key, message) when a side's cost preset (its own block's `preset`, else the
     scenario's) names another TP degree than the side's: a preset's costs are those of an
-    instance of its TP degree (`.../tp2`), so they cannot be an instance of another."""
+    instance of its TP degree (`.../tp2/ENGINE`), so they cannot be an instance of another."""
     for cost_key, (tp_key, tp) in arrangement.side_tps.items():
         own = getattr(getattr(arrangement, cost_key, None), "preset", None)
         name = own or getattr(base_cost, "preset", None)
-        found = re.search(r"/tp(\d+)$", name) if isinstance(name, str) else None
+        found = re.search(r"/tp(\d+)/[^/]+$", name) if isinstance(name, str) else None
         if found and int(found[1]) != tp:
             where = f"its {cost_key}" if own else "the scenario's cost"
             return tp_key, (f"got {tp} with preset {name!r} ({where}), a TP{found[1]} instance's costs; expected "

@@ -149,29 +149,46 @@ def info(scenario, attention: bool) -> dict:
     return {"presets": listed, "preset_warnings": warnings(scenario)}
 
 
-def warnings(scenario) -> list[str]:
-    """A preset used for a kind of iteration it was not fitted on (warned, not refused: its
-    figures are still the best estimate at hand, but their error there is unknown)."""
+def sides(scenario) -> list[tuple[int, Any, str, str, str]]:
+    """(arrangement index, arrangement, side, where the preset is named, preset) of every side
+    whose costs come from a preset: a split's reading_cost and writing_cost, else its cost."""
     out = []
     base = scenario.cost.preset
     for i, a in enumerate(scenario.arrangements):
         split = getattr(a, "kind", "") == "disaggregated"
-        needs = {"reading_cost": {"chunked" if a.chunk_tokens else "whole prompt"},
-                 "writing_cost": {"chunked"} if getattr(a, "local_prompt_max_tokens", None) else {"writing only"},
-                 "cost": {"writing only", "chunked"}}
         for side in (("reading_cost", "writing_cost") if split else ("cost",)):
             block = getattr(a, side, None)
             name = (block.preset if block is not None else None) or base
-            if not name:
-                continue
+            if name:
+                where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
+                out.append((i, a, side, where, name))
+    return out
+
+
+def warnings(scenario) -> list[str]:
+    """A preset used for a kind of iteration it was not fitted on (warned, not refused: its
+    figures are still the best estimate at hand, but their error there is unknown), and a split
+    whose sides lay the KV cache out differently (`layout_warnings`)."""
+    out = []
+    used = sides(scenario)
+    for i, a in enumerate(scenario.arrangements):
+        for _, _, side, where, name in (u for u in used if u[0] == i):
+            mixes = a.chunk_tokens or getattr(a, "mixed_iterations", None) is not False  # E10 off: reads or writes
+            needs = {"reading_cost": {"chunked" if a.chunk_tokens else "whole prompt"},
+                     "writing_cost": {"chunked"} if getattr(a, "local_prompt_max_tokens", None) else {"writing only"},
+                     "cost": {"writing only", "chunked" if mixes else "whole prompt"}}
             missing = needs[side] - shipped.covers(name)
             if missing:
-                where = f"arrangements[{i}].{side}" if block is not None and block.preset else "cost"
                 out.append(f"{where}: preset {name} was fitted on no {' or '.join(sorted(missing))} iterations, "
                            f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
-        if split:
-            out += layout_warnings(a, i, base)
+        if getattr(a, "kind", "") == "disaggregated":
+            out += layout_warnings(a, i, scenario.cost.preset)
     return out
+
+
+def fitted_range(name: str) -> dict[str, list[float]]:
+    """The preset's fitted range (replies, prompt tokens an iteration, context a reply)."""
+    return shipped.fitted_range(name)
 
 
 def layout_warnings(a, i: int, base: str | None) -> list[str]:

@@ -76,15 +76,15 @@ def test_a_mixed_pool_takes_each_sides_preset_and_the_slower_ship(tmp_path):
     s = load_scenario(write(tmp_path, [
         {"name": "mix", "kind": "disaggregated", "reading_gpus": 4, "writing_gpus": 4, "reading_tp": 4, "writing_tp": 4,
          "reading_gpu": "h100-80gb", "writing_gpu": "a100-80gb", "kv_path": "inter_node"}],
-        cost={"preset": "a100-80gb/llama-2-70b/tp4"}))
+        cost={"preset": "a100-80gb/llama-2-70b/tp4/vllm-splitwise"}))
     a = s.arrangements[0]
-    assert a.reading_cost.preset == "h100-80gb/llama-2-70b/tp4"
+    assert a.reading_cost.preset == "h100-80gb/llama-2-70b/tp4/vllm-splitwise"
     assert a.writing_cost is None  # the scenario's own preset, on a100-80gb
     assert gpu_kinds.side_kinds(s, a) == ("h100-80gb", "a100-80gb")
     from disagg_simpy.costs.presets import kv_ship_ms_per_token as ship
 
-    assert a.kv_ship_ms(s.cost) == max(ship("h100-80gb/llama-2-70b/tp4", "inter_node"),
-                                       ship("a100-80gb/llama-2-70b/tp4", "inter_node")) == 0.01045
+    assert a.kv_ship_ms(s.cost) == max(ship("h100-80gb/llama-2-70b/tp4/vllm-splitwise", "inter_node"),
+                                       ship("a100-80gb/llama-2-70b/tp4/vllm-splitwise", "inter_node")) == 0.01045
     assert gpu_kinds.dollars_per_hour(s, a) == pytest.approx(4 * 2.90 + 4 * 1.64)
     assert gpu_kinds.power_kw(s, a) == pytest.approx(4 * 0.7 + 4 * 0.4)
     again = s.with_overrides(seed=2)  # a re-validated copy keeps the pool as it was
@@ -94,7 +94,7 @@ def test_a_mixed_pool_takes_each_sides_preset_and_the_slower_ship(tmp_path):
 def test_sides_with_different_kv_layouts_are_warned(tmp_path):
     s = load_scenario(write(tmp_path, [
         {"name": "mix", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "writing_tp": 2,
-         "reading_cost": {"preset": "a100-80gb/opt-13b/tp1"}, "writing_cost": {"preset": "a100-80gb/opt-13b/tp2"}}]))
+         "reading_cost": {"preset": "a100-80gb/opt-13b/tp1/distserve"}, "writing_cost": {"preset": "a100-80gb/opt-13b/tp2/distserve"}}]))
     warned = [w for w in s.preset_info()["preset_warnings"] if "lay the KV cache out differently" in w]
     assert len(warned) == 1 and "TP1 reading and TP2 writing" in warned[0]
 
@@ -118,8 +118,8 @@ BAD = [
     ("unknown-gpu-key", [{**COLO, "gpu": "v100"}], {}, [], ["arrangements[0].gpu: got 'v100', no such GPU kind"]),
     ("unknown-reading-gpu", [{"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
                               "reading_gpu": "x100"}], {}, [], ["arrangements[0].reading_gpu: got 'x100'"]),
-    ("kind-without-that-preset", [{**COLO, "gpu": "b200"}], {"cost": {"preset": "a100-80gb/llama-2-70b/tp4"}}, [],
-     ["arrangements[0].gpu: got 'b200', but no preset b200/llama-2-70b/tp4 exists", "expected one of a100-80gb, h100-80gb"]),
+    ("kind-without-that-preset", [{**COLO, "gpu": "b200"}], {"cost": {"preset": "a100-80gb/llama-2-70b/tp4/vllm-splitwise"}}, [],
+     ["arrangements[0].gpu: got 'b200', but no preset b200/llama-2-70b/tp4/vllm-splitwise exists", "expected one of a100-80gb, h100-80gb"]),
     ("flag-bad-kind", [COLO], {}, ["--price", "h300=2"], ["--price h300=2: got 'h300', no such GPU kind"]),
     ("flag-bad-price", [COLO], {}, ["--price", "h100-80gb=nan"], ["--price h100-80gb=nan: got nan"]),
     ("flag-no-equals", [COLO], {}, ["--price", "h100-80gb"], ["--price: got 'h100-80gb', expected KIND=USD"]),
@@ -134,7 +134,7 @@ def test_every_bad_kind_or_price_is_one_line(tmp_path, capsys, arrangements, top
 
 
 def test_a_run_with_a_price_shows_its_costs(tmp_path, capsys):
-    path = write(tmp_path, [{"name": "a", "kind": "colocated", "gpus": 1}], cost={"preset": "a100-80gb/llama-2-7b/tp1"})
+    path = write(tmp_path, [{"name": "a", "kind": "colocated", "gpus": 1}], cost={"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"})
     assert main([path, "--out", str(tmp_path / "out"), "--no-plots", "--price", "a100-80gb=2"]) == 0
     out = capsys.readouterr().out
     assert "dollars_" in out

@@ -12,14 +12,17 @@ from helpers import scenario_text
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
-from disagg_simpy.costs.presets import cost_fields, kv_capacity_tokens, kv_ship_ms_per_token
+from disagg_simpy.costs.composed_shipped import PRESETS as COMPOSED
+from disagg_simpy.costs.presets import PRESETS, cost_fields, kv_capacity_tokens, kv_ship_ms_per_token
 from disagg_simpy.costs.profiles import ENV_FOLDER, profiles_folder
-from disagg_simpy.costs.shipped import PRESETS
 from disagg_simpy.errors import InputError
 from disagg_simpy.scenario.schema import Cost
 
+#: the presets fitted to the public profiles (catalog.py); the composed ones: test_composed.py
+FITTED = {name: p for name, p in PRESETS.items() if name not in COMPOSED}
+
 ATTENTION = "per_attention_pair_ms" in Cost.model_fields
-NAME = "a100-80gb/llama-3-8b/tp1"
+NAME = "a100-80gb/llama-3-8b/tp1/vidur-sarathi"
 TINY = {"rate_per_s": 2, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [100, 1500]}],
         "reply_words": [5, 60]}
 SPLIT = {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}
@@ -76,16 +79,24 @@ def test_real_units_states_each_presets_whole_prompt_error():
 
     text = (ROOT / "docs" / "real-units.md").read_text()
     table3 = text[text.index("| preset | whole-prompt rows | worst |"):]
-    for name, p in PRESETS.items():
+    for name, p in FITTED.items():
         row = next(line for line in table3.splitlines() if line.startswith(f"| `{name}` |"))
         assert row.split(" | ")[2] == f"**{p['attention_whole_64_4096_pct']:+.1f}%**", name
 
 
-def test_at_least_nine_presets_with_source_range_and_error():
-    assert len(PRESETS) >= 9
+def test_every_preset_names_its_engine_and_holds_every_record_field():
+    """`<gpu>/<model>/tp<N>/<engine>`, each record with RECORD_FIELDS (engine, version, source,
+    licence, range ...); DistServe's profiles give both its engine's and vLLM 0.2's coefficients
+    at every TP degree they hold (OPT-66B TP2, TP3, TP8 too)."""
+    from disagg_simpy.costs.presets import RANGE_KEYS, RECORD_FIELDS, parts
+
+    assert len(PRESETS) >= 20
     for name, p in PRESETS.items():
-        assert name == f"{p['gpu'].lower()}/{p['model'].lower()}/tp{p['tp']}"
-        assert p["source"] and ("MIT" in p["source"] or "Apache-2.0" in p["source"])
+        assert set(RECORD_FIELDS) <= set(p), name
+        gpu, model, tp, engine = parts(name)
+        assert (gpu, model, tp) == (p["gpu"].lower(), p["model"].lower(), p["tp"]) and engine
+        assert p["engine"] and p["engine_version"] and p["licence"] in ("MIT", "Apache-2.0")
+        assert p["licence"] in p["source"] and set(p["range"]) == set(RANGE_KEYS)
         assert {"writing only", "whole prompt"} <= set(p["errors_pct"]) and p["range"]["prompt_tokens"]
         assert p["kv_capacity_tokens"] > 0 and set(p["kv_ship_ms_per_token"]) == {"intra_node", "inter_node"}
 
@@ -103,7 +114,7 @@ def test_preset_fills_the_cost_and_written_fields_override(tmp_path):
 
 
 def test_side_presets_and_kv_path(tmp_path):
-    seven = "a100-80gb/llama-2-7b/tp1"
+    seven = "a100-80gb/llama-2-7b/tp1/vidur-sarathi"
     split = {**SPLIT, "writing_cost": {"preset": seven}, "kv_path": "inter_node"}
     s = scenario(tmp_path, arrangements=[split])
     a = s.arrangements[0]
@@ -122,7 +133,7 @@ def test_no_preset_dumps_as_before(tmp_path):
 
 
 @pytest.mark.parametrize(("cost", "arrangement", "needle"), [
-    ({"preset": "a100-80gb/llama-3-8b/tp2"}, SPLIT, "did you mean 'a100-80gb/llama-3-8b/tp1'?"),
+    ({"preset": "a100-80gb/llama-3-8b/tp2"}, SPLIT, "did you mean 'a100-80gb/llama-3.1-8b/tp2/vllm-0.14'?"),
     (None, {**SPLIT, "reading_cost": {"preset": 7}}, "arrangements[0].reading_cost.preset: got 7"),
     (None, {**SPLIT, "kv_path": "inter_node"}, "kv_path: got 'inter_node' with no preset"),
     (None, {**SPLIT, "kv_path": "pcie"}, "kv_path: got 'pcie', expected intra_node or inter_node"),
@@ -139,7 +150,7 @@ def test_bad_preset_is_one_line_and_exit_2(tmp_path, capsys, cost, arrangement, 
 
 def test_preset_without_chunked_data_warns_on_a_chunked_arrangement(tmp_path, capsys):
     arrangement = {"name": "chunked", "kind": "colocated", "gpus": 1, "chunk_tokens": 256}
-    s = scenario(tmp_path, cost={"preset": "a100-80gb/opt-13b/tp1"}, arrangements=[arrangement])
+    s = scenario(tmp_path, cost={"preset": "a100-80gb/opt-13b/tp1/distserve"}, arrangements=[arrangement])
     (warning,) = s.preset_info()["preset_warnings"]
     assert "fitted on no chunked iterations" in warning
 
@@ -153,7 +164,7 @@ def test_presets_table_and_json(capsys):
     assert main(["presets", "show", NAME, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kv_capacity_tokens"] == kv_capacity_tokens(NAME)
     assert main(["presets", "show", "h100/llama-2-7b"]) == 2
-    assert "did you mean 'h100-80gb/llama-2-7b/tp1'?" in capsys.readouterr().err
+    assert "did you mean 'h100-80gb/llama-2-7b/tp1/vidur-sarathi'?" in capsys.readouterr().err
 
 
 def test_presets_show_pasted_into_a_scenario_runs(tmp_path, capsys):
@@ -193,7 +204,7 @@ def test_the_public_trace_scenario_in_real_units_runs():
 def test_overriding_the_preset_takes_the_new_presets_fields(tmp_path):
     """What a sweep over cost.preset does: the new preset's fields, memory and ship cost, with the
     fields written in the file still overriding."""
-    other = "h100-80gb/llama-2-7b/tp1"
+    other = "h100-80gb/llama-2-7b/tp1/vidur-sarathi"
     s = scenario(tmp_path, cost={"preset": NAME, "per_reply_ms": 0.5},
                  arrangements=[{**SPLIT, "kv_path": "inter_node"}])
     moved = s.with_overrides(**{"cost.preset": other})
@@ -206,18 +217,18 @@ def test_overriding_the_preset_takes_the_new_presets_fields(tmp_path):
 
 
 def test_a_presets_tp_must_match_the_arrangements(tmp_path, capsys):
-    tp2 = "a100-80gb/opt-13b/tp2"
+    tp2 = "a100-80gb/opt-13b/tp2/distserve"
     good = {**SPLIT, "reading_gpus": 2, "reading_tp": 2, "reading_cost": {"preset": tp2},
-            "writing_cost": {"preset": "a100-80gb/opt-13b/tp1"}}
+            "writing_cost": {"preset": "a100-80gb/opt-13b/tp1/distserve"}}
     a = scenario(tmp_path, arrangements=[good]).arrangements[0]
     assert a.n_gpus == 3 and a.n_instances == 2
     assert (a.reading_kv_capacity_tokens, a.writing_kv_capacity_tokens) == (
-        kv_capacity_tokens(tp2), kv_capacity_tokens("a100-80gb/opt-13b/tp1"))
+        kv_capacity_tokens(tp2), kv_capacity_tokens("a100-80gb/opt-13b/tp1/distserve"))
     bad = {**SPLIT, "reading_cost": {"preset": tp2}}
     path = write(tmp_path, scenario_text(workload=TINY, arrangements=[bad]))
     assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
     err = capsys.readouterr().err
-    assert "arrangements[0].reading_tp: got none (TP1), but the preset a100-80gb/opt-13b/tp2 costs TP2 " \
+    assert "arrangements[0].reading_tp: got none (TP1), but the preset a100-80gb/opt-13b/tp2/distserve costs TP2 " \
            "instances; expected reading_tp: 2" in err and err.count("\n") == 1
 
 
@@ -244,3 +255,64 @@ def test_the_fits_columns_are_what_the_model_charges():
                           per_token_tile_ms=c[TILE], token_tile=c[TILE_SIZE])
     charged = [cost.iteration_ns(r, p) for r, p in zip(replies, prompt, strict=True)]
     assert charged == pytest.approx(list(fitted * 1e6), abs=1)
+
+
+def test_distserve_ships_both_engines_at_every_tp_its_profiles_hold():
+    for model, tps in (("opt-13b", (1, 2, 4)), ("opt-66b", (2, 3, 4, 8))):
+        for tp in tps:
+            ours, vllm = (PRESETS[f"a100-80gb/{model}/tp{tp}/{e}"] for e in ("distserve", "vllm-0.2"))
+            assert (ours["engine"], vllm["engine"]) == ("DistServe", "vLLM") and "0.2.3" in vllm["engine_version"]
+            assert ours["cost"] != vllm["cost"]
+
+
+@pytest.mark.parametrize("old", sorted(__import__("disagg_simpy.costs.presets", fromlist=["RENAMED"]).RENAMED))
+def test_each_old_name_is_refused_with_the_new_one(tmp_path, capsys, old):
+    """A name from before presets named their engine: one line, exit 2, naming the new name, in a
+    scenario file, in --set and for plan --tp (its lookups go through the same check)."""
+    from disagg_simpy.costs.presets import RENAMED
+
+    new = RENAMED[old]
+    assert new in PRESETS and PRESETS[new]["gpu"].lower() == old.split("/")[0]
+    tp = PRESETS[new]["tp"]
+    split = {**SPLIT, "reading_gpus": tp, "writing_gpus": tp, "reading_tp": tp, "writing_tp": tp}
+    path = write(tmp_path, scenario_text(workload=TINY, cost={"preset": old}, arrangements=[split]))
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert f"cost.preset: got '{old}', a name from before presets named their engine; did you mean '{new}'?" in err
+    assert err.count("\n") == 1 and not (tmp_path / "out").exists()
+    good = write(tmp_path, scenario_text(workload=TINY, cost={"preset": new}, arrangements=[split]))
+    assert main(["sweep", str(good), "--set", f"cost.preset={old}", "--out", str(tmp_path / "o2"), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert f"did you mean '{new}'?" in err and err.count("\n") == 1
+
+
+def test_the_chunked_warning_needs_a_gpu_that_chunks_or_mixes(tmp_path):
+    """A GPU with mixed_iterations: false and no chunks reads whole prompts alone or writes alone
+    (E10): a preset fitted on those two kinds gets no warning there; a GPU that mixes does."""
+    name = "a100-80gb/opt-13b/tp1/distserve"
+    assert covers_kinds(name) == {"writing only", "whole prompt"}
+    unmixed = {"name": "unmixed", "kind": "colocated", "gpus": 1, "mixed_iterations": False}
+    mixed = {"name": "mixed", "kind": "colocated", "gpus": 1}
+    assert scenario(tmp_path, cost={"preset": name}, arrangements=[unmixed]).preset_info()["preset_warnings"] == []
+    (warning,) = scenario(tmp_path, cost={"preset": name}, arrangements=[mixed]).preset_info()["preset_warnings"]
+    assert "cost: preset a100-80gb/opt-13b/tp1/distserve was fitted on no chunked iterations, which mixed's" in warning
+    chunked_unmixed = {**unmixed, "chunk_tokens": 256}
+    assert scenario(tmp_path, cost={"preset": name}, arrangements=[chunked_unmixed]).preset_info()["preset_warnings"]
+
+
+def covers_kinds(name: str) -> set[str]:
+    from disagg_simpy.costs.presets import covers
+
+    return covers(name)
+
+
+def test_real_units_lists_every_preset_with_its_engine_range_and_fields():
+    """docs/real-units.md's two catalogue tables are benchmarks/preset_tables.py's, row for row."""
+    import runpy
+
+    from helpers import ROOT
+
+    tables = runpy.run_path(str(ROOT / "benchmarks" / "preset_tables.py"))
+    text = (ROOT / "docs" / "real-units.md").read_text()
+    for line in tables["catalogue"]() + tables["fields"]():
+        assert line in text, line

@@ -116,12 +116,12 @@ def test_a_preset_whose_tp_disagrees_with_the_side_is_refused():
     from disagg_simpy.scenario.arrangements import Colocated, Disaggregated
     from disagg_simpy.scenario.options import preset_tp_problem
 
-    tp1 = SimpleNamespace(preset="a100-80gb/opt-13b/tp1")
-    tp2 = SimpleNamespace(preset="a100-80gb/opt-13b/tp2")
+    tp1 = SimpleNamespace(preset="a100-80gb/opt-13b/tp1/distserve")
+    tp2 = SimpleNamespace(preset="a100-80gb/opt-13b/tp2/distserve")
     split = Disaggregated(name="s", kind="disaggregated", reading_gpus=2, writing_gpus=1, reading_tp=2)
     assert preset_tp_problem(split, SimpleNamespace(preset=None)) is None  # no preset: the user's own figures
     key, text = preset_tp_problem(split, tp1)  # the scenario's TP1 preset on a TP2 reading side
-    assert key == "reading_tp" and "got 2 with preset 'a100-80gb/opt-13b/tp1' (the scenario's cost)" in text
+    assert key == "reading_tp" and "got 2 with preset 'a100-80gb/opt-13b/tp1/distserve' (the scenario's cost)" in text
     assert "expected reading_tp: 1, or a TP2 preset" in text
     own = split.model_copy(update={"reading_cost": tp2})  # each side its own degree's preset
     assert preset_tp_problem(own, tp1) is None

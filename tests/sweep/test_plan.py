@@ -182,18 +182,18 @@ def test_equal_goodputs_rank_the_higher_on_time_share_at_the_rate_first(tmp_path
 
 
 def test_plan_tp_searches_the_preset_familys_tp_degrees_and_counts_gpus(tmp_path, capsys):
-    """--tp 1,2,4 on a scenario costed by an OPT-13B TP1 preset: TP2 from its TP2 preset, TP4 said
-    missing (no such preset); a TP2 instance is 2 GPUs, so every candidate uses the 2 GPUs asked."""
+    """--tp 1,2,8 on a scenario costed by an OPT-13B TP1 preset: TP2 from its TP2 preset (the same
+    engine's), TP8 said missing (no such preset); a TP2 instance is 2 GPUs, so every candidate uses the 2 GPUs asked."""
     raw = yaml.safe_load(synthetic(tmp_path, [200, 400], [20, 30], rate=4).read_text())
-    raw["cost"] = {"preset": "a100-80gb/opt-13b/tp1"}
+    raw["cost"] = {"preset": "a100-80gb/opt-13b/tp1/distserve"}
     raw["workload"]["measure_s"] = 2
     path = tmp_path / "opt.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     out = tmp_path / "o"
-    assert main(["plan", str(path), "--gpus", "2", "--chunks", "none", "--splits", "none", "--tp", "1,2,4",
+    assert main(["plan", str(path), "--gpus", "2", "--chunks", "none", "--splits", "none", "--tp", "1,2,8",
                  "--tolerance", "1", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
     err = capsys.readouterr().err
-    assert "--tp: no preset of a100-80gb/opt-13b at TP 4; searching TP 1, 2" in err
+    assert "--tp: no preset a100-80gb/opt-13b/tp8/distserve; searching TP 1, 2" in err
     table = pd.read_csv(out / "plan.csv")
     assert set(table.arrangement) == {"same-gpu", "same-gpu-tp2"} and set(table.gpus) == {2}
     tp2 = table.set_index("arrangement").loc["same-gpu-tp2"]

@@ -66,7 +66,7 @@ OTHER_KIND_REFUSED = {"mixed_iterations", "kv_link", "local_prompt_max_tokens", 
                       "writing_kv_capacity_tokens", "kv_path", "kv_ship_ms_per_token", "writing_cost", "reading_cost",
                       "reading_gpu", "writing_gpu"}
 #: a key that needs a preset in the scenario's cost
-PRESET = {"kv_path": {"preset": "a100-80gb/llama-3-8b/tp1"}}
+PRESET = {"kv_path": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"}}
 SAME = {"name": "same", "kind": "colocated", "gpus": 2}
 SPLIT = {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}
 
@@ -160,7 +160,7 @@ def test_a_key_written_differently_by_two_arrangements_of_a_kind_is_refused(tmp_
 
 def test_a_tp_candidate_refuses_a_per_instance_key(tmp_path):
     scenario = _scenario(tmp_path, [{**SAME, "kv_capacity_tokens": 200_000}, SPLIT],
-                         cost={"preset": "a100-80gb/opt-13b/tp1"})
+                         cost={"preset": "a100-80gb/opt-13b/tp1/distserve"})
     both = candidates(4, (), tps=(1, 2), tp_cost=lambda t: {"preset": f"a100-80gb/opt-13b/tp{t}"})
     with pytest.raises(InputError) as err:
         with_candidates(scenario, both, "--gpus")

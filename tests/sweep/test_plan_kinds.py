@@ -25,7 +25,7 @@ def scenario_file(tmp_path):
     spec = {"name": "kinds", "seeds": 2,
             "workload": {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [100, 1000]}],
                          "reply_words": [50, 200]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1"},
+            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
             "arrangements": [{"name": "a", "kind": "colocated", "gpus": 1}]}
     path = tmp_path / "kinds.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -104,7 +104,7 @@ def test_equal_cost_pools_side_by_side_with_paired_differences(tmp_path, runner)
     (["--gpu-kinds", "a100-80gb,v100", "--budget-per-hour", "5"], "--gpu-kinds: got 'v100', no such GPU kind"),
     (["--gpu-kinds", "a100-80gb,a100-80gb", "--budget-per-hour", "5"], "expected distinct GPU kinds"),
     (["--gpu-kinds", "a100-80gb,b200", "--budget-per-hour", "5"],
-     "--gpu-kinds: got b200, but no preset of the model, TP and engine of a100-80gb/llama-2-7b/tp1 exists on b200"),
+     "--gpu-kinds: got b200, but no preset of the model, TP and engine of a100-80gb/llama-2-7b/tp1/vidur-sarathi exists on b200"),
     (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "-5"], "--budget-per-hour: got '-5'"),
     (["--gpu-kinds", "a100-80gb", "--gpus", "4"], "--gpu-kinds: got it with --gpus, expected a budget instead"),
     (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--tp", "1,2"], "--tp: got it with --gpu-kinds"),
