@@ -110,11 +110,9 @@ class SyntheticWorkload(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticWorkload:
-        problem = mix_problem(self.prompt_mix) or schedule_problem(self)
+        problem = mix_problem(self.prompt_mix) or schedule_problem(self) or counted_problem(self, window=True)
         if problem:
             raise ValueError(problem if problem.startswith("@") else f"@prompt_mix: {problem}")
-        if (problem := counted_problem(self, window=True)) is not None:
-            raise ValueError(problem)
         if self.measure_s is not None and self.warmup_s >= self.measure_s:
             raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
         if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
@@ -282,9 +280,10 @@ class Scenario(_Strict):
         if expected is not None and w.n_requests is None and w.n_requests_per_gpu is None:
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
+                turns = " (every turn of each session counted)" if getattr(w, "sessions", None) is not None else ""
                 raise ValueError(
                     f"@workload.{rate_key(w)}: got {rate_text(w)}, which expects, up to the cap at {cap:g} s, "
-                    f"{problem}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
+                    f"{problem}{turns}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
                 )
         elif expected is not None:
             problem = requests_problem(expected, len(self.arrangements))
@@ -361,10 +360,12 @@ class Scenario(_Strict):
         """Requests a run expects before drawing them (`n_requests`, or rate x the cap), None for
         a trace with its own arrivals (its rows tell)."""
         w = self.workload
+        turns = (sum(w.sessions.turns) / 2 if isinstance(w, SyntheticWorkload) and w.sessions is not None
+                 else 1.0)  # (E13: an arrival starts a session; every turn is drawn, then those past the cap dropped)
         if (counted := counted_requests(self)) is not None:
-            return counted
+            return counted * turns
         if isinstance(w, SyntheticWorkload):
-            return expected_arrivals(w, self.cap_s(None))
+            return expected_arrivals(w, self.cap_s(None)) * turns
         if w.rate_per_s is not None and self.draws_requests:
             return w.rate_per_s * self.cap_s(None)
         return None
@@ -417,4 +418,3 @@ _validate: Callable[..., Scenario] | None = None
 def set_validator(validate: Callable[..., Scenario]) -> None:
     global _validate
     _validate = validate
-

@@ -17,13 +17,14 @@ import pandas as pd
 from ..errors import InputError
 from ..files import atomic_write_text
 from ..scenario.counts import for_gpus
-from ..scenario.limits import iterations_problem, requests_problem, ship_problem
+from ..scenario.limits import blocks_problem, iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.prefixes import MOONCAKE_BLOCK_TOKENS
 from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
+from .counted import counted_cap, picked_rows
 from .lengths import draw_lengths
 from .periods import period_of, thinned_arrivals
 from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
@@ -184,7 +185,26 @@ def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: 
                      else (np.full(n, -1), np.zeros(n, np.int64)))
     if turns is not None:
         group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
+    _check_blocks(scenario, prompts, scenario.prefix_block_tokens, scenario.prefix_block_tokens)
     return synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+
+
+def _check_blocks(scenario: Scenario, prompts: np.ndarray, unit: int, block: int) -> None:
+    """Refuse, before any is built, more prompt blocks than the limit: each request's ids in
+    blocks of `unit` tokens (a trace's 512, or the cache's), each cut into unit // block cache
+    blocks. Sessions make them grow with the square of the turns (each turn resends the earlier)."""
+    n_blocks = int((-(-prompts.astype(np.int64) // unit)).sum()) * (unit // block)
+    problem = blocks_problem(n_blocks, block)
+    if problem is None:
+        return
+    w = scenario.workload
+    if isinstance(w, SyntheticWorkload) and w.sessions is not None:
+        raise InputError(
+            f"{scenario.source}: workload.sessions: got {len(prompts):,} turns up to the cap at {scenario.cap_s(None):g} s "
+            f"whose prompts (each resending the earlier turns) hold {problem}; expected fewer turns (sessions.turns "
+            "up to " f"{w.sessions.turns[1]:,}), a lower rate, a lower max_sim_s or a larger prefix_block_tokens")
+    raise InputError(f"{scenario.source}: prefix_cache_tokens: got requests whose prompts hold {problem}; expected a "
+                     "larger prefix_block_tokens or fewer requests (a shorter window or max_sim_s)")
 
 
 def _session_order(turns, new, replies, at, cap_s):
@@ -288,8 +308,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     table = read_trace(path, w.format)
     blocks = None
     if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E13: its hash_ids
+        _check_blocks(scenario, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS, scenario.prefix_block_tokens)
         blocks = read_hash_ids(path, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS)
-        table.attrs["ignored_columns"] = [c for c in table.attrs.get("ignored_columns", []) if c != "hash_ids"]
     info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
             "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
     if w.trace in CATALOG:
@@ -301,7 +321,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
         if w.n_requests is not None:  # exactly n, every one sent: the cap must pass the last
-            cap_s = _counted_cap(scenario, arrived_ns, w.n_requests)
+            cap_s = counted_cap(scenario, arrived_ns, w.n_requests)
         # E4f: any row of the table may be drawn
         check_capacity(scenario, path, np.arange(1, len(table) + 1),
                        clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)[0])
@@ -323,12 +343,12 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         info.update(shaping)
         keep = np.flatnonzero(keep)
         if w.n_requests is not None:  # a benchmark client's count: the first n, or n drawn with the seed
-            picked = _picked(w, len(keep), seed, scenario.source)
+            picked = picked_rows(w, len(keep), make_streams(seed)["trace_pick"], scenario.source)
             keep, arrived_ns, table = keep[picked], arrived_ns[picked], table.iloc[picked].reset_index(drop=True)
             blocks = blocks.take(picked) if blocks is not None else None
             info.update(n_requests=w.n_requests, pick=w.pick)
         cap_s = (scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S) if w.n_requests is None
-                 else _counted_cap(scenario, arrived_ns, w.n_requests))
+                 else counted_cap(scenario, arrived_ns, w.n_requests))
     rows = keep + 1 if w.format != "lengths" else None  # data rows kept, from 1
     table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
     info.update(clips)
@@ -351,33 +371,6 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         info=info,
         blocks=blocks.take(keep) if blocks is not None else None,
     )
-
-
-def _picked(w: TraceWorkload, n_rows: int, seed: int, source: str) -> np.ndarray:
-    """Which of a trace's `n_rows` requests (after its window and shaping) a count sends, in
-    time order: the first `n_requests`, or `n_requests` drawn without replacement with the
-    seed's own stream (`pick: sampled`)."""
-    n = w.n_requests
-    assert n is not None
-    if n > n_rows:
-        where = " in its window" if w.start_s is not None or w.duration_s is not None else ""
-        raise InputError(f"{source}: workload.n_requests: got {n:,}, but the trace holds {n_rows:,} requests{where}; "
-                         "expected at most that many (with n_requests_per_gpu: that many per GPU x the largest "
-                         "arrangement's GPUs)")
-    if w.pick == "first":
-        return np.arange(n)
-    return np.sort(make_streams(seed)["trace_pick"].choice(n_rows, size=n, replace=False))
-
-
-def _counted_cap(scenario: Scenario, arrived_ns: np.ndarray, n: int) -> float:
-    """The cap of a run that sends exactly `n` requests: `max_sim_s` (refused if the last arrives
-    after it) or the last arrival + the default slack."""
-    last = float(arrived_ns[-1]) / NS_PER_S if len(arrived_ns) else 0.0
-    cap_s = scenario.cap_s(last)
-    if last > cap_s:
-        raise InputError(f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {n:,} of n_requests arrives at "
-                         f"{last:.6g} s; expected at least that (n_requests sends every request)")
-    return cap_s
 
 
 def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd.DataFrame) -> None:
