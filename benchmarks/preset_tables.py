@@ -1,4 +1,4 @@
-"""Print docs/real-units.md's two catalogue tables from the shipped presets: each preset's engine,
+"""Print docs/real-units.md's two catalogue tables from the fitted presets (costs/catalog.py's): each preset's engine,
 range, errors and source; and its fitted fields, KV capacity and KV ship cost.
 
     PYTHONPATH=. python benchmarks/preset_tables.py
@@ -6,7 +6,11 @@ range, errors and source; and its fitted fields, KV capacity and KV ship cost.
 
 from __future__ import annotations
 
-from disagg_simpy.costs.presets import PRESETS, parts
+from disagg_simpy.costs.catalog import SPECS
+from disagg_simpy.costs.presets import PRESETS as ALL
+from disagg_simpy.costs.presets import parts
+
+PRESETS = {s.name: ALL[s.name] for s in SPECS}
 
 KINDS = ("writing only", "chunked", "whole prompt")
 

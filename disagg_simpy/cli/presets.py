@@ -15,6 +15,7 @@ from ..costs.presets import PRESETS
 from ..errors import InputError
 from ..texts import aligned
 from .common import Parser, int_at_least
+from .presets_build import add_build_parser, build
 
 _KINDS = ("writing only", "chunked", "whole prompt")
 #: filter flag -> the part of a name it matches (gpu, model, TP, engine: `costs.presets.parts`)
@@ -34,7 +35,7 @@ def build_presets_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", metavar="GPU", help="only presets of this GPU (a100-80gb, or its start: a100)")
     p.add_argument("--model", metavar="MODEL", help="only presets of this model (opt-66b, or its start: opt)")
     p.add_argument("--tp", type=int_at_least("--tp", 1, 1024), metavar="N", help="only presets of TP degree N")
-    sub = p.add_subparsers(dest="command", metavar="{show,compare,gpus}", parser_class=Parser)
+    sub = p.add_subparsers(dest="command", metavar="{show,compare,gpus,build}", parser_class=Parser)
     show = sub.add_parser("show", help="one preset as a paste-able cost: block (with --json: all its facts)")
     show.add_argument("name", metavar="NAME", help=f"a preset name, e.g. {P.EXAMPLE}")
     show.add_argument("--json", action="store_true", help="print its facts as JSON")
@@ -43,12 +44,15 @@ def build_presets_parser() -> argparse.ArgumentParser:
     add_compare_parser(sub)
     gpus = sub.add_parser("gpus", help="the GPU kinds: memory, power (W) and default price per GPU-hour, with sources")
     gpus.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_build_parser(sub)
     return p
 
 
 def presets_command(argv: Sequence[str]) -> int:
     """List the cost presets fitted from public measurements (presets [show NAME | compare A B])."""
     args = build_presets_parser().parse_args(argv)
+    if args.command == "build":
+        return build(args)
     if args.command == "gpus":
         from dataclasses import asdict
 
