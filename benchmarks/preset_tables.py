@@ -1,4 +1,4 @@
-"""Print docs/real-units.md's two catalogue tables from the fitted presets (costs/catalog.py's): each preset's engine,
+"""Print docs/real-units.md's two catalogue tables from the fitted presets (not the composed ones): each preset's engine,
 range, errors and source; and its fitted fields, KV capacity and KV ship cost.
 
     PYTHONPATH=. python benchmarks/preset_tables.py
@@ -6,11 +6,13 @@ range, errors and source; and its fitted fields, KV capacity and KV ship cost.
 
 from __future__ import annotations
 
-from disagg_simpy.costs.catalog import SPECS
+from disagg_simpy.costs.composed_shipped import PRESETS as COMPOSED
 from disagg_simpy.costs.presets import PRESETS as ALL
 from disagg_simpy.costs.presets import parts
 
-PRESETS = {s.name: ALL[s.name] for s in SPECS}
+#: the presets fitted to Vidur's, DistServe's and SplitwiseSim's files (the composed ones have their own page:
+#: docs/composed-presets.md, `python -m disagg_simpy.costs.composed --report`)
+PRESETS = {name: p for name, p in ALL.items() if name not in COMPOSED}
 
 KINDS = ("writing only", "chunked", "whole prompt")
 

@@ -96,8 +96,10 @@ def _slo_scale(job: Job) -> Batch:
     line = (f"{scenario.name}: the smallest SLO scale meeting {criterion_text(scenario.slo, args.target)} at "
             f"{scenario.workload.rate_per_s:g} requests/s (mean of {len(seeds)} seed{'s' * (len(seeds) > 1)}; "
             f"bisection to {tolerance:g})")
+    from ..page.commands import slo_scale_page
+
     return Batch(table, info={"target_pct": args.target, "tolerance": tolerance, "vary": "slo"},
-                 lines=[line, format_scales(table)])
+                 lines=[line, format_scales(table)], page=lambda path: slo_scale_page(path, table, line))
 
 
 def goodput_command(argv: Sequence[str]) -> int:

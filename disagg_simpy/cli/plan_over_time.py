@@ -109,6 +109,8 @@ def plan_over_time(job: Job) -> Batch:
     title = (f"{scenario.name}: {n} GPUs over {len(best)} periods, switch_s {args.switch_s:g} "
              f"(mean of {len(seeds)} seed{'s' * (len(seeds) > 1)})")
 
+    from ..page.commands import over_time_page
+
     def picture(folder):
         from ..plots.roles import save_over_time
 
@@ -123,4 +125,5 @@ def plan_over_time(job: Job) -> Batch:
         lines=[title, f"best split per period (steady runs): {per_period}", format_over_time(table, parts),
                line, line2, "the switching plan, ready to paste under arrangements:", paste],
         picture=picture,
+        page=lambda path: over_time_page(path, table, title, [line + ".", line2 + "."], best, day, n, best_static, paste),
     )

@@ -32,7 +32,7 @@ from .common import (
     seeds_to_run,
 )
 from .plot_flags import add_plot_arguments, plot_flag_error
-from .run_notes import no_measured_request, removed_note, shown_run
+from .run_notes import dropped_text, dropped_warnings, no_measured_request, removed_note, shown_run
 
 #: What a run writes into --out (pictures go to --plots, default <out>/plots/); Parquet with
 #: --format parquet.
@@ -378,7 +378,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
         seed_text = f"seed {seeds[0]}" if not many else f"seeds {seeds[0]}..{seeds[-1]}, mean and 95% interval"
         counts = summary.drop_duplicates("seed")["n_requests"] if many else summary["n_requests"].iloc[:1]
         n_text = f"{counts.mean():.0f} measured requests" + (" per seed on average" if many else "")
-        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}")
+        print(f"{scenario.name}: {traffic}, {seed_text}; {n_text}{dropped_text(summary, many)}")
         print(format_table(summary, wide=args.wide))
         if many:
             from ..results.paired import verdict_line
@@ -398,6 +398,7 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
     if workload.get("ignored_columns"):
         print(f"note: {workload['path']}: ignored column(s) {ignored_text(workload['ignored_columns'])}, "
               f"which the {workload['format']} format does not use", file=sys.stderr)
+    sys.stderr.writelines(f"{line}\n" for line in dropped_warnings(summary, scenario, seeds))  # E9's drops
     for seed, arrangements in run_info["capped"].items():
         for name, n in arrangements.items():
             print(
@@ -409,5 +410,4 @@ def report(args: argparse.Namespace, scenario, outputs: Outputs, summary, run_in
 def _check_seeds(problem: str | None) -> None:
     if problem:
         raise InputError(f"--seeds: got {problem}; expected fewer seeds (or a smaller run)")
-
 

@@ -1,5 +1,5 @@
 """What the run command shows and says beyond its tables: which seed its pictures and page
-show, why a table is empty, and which earlier files it removed."""
+show, why a table is empty, which earlier files it removed, and the requests E9 dropped."""
 
 from __future__ import annotations
 
@@ -52,3 +52,27 @@ def removed_note(out: Path, removed: list[Path], no_plots: bool) -> str:
     why = " (--no-plots: no pictures this time)" if no_plots else ""
     return (f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {out}/ that this run "
             f"does not write{why}: {shown}")
+
+
+def dropped_text(summary, many: bool) -> str:
+    """The caption's words on E9's dropped requests ('' when none was dropped): each arrangement's
+    count (the mean per seed with several seeds)."""
+    if "n_dropped" not in summary.columns or not (summary["n_dropped"].fillna(0) > 0).any():
+        return ""
+    means = summary.groupby("arrangement", sort=False, observed=True)["n_dropped"].mean()
+    shown = ", ".join(f"{name} {n:.3g}" for name, n in means.items() if n > 0)
+    return f"; dropped past max_preemptions (E9, not on time){' per seed on average' if many else ''}: {shown}"
+
+
+def dropped_warnings(summary, scenario, seeds) -> list[str]:
+    """A warning for every run that dropped measured requests (E9), as the safety cap's for
+    unfinished replies."""
+    if "n_dropped" not in summary.columns:
+        return []
+    most = {a.name: a.paged[3] for a in scenario.arrangements if getattr(a, "paged", None)}
+    rows = summary.assign(seed=summary["seed"] if "seed" in summary.columns else seeds[0])
+    return [f"warning: {r.arrangement} (seed {r.seed}): {r.n_dropped:.0f} measured "
+            f"{'request' if r.n_dropped == 1 else 'requests'} dropped, preempted past max_preemptions "
+            f"({most.get(str(r.arrangement), 0)}; E9); they count as not on time"
+            for r in rows.itertuples() if r.n_dropped == r.n_dropped and r.n_dropped > 0]
+

@@ -25,6 +25,7 @@ from .hf_config import ModelConfig, read_model_config
 from .minimax import TILES, fit_worst, whole_range_error
 
 LICENCE = "Apache-2.0"
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
 SHIPPED = Path(__file__).with_name("composed_presets.json")
 #: preset model name -> (label, the config file in AIConfigurator's model_configs/, TP degrees shipped)
 MODELS = {
@@ -141,7 +142,8 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
     plain, attention = fit_worst(rows), fit_worst(rows, attention=True, unsaturated=True, tiles=tiles)
     framework, version = O.ENGINES[t.engine]
     return {
-        "gpu": t.gpu.upper(), "model": label, "tp": tp, "dtype": "bf16", "engine": framework, "engine_version": version,
+        "gpu": t.gpu.upper(), "model": label, "tp": tp, "dtype": "bf16", "engine": ENGINE_LABELS[framework],
+        "engine_version": version,
         "source": f"{O.SOURCE} composed into iterations; {O.HOST_SOURCE}", "licence": LICENCE,
         "measured": "matrix products, prefill and decode attention, MoE layers, all-reduce (kernel timings)",
         "assumed": "element-wise ops from memory bandwidth; host overhead from Vidur's 2024 vLLM",

@@ -4,8 +4,10 @@ A preset is one GPU model, LLM, TP degree, dtype and serving engine (with its ve
 cost fields fitted to public measurements, the range they were fitted on and their largest error
 there per kind of iteration, the KV cache one instance holds and the KV ship cost per token on
 two kinds of path. The catalogue is every generated table of presets merged (`TABLES`, JSON
-files beside this module): today `fitted.json` (fitted from Vidur's, DistServe's and
-SplitwiseSim's files: `python -m disagg_simpy.costs.catalog > disagg_simpy/costs/fitted.json`);
+files beside this module): `fitted.json` (fitted from Vidur's, DistServe's and SplitwiseSim's
+files: `python -m disagg_simpy.costs.catalog > disagg_simpy/costs/fitted.json`) and
+`composed_presets.json` (composed from AIConfigurator's per-operator tables and fitted:
+`python -m disagg_simpy.costs.composed`);
 a table generated another way joins by being added there, each of its records holding
 `RECORD_FIELDS`.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 #: every generated table of presets (JSON beside this module), merged in this order (a name in two is an error)
-TABLES = ("fitted.json",)
+TABLES = ("fitted.json", "composed_presets.json")
 #: what every preset record holds (tests/costs/test_presets.py checks each one)
 RECORD_FIELDS = ("gpu", "model", "tp", "dtype", "engine", "engine_version", "source", "licence", "measured",
                  "assumed", "cost", "errors_pct", "range", "kv_capacity_tokens", "kv_ship_ms_per_token")

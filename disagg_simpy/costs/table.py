@@ -14,6 +14,10 @@ from ..texts import quoted
 from .fitting import COLUMNS, OPTIONAL
 
 MAX_TABLE_BYTES = 64 * 2**20
+#: The most the iteration times of one table may differ by (longest / shortest): a prompt of 100,000
+#: tokens against a one-reply iteration is about 10,000x; far beyond, a row is in other units (or a
+#: typo), and a least-squares fit over such a span loses every term of the short rows.
+MAX_SPREAD = 1e6
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -52,8 +56,22 @@ def read_table(path: Path) -> pd.DataFrame:
             got = quoted(cell) if cell.strip() else "an empty cell"
             raise InputError(f"{path}: row {i + 2}: column {col}: got {got}, expected {what}")
         t[col] = values
+    _check_spread(path, t.ms.to_numpy(float))
     if "prompts" in t and ((t.prompt_tokens > 0) & (t.prompts < 1)).any():
         i = int(np.flatnonzero(((t.prompt_tokens > 0) & (t.prompts < 1)).to_numpy())[0])
         raise InputError(f"{path}: row {i + 2}: column prompts: got 0 with {t.prompt_tokens.iloc[i]:g} prompt "
                          "tokens, expected at least 1")
     return t
+
+
+def _check_spread(path: Path, ms: np.ndarray) -> None:
+    """Refuse, naming the row, iteration times spread over more than MAX_SPREAD: the row whose
+    time is furthest (by ratio) from the median."""
+    if ms.max() <= MAX_SPREAD * ms.min():
+        return
+    far = np.abs(np.log(ms) - np.log(np.median(ms)))
+    i = int(np.argmax(far))
+    j = int(np.argmin(ms)) if ms[i] > np.median(ms) else int(np.argmax(ms))
+    raise InputError(f"{path}: row {i + 2}: column ms: got {ms[i]:g}, {max(ms[i] / ms[j], ms[j] / ms[i]):.2g} times "
+                     f"row {j + 2}'s {ms[j]:g}; expected one iteration's time in ms, all rows within a factor of "
+                     f"{MAX_SPREAD:,.0f} of each other (is that row in other units?)")

@@ -1,4 +1,9 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14, E15).
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14, E15): the one cost object.
+
+Every term of an iteration's cost is written here once (`total_full`, `pairs`, `context`, `step`),
+rounded once (`rounded`, D10); the rest of the model asks this object for durations (`duration`,
+the functions chosen once per run: `iteration_fn`, `writing_fn`, `reading_fn`; a repeat's
+`ends`) and never adds a term itself.
 
 Each figure is the decimal the scenario wrote, in exact ns, scaled to whole numbers over one
 common denominator, so all terms of one iteration are added before its single rounding to the
@@ -8,11 +13,38 @@ nearest ns, halves up, with no float error. With the usual costs (whole ns) the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
+from itertools import accumulate
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..scenario.cost_fields import Cost
+    from ..scenario.schema import Scenario
+
+
+class Read(Protocol):
+    """What the cost reads of a prompt being read (model/request.py's `Request`)."""
+
+    read_size: int
+    unread_tokens: int
+    cached_tokens: int
+    read_started_at_ns: int
+
+
+class HasContext(Protocol):
+    """What a duration chosen once per run reads of its GPU as it goes (E3's context sum)."""
+
+    context_base: int
+    track_context: bool
+
+
+def nearest_ns(ns: Fraction) -> int:
+    """D10: exact ns to the nearest whole ns, halves up."""
+    return (2 * ns.numerator + ns.denominator) // (2 * ns.denominator)
 
 
 def exact_ns(ms: float) -> Fraction:
@@ -53,7 +85,7 @@ class CostNs:
                    tile, int(token_tile))
 
     @classmethod
-    def from_cost(cls, cost, kv_ship_ms_per_token: float) -> CostNs:
+    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float) -> CostNs:
         """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
@@ -61,7 +93,7 @@ class CostNs:
                            cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1)
 
     @classmethod
-    def from_scenario(cls, scenario) -> CostNs:
+    def from_scenario(cls, scenario: Scenario) -> CostNs:
         c = scenario.cost
         return cls.from_cost(c, c.kv_ship_ms_per_token)
 
@@ -70,26 +102,64 @@ class CostNs:
         """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E13) cost anything."""
         return bool(self.per_reread_token or self.per_context_token or self.per_attention_pair or self.per_cached_token)
 
-    def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
-        total = self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+    @cached_property
+    def writing_grows(self) -> bool:
+        """Whether a writing iteration costs more than the one before it in a repeat (E3's context)."""
+        return bool(self.per_context_token)
+
+    @cached_property
+    def reading_grows(self) -> bool:
+        """Whether an iteration reading a chunk of a prompt costs more than the one before (E2, E3, E7)."""
+        return bool(self.per_context_token or self.per_reread_token or self.per_attention_pair)
+
+    @cached_property
+    def attention_alone(self) -> bool:
+        """Whether E7's attention pairs are the only term on beside M1 (E2, E3, E13, E14, E15 off)."""
+        return bool(self.per_attention_pair) and not (
+            self.per_reread_token or self.per_context_token or self.per_cached_token or self.prompt_iteration
+            or self.free_prompt_tokens or self.per_token_tile)
+
+    # -- the terms, each written once ---------------------------------------------------------
+    def rounded(self, total: int) -> int:
+        """D10: an iteration's sum of terms (over `denominator`) to the nearest ns, halves up, once."""
+        return (2 * total + self.denominator) // (2 * self.denominator)
+
+    @staticmethod
+    def pairs(n: int, before: int) -> int:
+        """E7: attention pairs of `n` prompt tokens read after `before` tokens of the same prompt:
+        each attends to the tokens before it and to itself."""
+        return n * before + n * (n + 1) // 2
+
+    @staticmethod
+    def read_pairs(taken: Iterable[tuple[Read, int]]) -> int:
+        """E7: the pairs of an iteration's reads, just taken (`unread_tokens` already lowered by them)."""
+        total = 0
+        for r, n in taken:
+            total += n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2  # (`pairs`, inline: a hot loop)
+        return total
+
+    def total_full(self, n_replies: int, n_tokens: int, n_reread: int = 0, n_context: int = 0,
+                   n_pairs: int = 0, n_cached: int = 0) -> int:
+        """The one sum of an iteration's terms, before its rounding, over `denominator`: M1, `n_reread`
+        re-read tokens (E2), `n_context` context tokens (E3), `n_pairs` attention pairs (E7), `n_cached`
+        cached prompt tokens (E13), E14 and E15."""
+        total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+                 + self.per_reread_token * n_reread + self.per_context_token * n_context
+                 + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
             total += self._unsaturated(n_tokens)
         if self.per_token_tile:
             total += self._tiles(n_replies, n_tokens)
-        return (2 * total + self.denominator) // (2 * self.denominator)  # halves up
+        return total
 
-    def iteration_fn(self) -> Callable[[int, int], int]:
-        """`iteration_ns` as a function of (replies written, prompt tokens read), chosen once for a
-        GPU's run (model/gpu.py, with every option off: its cost is paid each iteration): without
-        E14 and E15, M1's three terms as plain numbers, rounded once (D10; whole ns, as the usual
-        costs are, need no rounding); else `iteration_ns` itself."""
-        if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile:
-            return self.iteration_ns
-        it, reply, token, den = self.iteration, self.per_reply, self.per_prompt_token, self.denominator
-        if den == 1:
-            return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
-        den2 = 2 * den
-        return lambda n_replies, n_tokens: (2 * (it + reply * n_replies + token * n_tokens) + den) // den2
+    def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int = 0, n_context: int = 0,
+                          n_pairs: int = 0, n_cached: int = 0) -> int:
+        """`total_full`, rounded once (D10)."""
+        return self.rounded(self.total_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached))
+
+    def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
+        """M1 (with E14, E15) of an iteration writing `n_replies` replies and reading `n_tokens` prompt tokens."""
+        return self.rounded(self.total_full(n_replies, n_tokens))
 
     def _tiles(self, n_replies: int, n_tokens: int) -> int:
         """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix
@@ -101,25 +171,89 @@ class CostNs:
         less the per-token cost of the first free_prompt_tokens of them."""
         return self.prompt_iteration - self.per_prompt_token * min(n_tokens, self.free_prompt_tokens)
 
-    def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
-                          n_pairs: int = 0, n_cached: int = 0) -> int:
-        """M1 plus `n_reread` re-read tokens (E2), `n_context` context tokens (E3), `n_pairs`
-        attention pairs (E7), `n_cached` cached prompt tokens (E13), E14 and E15, one rounding."""
-        total = self.total_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached)
-        return (2 * total + self.denominator) // (2 * self.denominator)
+    def context(self, context_base: int, key: int, n_replies: int) -> int:
+        """E3: the context tokens of `n_replies` replies at their words' iteration `key`
+        (`context_base`: sum over them of prompt + 1 - the iteration they joined at)."""
+        return context_base + key * n_replies if n_replies else 0
 
-    def total_full(self, n_replies: int, n_tokens: int, n_reread: int, n_context: int,
-                   n_pairs: int = 0, n_cached: int = 0) -> int:
-        """`iteration_ns_full`'s sum before its rounding, over `denominator` (model/repeats.py
-        adds to it the growth of a repeat's later iterations)."""
-        total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
-                 + self.per_reread_token * n_reread + self.per_context_token * n_context
-                 + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
-        if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
-            total += self._unsaturated(n_tokens)
-        if self.per_token_tile:
-            total += self._tiles(n_replies, n_tokens)
-        return total
+    def duration(self, context_base: int, now: int, index: int, n_replies: int, n_tokens: int,
+                 taken: Sequence[tuple[Read, int]]) -> int:
+        """An iteration's duration with every term that is on (E2, E3, E7, E13, E14, E15) for its reads
+        `taken` (just taken, starting `now`); `index` counts its replies' words (E10: writing ones).
+        A writing-only iteration pays, of E2/E3/E7/E13, E3's context alone."""
+        if not taken:
+            if n_replies and self.per_context_token:
+                return self.iteration_ns_full(n_replies, 0, 0, self.context(context_base, index, n_replies))
+            return self.iteration_ns(n_replies, 0)
+        if not self.extra_terms:
+            return self.iteration_ns(n_replies, n_tokens)
+        n_reread = n_pairs = n_cached = 0
+        for r, n in taken:
+            before = r.read_size - r.unread_tokens - n  # E2: tokens of it earlier iterations read (or cached)
+            n_reread += before
+            n_pairs += self.pairs(n, before)
+            n_cached += r.cached_tokens if r.read_started_at_ns == now else 0  # E13: paid when its reading begins
+        return self.iteration_ns_full(n_replies, n_tokens, n_reread, self.context(context_base, index, n_replies),
+                                      n_pairs, n_cached)
+
+    def step(self, n_replies: int, n_tokens: int) -> int:
+        """How much each iteration of a repeat costs more than the one before, before rounding (over
+        `denominator`): each of `n_replies` replies' context grows by one token (E3); a repeat reading
+        `n_tokens`-token chunks of one prompt (0: none) re-reads one chunk more each (E2), and its tokens
+        attend to one chunk more (E7)."""
+        return self.per_context_token * n_replies + (self.per_reread_token + self.per_attention_pair * n_tokens) * n_tokens
+
+    def ends(self, first: int, step: int, n: int, n_replies: int, chunk: int, before: int, n_context: int) -> list[int]:
+        """The ends, after the first start, of a repeat's `n` iterations whose sums grow by `step`
+        each (`step`): the first writes `n_replies` replies with `n_context` context tokens and reads
+        `chunk` tokens (0: none) of a prompt after `before` of it; each duration rounded once (D10).
+        In whole ns nothing rounds: the durations are `first` (the first's, as the GPU computed it)
+        and each `step` more."""
+        if self.denominator == 1:
+            return list(accumulate(range(first, first + step * n, step)))
+        den2 = 2 * self.denominator
+        total = self.total_full(n_replies, chunk, before, n_context, self.pairs(chunk, before) if chunk else 0)
+        at = 2 * total + self.denominator  # (iteration j's duration is (2 * (total + step * j) + den) // den2: all in C)
+        return list(accumulate(map(den2.__rfloordiv__, range(at, at + 2 * step * n, 2 * step))))
+
+    # -- the durations a GPU's run pays, chosen once per run ------------------------------------
+    def iteration_fn(self) -> Callable[[int, int], int]:
+        """`iteration_ns` as a function of (replies written, prompt tokens read), chosen once for a
+        GPU's run with every option off (model/gpu.py: its cost is paid each iteration). A kept fusion:
+        without E14 and E15 in whole ns, M1's three terms as one expression (tests/model/test_units.py
+        checks it against `iteration_ns`); else `iteration_ns` itself."""
+        if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile or self.denominator != 1:
+            return self.iteration_ns
+        it, reply, token = self.iteration, self.per_reply, self.per_prompt_token
+        return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
+
+    def writing_fn(self, gpu: HasContext) -> Callable[[int, int], int]:
+        """The duration of an iteration of `gpu` that writes `n` replies and reads nothing, `key`
+        counting its words (E10: writing iterations): of the options' terms only E3's context."""
+        if gpu.track_context:  # E3: prompt + word - 1, summed over its replies
+            return lambda n, key: self.iteration_ns_full(n, 0, 0, gpu.context_base + key * n) if n else self.iteration_ns(0, 0)
+        m1 = self.iteration_fn()
+        return lambda n, key: m1(n, 0)
+
+    def reading_fn(self, gpu: HasContext) -> Callable[[int, int, int, int, Sequence[tuple[Read, int]]], int]:
+        """The duration of an iteration of `gpu` that reads `taken` (`n_tokens` tokens, starting `now`)
+        and writes `n_replies` replies (`index` counting their words): M1 (E14, E15) alone, M1 with
+        E7's pairs, or `duration`'s terms."""
+        if not self.extra_terms:
+            m1 = self.iteration_fn()
+            return lambda now, index, n_replies, n_tokens, taken: m1(n_replies, n_tokens)
+        if self.per_reread_token or self.per_context_token or self.per_cached_token:  # (E2, E3, E13)
+            duration = self.duration
+            return lambda now, index, n_replies, n_tokens, taken: duration(gpu.context_base, now, index, n_replies,
+                                                                            n_tokens, taken)
+        read_pairs = self.read_pairs
+        if not self.attention_alone or self.denominator != 1:  # (E14, E15, a fraction of a ns: their terms too)
+            full = self.iteration_ns_full
+            return lambda now, index, n_replies, n_tokens, taken: full(n_replies, n_tokens, 0, 0, read_pairs(taken))
+        it, reply, token, pair = self.iteration, self.per_reply, self.per_prompt_token, self.per_attention_pair
+        return lambda now, index, n_replies, n_tokens, taken: (it + reply * n_replies + token * n_tokens
+                                                                + pair * read_pairs(taken))
 
     def ship_ns(self, n_tokens: int) -> int:
-        return (2 * self.kv_ship_per_token * n_tokens + self.denominator) // (2 * self.denominator)
+        """M4: a KV ship of `n_tokens` prompt tokens (D10)."""
+        return self.rounded(self.kv_ship_per_token * n_tokens)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import TypedDict
 
 import simpy
 
+from ..scenario.arrangements import Arrangement
+from ..scenario.paging import paged_settings
 from ..scenario.prefixes import PREFIX_LOAD_CAP_TOKENS
 from ..scenario.schema import Scenario
 from ..workload.stream import Requests
@@ -32,6 +35,14 @@ from .roles import RoleController
 from .router import Side
 
 __all__ = ["CostNs", "Engine", "exact_ns"]
+
+
+class BatchLimits(TypedDict):
+    """E8's and E10's keys a GPU is made with."""
+
+    max_replies: int | None
+    max_tokens: int | None
+    mixed: bool
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ class Engine:
     """Builds the GPUs of one arrangement and runs the request stream through them. With
     `give_up`, the run stops early once enough measured replies are late (`gave_up`)."""
 
-    def __init__(self, scenario: Scenario, arrangement, requests: Requests, give_up: GiveUp | None = None):
+    def __init__(self, scenario: Scenario, arrangement: Arrangement, requests: Requests, give_up: GiveUp | None = None):
         reading_cost, writing_cost = arrangement.side_costs(scenario.cost)
         ship_ms = arrangement.kv_ship_ms(scenario.cost)
         self.cost = CostNs.from_cost(reading_cost, ship_ms)
@@ -64,10 +75,10 @@ class Engine:
         reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
-        self.batch_limits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens,  # E8
+        self.batch_limits: BatchLimits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens,  # E8
                              "mixed": getattr(arrangement, "mixed_iterations", None) is not False}  # E10 (colocated only)
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
-        self.paged = arrangement.paged  # E9: (block tokens, preemption, swap ms per token, max preemptions)
+        self.paged = paged_settings(arrangement)  # E9: (block tokens, preemption, swap ms per token, max preemptions)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
         if self.paged is not None:
@@ -346,7 +357,7 @@ class Engine:
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             kv_link=self.arrangement.kv_link_mode if self.split else None,
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
-            preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],  # type: ignore[union-attr]
+            preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],
             cached_tokens=[r.cached_tokens for r in self.arrived] if self.prefix_on else None,
         )
         if self.roles is not None:  # E12: roles at the start, and every move

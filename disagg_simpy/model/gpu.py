@@ -15,15 +15,14 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 import simpy
 
 from .costs import CostNs
 from .kv_take import take_with_options
-from .option_paths import duration
-from .option_starts import bounds, options_start, releaser, repeat_kinds, starter
+from .option_starts import bounds, releaser, repeat_kinds, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
@@ -52,8 +51,11 @@ class Gpu:
 
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
+    fused = True  # the kept fusions (docs/architecture.md): with every option off the inline start below (5-7% of a
+    # run), E10's `unmixed.WritingRepeat` (5-7% of a same-gpu E10 run); tests switch them off for the generic path
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
+    _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -70,7 +72,7 @@ class Gpu:
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
         self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
-        self.track_context = cost.per_context_token != 0
+        self.track_context = cost.writing_grows
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
         self.repeat: PlainRepeat | None = None  # iterations run as one timeout (model/repeats.py)
@@ -232,7 +234,7 @@ class Gpu:
 
     _take_with_options = take_with_options  # (model/kv_take.py)
 
-    def run(self, env: Environment, host: Host):
+    def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
         E8).
 
@@ -249,10 +251,10 @@ class Gpu:
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
-        reading_repeat, writing_repeat = repeat_kinds(self, options)  # (PlainRepeat unless the options need more)
-        iteration_ns = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
+        reading_repeat, writing_repeat = repeat_kinds(self, options, self.fused)  # (PlainRepeat unless the options need more)
+        iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
-        start = self._start = starter(self) if options else None  # (chosen once: model/option_starts.py)
+        start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
         release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
         self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
@@ -372,12 +374,14 @@ class Gpu:
             return None
         if self._start is None:
             taken, n_tokens = self._take_prompt_tokens(at)
-            return taken, n_tokens, self.cost.iteration_ns(n_replies, n_tokens)
+            return taken, n_tokens, self._m1(n_replies, n_tokens)
         _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
         return taken, n_tokens, duration
 
-    _options_start = options_start  # the general path under the options (model/option_starts.py)
-    _duration = duration  # (model/option_paths.py)
+    def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:
+        """An iteration's duration under the options (the general path): the cost object's, with this GPU's
+        E3 context sum and its cost now (E12 may change it)."""
+        return self.cost.duration(self.context_base, now, index, n_replies, n_tokens, taken)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E10)."""

@@ -30,7 +30,7 @@ class Link:
 
     __slots__ = ("busy", "queue")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.busy = False
         self.queue: deque[Request] = deque()
 
@@ -70,7 +70,7 @@ class KvLink:
         heappush(self.gpus[request.writing_gpu].ships_due, end)  # (its repeats end by it: `Gpu.steady_iterations`)
         Slot(self.env, end - now, PHASE_ARRIVE + request.request_id).callbacks.append(partial(self.ended, request))
 
-    def ended(self, request: Request, _event) -> None:
+    def ended(self, request: Request, _event: object) -> None:
         """The ship ends: the reply joins its writing GPU (D5 step 2)."""
         now = self.env.now
         if self.key is not None:

@@ -78,7 +78,8 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     branch reads chunks with or without it). With a prefix cache (E13), those two."""
     gpu = kv.gpu
     if gpu.prefix is not None:
-        return gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+        both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+        return both
     waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
     budget, limit = gpu.chunk_tokens, gpu.max_tokens
     taken: list[tuple[Request, int]] = []

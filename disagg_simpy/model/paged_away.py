@@ -101,7 +101,7 @@ def swap_in(kv: Any, index: int, key: int | None = None) -> None:
     block = kv.block
     while kv.swapped:
         r = kv.swapped[0]
-        if (r.kv_blocks + 1) * block > gpu.kv_capacity - gpu.kv_used:  # type: ignore[operator]
+        if (r.kv_blocks + 1) * block > gpu.kv_capacity - gpu.kv_used:
             return
         kv.swapped.popleft()
         kv.moved_tokens += r.kv_blocks * block
@@ -121,7 +121,7 @@ def swap_in(kv: Any, index: int, key: int | None = None) -> None:
             gpu.seat_queue.append(r)
 
 
-def reread(kv: Any, finished: list[Request], index: int, now: int, host) -> list[Request]:
+def reread(kv: Any, finished: list[Request], index: int, now: int, host: Any) -> list[Request]:
     """Prompts whose last token was just read: re-reads give their next word now and rejoin
     (or finish); the others (first reads) are returned for the host."""
     if not kv.n_away:

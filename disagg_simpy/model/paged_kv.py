@@ -39,7 +39,7 @@ from . import paged_away
 from .kv_blocks import BlockSchedule
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from .gpu import Gpu
     from .request import Request
@@ -88,7 +88,7 @@ class PagedKv:
         gpu.paged = self
         gpu.has_work = work_test(self)  # type: ignore[method-assign]
         gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
-        gpu._seat = self.seat  # type: ignore[method-assign,assignment]
+        gpu._seat = self.seat  # type: ignore[method-assign]
         gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
         gpu._release = self.release  # type: ignore[method-assign,assignment]
 
@@ -270,7 +270,7 @@ def _join_order(r: Request) -> int:
     return r.kv_order
 
 
-def stretch_log(arrived) -> np.ndarray:
+def stretch_log(arrived: Sequence[Request]) -> np.ndarray:
     """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
     open stretch with its planned words: the run's end cuts them), as one int64 table. A request
     never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C;
@@ -283,9 +283,10 @@ def stretch_log(arrived) -> np.ndarray:
         counts = np.ones(n, np.int64)
         for i in np.flatnonzero(moved).tolist():
             r = arrived[i]
-            counts[i] = len(r.stretches)
+            stretches = r.stretches or []  # (moved: logged)
+            counts[i] = len(stretches)
             rid, gpu, words = r.request_id, r.writing_gpu, r.n_reply_words
-            for at, first, k, lead, written in r.stretches:
+            for at, first, k, lead, written in stretches:
                 rows.append((rid, gpu, at, first, words - first + 1 if k < 0 else k, lead, written))
         one = one[~moved]
     table = np.empty((len(one), 7), np.int64)

@@ -10,7 +10,6 @@ reference model and fast-forward on/off)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Any
 
 from .phases import Environment
@@ -57,43 +56,12 @@ class PagedRepeat(Repeat):
 
 
 
-class PagedReadingRepeat(PagedRepeat):
-    """`PagedRepeat` reading chunks under E7's attention pairs, in whole ns, with no E2 or E3 term:
-    each chunk of the head attends to one chunk more than the one before, so each duration is
-    `n_tokens`² pairs more than the one before (`repeats._step`'s E7 term) and the ends are their
-    running sums (`repeats._ends`' whole-ns case: nothing rounds), at most 64 iterations as in
-    `Repeat`; its blocks as `PagedRepeat` takes them."""
-
-    __slots__ = ()
-
-    def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
-                 head: Request | None, n_tokens: int, n: int):
-        n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-        step = gpu.cost.per_attention_pair * n_tokens * n_tokens
-        ends = list(accumulate(range(duration, duration + step * n, step)))
-        PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n, ends[-1])
-        self.paged = gpu.paged
-        self.n_kv_logged = 1
-        self.key = -1  # (no E10)
-        self.ends = ends
-
-    def finish(self) -> int:
-        """`PagedRepeat.finish`; the last iteration's duration from the ends (`Repeat.finish`)."""
-        PagedRepeat.finish(self)
-        n, ends = self.n, self.ends
-        return ends[n - 1] - (ends[n - 2] if n > 1 else 0)  # type: ignore[index]
-
-
 def kinds(gpu: Any) -> tuple[type[PlainRepeat], type[PlainRepeat]]:
     """`option_starts.repeat_kinds` for a GPU with paged KV that mixes: `PagedRepeat` unless the
-    iterations grow (E3 any batch with replies; E2 and E7 a reading one), where `Repeat` computes them,
-    or, for E7's pairs alone in whole ns, `PagedReadingRepeat`."""
+    iterations grow (E3 any batch with replies; E2 and E7 a reading one), where `Repeat` computes them."""
     cost = gpu.cost
-    if cost.per_context_token or cost.per_reread_token or cost.per_attention_pair and cost.denominator != 1:
-        reading: type[PlainRepeat] = Repeat
-    else:
-        reading = PagedReadingRepeat if cost.per_attention_pair else PagedRepeat  # (E7 alone in whole ns: its own growth)
-    return reading, Repeat if cost.per_context_token else PagedRepeat
+    reading: type[PlainRepeat] = Repeat if cost.reading_grows else PagedRepeat
+    return reading, Repeat if cost.writing_grows else PagedRepeat
 
 
 def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
@@ -108,5 +76,6 @@ def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
         free = capacity - gpu.kv_used
         if n_replies * block * -(-(n - 1) // block) <= free:  # (each reply at most one block every `block` starts)
             return n
-        return blocks.run_free(free, index, n)
+        bounded: int = blocks.run_free(free, index, n)
+        return bounded
     return paged_bound

@@ -24,18 +24,12 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     (replies written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting,
     E9d). `reading_ns(now, index, n_replies, n_tokens, taken)` and `writing_ns(n_replies, index)` are
     the durations of an iteration that reads and of one that only writes (model/option_starts.py:
-    `option_paths.duration`'s terms)."""
+    the cost object's durations, model/costs.py)."""
     kv = gpu.paged
     waiting, queue, seats, seat = gpu.waiting, gpu.seat_queue, gpu.seats, kv.seat
     blocks, phases, pending, block, capacity = kv.blocks, kv.phases, kv.pending, kv.block, gpu.kv_capacity
     log = gpu.kv_used_tokens.append
     swap = kv.swap  # (E9f: only under swap are replies swapped out, and back in, and KV moved)
-    # M1 in whole ns inline, with E7's pairs if on, when no E2/E3/E13, E14 or E15 term is (`option_starts._reading_ns`'s and
-    # `_writing_ns`'s plain cases: a start that only writes pays no E7 term)
-    cost = gpu.cost
-    plain = not (cost.per_reread_token or cost.per_context_token or cost.per_cached_token or cost.prompt_iteration
-                 or cost.free_prompt_tokens or cost.per_token_tile) and cost.denominator == 1
-    it, reply, token, pair = cost.iteration, cost.per_reply, cost.per_prompt_token, cost.per_attention_pair
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         if seats is not None:  # E8: the replies waiting for a seat take the free seats in the order they joined
@@ -82,15 +76,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
                 return 0, (), 0, -1
         log(gpu.kv_used)
-        if plain:
-            duration = it + reply * n_replies + token * n_tokens
-            if pair and taken:  # E7: each token read attends to those of its prompt before it and itself
-                n_pairs = 0
-                for r, n in taken:
-                    n_pairs += n * (r.read_size - r.unread_tokens - n) + n * (n + 1) // 2
-                duration += pair * n_pairs
-        else:
-            duration = reading_ns(now, index, n_replies, n_tokens, taken) if taken else writing_ns(n_replies, index)
+        duration = reading_ns(now, index, n_replies, n_tokens, taken) if taken else writing_ns(n_replies, index)
         if swap and kv.moved_tokens:
             return n_replies, taken, n_tokens, duration + kv.swap_ns(kv.moved_tokens)  # E9f: swapped KV, rounded on its own
         return n_replies, taken, n_tokens, duration

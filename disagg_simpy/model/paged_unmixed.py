@@ -33,14 +33,11 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
     """`gpu`'s start of an iteration under E9 and E10 for its whole run (it replaces `Gpu._options_start`):
     (replies written, prompts taken, tokens, duration; -1 when it has nothing to do after preempting, E9d).
     `reading_ns(now, index, 0, n_tokens, taken)` and `writing_ns(n_replies, key)` are the durations of an
-    iteration that reads and of one that writes (model/option_starts.py: `option_paths.duration`'s terms)."""
+    iteration that reads and of one that writes (model/option_starts.py: the cost object's durations, model/costs.py)."""
     kv = gpu.paged
     waiting, queue, room = gpu.waiting, gpu.seat_queue, 1 << 62 if gpu.seats is None else gpu.seats
     blocks, phases, block, capacity, seat = kv.blocks, kv.phases, kv.block, gpu.kv_capacity, kv.seat
     by_write, leaving, leaving_order, log = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order, gpu.kv_used_tokens.append
-    cost = gpu.cost  # a writing iteration's M1 in whole ns inline when no E3 or E15 term is on (`option_starts._writing_ns`)
-    whole = not (gpu.track_context or cost.per_token_tile) and cost.denominator == 1
-    it, reply = cost.iteration, cost.per_reply
     chunk, limit = gpu.chunk_tokens, gpu.max_tokens  # a prompt-only iteration's chunk (E8: at most its token budget)
     chunk = 1 << 62 if chunk is None else chunk if limit is None or limit >= chunk else limit or 1 << 62
 
@@ -101,7 +98,7 @@ def starter(gpu: Any, reading_ns: Callable[[int, int, int, int, Any], int], writ
                 leaving[index] = out
                 heappush(leaving_order, index)
         log(gpu.kv_used)
-        d = it + reply * n if whole else writing_ns(n, key)
+        d = writing_ns(n, key)
         if kv.moved_tokens:
             return n, (), 0, d + kv.swap_ns(kv.moved_tokens)  # E9f: swapped out and in, rounded on its own
         return n, (), 0, d
@@ -129,7 +126,8 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
         if n_replies * block * -(-(n - 1) // block) > gpu.kv_capacity - gpu.kv_used:
-            return paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
+            bounded: int = paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
+            return bounded
     return n
 
 

@@ -87,7 +87,7 @@ class PlainRepeat:
     def _take(self, n_iterations: int) -> None:
         if n_iterations > 0 and self.head is not None:
             tokens = n_iterations * self.n_tokens
-            self.head.unread_tokens -= tokens  # type: ignore[union-attr]  # (only with a head)
+            self.head.unread_tokens -= tokens
             self.gpu.queued_tokens -= tokens
             self.n_taken += n_iterations
             if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)

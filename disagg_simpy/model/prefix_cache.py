@@ -11,8 +11,13 @@ begins (pins) and when a read ends (unpins, inserts, evicts), at known points of
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .request import Request
 
 
 def cache_block_ids(block_ids: np.ndarray, starts: np.ndarray, unit: int, block: int) -> list[tuple[int, ...]]:
@@ -50,16 +55,16 @@ class PrefixCache:
             n += 1
         return n
 
-    def hit_tokens(self, request) -> int:
+    def hit_tokens(self, request: Request) -> int:
         """Tokens of a request's longest cached prefix now (whole blocks, `hit_blocks`)."""
         return self.hit_blocks(request.blocks, request.n_prompt_tokens) * self.block_tokens
 
-    def begin_read(self, request, hit: int) -> None:
+    def begin_read(self, request: Request, hit: int) -> None:
         """An iteration takes a prompt whose reading begins: its first `hit` tokens are cached."""
         request.cached_tokens = hit
         self.begin(request.blocks, hit // self.block_tokens)
 
-    def reads_ended(self, requests) -> None:
+    def reads_ended(self, requests: Iterable[Request]) -> None:
         """Reads that ended at one iteration's end, in the order it took them (`end`)."""
         for r in requests:
             self.end(r.blocks, r.cached_tokens // self.block_tokens, r.n_prompt_tokens)

@@ -13,7 +13,7 @@ that every consumer reads.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -89,7 +89,7 @@ class ArrangementRecords:
     preemptions: dict[str, np.ndarray] | None = None
     # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
     stretch_log: dict[str, np.ndarray] | None = None
-    switches: dict[str, list] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
+    switches: dict[str, list[Any]] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
     cached_tokens: np.ndarray | None = None  # E13: per request, prompt tokens found cached; None: no cache
 
     @property
@@ -113,7 +113,7 @@ class ArrangementRecords:
         return self.n_unfinished > 0
 
     @classmethod
-    def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence,
+    def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence[Any],
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None, stretch_log: np.ndarray | None = None,
                 preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None
@@ -245,7 +245,8 @@ def iteration_end(g: GpuLog, i: int) -> int:
     k = bisect.bisect_right(g.runs_stop, i)
     j = i - (g.runs_stop[k - 1] if k else 0)  # (its place in its run)
     d = g.runs_duration[k]
-    return g.runs_start[k] + ((j + 1) * d if d >= 0 else g.runs_ends[-1 - d + j])
+    end: int = g.runs_start[k] + ((j + 1) * d if d >= 0 else g.runs_ends[-1 - d + j])
+    return end
 
 
 def last_write_end(g: GpuLog) -> int:
@@ -280,7 +281,7 @@ def _iterations(g: GpuLog) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 WORDS_PER_BLOCK = 1 << 20
 
 
-def _int_table(rows, n_rows: int, n_columns: int) -> np.ndarray:
+def _int_table(rows: Iterable[tuple[int, ...]], n_rows: int, n_columns: int) -> np.ndarray:
     """An (n_rows, n_columns) int64 array from an iterable of equal-length tuples."""
     flat = np.fromiter(chain.from_iterable(rows), np.int64, n_rows * n_columns)
     return flat.reshape(n_rows, n_columns)

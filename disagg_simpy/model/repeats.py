@@ -63,8 +63,8 @@ fixed, and `record` writes them, unchanged, for each of its iterations:
   routed to it, memory freed).
 So a repeat of constant durations has both terms in its `duration`, computed for its first
 iteration as for every one. One of growing durations (E2, E3, E7 beside E14/E15) adds them once
-to the first iteration's sum (`_ends`: `CostNs.total_full` with the first iteration's replies
-and chunk, which are every iteration's), and its growth (`step`, in `Repeat`) holds only the terms that grow:
+to the first iteration's sum (`CostNs.ends`: `CostNs.total_full` with the first iteration's replies
+and chunk, which are every iteration's), and its growth (`CostNs.step`) holds only the terms that grow:
 E3's context, E2's re-read tokens and E7's pairs, which count the KV cache attended to, not rows.
 """
 
@@ -72,7 +72,6 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from itertools import accumulate
 from typing import Any, Protocol
 
 from .phases import PHASE_END, PHASE_START, Environment, take_over
@@ -123,12 +122,14 @@ class Repeat(PlainRepeat):
         # denominator): each reply's context grows by one token (E3); each chunk of the head re-reads one chunk
         # more (E2), and its tokens attend to one chunk more (E7)
         cost = gpu.cost
-        step = cost.per_context_token * n_replies
-        if head is not None:
-            step += (cost.per_reread_token + cost.per_attention_pair * n_tokens) * n_tokens
+        step = cost.step(n_replies, n_tokens if head is not None else 0)
         if step:
             n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            ends = self.ends = _ends(gpu, head, n_tokens, n_replies, index if mixed else gpu.n_writes - 1, step, n, duration)
+            key = index if mixed else gpu.n_writes - 1  # (its words' iteration)
+            chunk = n_tokens if head is not None else 0
+            ends = self.ends = cost.ends(duration, step, n, n_replies, chunk,
+                                         head.read_size - head.unread_tokens - chunk if head is not None else 0,
+                                         cost.context(gpu.context_base, key, n_replies))
             assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
             last = ends[n - 1]
         PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
@@ -231,21 +232,3 @@ def cut_all(host: Any, changed: Any) -> None:
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()
-
-
-def _ends(gpu: Any, head: Request | None, c: int, n_replies: int, key: int, step: int, n: int, first: int) -> list[int]:
-    """The ends, after the first start, of a repeat's `n` iterations whose costs before rounding
-    grow by `step` each: the first's terms as `Gpu._duration` adds them (its chunk `c` of `head`
-    taken already; `key` its words' iteration), each duration rounded once (D10, halves up). In
-    whole ns (denominator 1) nothing rounds: the durations are `first`, the GPU's own duration of
-    the first, and each `step` more."""
-    cost = gpu.cost
-    den, den2 = cost.denominator, 2 * cost.denominator
-    if den == 1:  # (whole ns: each duration is its sum, rounding changes nothing; the first is `Repeat`'s `duration`)
-        return list(accumulate(range(first, first + step * n, step)))
-    before = 0 if head is None else head.read_size - head.unread_tokens - c  # E2: read before the first chunk
-    n_context = gpu.context_base + key * n_replies if n_replies else 0  # E3
-    total = cost.total_full(n_replies, c if head is not None else 0, before, n_context, c * before + c * (c + 1) // 2
-                            if head is not None else 0)
-    at = 2 * total + den  # (iteration j's duration is (2 * (total + step * j) + den) // den2: all in C)
-    return list(accumulate(map(den2.__rfloordiv__, range(at, at + 2 * step * n, 2 * step))))

@@ -11,14 +11,21 @@ the policy's decision. A draining instance tells the engine when its last iterat
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
-from .costs import CostNs, exact_ns
+import simpy
+
+from .costs import CostNs, exact_ns, nearest_ns
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Slot
 from .records import n_recorded
+
+if TYPE_CHECKING:
+    from ..scenario.roles import RoleChanges
 
 PHASE_WARM = PHASE_ARRIVE - 2  # warm-ups that end (start of D5 step 2)
 PHASE_DECIDE = PHASE_ARRIVE - 1  # then the schedule's or the policy's decision
@@ -28,8 +35,7 @@ SWITCH_FIELDS = ("gpu", "from_role", "to_role", "why", "requested_at_ns", "drain
 
 def seconds_ns(s: float) -> int:
     """Seconds as written, to the nearest ns, halves up (D10)."""
-    ns = Fraction(Decimal(repr(float(s)))) * 1_000_000_000
-    return (2 * ns.numerator + ns.denominator) // (2 * ns.denominator)
+    return nearest_ns(Fraction(Decimal(repr(float(s)))) * 1_000_000_000)
 
 
 @dataclass
@@ -48,7 +54,7 @@ class Switch:
 class RoleController:
     """Moves instances between the engine's reading and writing sides (E12)."""
 
-    def __init__(self, engine, spec, writing_cost: CostNs, chunk: int | None):
+    def __init__(self, engine: Any, spec: RoleChanges, writing_cost: CostNs, chunk: int | None):  # (model/engine.py's)
         self.engine = engine
         self.spec = spec
         self.writing_cost = writing_cost
@@ -63,17 +69,17 @@ class RoleController:
             g.changes_role = True
             g.always_defer = True  # starts in step 3, so a decision sees the queues D1 counts
 
-    def processes(self):
+    def processes(self) -> list[Generator[simpy.Event, Any, None]]:
         """The SimPy processes that decide moves: the schedule's steps, or the policy's checks."""
         if self.spec.policy is not None:
             return [self._checks()]
         return [self._schedule()]
 
     # -- decisions ------------------------------------------------------------------------------
-    def _schedule(self):
+    def _schedule(self) -> Generator[simpy.Event, Any, None]:
         env = self.engine.env
         tp = self.engine.arrangement.reading_tp or 1
-        for step in self.spec.schedule:
+        for step in self.spec.schedule or ():
             at = seconds_ns(step.from_s)
             if at == 0:
                 continue
@@ -82,7 +88,7 @@ class RoleController:
             self.why = "schedule"
             self._rebalance(env.now)
 
-    def _checks(self):
+    def _checks(self) -> Generator[simpy.Event, Any, None]:
         env, spec = self.engine.env, self.spec
         every = seconds_ns(spec.setting("check_s"))
         cooldown, wait = seconds_ns(spec.setting("cooldown_s")), seconds_ns(spec.setting("wait_s"))
@@ -151,12 +157,12 @@ class RoleController:
         g.cost = engine.cost if reading else self.writing_cost
         g.chunk_tokens = self.chunk if reading or engine.local_max else None
         g.reserve_reply = not reading
-        g.track_context = g.cost.per_context_token != 0
+        g.track_context = g.cost.writing_grows
         g.last_assignment = -1
         side = engine.reading if reading else engine.writing
         side.gpus = tuple(sorted((*side.gpus, g), key=lambda x: x.number))
         self._rebalance(now)
 
-    def records(self) -> dict[str, list]:
+    def records(self) -> dict[str, list[Any]]:
         """Every move, in the order it was asked for (switches.csv)."""
         return {f: [getattr(s, f) for s in self.switches] for f in SWITCH_FIELDS}

@@ -14,29 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from .option_paths import take
 from .plain_repeats import PlainRepeat
-
-
-def unmixed_start(gpu: Any, now: int, index: int) -> tuple[int, list, int, int]:
-    """Iteration `index` of `gpu` (a `model.gpu.Gpu`, which imports this module) starting now
-    under E10: (replies written, prompt tokens taken, how many, duration), as
-    `Gpu._options_start` returns them."""
-    taken, n_tokens = take(gpu, now, 0)
-    if taken:  # prompt first: it reads, and writes no word
-        n_replies, key = 0, index
-    else:
-        key = gpu.n_writes
-        queue = gpu.seat_queue
-        while queue and (gpu.seats is None or gpu.n_seated < gpu.seats):
-            gpu._seat(queue.popleft(), index, key)
-            gpu.n_seated += 1
-        n_replies = gpu.n_seated
-        if n_replies:
-            write_started(gpu, key, index)
-    if gpu.kv_capacity is not None:
-        gpu.kv_used_tokens.append(gpu.kv_used)
-    return n_replies, taken, n_tokens, gpu._duration(now, key, n_replies, n_tokens, taken)
 
 
 def write_started(gpu: Any, key: int, index: int) -> None:

@@ -110,7 +110,8 @@ class Stretches:
     @property
     def last(self) -> np.ndarray:
         """Write position of each stretch's last word written by an iteration (first - 1 if none)."""
-        return self.first + self.n - 1
+        last: np.ndarray = self.first + self.n - 1
+        return last
 
 
 def _placed(gpu: np.ndarray, join: np.ndarray, wanted: np.ndarray, gpu_offsets: np.ndarray, view: WriteView

@@ -142,11 +142,40 @@ class Chart:
                           'data-testid="cell">'
                           f"<title>{escape(tip)}</title></rect>")
 
-    def svg(self, yticks=None, ylabels=None) -> str:
+    def bar(self, x0: float, x1: float, value: float, low: float, high: float, colour: str, tip: str) -> None:
+        """A vertical bar from 0 to `value` between x0 and x1, its interval (low-high) as a black
+        whisker when known; the tooltip on both."""
+        if math.isnan(value):
+            return
+        self.parts.append(f'<rect x="{self.X(x0):.1f}" y="{self.Y(value):.1f}" width="{self.X(x1) - self.X(x0):.1f}" '
+                          f'height="{self.Y(self.yr[0]) - self.Y(value):.1f}" fill="{colour}" data-testid="bar">'
+                          f"<title>{escape(tip)}</title></rect>")
+        if not (math.isnan(low) or math.isnan(high)):
+            x = self.X((x0 + x1) / 2)
+            self.parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.Y(low):.1f}" y2="{self.Y(high):.1f}" '
+                              f'stroke="#000" stroke-width="1.5" data-testid="whisker"><title>{escape(tip)}</title></line>')
+
+    def steps(self, name: str, colour: str, xs, ys, tips, dash: str = "") -> None:
+        """A step function: y = ys[i] from xs[i] to xs[i + 1] (len(xs) = len(ys) + 1), a dot with
+        its tooltip at each step's start."""
+        d = f"M{self.X(xs[0]):.1f} {self.Y(ys[0]):.1f}"
+        for i, y in enumerate(ys):
+            d += f"L{self.X(xs[i + 1]):.1f} {self.Y(y):.1f}" + (f"L{self.X(xs[i + 1]):.1f} {self.Y(ys[i + 1]):.1f}"
+                                                                 if i + 1 < len(ys) else "")
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dashed} '
+                          f'data-arrangement="{escape(name)}"/>')
+        for x, y, tip in zip(xs, ys, tips):
+            self.parts.append(f'<circle cx="{self.X(x):.1f}" cy="{self.Y(y):.1f}" r="3" fill="{colour}">'
+                              f"<title>{escape(tip)}</title></circle>")
+        self.legend.append((name, colour))
+
+    def svg(self, yticks=None, ylabels=None, xticks=None, xlabels=None) -> str:
         axes = [f'<line class="axis" x1="{self.x0}" x2="{self.x1}" y1="{self.y0}" y2="{self.y0}"/>',
                 f'<line class="axis" x1="{self.x0}" x2="{self.x0}" y1="{self.y0}" y2="{self.y1}"/>']
-        for v in _ticks(*self.xr):
-            axes.append(f'<text x="{self.X(v):.1f}" y="{self.y0 + 14}" text-anchor="middle">{v:g}</text>')
+        xs = xticks if xticks is not None else _ticks(*self.xr)
+        for v, label in zip(xs, xlabels or [f"{v:g}" for v in xs]):
+            axes.append(f'<text x="{self.X(v):.1f}" y="{self.y0 + 14}" text-anchor="middle">{escape(str(label))}</text>')
         for v, label in zip(yticks or _ticks(*self.yr), ylabels or [f"{v:g}" for v in (yticks or _ticks(*self.yr))]):
             axes.append(f'<line class="grid" x1="{self.x0}" x2="{self.x1}" y1="{self.Y(v):.1f}" y2="{self.Y(v):.1f}"/>')
             axes.append(f'<text x="{self.x0 - 4}" y="{self.Y(v) + 4:.1f}" text-anchor="end">{escape(str(label))}</text>')

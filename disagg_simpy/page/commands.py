@@ -4,6 +4,7 @@ command's table, sortable, and its picture as inline SVG with a tooltip on every
 from __future__ import annotations
 
 import math
+from html import escape
 from pathlib import Path
 
 import pandas as pd
@@ -113,8 +114,16 @@ def _curves_charts(table: pd.DataFrame) -> str:
     return f'<div class="charts">{"".join(charts)}</div>'
 
 
+#: What the probes table's last column says (its header is short).
+VERDICT_NOTE = ("\"Every seed to its verdict\": True when every seed's run at that rate went on until its on-time "
+                "share was known; False when a seed was stopped early, once its share could no longer meet the "
+                "target (a rate far above capacity): the share shown is then the mean of upper bounds on the "
+                "seeds' shares, with no interval, and the rate fails.")
+
+
 def _probes_table(table: pd.DataFrame) -> str:
-    """Every rate probed per arrangement, with its mean on-time share and interval."""
+    """Every rate probed per arrangement, with its mean on-time share and interval, and a line
+    saying what the last column means."""
     probes = []
     for name, pts in table.attrs.get("curves", {}).items():
         probes += [{"arrangement": name, **p} for p in pts]
@@ -122,7 +131,7 @@ def _probes_table(table: pd.DataFrame) -> str:
     return table_html(frame, [("arrangement", "arrangement"), (RATE, "rate/s"), ("on_time_pct", "on time % (95% interval)"),
                               ("complete", "every seed to its verdict")],
                       {RATE: lambda r: _f(3)(r[RATE]), "on_time_pct": _interval("on_time_pct", "low_pct", "high_pct")},
-                      "probes")
+                      "probes") + f'<p class="note" data-testid="verdict-note">{escape(VERDICT_NOTE)}</p>'
 
 
 def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
@@ -193,6 +202,97 @@ def map_page(path: Path, cells: pd.DataFrame, title: str, names: list[str]) -> P
                             "paler the smaller its margin over the runner-up; dashed outline: too close to call "
                             "(paired 95% interval of the difference includes 0). Hover a cell for its figures.",
                             [("Map", grid), ("Every cell", table_html(cells, columns))])
+
+
+def slo_scale_page(path: Path, table: pd.DataFrame, title: str) -> Path:
+    """goodput --vary slo: a bar per arrangement to its smallest passing SLO scale, a line on to
+    the largest scale found to fail below it (the bracket), the scenario's own limits (scale 1)
+    marked; then the table. Read from slo_scale.csv's rows."""
+    names = [str(n) for n in table["arrangement"]]
+    colours = _colours(names)
+    found = [v for v in [*table["passing_scale"], *table["failing_scale"], 1.0] if not pd.isna(v)]
+    n = len(names)
+    c = Chart("each arrangement's smallest SLO scale meeting the target (bar), the largest found to fail (line "
+              "from the bar); dashed: the scenario's own limits", (0, max(found) * 1.1), (-0.5, n - 0.5),
+              "SLO scale (every limit that is on, times it)", "", 860, 90 + 44 * n, left=180)
+    for i, row in enumerate(table.itertuples()):
+        y = n - 1 - i
+        good, fail = float(row.passing_scale), float(row.failing_scale)
+        tip = (f"{row.arrangement}: " + ("no passing scale found" if math.isnan(good) else
+                                         f"passes at scale {good:.4g} ({row.passing_on_time_pct:.1f}% on time)") +
+               ("" if math.isnan(fail) else f"; fails at {fail:.4g} ({row.failing_on_time_pct:.1f}% on time)"))
+        if not math.isnan(good):
+            c.rect(0, good, y - 0.3, y + 0.3, colours[row.arrangement], tip)
+            c.parts.append(f'<text x="{c.X(good) + 4:.1f}" y="{c.Y(y) + 4:.1f}">{good:.3g}'
+                           + ("" if math.isnan(fail) else f" (fails at {fail:.3g})") + "</text>")
+        if not math.isnan(fail):
+            c.parts.append(f'<line x1="{c.X(fail):.1f}" x2="{c.X(good if not math.isnan(good) else fail):.1f}" '
+                           f'y1="{c.Y(y):.1f}" y2="{c.Y(y):.1f}" stroke="#000" stroke-width="2" data-testid="bracket">'
+                           f"<title>{escape(tip)}</title></line>")
+    c.parts.append(f'<line x1="{c.X(1.0):.1f}" x2="{c.X(1.0):.1f}" y1="{c.y0}" y2="{c.y1}" stroke="#000" '
+                   'stroke-dasharray="3 3"><title>scale 1: the scenario\'s own limits</title></line>')
+    chart = c.svg(yticks=list(range(n)), ylabels=names[::-1])
+    columns = [(k, k) for k in table.columns]
+    return write_batch_page(path, title, "The smallest SLO scale s (every limit that is on, multiplied by s) at which "
+                            "each arrangement meets the target at the scenario's rate, bracketed by the largest "
+                            "scale found to fail. Hover a bar for its figures; click a column to sort.",
+                            [("SLO scale", f'<div class="charts">{chart}</div>'), ("Every row", table_html(table, columns))])
+
+
+def over_time_page(path: Path, table: pd.DataFrame, title: str, lines: list[str], best, day: pd.DataFrame,
+                   n_gpus: int, best_static: str, paste: str) -> Path:
+    """plan --over-time: what plan_over_time.png draws, from the same results: the offered rate per
+    period, the reading GPUs serving over the day (the first seed's moves) and the on-time share per
+    period with its 95% interval, for the switching plan, the reactive policy and the best static
+    split; then plan_over_time.csv and the plan to paste."""
+    from ..results.over_time import reading_serving
+
+    shown = ["switching", "reactive", best_static]
+    colours = _colours(shown)
+    end_s = best[-1].end_s
+    edges = [p.start_s for p in best] + [end_s]
+    rate = Chart("offered requests/s in each period", (0, end_s), (0, max(p.rate_per_s for p in best) * 1.15),
+                 "time of day (s)", "requests/s", 860, 200)
+    rate.steps("offered rate", "#777777", edges, [p.rate_per_s for p in best],
+               [f"period {p.index} ({p.start_s:g}-{p.end_s:g} s): {p.rate_per_s:g} requests/s; best split "
+                f"split-{p.best_reading}-{n_gpus - p.best_reading}" for p in best])
+    first_seed = day["seed"].min()
+    reading = Chart(f"reading GPUs serving (of {n_gpus}), seed {first_seed}'s moves: a GPU leaves its side when asked "
+                    "and joins the other after its warm-up", (0, end_s), (-0.2, n_gpus - 0.8),
+                    "time of day (s)", "reading GPUs", 860, 260)
+    for k, name in enumerate(shown):
+        row = day[(day.arrangement == name) & (day.seed == first_seed)].iloc[0]
+        start = int(name.split("-")[1]) if name.startswith("split-") else best[0].best_reading
+        sw = {"requested_at_ns": [m[0] for m in row["moves"]], "serving_at_ns": [m[1] for m in row["moves"]],
+              "to_role": [m[2] for m in row["moves"]]}
+        t, n = reading_serving(start, sw, end_s)
+        reading.steps(name, colours[name], [float(v) for v in t], [int(v) for v in n[:-1]],
+                      [f"{name}: {int(v)} reading GPUs from {float(x):g} s" for x, v in zip(t, n[:-1])],
+                      dash=("", "6 3", "2 2")[k])
+    parts = [f"period_{p.index}" for p in best] + ["day"]
+    labels = [f"period {p.index} ({p.start_s:g}-{p.end_s:g} s)" for p in best] + ["whole day"]
+    t = table.set_index(["arrangement", "part"])
+    share = Chart("on time per period and over the day (bar: mean over seeds; line: its 95% interval)",
+                  (-0.5, len(parts) - 0.5), (0, 100), "part of the day", "on time (%)", 860, 300)
+    width = 0.8 / len(shown)
+    for i, part in enumerate(parts):
+        for j, name in enumerate(shown):
+            r = t.loc[(name, part)]
+            x0 = i - 0.4 + j * width
+            tip = (f"{name}, {labels[i]}: {r.on_time_pct:.1f}% on time" +
+                   ("" if math.isnan(r.on_time_low_pct) else f" (95% interval {r.on_time_low_pct:.1f}-{r.on_time_high_pct:.1f})"))
+            share.bar(x0, x0 + width, float(r.on_time_pct), float(r.on_time_low_pct), float(r.on_time_high_pct),
+                      colours[name], tip)
+    share.legend += [(name, colours[name]) for name in shown]
+    charts = "".join(c.svg() for c in (rate, reading)) + share.svg(yticks=[0, 20, 40, 60, 80, 100],
+                                                                     xticks=list(range(len(parts))), xlabels=labels)
+    columns = [(k, k) for k in table.columns]
+    lede = " ".join(lines)
+    return write_batch_page(path, title, lede,
+                            [("Over the day", f'<div class="charts">{charts}</div>'),
+                             ("Every arrangement and part of the day", table_html(table, columns)),
+                             ("The switching plan, ready to paste under arrangements:",
+                              f'<pre data-testid="roles">{escape(paste)}</pre>')])
 
 
 def table_page(path: Path, table: pd.DataFrame, title: str) -> Path:

@@ -199,7 +199,7 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
         ax.set_ylabel("goodput (requests/s on time; line: 95% interval)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", frameon=False, fontsize=8)
+        ax.legend(loc="best", frameon=True, framealpha=0.9, fontsize=8)
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 

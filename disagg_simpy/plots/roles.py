@@ -1,7 +1,7 @@
 """GPUs that change role (E12): reading and writing GPUs over time.
 
-- `reading_serving`: from an arrangement's moves, the reading (and writing) instances serving at
-  each moment (an instance leaves its side when its move is asked, joins the other after warm-up).
+- `reading_serving` (results/over_time.py, shared with the pages): from an arrangement's moves, the
+  reading instances serving at each moment.
 - `draw_moves`: on a timeline's GPU lanes, each move's drain (hatched) and warm-up (grey), and
   the side it joins.
 - `save_over_time` (`plan --over-time`'s plan_over_time.png): the offered rate per period, the reading
@@ -17,26 +17,14 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 
+from ..results.over_time import reading_serving
 from . import style as st
+
+__all__ = ["reading_serving", "draw_moves", "move_handles", "save_over_time"]
 
 NS = 1e9
 DRAIN_COLOUR = "#F2C14E"
 WARM_COLOUR = "#7F7F7F"
-
-
-def reading_serving(start_reading: int, switches: dict | None, end_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """(times s, reading instances serving from each time on), a step function from 0 to `end_s`."""
-    steps = [(0.0, 0)]
-    sw = switches or {}
-    for asked, serving, to in zip(sw.get("requested_at_ns", []), sw.get("serving_at_ns", []), sw.get("to_role", [])):
-        if to == "writes":
-            steps.append((asked / NS, -1))
-        elif serving >= 0:
-            steps.append((serving / NS, +1))
-    steps.sort()
-    t = np.array([s for s, _ in steps] + [end_s])
-    n = start_reading + np.cumsum([d for _, d in steps] + [0])
-    return t, n
 
 
 def draw_moves(ax: Axes, switches: dict, lane_y, window: tuple[float, float], stop_s: float) -> None:

@@ -74,3 +74,20 @@ def over_time_frame(rec: ArrangementRecords, gaps: ReplyGaps, edges_ns: np.ndarr
         "on_time_pct": np.where(n_measured > 0, on_time_pct, np.nan),
     }
     return pd.DataFrame(checked(row, names("over_time"), "over_time"), columns=list(names("over_time")))
+
+
+def reading_serving(start_reading: int, switches: dict | None, end_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(times s, reading instances serving from each time on), a step function from 0 to `end_s`,
+    from an arrangement's moves (E12: an instance leaves its side when its move is asked and joins
+    the other once warmed up); `plan_over_time.png` and `plan --over-time`'s page draw it."""
+    steps = [(0.0, 0)]
+    sw = switches or {}
+    for asked, serving, to in zip(sw.get("requested_at_ns", []), sw.get("serving_at_ns", []), sw.get("to_role", [])):
+        if to == "writes":
+            steps.append((asked / NS_PER_S, -1))
+        elif serving >= 0:
+            steps.append((serving / NS_PER_S, +1))
+    steps.sort()
+    t = np.array([s for s, _ in steps] + [end_s])
+    n = start_reading + np.cumsum([d for _, d in steps] + [0])
+    return t, n

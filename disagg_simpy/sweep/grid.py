@@ -192,6 +192,8 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
         elif key == RATE:
             changes["workload.rate_per_s"] = value
             flags["workload.rate_per_s"] = f"--rate {value:g}"
+            if (stretched := _stretched_cap(scenario, value)) is not None:
+                changes["max_sim_s"] = stretched
             if isinstance(scenario.workload, TraceWorkload):
                 changes["workload.time_scale"] = DROP
         elif key.startswith("arrangements."):
@@ -212,6 +214,19 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
     if arrangements is not None:
         changes["arrangements"] = arrangements
     return scenario.with_overrides(flags=flags, **changes)
+
+
+def _stretched_cap(scenario: Scenario, rate: float) -> float | None:
+    """With `n_requests`, an explicit max_sim_s at a rate below the scenario's, stretched as the
+    arrivals are: max_sim_s x rate_per_s / rate (the same draws at a lower rate arrive that much
+    later), so a probe of goodput, plan or sweep below the scenario's rate keeps every request
+    and the time after the last arrival in proportion, instead of being refused (docs/capacity.md).
+    None: the cap as it is (no n_requests, no max_sim_s, or a rate at or above the scenario's)."""
+    w = scenario.workload
+    base = getattr(w, "rate_per_s", None)
+    if getattr(w, "n_requests", None) is None or scenario.max_sim_s is None or base is None or rate >= base:
+        return None
+    return scenario.max_sim_s * base / rate
 
 
 def apply_sets(scenario: Scenario, texts: list[str]) -> Scenario:

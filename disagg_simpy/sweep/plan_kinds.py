@@ -27,7 +27,7 @@ from .runner import Runner
 RATE_WAVE = 8
 #: the keys a candidate over GPU kinds sets itself (besides plan's): each side's kind and preset;
 #: the scenario's other per-arrangement keys are carried to it as to any plan's candidates
-KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost")
+KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost", "kv_path")
 
 
 def with_kinds(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
@@ -83,7 +83,9 @@ def _short(kind: str) -> str:
 def candidates(presets: dict[str, str], max_gpus: int, chunks: tuple[int, ...], mixed: bool = True) -> list[dict]:
     """Every arrangement of up to `max_gpus` GPUs of the kinds (whole TP instances of each
     kind's preset): all of one kind on the same GPU, whole and in each chunk size; every split,
-    each side of any kind (`mixed`: also sides of two kinds), whole and with chunked reading.
+    each side of any kind (`mixed`: also sides of two kinds), whole and with chunked reading. A
+    split of two kinds ships its KV caches between nodes (`kv_path: inter_node`: no node holds
+    two kinds); one of a kind within a node, as plan's splits do.
     Names say the kinds: `a100-same-8`, `h100-chunked-512-8`, `split-4-4-h100-a100`."""
     out = []
     tp = {k: gpu_kinds.preset_tp(p) for k, p in presets.items()}
@@ -105,7 +107,8 @@ def candidates(presets: dict[str, str], max_gpus: int, chunks: tuple[int, ...], 
                              "writing_gpus": w, "reading_gpu": rk, "writing_gpu": wk, "reading_cost": {"preset": rp},
                              "writing_cost": {"preset": wp},
                              **({"reading_tp": tp[rk]} if tp[rk] > 1 else {}),
-                             **({"writing_tp": tp[wk]} if tp[wk] > 1 else {})}
+                             **({"writing_tp": tp[wk]} if tp[wk] > 1 else {}),
+                             **({"kv_path": "inter_node"} if rk != wk else {})}  # two kinds: two nodes
                     out.append(split)
                     out += [{**split, "name": f"split-{r}-{w}-chunked-{c}-{tag}", "chunk_tokens": c} for c in chunks]
     return out

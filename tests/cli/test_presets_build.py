@@ -41,7 +41,7 @@ def test_the_block_pastes_into_a_scenario_and_runs_with_the_composed_fields(conf
     assert main(["presets", "build", "--model-config", str(config), "--gpu", "h100-80gb", "--engine", "vllm-0.24",
                  "--tp", "2"]) == 0
     out = capsys.readouterr().out
-    assert "qwen3-8b" in out and "vllm 0.24.0" in out and "Apache-2.0" in out and "# kv_capacity_tokens: " in out
+    assert "qwen3-8b" in out and "vLLM 0.24.0" in out and "Apache-2.0" in out and "# kv_capacity_tokens: " in out
     cost = yaml.safe_load(out)["cost"]
     capacity = int(out.split("# kv_capacity_tokens: ")[1].split()[0])
     workload = {"rate_per_s": 2, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [100, 1500]}],

@@ -46,7 +46,7 @@ def test_each_filter_keeps_exactly_the_presets_it_names(capsys, flags, expected)
 
 
 @pytest.mark.parametrize(("flags", "needle"), [
-    (["--engine", "sglang"], "presets --engine: got 'sglang', no preset has it; expected one of distserve,"),
+    (["--engine", "trtllm"], "presets --engine: got 'trtllm', no preset has it; expected one of distserve,"),
     (["--gpu", "h100", "--model", "opt-13b"], "presets: no preset matches --gpu h100 --model opt-13b"),
     (["--tp", "0"], "--tp: got '0', expected a whole number from 1"),
 ])

@@ -115,3 +115,82 @@ def test_sweep_set_of_an_unwritten_arrangement_key_runs(tmp_path, capsys):
     assert main(["sweep", str(DEFAULT), "--rate", "2", "--set", "arrangements.split-2-2.max_batch_tokens=4096",
                  "--measure-s", "3", "--seeds", "1", "--no-plots", "--out", str(tmp_path / "o")]) == 0
     assert "arrangements.split-2-2.max_batch_tokens" in capsys.readouterr().out
+
+
+FIT_ROWS = ["replies,prompt_tokens,context_tokens,ms", "4,0,2000,14", "8,0,6000,16.5", "16,0,12000,21", "0,512,0,38",
+            "0,2048,0,115", "2,256,900,27"]
+
+
+@pytest.mark.parametrize("huge", ["1e12", "1e308"])
+def test_fit_with_one_huge_row_is_refused_naming_it(tmp_path, capsys, huge):
+    """Item 4: every coefficient 0 and every error -100%, exit 0 (1e308: an overflow warning too)."""
+    table = tmp_path / "t.csv"
+    table.write_text("\n".join([*FIT_ROWS, f"0,1024,0,{huge}"]) + "\n")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        err = _refused(["fit", str(table), "--out", str(tmp_path / "o")], capsys)
+    assert "row 8: column ms: got 1e+" in err and "row 2's 14" in err
+    assert not (tmp_path / "o").exists()
+    table.write_text("\n".join([*FIT_ROWS, "0,1024,0,64"]) + "\n")  # the same row in ms: a fit
+    assert main(["fit", str(table), "--out", str(tmp_path / "o")]) == 0
+    assert "iteration_ms: 12." in capsys.readouterr().out
+
+
+PAGED = {"name": "p5", "workload": {"rate_per_s": 3, "measure_s": 30, "prompt_mix": [{"share": 1, "tokens": [2000, 6000]}],
+                                    "reply_words": [200, 600]},
+         "arrangements": [{"name": "paged", "kind": "colocated", "gpus": 1, "kv_capacity_tokens": 20000,
+                           "kv_policy": "paged", "max_preemptions": 0},
+                          {"name": "whole", "kind": "colocated", "gpus": 1}]}
+
+
+def test_a_paged_run_that_drops_requests_says_how_many(tmp_path, capsys):
+    """Item 5: 35 of 95 dropped, said only in summary.csv's n_dropped."""
+    import pandas as pd
+
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(PAGED))
+    assert main([str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out, err = capsys.readouterr()
+    dropped = int(pd.read_csv(tmp_path / "o" / "summary.csv").set_index("arrangement").n_dropped["paged"])
+    assert dropped > 0
+    assert f"dropped past max_preemptions (E9, not on time): paged {dropped}" in out.splitlines()[0]
+    assert "whole" not in out.splitlines()[0]
+    assert f"warning: paged (seed 1): {dropped} measured requests dropped, preempted past max_preemptions (0; E9)" in err
+    assert "whole (seed" not in err
+
+
+def test_goodput_with_n_requests_stretches_max_sim_s_at_lower_rates(tmp_path, capsys):
+    """Item 12: goodput with n_requests refused an explicit max_sim_s once a probe's rate was low
+    enough that the last request arrived after it; the cap now stretches with the arrivals."""
+    import pandas as pd
+
+    from disagg_simpy import load_scenario
+    from disagg_simpy.sweep.grid import RATE, resolve
+
+    path = tmp_path / "n.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "n", "max_sim_s": 40,
+        "workload": {"rate_per_s": 4, "n_requests": 50, "prompt_mix": [{"share": 1, "tokens": [3000, 8000]}],
+                     "reply_words": [100, 400]},
+        "arrangements": [{"name": "same", "kind": "colocated", "gpus": 1}]}))
+    scenario = load_scenario(path)
+    assert resolve(scenario, {RATE: 1.0}).max_sim_s == 160
+    assert resolve(scenario, {RATE: 8.0}).max_sim_s == 40  # at or above the scenario's rate: as written
+    assert main(["goodput", str(path), "--out", str(tmp_path / "o"), "--seeds", "2", "--no-plots"]) == 0
+    row = pd.read_csv(tmp_path / "o" / "goodput.csv").iloc[0]
+    assert row.failing_rate_per_s < 1.0  # probed where the 50th arrival comes after 40 s (about 1.25/s and below)
+
+
+def test_plan_refusing_an_option_it_cannot_carry_writes_nothing(tmp_path, capsys):
+    """Item 2 at the command line: one line naming the key, exit 2, before any run."""
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump({"name": "m", "workload": dict(SMALL_TRAFFIC), "max_sim_s": 20, "arrangements": [
+        {"name": "same", "kind": "colocated", "gpus": 2, "mixed_iterations": False}]}))
+    out = tmp_path / "o"
+    err = _refused(["plan", str(path), "--gpus", "2", "--out", str(out)], capsys)
+    assert "arrangements.same.mixed_iterations: got False" in err and "split-1-1" in err
+    assert not out.exists()
+    assert main(["plan", str(path), "--gpus", "2", "--splits", "none", "--chunks", "none", "--seeds", "1",
+                 "--no-plots", "--out", str(tmp_path / "ok")]) == 0

@@ -1,11 +1,9 @@
 """The composed presets (costs/composed.py, composed_shipped.py): each one's stated errors are its
-fields on the iterations composed afresh from AIConfigurator's tables; a refit gives the shipped
-numbers back (one preset per GPU and engine; all of them with DISAGG_SIMPY_REFIT_ALL=1, about 5
-minutes); the facts every preset states. Skipped, with one line, without the tables."""
+fields on the iterations composed afresh from AIConfigurator's tables (the refit itself:
+test_composed_refit.py); the facts every preset states; the docs' table. Skipped, with one line,
+without the tables."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -44,28 +42,6 @@ def test_each_composed_presets_stated_errors_are_its_fields_on_its_composed_rows
         assert C.errors_by_size(rows, fitted) == p["errors_by_size_pct"], name
 
 
-def _sample() -> list[str]:
-    """One preset per GPU and engine (the first model the tables cover), or all of them."""
-    if os.environ.get("DISAGG_SIMPY_REFIT_ALL") == "1":
-        return list(PRESETS)
-    first: dict[tuple[str, str], str] = {}
-    for name in PRESETS:
-        spec = BY_NAME[name]
-        first.setdefault((spec.gpu, spec.engine), name)
-    return list(first.values())
-
-
-@TABLES
-@pytest.mark.parametrize("name", _sample())
-def test_a_refit_from_the_tables_gives_the_shipped_numbers(name):
-    """E15's tile searched over the shipped one alone (each size is a refit; the generator searched
-    them all, and the kept tile still earns its point over none)."""
-    folder = O.data_folder()
-    assert folder is not None
-    tile = PRESETS[name]["attention_cost"].get("token_tile")
-    assert C.refit(BY_NAME[name], folder, tiles=(tile,) if tile else ()) == PRESETS[name]
-
-
 def test_the_composed_presets_cover_the_asked_models_engines_and_gpus():
     """The models of issue 38 on each GPU and engine the tables cover: Llama-3.1-8B TP1/2/4 on all
     eight, the MoE models where the MoE tables hold their expert shapes."""
@@ -82,8 +58,39 @@ def test_every_composed_preset_states_source_licence_engine_range_and_error():
     for name, p in PRESETS.items():
         gpu, model, tp, engine = name.split("/")
         framework, version = O.ENGINES[engine]
-        assert (p["gpu"].lower(), p["tp"], p["engine"], p["engine_version"]) == (gpu, int(tp[2:]), framework, version)
+        assert (p["gpu"].lower(), p["model"].lower(), p["tp"]) == (gpu, model, int(tp[2:]))
+        assert (p["engine"], p["engine_version"]) == (C.ENGINE_LABELS[framework], version)
         assert "AIConfigurator" in p["source"] and p["licence"] == "Apache-2.0" and "host overhead" in p["source"]
         assert set(p["errors_pct"]) == set(p["attention_errors_pct"]) == {"writing only", "chunked", "whole prompt"}
         assert p["range"]["prompt_tokens"][1] >= 4096 and p["range"]["replies"][1] >= 64
         assert p["kv_capacity_tokens"] > 0 and p["kv_bytes_per_token"] > 0
+
+
+def test_the_composed_presets_page_lists_every_preset_with_its_errors():
+    """docs/composed-presets.md's table is `python -m disagg_simpy.costs.composed --report`, row for row."""
+    from helpers import ROOT
+
+    text = (ROOT / "docs" / "composed-presets.md").read_text()
+    for line in C.report(PRESETS).splitlines():
+        assert line in text, line
+
+
+def test_a_scenario_names_a_composed_preset_and_runs_with_its_fields_and_capacity(tmp_path):
+    """The composed presets are in the catalogue: a scenario naming one takes its fields and KV
+    capacity, and runs."""
+    from helpers import scenario_text
+
+    from disagg_simpy import load_scenario, run
+    from disagg_simpy.costs.presets import PRESETS as CATALOGUE
+
+    name = "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"
+    assert set(PRESETS) <= set(CATALOGUE) and CATALOGUE[name] == PRESETS[name]
+    workload = {"rate_per_s": 2, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [100, 1500]}],
+                "reply_words": [5, 60]}
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text(workload=workload, cost={"preset": name},
+                                  arrangements=[{"name": "same", "kind": "colocated", "gpus": 1}]))
+    s = load_scenario(path)
+    assert s.cost.iteration_ms in (PRESETS[name]["cost"]["iteration_ms"], PRESETS[name]["attention_cost"]["iteration_ms"])
+    assert s.arrangements[0].kv_capacity_tokens == PRESETS[name]["kv_capacity_tokens"]
+    assert run(s).summary.n_requests.iloc[0] > 0

@@ -348,8 +348,8 @@ HAND = {
     "paged-prompt-only-swap": ([("0", 4, 8)] * 3 + [("0.05", 4, 2)],
                                [dict(PAGED_UNMIXED, name="c", preemption="swap", swap_ms_per_token=0.01)],
                                {"cost": HAND_COST, "slo": {"freeze_ms": 20}}),
-    # E9 without E10 and E7's attention pairs in whole ns (model/paged_start.py's inline duration, and
-    # paged_repeats.PagedReadingRepeat's growing chunks, synced at arrivals the router weighs): whole prompts
+    # E9 without E10 and E7's attention pairs in whole ns (the cost object's reading duration, and
+    # repeats.Repeat's growing chunks under paging, synced at arrivals the router weighs): whole prompts
     # under a token budget, and chunks with seats on two GPUs, memory tight enough to preempt
     "paged-attention": ([("0", 8, 12), ("0", 16, 3), ("0", 24, 4), ("0.002", 24, 10), ("0.01", 8, 12), ("0.013", 12, 6),
                          ("0.02", 12, 12)],

@@ -105,15 +105,88 @@ def test_each_chart_shows_what_its_command_found(pages, browser):
     page.close()
 
 
-def test_goodput_vary_slo_writes_its_table_as_a_page(tmp_path):
-    """goodput --vary slo has no chart: its page is its table (a scale per arrangement), self-contained."""
+def _opened(browser, html):
+    """The page opened from its file: (page, what it logged and asked for)."""
+    page = browser.new_page()
+    seen = {"errors": [], "requests": []}
+    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on("request", lambda r: seen["requests"].append(r.url))
+    page.goto(html.as_uri())
+    return page, seen
+
+
+def test_goodput_vary_slo_page_charts_each_scale_from_slo_scale_csv(tmp_path, browser):
+    """goodput --vary slo's page was a bare table: it now draws a bar per arrangement to its
+    smallest passing SLO scale and a line to the largest found to fail, each tooltip the CSV's
+    figures, with the table below; self-contained (no request but the file, no console error)."""
+    import pandas as pd
+
     scenario = tiny_batch_scenario(tmp_path)
     html = tmp_path / "slo.html"
     assert main(["goodput", str(scenario), "--vary", "slo", "--tolerance", "0.5", "--workers", "1",
                  "--out", str(tmp_path / "slo"), "--html", str(html)]) == 0
-    text = html.read_text()
-    assert "Content-Security-Policy" in text and 'data-testid="table"' in text
-    assert text.count('data-testid="row"') == 3 and "slo_scale" in text
+    table = pd.read_csv(tmp_path / "slo" / "slo_scale.csv")
+    page, seen = _opened(browser, html)
+    bars = page.locator("svg rect[data-testid=cell] title").all_text_contents()
+    assert len(bars) == len(table) == 3
+    for row, tip in zip(table.itertuples(), bars):
+        assert tip.startswith(f"{row.arrangement}: passes at scale {row.passing_scale:.4g} ")
+        assert f"fails at {row.failing_scale:.4g} " in tip
+    assert page.locator("svg line[data-testid=bracket]").count() == table["failing_scale"].notna().sum()
+    assert page.locator("table[data-testid=table] tbody tr").count() == 3
+    assert not seen["errors"] and seen["requests"] == [html.as_uri()]
+    page.close()
+
+
+def test_the_goodput_page_says_what_every_seed_to_its_verdict_means(pages):
+    text = pages["goodput"].read_text()
+    assert "every seed to its verdict" in text and 'data-testid="verdict-note"' in text
+    assert "stopped early" in text.split('data-testid="verdict-note"', 1)[1].split("</p>", 1)[0]
+
+
+def test_plan_over_time_page_draws_the_day_from_its_results(tmp_path, browser):
+    """plan --over-time's page was a bare table: it now draws what plan_over_time.png does, from
+    the same results: the offered rate per period, the reading GPUs serving over the day of the
+    switching plan, the reactive policy and the best static split, and their on-time share per
+    period and over the day (a bar per arrangement and part, its tooltip plan_over_time.csv's
+    figure); then the table and the roles block to paste (run.json's plan)."""
+    import json
+
+    import pandas as pd
+    import yaml
+    path = tmp_path / "day.yaml"  # reading-heavy, then writing-heavy (as tests/sweep/test_role_plan.py's day)
+    day = {"name": "day", "seed": 1, "workload": {"measure_s": 8, "prompt_mix": [{"share": 1.0, "tokens": [200, 1200]}],
+                                                  "reply_words": [100, 400], "schedule": [
+        {"until_s": 4, "rate_per_s": 9, "prompt_mix": [{"share": 1.0, "tokens": [3000, 8000]}], "reply_words": [10, 40]},
+        {"until_s": 8, "rate_per_s": 12, "prompt_mix": [{"share": 1.0, "tokens": [100, 300]}],
+         "reply_words": [300, 600]}]},
+           "arrangements": [{"name": "split-2-2", "kind": "disaggregated", "reading_gpus": 2, "writing_gpus": 2}]}
+    path.write_text(yaml.safe_dump(day, sort_keys=False))
+    html, out = tmp_path / "day.html", tmp_path / "day"
+    assert main(["plan", str(path), "--gpus", "4", "--over-time", "--switch-s", "1", "--seeds", "2", "--no-plots",
+                 "--workers", "1", "--out", str(out), "--html", str(html)]) == 0
+    table = pd.read_csv(out / "plan_over_time.csv")
+    info = json.loads((out / "run.json").read_text())
+    best_static = info["best_static"] if "best_static" in info else info["info"]["best_static"]
+    page, seen = _opened(browser, html)
+    shown = ["switching", "reactive", best_static]
+    steps = page.locator("svg path[data-arrangement]")
+    drawn = [steps.nth(i).get_attribute("data-arrangement") for i in range(steps.count())]
+    assert drawn == ["offered rate", *shown]
+    bars = page.locator("svg rect[data-testid=bar] title").all_text_contents()
+    assert len(bars) == 3 * 3  # three arrangements x (two periods and the day)
+    for tip in bars:
+        name, part = tip.split(":")[0].split(", ")
+        key = "day" if part == "whole day" else "period_" + part.split()[1]
+        row = table[(table.arrangement == name) & (table.part == key)].iloc[0]
+        assert f": {row.on_time_pct:.1f}% on time" in tip, tip
+    roles = yaml.safe_load(page.locator("pre[data-testid=roles]").text_content())[0]["roles"]
+    plan = info["switching_plan"] if "switching_plan" in info else info["info"]["switching_plan"]
+    assert roles["schedule"] == plan["schedule"]
+    assert page.locator("table[data-testid=table] tbody tr").count() == len(table)
+    assert not seen["errors"] and seen["requests"] == [html.as_uri()]
+    page.close()
 
 
 def test_the_plan_page_shows_a_splits_gpus_as_reading_plus_writing(tmp_path):

@@ -48,6 +48,9 @@ def test_the_candidates_name_their_kinds_and_price_each_side(tmp_path):
     planned = with_kinds(s, every, "--gpu-kinds")
     usd = {a.name: gpu_kinds.dollars_per_hour(planned, a) for a in planned.arrangements}
     assert usd["split-1-1-h100-a100"] == pytest.approx(2.90 + 1.64) and usd["a100-same-2"] == pytest.approx(3.28)
+    paths = {a.name: a.kv_path for a in planned.arrangements if a.is_split}  # two kinds: between nodes
+    assert paths == {"split-1-1-a100": None, "split-1-1-a100-h100": "inter_node", "split-1-1-h100-a100": "inter_node",
+                     "split-1-1-h100": None}
     fit, per = within(s, every, Budget(4.0, None, 2), "--budget-per-hour")
     assert sorted(per) == ["a100-same-1", "a100-same-2", "h100-same-1", "split-1-1-a100"] and per["h100-same-1"] == 2.90
 

@@ -255,8 +255,10 @@ def test_a_dask_cluster_gives_the_local_table_exactly(tmp_path, capsys, monkeypa
     local = capsys.readouterr().out
     import dask
 
-    # forked workers start in half a second (spawned ones re-import pandas and this package: 5 s and more)
-    with dask.config.set({"distributed.worker.multiprocessing-method": "fork"}), \
+    # workers forked from a fresh fork server: a plain fork copies this process mid-run, and a worker
+    # once hung for good on a logging lock that the cluster's IO thread held at the fork (pytest's log
+    # handler); spawned workers re-import pandas and this package (5 s and more each)
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         assert main([*argv, "--out", str(tmp_path / "dask"), "--dask", cluster.scheduler_address]) == 0
     remote = capsys.readouterr()

@@ -1,0 +1,169 @@
+"""The iteration planner (issue 36): ONE start of an iteration under the options, composed once per
+run from small policies with fixed signatures, each owning one concern:
+
+- seating (`Seat`, E8's seats and E10's queue): `seat(index, key) -> replies written`;
+- prompt admission (`Admit`, D4 with E4d, E8's budget, E13): `admit(now, n_written) -> (reads, tokens)`;
+- memory (`Log`, E4): what an iteration start logs of the KV memory held (E4's reservations are
+  made by the admission, `kv_take.take_with_options`);
+- cost (`Reading`, `Writing`: model/costs.py's durations chosen once, or under E12, whose moves change
+  a GPU's cost, the cost object's general duration each time).
+
+E10 (`mixed_iterations: false`) is the same composition with the other order: a prompt it can admit
+first, reading only; else the seated replies, writing only, counted in writing iterations.
+
+Two starts are not (yet) this composition, said in docs/architecture.md: with every option off the
+GPU's loop (model/gpu.py) takes D4's tokens and M1's cost inline (a kept fusion, for speed), and
+E9's paged memory has its own starts (model/paged_start.py, model/paged_unmixed.py), whose memory
+work (due blocks, preemption, swap-in) sits between seating and admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from heapq import heappush
+from typing import Any
+
+from .option_paths import take
+from .request import Request
+
+Reads = Sequence[tuple[Request, int]]
+Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
+Seat = Callable[[int, int], int]  # (index, writing key) -> replies written
+Admit = Callable[[int, int], tuple[Any, int]]  # (now, replies written) -> reads, tokens
+Log = Callable[[], None] | None  # at a start: the memory held (E4)
+Reading = Callable[[int, int, int, int, Any], int]  # (now, index, replies, tokens, reads) -> ns
+Writing = Callable[[int, int], int]  # (replies, words' iteration) -> ns
+
+
+def planner(gpu: Any) -> Start:
+    """`gpu`'s start of an iteration under the options (no E9) for its whole run: its policies,
+    composed: (replies written, prompt tokens taken, how many, duration)."""
+    return compose(gpu, seating(gpu), admission(gpu), memory_log(gpu), *durations(gpu))
+
+
+def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing) -> Start:
+    """The one start: seat, admit, log, cost, in D4's order (E10: a prompt first)."""
+    waiting = gpu.waiting
+
+    if not gpu.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
+        by_write, leaving, leaving_order = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order
+
+        def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+            if waiting:
+                taken, n_tokens = admit(now, 0)
+                if taken:
+                    if log is not None:
+                        log()
+                    return 0, taken, n_tokens, reading(now, index, 0, n_tokens, taken)
+            key = gpu.n_writes
+            n = seat(index, key)
+            if n:  # its writing iteration `key`: the replies whose last word it writes leave at its end
+                gpu.n_writes = key + 1
+                if out := by_write.pop(key, None):
+                    leaving[index] = out
+                    heappush(leaving_order, index)
+            if log is not None:
+                log()
+            return n, (), 0, writing(n, key)
+        return start_unmixed
+
+    def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+        n = seat(index, -1)
+        if waiting:
+            taken, n_tokens = admit(now, n)
+            if taken:
+                if log is not None:
+                    log()
+                return n, taken, n_tokens, reading(now, index, n, n_tokens, taken)
+        if log is not None:
+            log()
+        return n, (), 0, writing(n, index)
+    return start
+
+
+def seating(gpu: Any) -> Seat:
+    """Who is written (E8, E10): every reply in progress, or those seated, the waiting ones taking
+    the free seats in the order they joined (E10: at writing iteration `key`)."""
+    if not gpu.queue_replies:
+        def every(index: int, key: int) -> int:  # (`key` unused: a mixing GPU keys words by iteration)
+            n: int = gpu.n_replies
+            return n
+        return every
+    queue, seat, room = gpu.seat_queue, gpu._seat, 1 << 62 if gpu.seats is None else gpu.seats
+    mixed = gpu.mixed
+
+    def seated(index: int, key: int) -> int:
+        n: int = gpu.n_seated
+        if queue and n < room:
+            while queue and n < room:
+                if mixed:
+                    seat(queue.popleft(), index)
+                else:
+                    seat(queue.popleft(), index, key)
+                n += 1
+            gpu.n_seated = n
+        return n
+    return seated
+
+
+def admission(gpu: Any) -> Admit:
+    """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
+    limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
+    choice (`option_paths.take`); else D4's plain one, E8's budget looked up once."""
+    if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
+        return lambda now, n_written: take(gpu, now, n_written)
+    take_tokens: Callable[..., tuple[Any, int]] = gpu._take_prompt_tokens
+    limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
+    if limit is None:
+        return lambda now, n_written: take_tokens(now)
+    if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)
+        def whole(now: int, n_written: int) -> tuple[Any, int]:
+            taken, room = [], limit - n_written
+            while waiting:
+                r = waiting[0]
+                n = r.unread_tokens
+                if n > room:  # the head is read whole if it fits the room, else it waits, unless larger than
+                    if room == 0 or n == r.read_size and n <= limit:  # the whole budget (or begun): pieces of the room
+                        break
+                    n = room
+                taken.append((r, n))
+                room -= n
+                if n < r.unread_tokens:
+                    break
+                waiting.popleft()
+            return take_tokens(now, taken)
+        return whole
+
+    def chunked(now: int, n_written: int) -> tuple[Any, int]:
+        room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)
+        if room >= chunk:
+            return take_tokens(now)
+        return take_tokens(now, None, room) if room else ((), 0)
+    return chunked
+
+
+def memory_log(gpu: Any) -> Log:
+    """E4: each start logs the KV memory held once its reservations are made (a run stopped
+    mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts); else nothing."""
+    if gpu.kv_capacity is None:
+        return None
+    append, held = gpu.kv_used_tokens.append, gpu
+
+    def log() -> None:
+        append(held.kv_used)
+    return log
+
+
+def durations(gpu: Any) -> tuple[Reading, Writing]:
+    """An iteration's duration reading and writing only (model/costs.py's, chosen once); under role
+    changes (E12), the cost object's general duration with the GPU's cost at the start."""
+    if gpu.changes_role:
+        def reading(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
+            d: int = gpu._duration(now, index, n_replies, n_tokens, taken)
+            return d
+
+        def writing(n_replies: int, key: int) -> int:
+            d: int = gpu._duration(-1, key, n_replies, 0, ())
+            return d
+        return reading, writing
+    return gpu.cost.reading_fn(gpu), gpu.cost.writing_fn(gpu)
