@@ -137,7 +137,7 @@ def short_window(scenario, measure_s: float):
     """The scenario cut to `measure_s` of measured traffic from 0 (traces: from their start)."""
     w = scenario.workload
     changes: dict = {"workload.warmup_s": 0, "workload.measure_s": measure_s, "max_sim_s": measure_s + 30}
-    if getattr(w, "trace", None) is not None:
+    if getattr(w, "trace", None) is not None and w.format != "lengths":  # (a lengths table has no clock to cut)
         changes["workload.duration_s"] = measure_s
     if getattr(w, "n_requests", None) is not None:  # (a fixed count: as many as the rate sends in the window)
         changes = {"workload.n_requests": max(1, round((w.rate_per_s or 1) * measure_s))}

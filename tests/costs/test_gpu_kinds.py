@@ -144,3 +144,21 @@ def test_a_run_with_a_price_shows_its_costs(tmp_path, capsys):
     assert summary.dollars_per_million[0] == pytest.approx(2.0 / (on_time * 3600) * 1e6)
     assert main([path, "--out", str(tmp_path / "plain"), "--no-plots"]) == 0  # no kind named, no price: no costs
     assert "dollars_per_hour" not in pd.read_csv(tmp_path / "plain" / "summary.csv").columns
+
+
+def test_the_recommendation_names_the_cheapest_per_on_time_request(tmp_path):
+    """The hand-computed case through plan's recommendation: the H100 (416.67 $/M, interval
+    400.00-444.44) beats the A100s (1,111.11 $/M, 1,000.00-1,234.57): the intervals do not overlap."""
+    from disagg_simpy.cli.plan_kinds import recommendation
+
+    path = write(tmp_path, [{"name": "a100s", "kind": "colocated", "gpus": 2, "gpu": "a100-80gb"},
+                            {"name": "h100", "kind": "colocated", "gpus": 1, "gpu": "h100-80gb"}],
+                 prices={"a100-80gb": 2.0, "h100-80gb": 3.0})
+    s = load_scenario(path)
+    table = with_costs(pd.DataFrame({"arrangement": ["h100", "a100s"], "goodput_per_s": [2.0, 1.0],
+                                     "goodput_low_per_s": [1.875, 0.9], "goodput_high_per_s": [2.0833333333333335, 1.1111111111111112]}), s)
+    assert table.dollars_per_million_low[0] == pytest.approx(400.0) and table.dollars_per_million_high[1] == \
+        pytest.approx(4.0 / (0.9 * 3600) * 1e6)
+    line = recommendation(table, 90.0, "dollar")
+    assert line.startswith("h100 (h100-80gb) carries the most per dollar: 2.00 requests/s") and "416.67 $ per million" in line
+    assert "it beats a100s: 400.00-444.44 against 1,000.00-1,234.57" in line
