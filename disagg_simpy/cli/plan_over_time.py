@@ -94,7 +94,7 @@ def plan_over_time(job: Job) -> Batch:
     parts = ["day", *[f"period_{p.index}" for p in best]]
     t = table.set_index(["arrangement", "part"])
     plan_day = t.loc[(SWITCHING, "day")]
-    per_period = "; ".join(f"period {p.index} ({p.start_s:g}-{p.end_s:g} s, {p.rate_per_s:g}/s): "
+    per_period = "; ".join(f"period {p.index} ({p.start_s:g}-{p.end_s:g} s, {p.rate_per_s:.2f} requests/s): "
                            f"split-{p.best_reading}-{n - p.best_reading}" for p in best)
     paired = ("one seed: no interval" if math.isnan(plan_day.vs_best_static_low_pct) else
               f"{plan_day.vs_best_static_low_pct:+.1f} to {plan_day.vs_best_static_high_pct:+.1f}, paired over "

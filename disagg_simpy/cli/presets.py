@@ -163,5 +163,19 @@ def block(name: str) -> str:
     lines += [f"  kv_ship_ms_per_token: {ships['intra_node']:g}  # intra_node; inter_node: {ships['inter_node']:g} "
               "(a split's kv_path: inter_node)",
               f"# kv_capacity_tokens: {p['kv_capacity_tokens']}  (per instance, {p['memory_utilisation']:.0%} of "
-              "GPU memory less the weights; taken by every arrangement using the preset unless it writes its own)"]
-    return "\n".join(lines)
+              "GPU memory less the weights and reserve; taken by every arrangement using the preset unless it writes its own)"]
+    return "\n".join(lines + kv_terms(p))
+
+
+def kv_terms(p: dict) -> list[str]:
+    """Comment lines stating each term of the preset's KV capacity (where its record has them)."""
+    m = p.get("kv_memory")
+    if not m:
+        return []
+    lines = [f"#   = ({m['gpu_memory_gib']:g} GiB x {m['memory_share']:g} - weights {m['weights_gib_per_gpu']:g} GiB - reserve "
+             f"{m['reserve_gib_per_gpu']:g} GiB) / {m['kv_bytes_per_token_per_gpu']:,.0f} bytes a token, per GPU",
+             f"#   share: {m['share_source']}; reserve for activations and collectives: {m['reserve_source']}"]
+    stated = p.get("kv_capacity_stated")
+    if stated:
+        lines.append(f"#   the source states {stated['tokens']:,} tokens ({stated['source']}): docs/real-units.md says why")
+    return lines

@@ -266,7 +266,7 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
             removed = [p for p in commit.remove if p not in set(commit.not_removed)]
             remove_empty_folders(outputs.out, set(removed))
             if removed:
-                print(removed_note(outputs.out, removed, args.no_plots), file=sys.stderr)
+                print(removed_note(outputs.out, removed, args.no_plots, args.format), file=sys.stderr)
         except PartlyWritten as err:  # a folder changed under the run after every check
             raise NotWritten(
                 f"cannot write the results: {err.strerror or err} ({err.filename}); {len(err.replaced)} of "

@@ -45,11 +45,17 @@ def no_measured_request(scenario) -> str:
     return text
 
 
-def removed_note(out: Path, removed: list[Path], no_plots: bool) -> str:
-    """One line naming the files an earlier run wrote in `out` that this run removed."""
+def removed_note(out: Path, removed: list[Path], no_plots: bool, fmt: str = "csv") -> str:
+    """One line naming the files an earlier run wrote in `out` that this run removed, and why
+    (for the kinds of file removed: pictures under --no-plots, tables of the other --format)."""
     names = [os.path.relpath(p, out) for p in removed]
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    why = " (--no-plots: no pictures this time)" if no_plots else ""
+    reasons = []
+    if no_plots and any(p.suffix == ".png" for p in removed):
+        reasons.append("--no-plots: no pictures this time")
+    if any(p.suffix in (".csv", ".parquet") and p.suffix != f".{fmt}" for p in removed):
+        reasons.append(f"--format {fmt}: the tables are .{fmt} files this time")
+    why = f" ({'; '.join(reasons)})" if reasons else ""
     return (f"note: removed {len(names)} file{'s' * (len(names) > 1)} an earlier run wrote in {out}/ that this run "
             f"does not write{why}: {shown}")
 

@@ -19,7 +19,6 @@ from . import profiles as P
 from .minimax import TILES, fit_worst, whole_range_error
 
 GIB = 2**30
-MEMORY_UTILISATION = 0.9  # vLLM's default gpu_memory_utilization
 VIDUR = "Vidur (microsoft/vidur, MIT): per-op profiles composed into iterations"
 DISTSERVE = "DistServe (LLMServe/DistServe, Apache-2.0): its fitted A100-80GB latency model"
 DISTSERVE_VLLM = "DistServe (LLMServe/DistServe, Apache-2.0): its fitted A100-80GB latency model of vLLM"
@@ -52,26 +51,57 @@ ENGINES = {e.slug: e for e in (
 
 @dataclass(frozen=True)
 class Model:
-    """What memory needs: parameters (fp16), layers, KV heads x head size."""
+    """What memory needs: parameters (fp16), layers, KV heads and head size."""
 
     label: str
     params: int
     layers: int
-    kv_dim: int  # KV heads x head dimension
+    kv_heads: int
+    head_size: int
     embd: int
 
     @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_size
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        return 2 * self.layers * self.kv_dim * 2  # K and V, fp16
+        """layers x 2 (K and V) x KV heads x head size x 2 bytes (fp16), over the whole model."""
+        return self.layers * 2 * self.kv_heads * self.head_size * 2
 
 
 MODELS = {  # from each model's public config.json and parameter count
-    "llama-2-7b": Model("Llama-2-7B", 6_738_415_616, 32, 32 * 128, 4096),
-    "llama-3-8b": Model("Llama-3-8B", 8_030_261_248, 32, 8 * 128, 4096),
-    "codellama-34b": Model("CodeLlama-34B", 33_743_970_304, 48, 8 * 128, 8192),
-    "opt-13b": Model("OPT-13B", 12_853_473_280, 40, 5120, 5120),
-    "opt-66b": Model("OPT-66B", 65_707_048_960, 64, 9216, 9216),
-    "llama-2-70b": Model("Llama-2-70B", 68_976_648_192, 80, 8 * 128, 8192),
+    "llama-2-7b": Model("Llama-2-7B", 6_738_415_616, 32, 32, 128, 4096),
+    "llama-3-8b": Model("Llama-3-8B", 8_030_261_248, 32, 8, 128, 4096),
+    "codellama-34b": Model("CodeLlama-34B", 33_743_970_304, 48, 8, 128, 8192),
+    "opt-13b": Model("OPT-13B", 12_853_473_280, 40, 40, 128, 5120),
+    "opt-66b": Model("OPT-66B", 65_707_048_960, 64, 72, 128, 9216),
+    "llama-2-70b": Model("Llama-2-70B", 68_976_648_192, 80, 8, 128, 8192),
+}
+GPU_MEMORY = {"a100-80gb": 80 * GIB, "h100-80gb": 80 * GIB}  # nominal; the driver reports ~1% less
+
+
+@dataclass(frozen=True)
+class Memory:
+    """How an engine shares out a GPU's memory: `share` of it is the engine's (weights, reserve
+    and KV cache), `reserve` of it is kept for activations and collectives; each with its source."""
+
+    share: float
+    share_source: str
+    reserve: float
+    reserve_source: str
+
+
+MEMORY = {
+    "vidur-sarathi": Memory(0.9, "Vidur's memory planner (memory_margin_fraction 0.1)", 0.0,
+                            "none beside the 10% margin (Vidur's memory planner)"),
+    "distserve": Memory(0.95, "DistServe's serving script and memory profiler (gpu_memory_utilization 0.95)", 0.01,
+                        "1% of GPU memory (DistServe's memory profiler, profile_memory.py)"),
+    "vllm-0.2": Memory(0.95, "as DistServe's evaluation ran vLLM (--gpu-memory-utilization 0.95; vLLM's default "
+                       "is 0.9)", 0.01, "1% of GPU memory, DistServe's rule, which its simulator applies to vLLM "
+                       "too (vLLM itself measures activations by a dummy forward pass at start-up)"),
+    "vllm-splitwise": Memory(0.9, "vLLM's default gpu_memory_utilization", 0.0,
+                             "none stated by the source (vLLM measures activations at start-up): a ceiling"),
 }
 
 
@@ -154,12 +184,31 @@ def llama2_prefill_ratio(root: Path, pre: pd.DataFrame) -> float:
     return float((both.attn_prefill_median_ms / both.ms).median())
 
 
-def kv_capacity_tokens(spec: Spec) -> int:
-    """Tokens of KV cache one instance holds: each GPU's memory x utilisation less its share of
-    the weights, over its share of a token's KV bytes (activations and CUDA graphs ignored)."""
-    m = MODELS[spec.model]
-    per_gpu = MEMORY_UTILISATION * 80 * GIB - 2 * m.params / spec.tp
-    return int(per_gpu // (m.kv_bytes_per_token / spec.tp))
+def kv_memory(spec: Spec) -> dict:
+    """The KV cache one instance holds, each term per GPU: the GPU's memory x the engine's share,
+    less the weights (fp16 parameters / TP) and the reserve for activations and collectives, over a
+    token's KV bytes (layers x 2 x KV heads x head size x 2 bytes / TP)."""
+    m, mem, gpu = MODELS[spec.model], MEMORY[spec.engine], GPU_MEMORY[spec.gpu]
+    weights, reserve = 2 * m.params / spec.tp, mem.reserve * gpu
+    per_token = m.kv_bytes_per_token / spec.tp
+    kv = mem.share * gpu - weights - reserve
+    return {"gpu_memory_gib": gpu / GIB, "memory_share": mem.share, "share_source": mem.share_source,
+            "weights_gib_per_gpu": round(weights / GIB, 3), "reserve_gib_per_gpu": round(reserve / GIB, 3),
+            "reserve_source": mem.reserve_source, "kv_gib_per_gpu": round(kv / GIB, 3),
+            "kv_bytes_per_token_per_gpu": per_token, "kv_capacity_tokens": int(kv // per_token)}
+
+
+def stated_capacity(spec: Spec, root: Path) -> dict | None:
+    """The KV capacity the source states for this model and TP, where it states one: DistServe's
+    max_num_tokens.csv (its simulator's, for both engines; pipeline degree 1)."""
+    if spec.source not in (DISTSERVE, DISTSERVE_VLLM):
+        return None
+    t = pd.read_csv(root / "raw/distserve/max_num_tokens.csv")
+    row = t[(t.model == f"facebook/{spec.model}") & (t.tp == spec.tp) & (t.pp == 1)]
+    if row.empty:
+        return None
+    return {"tokens": int(row.max_num_tokens.iloc[0]), "source": "DistServe's max_num_tokens.csv (its simulator's "
+            "capacity for both engines: 0.95 of the GPU memory torch reports, less 1% and its weights formula)"}
 
 
 def kv_ship(spec: Spec, root: Path) -> dict[str, float]:
@@ -176,7 +225,7 @@ def refit(spec: Spec, root: Path, tiles: tuple[int, ...] = TILES) -> dict:
     `tiles`, each a refit: the test passes the shipped one alone)."""
     t = iterations(spec, root)
     plain, attention = fit_worst(t), fit_worst(t, attention=True, unsaturated=True, tiles=tiles)
-    m, engine = MODELS[spec.model], ENGINES[spec.engine]
+    m, engine, memory = MODELS[spec.model], ENGINES[spec.engine], kv_memory(spec)
     return {
         "gpu": spec.gpu.upper(), "model": m.label, "tp": spec.tp, "dtype": "fp16",
         "engine": engine.label, "engine_version": engine.version, "engine_note": engine.note,
@@ -185,7 +234,8 @@ def refit(spec: Spec, root: Path, tiles: tuple[int, ...] = TILES) -> dict:
         "attention_cost": attention.coefficients, "attention_errors_pct": attention.errors_pct,
         "attention_whole_64_4096_pct": whole_range_error(t, attention.fitted),
         "rows": plain.rows, "range": plain.ranges,
-        "kv_capacity_tokens": kv_capacity_tokens(spec), "memory_utilisation": MEMORY_UTILISATION,
+        "kv_capacity_tokens": memory["kv_capacity_tokens"], "memory_utilisation": memory["memory_share"],
+        "kv_memory": memory, "kv_capacity_stated": stated_capacity(spec, root),
         "kv_ship_ms_per_token": kv_ship(spec, root),
     }
 

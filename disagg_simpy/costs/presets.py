@@ -85,8 +85,8 @@ def problem(name: object) -> str | None:
         return (f"got {name!r}, a name from before presets named their engine; did you mean {new!r}? "
                 f"(the same numbers{also})")
     near = difflib.get_close_matches(name.lower(), NAMES, n=1, cutoff=0.5)
-    hint = f"; did you mean {near[0]!r}? " if near else " "
-    return f"got {name!r}, no such preset{hint}({_LIST})"
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return f"got {name!r}, no such preset; {hint}expected a preset name like {EXAMPLE} ({_LIST})"
 
 
 def cost_fields(name: str, attention: bool) -> dict[str, float]:

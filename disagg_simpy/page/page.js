@@ -182,7 +182,7 @@ function drawTable() {
   const n = ARR.length ? ARR[0].summary.n_requests : 0;
   const seedText = MANY ? `each figure the mean of ${SEEDS.length} seeds (${SEEDS[0]}–${SEEDS[SEEDS.length - 1]}) ± its 95% interval; hover a cell for each seed's figure`
     : `seed ${s.seed}`;
-  const note = [`${n.toLocaleString("en")} measured requests (arriving ${s.measured_s[0]}–${s.measured_s[1]} s)${MANY ? " in the player's seed" : ""}, ${seedText}` +
+  const note = [`${n.toLocaleString("en")} measured requests (arriving ${+s.measured_s[0].toFixed(3)}–${+s.measured_s[1].toFixed(3)} s)${MANY ? " in the player's seed" : ""}, ${seedText}` +
     (s.rate_per_s ? `, ${s.rate_per_s} requests/s` : "") + ". On time: " +
     `${LIMIT_WORDS}.`];
   if (D.reference) note.push("“page's figure”: the on-time share the scenario gives as reference (its own run, its own traffic).");

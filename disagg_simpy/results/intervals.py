@@ -67,8 +67,8 @@ class Interval(NamedTuple):
 
     def text(self, decimals: int = 1, lopsided: bool = True) -> str:
         """'93.1±1.2' when the sides are within a quarter of each other or not `lopsided` (± the
-        longer side: the interval lies within it), else both sides, '93.1-2.9+1.4'; '93.1'
-        without an interval."""
+        longer side: the interval lies within it), else the interval itself, '93.1 (90.2 to 94.5)';
+        '93.1' without an interval."""
         if math.isnan(self.mean):
             return "-"
         m = f"{self.mean:.{decimals}f}"
@@ -77,7 +77,7 @@ class Interval(NamedTuple):
         below, above = self.mean - self.low, self.high - self.mean
         if not lopsided or max(below, above) <= LOPSIDED * min(below, above) or f"{below:.{decimals}f}" == f"{above:.{decimals}f}":
             return f"{m}±{max(below, above):.{decimals}f}"
-        return f"{m}-{below:.{decimals}f}+{above:.{decimals}f}"
+        return f"{m} ({self.low:.{decimals}f} to {self.high:.{decimals}f})"
 
 
 def interval(values: Iterable[float], bounds: tuple[float, float] | None = None) -> Interval:
@@ -105,6 +105,15 @@ def interval(values: Iterable[float], bounds: tuple[float, float] | None = None)
 
 
 SHARE = (0.0, 100.0)  # the bounds of a share in percent
+DIFFERENCE = (-100.0, 100.0)  # the bounds of a difference of two shares, in points
+
+
+def bounds_of(column: str) -> tuple[float, float] | None:
+    """Where a summary column's figure must lie: a share (`*_pct`) 0-100; the paired difference
+    `on_time_vs_best_pct` -100 to 100 points (an interval past them is cut, as for a share)."""
+    if column == "on_time_vs_best_pct":
+        return DIFFERENCE
+    return SHARE if column.endswith("_pct") else None
 
 
 def mean_half_width(values) -> tuple[float, float]:

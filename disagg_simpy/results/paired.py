@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from .intervals import Interval, interval
+from .intervals import DIFFERENCE, Interval, interval
 
 #: The column `with_paired_difference` adds: on-time minus the best arrangement's, in points.
 VS_BEST = "on_time_vs_best_pct"
@@ -40,9 +40,10 @@ def with_paired_difference(summary: pd.DataFrame) -> pd.DataFrame:
 
 def paired_difference(summary: pd.DataFrame, a: str, b: str, column: str = "on_time_pct") -> Interval:
     """Mean over seeds of on-time(a) - on-time(b) (or another `column`), paired by seed, and its
-    95% interval (`n`: the seeds both have a figure for)."""
+    95% interval (`n`: the seeds both have a figure for), cut to -100 to 100 points for a
+    share (two shares differ by no more: a wider interval comes from few, spread seeds)."""
     pivot = summary.pivot_table(index="seed", columns="arrangement", values=column, observed=True)
-    return interval((pivot[a] - pivot[b]).dropna())
+    return interval((pivot[a] - pivot[b]).dropna(), DIFFERENCE if column.endswith("_pct") else None)
 
 
 def verdict_line(summary: pd.DataFrame) -> str:

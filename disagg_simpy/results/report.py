@@ -8,18 +8,13 @@ import numpy as np
 import pandas as pd
 
 from .columns import CONSOLE_COLUMNS, COST_CONSOLE_COLUMNS, OPTION_COLUMNS, summary_column
-from .intervals import SHARE, interval, t975  # noqa: F401 (t975: re-exported)
+from .intervals import bounds_of, interval, t975  # noqa: F401 (t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
 #: summary columns that judge one limit (empty when it is off: left out of the table)
 LIMITS_JUDGING = {c for cols in LIMIT_COLUMNS.values() for c in cols}
 #: the percentiles criterion's figures, in the console table when present
 CRITERION_CONSOLE = ("slo_first_word_s", "slo_mean_gap_ms", "slo_longest_gap_ms", "slo_met")
-
-
-def _is_share(column: str) -> bool:
-    """A percentage of requests, GPUs' time or memory: 0-100 (a paired difference is not)."""
-    return column.endswith("_pct") and column != "on_time_vs_best_pct"
 
 
 def _cell(value: float, decimals: int) -> str:
@@ -44,7 +39,7 @@ def _two_lines(column: str) -> tuple[str, str]:
 def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     """Aligned text table; with a `seed` column, each figure is the mean and its 95% interval
     over seeds: '93.1±2.9', the interval's longer side (it lies within), so that the table fits;
-    `wide` prints a lopsided interval's two sides ('93.1-2.9+1.4').
+    `wide` prints a lopsided interval itself ('93.1 (90.2 to 94.5)').
 
     By default the registry's console columns (`columns.CONSOLE_COLUMNS`), each name broken over two header lines so that the table
     fits 120 characters; `wide` prints every column, one header line, in blocks of columns
@@ -59,7 +54,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
         for col in columns:
             d = summary_column(col).decimals
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
-                cells.append(interval(block[col], SHARE if _is_share(col) else None).text(d, lopsided=wide))
+                cells.append(interval(block[col], bounds_of(col)).text(d, lopsided=wide))
             else:
                 cells.append(_cell(float(block[col].iloc[0]), d))
         rows.append(cells)
@@ -109,7 +104,7 @@ def summary_means_json(summary: pd.DataFrame) -> list[dict]:
         row: dict = {"arrangement": str(name), "seeds": int(block["seed"].nunique())}
         spans = {}
         for col in figures:
-            i = interval(block[col], SHARE if _is_share(col) else None)
+            i = interval(block[col], bounds_of(col))
             row[col] = None if math.isnan(i.mean) else i.mean
             spans[col] = None if math.isnan(i.low) else [i.low, i.high]
         row["interval"] = spans

@@ -138,7 +138,8 @@ def _verdict(facts: dict) -> str:
         return "on time"
     if not facts["finished"]:
         if facts.get("dropped"):
-            return f"late: dropped after {facts['n_preemptions']} preemptions (more than max_preemptions, E9)"
+            n = facts["n_preemptions"]
+            return f"late: dropped after {n} preemption{'s' * (n != 1)} (more than max_preemptions, E9)"
         return "late: unfinished when the safety cap ended the run"
     why = []
     if facts["late_first_word"]:

@@ -39,6 +39,10 @@ MAX_KEPT_ROWS = 25_000_000
 #: the first of several seeds from what it wrote: seeds run one at a time and are not kept, so
 #: this bounds the files (about 60-90 bytes a row as CSV: 20 GB), not memory.
 MAX_WRITTEN_ROWS = 250_000_000
+#: Prompt blocks of all requests with a prefix cache (E13): each request's cache block ids are
+#: kept for the run (prefix_block_tokens each; a session's turn resends every earlier turn, so
+#: its blocks grow with the square of its turns). About 50 bytes each while a run lasts.
+MAX_PROMPT_BLOCKS = 20_000_000
 #: GPUs in one arrangement (reading + writing on a split).
 MAX_GPUS = 1024
 #: Arrangements in one scenario; in a batch command, whose tasks keep one arrangement's rows at a
@@ -88,9 +92,15 @@ def count_text(n: float) -> str:
     return f"{n:,.0f}" if n < 1e12 else f"{n:.3g}"
 
 
-def iteration_bound(n_gpus: int, cap_s: float, iteration_ms: float) -> float:
-    """The most iterations `n_gpus` GPUs can run in `cap_s` (each lasts >= iteration_ms)."""
-    return n_gpus * (cap_s * 1e3 / iteration_ms + 1)
+def iteration_bound(n_instances: int, cap_s: float, iteration_ms: float) -> float:
+    """The most iterations `n_instances` instances can run in `cap_s` (each lasts >= iteration_ms;
+    an instance of TP GPUs runs one iteration at a time, so instances count, not GPUs)."""
+    return n_instances * (cap_s * 1e3 / iteration_ms + 1)
+
+
+def _instances_text(a) -> str:
+    n, gpus = a.n_instances, a.n_gpus
+    return f"{n} instance{'s' * (n != 1)}" + ("" if n == gpus else f" of {gpus} GPUs")
 
 
 def iterations_problem(arrangements, cap_s: float, cost) -> str | None:
@@ -98,17 +108,17 @@ def iterations_problem(arrangements, cap_s: float, cost) -> str | None:
     (`cost`: the scenario's cost figures; an arrangement's own, E1, may be shorter)."""
     for a in arrangements:
         iteration_ms = a.shortest_iteration_ms(cost)
-        bound = iteration_bound(a.n_gpus, cap_s, iteration_ms)
+        bound = iteration_bound(a.n_instances, cap_s, iteration_ms)
         if bound > MAX_ITERATIONS:
             return (
-                f"got {iteration_ms:g} ms, with which {a.name} ({a.n_gpus} GPUs) could run "
+                f"got {iteration_ms:g} ms, with which {a.name} ({_instances_text(a)}) could run "
                 f"{count_text(bound)} iterations before the cap at {cap_s:g} s, above the limit of "
                 f"{count_text(MAX_ITERATIONS)}; expected a longer iteration_ms, a lower max_sim_s "
-                f"or fewer GPUs"
+                f"or fewer instances (fewer GPUs or a larger tp)"
             )
     if _ALONE.get():
         return None  # each arrangement was checked alone above
-    total = sum(iteration_bound(a.n_gpus, cap_s, a.shortest_iteration_ms(cost)) for a in arrangements)
+    total = sum(iteration_bound(a.n_instances, cap_s, a.shortest_iteration_ms(cost)) for a in arrangements)
     iteration_ms = min(a.shortest_iteration_ms(cost) for a in arrangements)
     if total > MAX_KEPT_ROWS:
         return (
@@ -131,6 +141,14 @@ def requests_problem(n_requests: float, n_arrangements: int, n_seeds: int = 1) -
             f"{count_text(n_requests)} requests x {n_arrangements} arrangements{seeds} = {count_text(kept)} "
             f"rows to keep, above the limit of {count_text(MAX_KEPT_ROWS)}"
         )
+    return None
+
+
+def blocks_problem(n_blocks: int, block_tokens: int) -> str | None:
+    """`None`, or why the requests' prompt blocks (E13's cache block ids) are too many to keep."""
+    if n_blocks > MAX_PROMPT_BLOCKS:
+        return (f"{count_text(n_blocks)} prompt blocks of {block_tokens:,} tokens in all, above the limit of "
+                f"{count_text(MAX_PROMPT_BLOCKS)} (about 50 bytes each)")
     return None
 
 

@@ -281,9 +281,10 @@ class Scenario(_Strict):
         if expected is not None and getattr(w, "n_requests", None) is None:
             problem = requests_problem(expected, len(self.arrangements))
             if problem:
+                turns = " (every turn of each session counted)" if getattr(w, "sessions", None) is not None else ""
                 raise ValueError(
                     f"@workload.{rate_key(w)}: got {rate_text(w)}, which expects, up to the cap at {cap:g} s, "
-                    f"{problem}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
+                    f"{problem}{turns}; expected a lower {'rate_per_s' if rate_key(w) == 'rate_per_s' else 'rate'} or max_sim_s"
                 )
         elif expected is not None:
             problem = requests_problem(expected, len(self.arrangements))
@@ -359,10 +360,12 @@ class Scenario(_Strict):
         """Requests a run expects before drawing them (`n_requests`, or rate x the cap), None for
         a trace with its own arrivals (its rows tell)."""
         w = self.workload
+        turns = (sum(w.sessions.turns) / 2 if isinstance(w, SyntheticWorkload) and w.sessions is not None
+                 else 1.0)  # (E13: an arrival starts a session; every turn is drawn, then those past the cap dropped)
         if isinstance(w, SyntheticWorkload) and w.n_requests is not None:
-            return float(w.n_requests)
+            return float(w.n_requests) * turns
         if isinstance(w, SyntheticWorkload):
-            return expected_arrivals(w, self.cap_s(None))
+            return expected_arrivals(w, self.cap_s(None)) * turns
         if w.rate_per_s is not None and self.draws_requests:
             return w.rate_per_s * self.cap_s(None)
         return None

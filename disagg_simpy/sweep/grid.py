@@ -28,32 +28,39 @@ ONLY = "only"  # a point key keeping one arrangement of the scenario (its runs a
 MAX_POINTS = 1_000_000
 
 
-def positive_number(text: str, flag: str, what: str) -> float:
-    """`text` as a finite number > 0, or one line naming `flag` and `what` was expected."""
+def positive_number(text: str, flag: str, what: str, note: str = "") -> float:
+    """`text` as a finite number > 0, or one line naming `flag` and `what` was expected (then `note`)."""
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"{flag}: got {text!r}, expected {what}") from None
+        raise InputError(f"{flag}: got {text!r}, expected {what}{note}") from None
     if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{flag}: got {text!r}, expected {what} > 0")
+        raise InputError(f"{flag}: got {text!r}, expected {what} > 0{note}")
     return value
 
 
+#: What `parse_rates` reads for a flag other than a rate: (one value, the shape of a list).
+_VALUES = {"--slo-scale": ("a scale", " (every SLO limit that is on multiplied by it; 1: as the scenario states them)",
+                           "START:STOP:STEP (e.g. 0.5:2:0.25), S1,S2,... or one scale")}
+
+
 def parse_rates(text: str, flag: str = "--rate") -> list[float]:
-    """`START:STOP:STEP` (STOP included when the steps reach it), `R1,R2,...` or one rate."""
-    shape = "START:STOP:STEP (e.g. 4:24:1), R1,R2,... or one rate, in requests/s"
+    """`START:STOP:STEP` (STOP included when the steps reach it), `R1,R2,...` or one rate (or,
+    for `--slo-scale`, scales), each a finite number > 0."""
+    one, note, shape = _VALUES.get(flag, ("a rate in requests/s", "",
+                                          "START:STOP:STEP (e.g. 4:24:1), R1,R2,... or one rate, in requests/s"))
     if ":" in text:
         parts = text.split(":")
         if len(parts) != 3:
             raise InputError(f"{flag}: got {text!r}, expected {shape}")
-        start, stop, step = (positive_number(p.strip(), flag, "numbers in START:STOP:STEP") for p in parts)
+        start, stop, step = (positive_number(p.strip(), flag, "numbers in START:STOP:STEP", note) for p in parts)
         if stop < start:
             raise InputError(f"{flag}: got {text!r}, expected START <= STOP")
         n = math.floor((stop - start) / step + 1e-9) + 1
         if n > MAX_POINTS:
             raise InputError(f"{flag}: got {text!r} ({n:,} rates), expected at most {MAX_POINTS:,}")
         return [float(f"{start + i * step:.12g}") for i in range(n)]
-    rates = [positive_number(p.strip(), flag, "a rate in requests/s") for p in text.split(",")]
+    rates = [positive_number(p.strip(), flag, one, note) for p in text.split(",")]
     return sorted(set(rates), key=rates.index)
 
 

@@ -66,7 +66,7 @@ BAND_COLUMNS = ("on_time_pct", "on_time_low_pct", "on_time_high_pct", "seeds")
 
 def format_bands(bands: pd.DataFrame, keys: list[str]) -> str:
     """Text table: a row per point (in grid order), a column per arrangement, cells
-    the mean and its interval ('93.1±1.2' or '93.1-2.9+1.4')."""
+    the mean and its interval ('93.1±1.2' or '93.1 (90.2 to 94.5)')."""
     names = list(dict.fromkeys(bands["arrangement"]))
     value = lambda v: f"{v:g}" if isinstance(v, float) else str(v)  # noqa: E731
     points: dict[tuple, dict[str, str]] = {}

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..files import atomic_write_text
-from ..scenario.limits import iterations_problem, requests_problem, ship_problem
+from ..scenario.limits import blocks_problem, iterations_problem, requests_problem, ship_problem
 from ..scenario.options import capacity_problem, sizes_text
 from ..scenario.prefixes import MOONCAKE_BLOCK_TOKENS
 from ..scenario.schedule import length_variants, rate_key
@@ -168,7 +168,26 @@ def _drawn_blocks(w: SyntheticWorkload, scenario: Scenario, seed: int, prompts: 
                      else (np.full(n, -1), np.zeros(n, np.int64)))
     if turns is not None:
         group, prefix = np.where(turns[1] == 0, group, -1), np.where(turns[1] == 0, prefix, 0)
+    _check_blocks(scenario, prompts, scenario.prefix_block_tokens, scenario.prefix_block_tokens)
     return synthetic_blocks(prompts, group, prefix, scenario.prefix_block_tokens, parent)
+
+
+def _check_blocks(scenario: Scenario, prompts: np.ndarray, unit: int, block: int) -> None:
+    """Refuse, before any is built, more prompt blocks than the limit: each request's ids in
+    blocks of `unit` tokens (a trace's 512, or the cache's), each cut into unit // block cache
+    blocks. Sessions make them grow with the square of the turns (each turn resends the earlier)."""
+    n_blocks = int((-(-prompts.astype(np.int64) // unit)).sum()) * (unit // block)
+    problem = blocks_problem(n_blocks, block)
+    if problem is None:
+        return
+    w = scenario.workload
+    if isinstance(w, SyntheticWorkload) and w.sessions is not None:
+        raise InputError(
+            f"{scenario.source}: workload.sessions: got {len(prompts):,} turns up to the cap at {scenario.cap_s(None):g} s "
+            f"whose prompts (each resending the earlier turns) hold {problem}; expected fewer turns (sessions.turns "
+            "up to " f"{w.sessions.turns[1]:,}), a lower rate, a lower max_sim_s or a larger prefix_block_tokens")
+    raise InputError(f"{scenario.source}: prefix_cache_tokens: got requests whose prompts hold {problem}; expected a "
+                     "larger prefix_block_tokens or fewer requests (a shorter window or max_sim_s)")
 
 
 def _session_order(turns, new, replies, at, cap_s):
@@ -272,8 +291,8 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
     table = read_trace(path, w.format)
     blocks = None
     if scenario.prefix_cache_tokens is not None and w.format == "mooncake":  # E13: its hash_ids
+        _check_blocks(scenario, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS, scenario.prefix_block_tokens)
         blocks = read_hash_ids(path, table["n_prompt_tokens"].to_numpy(), MOONCAKE_BLOCK_TOKENS)
-        table.attrs["ignored_columns"] = [c for c in table.attrs.get("ignored_columns", []) if c != "hash_ids"]
     info = {"kind": "trace", "path": str(path), "sha256": sha256_of(path), "format": w.format, "n_rows": len(table),
             "times": TIME_RULES[w.format], "ignored_columns": table.attrs.get("ignored_columns", [])}
     if w.trace in CATALOG:

@@ -297,7 +297,8 @@ def _read_mooncake(path, lines) -> pd.DataFrame:
     reply = _counts(problems, cols["output_length"], "output_length")
     problems.raise_first()
     arrived_at_ns = _nearest_ns((ms - ms[0]) * 1_000_000)
-    return _frame(arrived_at_ns, prompt, reply, ignored)
+    # (hash_ids is the format's own: the prefix cache reads it, E13; without a cache it is unused, not ignored)
+    return _frame(arrived_at_ns, prompt, reply, [k for k in ignored if k != "hash_ids"])
 
 
 def _frame(arrived_at_ns, prompt, reply, ignored) -> pd.DataFrame:

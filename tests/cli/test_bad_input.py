@@ -182,7 +182,10 @@ CATALOGUE = [
     ("iteration-of-a-picosecond", BASE_TEXT + "cost: {iteration_ms: 1.0e-9}\n", {}, [],
      ["cost.iteration_ms: got 1e-09, expected a number of ms from 1e-06 (1 ns)"]),
     ("too-many-iterations", BASE_TEXT + "cost: {iteration_ms: 0.001}\n", {}, [],
-     ["cost.iteration_ms: got 0.001 ms, with which same (1 GPUs) could run 602,000,001 iterations", "limit of 10,000,000"]),
+     ["cost.iteration_ms: got 0.001 ms, with which same (1 instance) could run 602,000,001 iterations", "limit of 10,000,000"]),
+    ("iterations-counted-per-instance", spec(lambda d: d.update(arrangements=[{"name": "big", "kind": "colocated", "gpus": 256,
+                                                                                "tp": 8}], cost={"iteration_ms": 0.6})), {}, [],
+     ["with which big (32 instances of 256 GPUs) could run 32,106,699 iterations before the cap at 602 s"]),
     ("gpus-1e11", text("gpus: 1", "gpus: 100000000000"), {}, [], ["arrangements[0].gpus: got 100000000000, expected a whole number from 1 to 1024"]),
     ("trillion-token-ship", text("[3000, 8000]", "[1000000000000, 1000000000000]") + "cost: {kv_ship_ms_per_token: 1000}\n", {}, [],
      ["cost.kv_ship_ms_per_token: got 1000 ms, with which the longest prompt (1e+12 tokens) ships in 1e+12 s"]),
@@ -446,3 +449,13 @@ def test_the_reference_figures_are_shares(tmp_path, capsys):
     assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "reference.on_time_pct.same: got 300" in err and "from 0 to 100" in err
+
+
+def test_the_iteration_limit_counts_instances_not_gpus(tmp_path):
+    """Issue 37 item 18: `gpus: 256, tp: 8` was refused for 12.8 million iterations counted per
+    GPU, though its 32 instances run at most 1.6 million (an instance's TP GPUs share each)."""
+    from disagg_simpy import load_scenario
+
+    path = tmp_path / "s.yaml"
+    path.write_text(spec(lambda d: d.update(arrangements=[{"name": "big", "kind": "colocated", "gpus": 256, "tp": 8}])))
+    assert load_scenario(path).arrangements[0].n_instances == 32

@@ -135,3 +135,22 @@ def test_json_with_several_seeds_gives_the_tables_means_and_each_seeds_rows(tmp_
 
 def test_the_readmes_html_example_leaves_no_untracked_file():
     assert "/report.html" in (ROOT / ".gitignore").read_text().split("\n")
+
+
+@pytest.mark.parametrize("name", ["", "zzz"])
+def test_presets_show_of_no_preset_ends_with_what_was_expected(capsys, name):
+    """Issue 37 item 18: `presets show ''` ended with a dangling '; '."""
+    assert main(["presets", "show", name]) == 2
+    err = _error(capsys)
+    assert f"presets show: got {name!r}, no such preset; " in err and "; (" not in err
+    from disagg_simpy.costs.presets import EXAMPLE
+
+    assert err.rstrip().endswith(f"expected a preset name like {EXAMPLE} (python -m disagg_simpy presets lists them)"), err
+
+
+@pytest.mark.parametrize(("n", "told"), [(1, "after 1 preemption (more"), (2, "after 2 preemptions (more")])
+def test_a_dropped_reply_counts_its_preemptions_in_words(n, told):
+    """Issue 37 item 18: 'dropped after 1 preemptions'."""
+    from disagg_simpy.results.story import _verdict
+
+    assert told in _verdict({"on_time": False, "finished": False, "dropped": True, "n_preemptions": n, "limits": {}})

@@ -97,3 +97,13 @@ def test_a_run_with_no_freeze_writes_an_empty_freezes_table(tmp_path, capsys, fm
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
     f = read(tmp_path / "out" / f"freezes.{fmt}")
     assert len(f) == 0 and "n_replies_frozen" in f.columns
+
+
+def test_a_parquet_run_over_csv_tables_says_it_removed_them_for_the_format(tmp_path, capsys):
+    """Issue 37 item 18: the note gave '--no-plots: no pictures this time' as the reason."""
+    assert main(short_run(tmp_path / "out")) == 0
+    capsys.readouterr()
+    assert main(short_run(tmp_path / "out", "--format", "parquet")) == 0
+    err = capsys.readouterr().err
+    assert "that this run does not write (--format parquet: the tables are .parquet files this time): freezes.csv" in err
+    assert "no pictures" not in err

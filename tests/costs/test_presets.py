@@ -77,6 +77,7 @@ def test_real_units_states_each_presets_whole_prompt_error():
     whole-prompt error of 64-4,096 tokens, and whether it is within 10%."""
     from helpers import ROOT
 
+
     text = (ROOT / "docs" / "real-units.md").read_text()
     table3 = text[text.index("| preset | whole-prompt rows | worst |"):]
     for name, p in FITTED.items():
@@ -316,3 +317,49 @@ def test_real_units_lists_every_preset_with_its_engine_range_and_fields():
     text = (ROOT / "docs" / "real-units.md").read_text()
     for line in tables["catalogue"]() + tables["fields"]():
         assert line in text, line
+
+
+def test_kv_capacity_is_its_stated_terms(capsys):
+    """Capacity = (GPU memory x the engine's share - weights - reserve) / KV bytes a token, per
+    GPU, each term in the record and in `presets show`; KV bytes = layers x 2 x KV heads x head
+    size x 2 / TP (OPT-13B TP1: 40 x 2 x 40 x 128 x 2 = 819,200)."""
+    from disagg_simpy.costs.catalog import MODELS, SPECS
+
+    gib = 2**30
+    for spec in SPECS:
+        p, m = PRESETS[spec.name], MODELS[spec.model]
+        k = p["kv_memory"]
+        assert k["kv_bytes_per_token_per_gpu"] == m.layers * 2 * m.kv_heads * m.head_size * 2 / spec.tp
+        room = k["gpu_memory_gib"] * gib * k["memory_share"] - 2 * m.params / spec.tp - k["reserve_gib_per_gpu"] * gib
+        assert abs(room / k["kv_bytes_per_token_per_gpu"] - p["kv_capacity_tokens"]) < 2e-3 * p["kv_capacity_tokens"]
+    assert PRESETS["a100-80gb/opt-13b/tp1/distserve"]["kv_memory"]["kv_bytes_per_token_per_gpu"] == 819_200
+    assert main(["presets", "show", "a100-80gb/opt-13b/tp1/distserve"]) == 0
+    out = capsys.readouterr().out
+    assert "#   = (80 GiB x 0.95 - weights 23.941 GiB - reserve 0.8 GiB) / 819,200 bytes a token, per GPU" in out
+    assert "the source states 66,144 tokens" in out
+
+
+@PROFILES
+def test_distservess_own_rule_gives_its_stated_capacities_on_the_memory_its_gpu_reports():
+    """docs/real-units.md's explanation of the gap: DistServe's rule (0.95 x memory - 1% - its
+    weights formula, embeddings whole on each GPU, blocks of 16 tokens) gives each capacity its
+    max_num_tokens.csv states on 84.99e9 bytes, and none of them on the nominal 80 GiB."""
+    import pandas as pd
+
+    t = pd.read_csv(profiles_folder() / "raw/distserve/max_num_tokens.csv")
+    shapes = {"facebook/opt-13b": (50272, 5120, 40, 40), "facebook/opt-66b": (50272, 9216, 64, 72)}
+    t = t[t.model.isin(list(shapes)) & (t.pp == 1)]
+
+    def rule(model: str, tp: int, memory: float) -> int:
+        vocab, h, layers, heads = shapes[model]
+        weights = 2 * (vocab * h + 2048 * h + 12 * layers * h * h / tp + 5 * layers * h)
+        block = layers * (heads // tp) * 16 * 128 * 2 * 2
+        return int((memory * 0.95 - (memory * 0.01 + weights)) // block) * 16
+
+    assert len(t) == 10
+    assert all(rule(r.model, r.tp, 84.99e9) == r.max_num_tokens for r in t.itertuples())
+    assert not any(rule(r.model, r.tp, 80 * 2**30) == r.max_num_tokens for r in t.itertuples())
+    for r in t[t.tp.isin([1, 2, 3, 4, 8])].itertuples():  # our presets' stated capacity is the file's
+        name = f"a100-80gb/{r.model.split('/')[1]}/tp{r.tp}/distserve"
+        if name in PRESETS:
+            assert PRESETS[name]["kv_capacity_stated"]["tokens"] == r.max_num_tokens

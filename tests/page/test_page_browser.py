@@ -272,3 +272,17 @@ def test_the_player_switches_to_any_seeds_run(browser, tmp_path):
     assert not seen["errors"] and not [m for m in seen["console"] if m[0] == "error"]
     assert seen["requests"] == [(folder / "page.html").as_uri()]
     pg.close()
+
+
+def test_the_table_note_rounds_a_trace_measured_whole(browser, tmp_path):
+    """Issue 37 item 19: a trace measured whole printed its last arrival as '0-16.179838992 s'."""
+    from helpers import write_scenario
+
+    path = write_scenario(tmp_path, [(0.0, 100, 3), (16.179838992, 100, 3)])
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--html", str(tmp_path / "p.html")]) == 0
+    pg = browser.new_page()
+    pg.goto((tmp_path / "p.html").as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    note = pg.text_content("#table-note")
+    pg.close()
+    assert "2 measured requests (arriving 0–16.18 s)" in note, note

@@ -57,7 +57,25 @@ def test_an_interval_holds_its_mean_is_lopsided_toward_a_tail_and_repeats_exactl
 def test_interval_text_is_plus_minus_when_even_and_both_sides_when_lopsided():
     assert Interval(93.1, 91.9, 94.3, 5).text() == "93.1±1.2"
     assert Interval(93.1, 91.8, 94.2, 5).text() == "93.1±1.3"  # within a quarter: ± the longer side
-    assert Interval(93.1, 90.2, 94.5, 5).text() == "93.1-2.9+1.4"
+    assert Interval(93.1, 90.2, 94.5, 5).text() == "93.1 (90.2 to 94.5)"
+    # issue 37 item 19: '10.0-10.0+27.0' read as arithmetic; the interval itself cannot be misread
+    assert Interval(10.0, 0.0, 37.0, 5).text() == "10.0 (0.0 to 37.0)"
+
+
+def test_a_paired_difference_of_shares_is_cut_to_100_points_either_way():
+    """Issue 37 item 19: three seeds far apart gave -93.0 (-148.8 to -37.1) points."""
+    import pandas as pd
+
+    from disagg_simpy.results.paired import paired_difference, with_paired_difference
+    from disagg_simpy.results.report import format_table
+
+    rows = [{"arrangement": a, "seed": s, "on_time_pct": v} for s, (x, y) in enumerate([(100, 0), (100, 0), (90, 69)])
+            for a, v in (("a", x), ("b", y))]
+    summary = pd.DataFrame(rows)
+    d = paired_difference(summary, "b", "a")
+    assert d.mean == pytest.approx(-73.6667, abs=1e-3) and d.low == -100.0 < d.mean < d.high
+    assert interval([-100, -100, -21]).low < -100  # (unbounded, the t interval reaches past -100)
+    assert "-73.7 (-100.0 to" in format_table(with_paired_difference(summary), wide=True)
 
 
 @pytest.fixture(scope="module")

@@ -88,7 +88,7 @@ def test_bad_over_time_flags_are_one_line_exit_2(tmp_path, capsys, flags, text, 
     assert not (tmp_path / "o").exists()
 
 
-def test_a_rate_curve_is_planned_in_periods_and_ties_ask_for_no_move(tmp_path):
+def test_a_rate_curve_is_planned_in_periods_and_ties_ask_for_no_move(tmp_path, capsys):
     """A diurnal curve, planned in 10-s periods: light periods where every split is on time keep
     the previous period's split (or the most even one), so no move is asked for nothing."""
     text = DAY.split("  schedule:")[0] + ("  rate_curve: {diurnal: {mean_per_s: 1, amplitude: 0.5, period_s: 40}}\n"
@@ -102,6 +102,8 @@ def test_a_rate_curve_is_planned_in_periods_and_ties_ask_for_no_move(tmp_path):
     info = json.loads((out / "run.json").read_text())
     assert [(p["start_s"], p["end_s"]) for p in info["best_split_per_period"]] == [(0, 10), (10, 20)]
     assert info["switching_plan"]["schedule"] == [{"from_s": 0.0, "reading_gpus": 2}]
+    # the curve's mean over a period, 1 + 0.5 x 40 / (2 pi) / 10 = 1.31831: printed as a rate (issue 37 item 19: '1.31831/s')
+    assert "period 0 (0-10 s, 1.32 requests/s): split-2-2" in capsys.readouterr().out
 
 
 def test_ties_on_an_odd_gpu_count_go_to_the_previous_split_then_the_most_even_then_fewer_reading(tmp_path,

@@ -349,3 +349,14 @@ def test_the_batch_commands_measure_the_window_measure_s_sets(tmp_path, capsys, 
     assert flagged == output(cut)
     assert flagged != output(whole)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "-1", "0:2:0.5"])
+def test_a_bad_slo_scale_is_refused_as_a_scale_not_a_rate(tmp_path, capsys, value):
+    """Issue 37 item 13: `--slo-scale 0` (or nan) said 'expected a rate in requests/s > 0'."""
+    path = write_scenario(tmp_path, [(0.0, 100, 3)])
+    assert main(["sweep", str(path), "--rate", "1", "--slo-scale", value, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--slo-scale: got '{value.split(':')[0]}', expected " in err, err
+    assert "> 0 (every SLO limit that is on multiplied by it; 1: as the scenario states them)" in err
+    assert "requests/s" not in err

@@ -79,3 +79,55 @@ def test_sessions_make_the_cap_checks_see_the_longest_turn(tmp_path):
                                                   "kv_capacity_tokens": 10_000}]}))
     with pytest.raises(InputError, match="reserving prompt 12,080 \\+ reply 40 = 12,120 tokens"):
         load_scenario(path)
+
+
+def test_sessions_whose_prompts_hold_too_many_blocks_are_refused_before_any_is_built(tmp_path):
+    """Issue 37 item 7: 200-turn sessions with a prefix cache on a 3 s window drew 567,099 turns
+    holding 102,780,293 prompt blocks (each turn resends the earlier ones: the square of the
+    turns); building their ids took 4.3 GB and 3 minutes, the model's copies past 6 GB. The
+    count is known from the prompt lengths alone, so the refusal comes first (under a second)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps({"name": "s", "workload": {
+        "rate_per_s": 5, "measure_s": 3, "prompt_mix": [{"share": 1, "tokens": [200, 1200]}], "reply_words": [100, 400],
+        "sessions": {"turns": [200, 200], "think_s": [0, 1]}}, "prefix_cache_tokens": 5_000_000,
+        "arrangements": [{"name": "c", "kind": "colocated", "gpus": 4}]}))
+    with pytest.raises(InputError) as err:
+        make_requests(load_scenario(path))
+    assert str(err.value) == (
+        f"{path}: workload.sessions: got 567,099 turns up to the cap at 603 s whose prompts (each resending the "
+        "earlier turns) hold 102,780,293 prompt blocks of 512 tokens in all, above the limit of 20,000,000 (about 50 "
+        "bytes each); expected fewer turns (sessions.turns up to 200), a lower rate, a lower max_sim_s or a larger "
+        "prefix_block_tokens")
+
+
+def test_the_block_limit_counts_each_cache_block_and_holds_at_its_edge(tmp_path, monkeypatch):
+    """The same count as the ids built: at the limit a stream is drawn, one below it refused;
+    a trace's 512-token hash ids count 512 / prefix_block_tokens cache blocks each."""
+    s = stream(tmp_path, sessions={"turns": [2, 3], "think_s": [5, 30]})
+    n = len(s.blocks.ids)
+    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_PROMPT_BLOCKS", n)
+    assert len(stream(tmp_path, sessions={"turns": [2, 3], "think_s": [5, 30]}).blocks.ids) == n
+    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_PROMPT_BLOCKS", n - 1)
+    with pytest.raises(InputError, match=f"hold {n:,} prompt blocks of 256 tokens in all, above the limit of {n - 1:,}"):
+        stream(tmp_path, sessions={"turns": [2, 3], "think_s": [5, 30]})
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n')
+    path = tmp_path / "m.yaml"
+    path.write_text(json.dumps({"name": "m", "workload": {"trace": "t.jsonl", "format": "mooncake"},
+                                "prefix_cache_tokens": 4096, "prefix_block_tokens": 64,
+                                "arrangements": [{"name": "c", "kind": "colocated", "gpus": 1}]}))
+    monkeypatch.setattr("disagg_simpy.scenario.limits.MAX_PROMPT_BLOCKS", 15)  # 2 ids x 8 = 16 cache blocks
+    with pytest.raises(InputError, match="prefix_cache_tokens: got requests whose prompts hold 16 prompt blocks of 64"):
+        make_requests(load_scenario(path))
+
+
+def test_sessions_count_every_turn_in_the_requests_a_scenario_expects(tmp_path):
+    """5,000 sessions/s of 1,000 turns drew 3 billion turns before any check (out of memory):
+    the requests limit counts turns."""
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps({"name": "s", "workload": {**WORKLOAD, "rate_per_s": 5000, "measure_s": 3,
+                                                          "sessions": {"turns": [1000, 1000], "think_s": [0, 1]}},
+                                "arrangements": [{"name": "c", "kind": "colocated", "gpus": 1}]}))
+    with pytest.raises(InputError, match="expects, up to the cap at 603 s, 3,015,000,000 requests, above the limit of "
+                                         "5,000,000 \\(every turn of each session counted\\)"):
+        load_scenario(path)

@@ -263,8 +263,10 @@ def test_unknown_columns_are_ignored_in_every_format_and_named_on_stderr(tmp_pat
     (tmp_path / "a.csv").write_text("TIMESTAMP,ContextTokens,GeneratedTokens,extra\n"
                                     "2023-11-16 18:17:03.9799600,10,3,x\n")
     assert read_trace(tmp_path / "a.csv", "azure").attrs["ignored_columns"] == ["extra"]
-    (tmp_path / "m.jsonl").write_text('{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n')
-    assert read_trace(tmp_path / "m.jsonl", "mooncake").attrs["ignored_columns"] == ["hash_ids"]
+    (tmp_path / "m.jsonl").write_text('{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1], '
+                                      '"user": 7}\n')
+    # (hash_ids is the mooncake format's own, read by the prefix cache: never called unused; issue 37 item 18)
+    assert read_trace(tmp_path / "m.jsonl", "mooncake").attrs["ignored_columns"] == ["user"]
     path = write_scenario(tmp_path, [(0.0, 100, 3), (0.5, 50, 2)])
     (tmp_path / "micro.csv").write_text("user,arrived_at_s,n_prompt_tokens,n_reply_words\n"
                                         "alice,0.0,100,3\nbob,0.5,50,2\n")
