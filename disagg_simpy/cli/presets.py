@@ -49,7 +49,7 @@ def build_presets_parser() -> argparse.ArgumentParser:
 
 
 def presets_command(argv: Sequence[str]) -> int:
-    """List the cost presets fitted from public measurements (presets [show NAME | compare A B])."""
+    """List the cost presets fitted from public measurements (presets [show NAME | compare A B | gpus | build])."""
     args = build_presets_parser().parse_args(argv)
     if args.command == "build":
         return build(args)
@@ -151,8 +151,8 @@ def block(name: str) -> str:
     fields = P.cost_fields(name, attention)
     errors = p["attention_errors_pct"] if attention else p["errors_pct"]
     r = p["range"]
-    lines = [f"# {p['gpu']}, {p['model']}, TP{p['tp']}, {p['dtype']}, {p['engine']} {p['engine_version']}: "
-             f"{p.get('engine_note', '')}",
+    note = f": {p['engine_note']}" if p.get("engine_note") else ""
+    lines = [f"# {p['gpu']}, {p['model']}, TP{p['tp']}, {p['dtype']}, {p['engine']} {p['engine_version']}{note}",
              f"# source: {p['source']} (licence {p['licence']})",
              f"# fitted on replies {_span(r['replies'])}, prompt tokens {_span(r['prompt_tokens'])} an iteration, "
              f"context {_span(r['context_per_reply'])} tokens a reply; largest error: "
