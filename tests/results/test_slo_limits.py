@@ -115,6 +115,13 @@ def test_sweep_with_percentiles_reports_the_criterion(tmp_path, capsys):
     ({"criterion": "percentiles", "percentile": 0}, "slo.percentile: got 0, expected a number above 0 and below 100"),
     ({"percentile": 95}, "slo.percentile: got 95 with criterion 'per_request', expected criterion: percentiles"),
     ({"criterion": "p90"}, "slo.criterion: got 'p90', expected per_request or percentiles"),
+    # the named rules and the limits they brought (tests/results/test_slo_rules.py)
+    ({"preset": "vllm-bench"}, "expected at least one limit (preset vllm-bench sets none: write the ones to judge)"),
+    ({"gap_ms": 100}, "slo.gap_ms: got 100 with criterion 'per_request', expected criterion: percentiles"),
+    ({"preset": "sarathi-serve", "percentile_of": {"e2e_s": 50}}, "slo.percentile_of: got e2e_s whose limit is off"),
+    ({"preset": "sarathi"}, "slo.preset: got 'sarathi', expected a named SLO rule: distserve, vllm-bench, sarathi-serve"),
+    ({"tpot": "both"}, "slo.tpot: got 'both', expected exclusive"),
+    ({"criterion": "percentiles", "gap_ms": -5}, "slo.gap_ms: got -5, expected a number of ms > 0"),
 ])
 def test_bad_limits_are_one_line_exit_2(tmp_path, capsys, slo, fragment):
     spec = {"name": "bad", "workload": {"rate_per_s": 5, "measure_s": 2, "prompt_mix": [{"share": 1, "tokens": [10, 50]}],
