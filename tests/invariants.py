@@ -125,13 +125,19 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     if not mixed:
         assert not ((it["n_replies_written"] > 0) & (it["n_prompt_tokens_read"] > 0)).any(), (
             f"{name}: an iteration read prompts and wrote words under mixed_iterations: false")
-    # E8: no iteration over its budget
-    seats = [x for x in (arrangement.max_batch_replies, arrangement.max_batch_tokens) if x is not None]
-    if seats:
-        assert (it["n_replies_written"] <= min(seats)).all(), f"{name}: an iteration wrote more replies than its seats"
-    if arrangement.max_batch_tokens is not None:
-        assert (it["n_replies_written"] + it["n_prompt_tokens_read"] <= arrangement.max_batch_tokens).all(), (
-            f"{name}: an iteration over its token budget")
+    # E8: no iteration over its budget (a split: each side's own, R79; a reading iteration's prompts, R80)
+    prompts_read = np.bincount(read_rows, minlength=len(started))
+    for role in set(roles.tolist()):
+        replies, tokens, prompts = arrangement.batch_limits(role)
+        mine = roles[it["gpu"]] == role
+        seats = [x for x in (replies, tokens) if x is not None]
+        if seats:
+            assert (it["n_replies_written"][mine] <= min(seats)).all(), f"{name}: an iteration wrote more replies than its seats"
+        if tokens is not None:
+            assert (it["n_replies_written"][mine] + it["n_prompt_tokens_read"][mine] <= tokens).all(), (
+                f"{name}: an iteration over its token budget")
+        if prompts is not None:
+            assert (prompts_read[mine] <= prompts).all(), f"{name}: an iteration read more prompts than its cap"
     read_total = np.bincount(rd["request_id"], weights=rd["n_tokens"], minlength=n_seen).astype(np.int64)
     first = q["first_word_at_ns"]
     has_first = first >= 0

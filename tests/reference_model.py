@@ -100,9 +100,10 @@ class Cache:
 
 
 class Gpu:
-    def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None, mixed=True):
+    def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None, mixed=True, prompts=None):
         self.number, self.side, self.cost, self.chunk, self.capacity = number, side, cost, chunk, capacity
         self.seats, self.budget = seats, budget  # E8: replies written, and replies + tokens, per iteration
+        self.prompts = prompts  # E8 per side (R80): prompts read per iteration (a split's reading GPU)
         self.mixed = mixed  # E10 when False: an iteration reads prompts (first) or writes words
         self.queue: list[Req] = []  # prompts with tokens not yet taken, in arrival order
         self.replies: list[Req] = []  # replies in progress (get a word each iteration)
@@ -149,6 +150,15 @@ class Reference:
         self.e8 = a.max_batch_replies is not None or budget is not None
         seats = min(x for x in (a.max_batch_replies, budget, 2**63) if x is not None)
         e8 = {"seats": seats, "budget": budget}
+        e8_side = {"reading": dict(e8), "writing": dict(e8)}  # E8 per side (R79): a side's own key, else the general
+        if self.split:
+            r_budget = budget if a.reading_max_batch_tokens is None else a.reading_max_batch_tokens
+            w_budget = budget if a.writing_max_batch_tokens is None else a.writing_max_batch_tokens
+            w_replies = a.max_batch_replies if a.writing_max_batch_replies is None else a.writing_max_batch_replies
+            e8_side = {"reading": {"seats": seats, "budget": r_budget, "prompts": a.reading_max_batch_requests},
+                       "writing": {"seats": min(x for x in (w_replies, w_budget, 2**63) if x is not None),
+                                   "budget": w_budget}}
+            self.e8 = self.e8 or w_replies is not None or w_budget is not None
         # TP: an instance of `tp` GPUs is one GPU of the rules, with the instance's costs and KV
         # capacity (a side's own capacity, else kv_capacity_tokens); GPUs / TP instances per side
         if self.split:
@@ -157,8 +167,8 @@ class Reference:
             n_r, n_w = a.reading_gpus // (a.reading_tp or 1), a.writing_gpus // (a.writing_tp or 1)
             r_cap = cap if a.reading_kv_capacity_tokens is None else a.reading_kv_capacity_tokens
             w_cap = cap if a.writing_kv_capacity_tokens is None else a.writing_kv_capacity_tokens
-            self.reading = [Gpu(i, "reading", rc, chunk, r_cap, **e8) for i in range(n_r)]
-            self.writing = [Gpu(n_r + i, "writing", wc, chunk, w_cap, **e8) for i in range(n_w)]
+            self.reading = [Gpu(i, "reading", rc, chunk, r_cap, **e8_side["reading"]) for i in range(n_r)]
+            self.writing = [Gpu(n_r + i, "writing", wc, chunk, w_cap, **e8_side["writing"]) for i in range(n_w)]
             ship = base.kv_ship_ms_per_token if a.kv_ship_ms_per_token is None else a.kv_ship_ms_per_token
             self.ship_ms = exact(ship)
             self.link = a.kv_link
@@ -245,7 +255,7 @@ class Reference:
         if budget is not None and room is not None:
             budget = min(budget, room)  # chunked: min(chunk_tokens, budget - replies)
         for r in g.queue:
-            if budget is not None and budget == 0:
+            if budget is not None and budget == 0 or len(reads) == g.prompts:  # (R80: at most g.prompts prompts)
                 break
             r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E13
             pending = r.pending - r.hit

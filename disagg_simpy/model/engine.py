@@ -42,6 +42,7 @@ class BatchLimits(TypedDict):
 
     max_replies: int | None
     max_tokens: int | None
+    max_requests: int | None  # E8 per side (R79): prompts a reading instance reads per iteration
     mixed: bool
 
 
@@ -75,8 +76,11 @@ class Engine:
         reading_capacity, writing_capacity = arrangement.kv_capacities  # E4, per instance (a side's own with TP)
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
-        self.batch_limits: BatchLimits = {"max_replies": arrangement.max_batch_replies, "max_tokens": arrangement.max_batch_tokens,  # E8
-                             "mixed": getattr(arrangement, "mixed_iterations", None) is not False}  # E10 (colocated only)
+        mixed = getattr(arrangement, "mixed_iterations", None) is not False  # E10 (colocated only)
+        self.batch_limits: dict[str, BatchLimits] = {}  # E8 by role, per side on a split (R79)
+        for role in ("both", "reads", "writes"):
+            replies, tokens, prompts = arrangement.batch_limits(role)
+            self.batch_limits[role] = {"max_replies": replies, "max_tokens": tokens, "max_requests": prompts, "mixed": mixed}
         # one model GPU per instance: with TP an instance's GPUs serve as one (its own costs)
         self.paged = paged_settings(arrangement)  # E9: (block tokens, preemption, swap ms per token, max preemptions)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
@@ -118,7 +122,7 @@ class Engine:
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
         'reads' reserves no reply memory (E4); 'writes' reads only local prompts (E6)."""
-        limits = self.batch_limits
+        limits = self.batch_limits[role]
         if role == "both":
             return Gpu(number, True, True, chunk, self.cost, capacity, **limits)
         if role == "reads":

@@ -59,7 +59,7 @@ class Gpu:
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
-                 max_tokens: int | None = None, mixed: bool = True):
+                 max_tokens: int | None = None, mixed: bool = True, max_requests: int | None = None):
         self.number = number
         self.reads = reads
         self.writes = writes
@@ -96,6 +96,7 @@ class Gpu:
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
+        self.max_requests = max_requests  # E8 per side (R79): prompts read per iteration (a reading instance)
         limits = [x for x in (max_replies, max_tokens) if x is not None]
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()
@@ -246,7 +247,7 @@ class Gpu:
         kv = self.kv_capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.changes_role or self.prefix is not None or not self.mixed
+            self.max_tokens is not None) or self.max_requests is not None or self.changes_role or self.prefix is not None or not self.mixed
         # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)

@@ -16,6 +16,7 @@ def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
     - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
       min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
       waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
+      E8 per side (R80): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
     waiting = gpu.waiting
     capacity, limit, paged = gpu.kv_capacity, gpu.max_tokens, gpu.paged
@@ -24,9 +25,9 @@ def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
     room = None if limit is None else limit - n_written  # E8, whole prompts
     if budget is not None and room is not None:
         budget, room = min(budget, room), None
-    taken = []
-    prefix = gpu.prefix
-    while waiting:
+    taken: list[tuple[Request, int]] = []
+    prefix, cap = gpu.prefix, gpu.max_requests or -1  # (-1: no cap on prompts, R80)
+    while waiting and len(taken) != cap:
         r = waiting[0]
         n = r.unread_tokens
         n -= (hit := prefix.hit_tokens(r) if prefix is not None and n == r.n_prompt_tokens else 0)  # E13: not begun
@@ -81,7 +82,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
         both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
         return both
     waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
-    budget, limit = gpu.chunk_tokens, gpu.max_tokens
+    budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R80)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
     r = waiting[0]
@@ -104,7 +105,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
                 break
             waiting.popleft()
             budget -= n
-            if not (waiting and budget):
+            if not (waiting and budget) or len(taken) == cap:
                 break
             r = waiting[0]
     elif limit is None:  # whole prompts, each read whole
@@ -119,7 +120,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             n_tokens += unread
             r.unread_tokens = 0
             waiting.popleft()
-            if not waiting:
+            if not waiting or len(taken) == cap:
                 break
             r = waiting[0]
     else:  # E8's token budget, whole prompts (as `take_with_options`)
@@ -140,7 +141,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if n < unread:
                 break
             waiting.popleft()
-            if not waiting:
+            if not waiting or len(taken) == cap:
                 break
             room -= n
             r = waiting[0]

@@ -109,8 +109,8 @@ def seating(gpu: Any) -> Seat:
 def admission(gpu: Any) -> Admit:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
     limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
-    choice (`option_paths.take`); else D4's plain one, E8's budget looked up once."""
-    if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
+    choice (`option_paths.take`, also for E8's cap on prompts, R80); else D4's plain one, E8's budget looked up once."""
+    if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
         return lambda now, n_written: take(gpu, now, n_written)
     take_tokens: Callable[..., tuple[Any, int]] = gpu._take_prompt_tokens
     limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting

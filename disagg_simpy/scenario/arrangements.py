@@ -38,6 +38,33 @@ def _check_budget(a):
     return a
 
 
+#: E8 per side on a split (reading R79-R83): each overrides the arrangement's general key for its side
+SIDE_LIMIT_KEYS = ("reading_max_batch_tokens", "reading_max_batch_requests", "writing_max_batch_replies",
+                   "writing_max_batch_tokens")
+
+
+def _check_side_limits(a) -> None:
+    """E8 per side (R79, R80): a side's own key overrides the general one for that side; a general key
+    that no instance would keep, or per-side keys on GPUs that change role, is refused."""
+    if a.writing_max_batch_tokens is not None and a.writing_max_batch_tokens < 2:
+        raise ValueError(f"@writing_max_batch_tokens: got {a.writing_max_batch_tokens}, expected at least 2 "
+                         "(one reply written and one prompt token read)")
+    if a.max_batch_replies is not None and a.writing_max_batch_replies is not None:
+        raise ValueError(f"@writing_max_batch_replies: got {a.writing_max_batch_replies} with max_batch_replies "
+                         f"{a.max_batch_replies}, expected one of them (on a split only writing instances write "
+                         "replies: both limit the same seats; remove max_batch_replies)")
+    if a.max_batch_tokens is not None and a.reading_max_batch_tokens is not None and (
+            a.writing_max_batch_tokens is not None):
+        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens} with reading_max_batch_tokens and "
+                         "writing_max_batch_tokens, expected at most two of the three (each side's own key "
+                         "overrides max_batch_tokens there, so it would limit nothing; remove it)")
+    if a.role_changes is not None and any(getattr(a, k) is not None for k in SIDE_LIMIT_KEYS):
+        key = next(k for k in SIDE_LIMIT_KEYS if getattr(a, k) is not None)
+        raise ValueError(f"@{key}: got {getattr(a, key)} with roles that change (E12), expected static roles with "
+                         "per-side batch limits (an instance that moves would change its limits; use max_batch_tokens "
+                         "and max_batch_replies, the same on both sides)")
+
+
 def gpu_count(n: int) -> str:
     """'1 GPU', '4 GPUs'."""
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
@@ -74,6 +101,12 @@ class _Arrangement(_Strict):
         kv_capacity_tokens: int | None
         max_batch_replies: int | None  # E8
         max_batch_tokens: int | None  # E8
+
+    def batch_limits(self, role: str) -> tuple[int | None, int | None, int | None]:
+        """E8 for an instance of `role` ('reads', 'writes', 'both'): at most (replies written, replies
+        + prompt tokens read, prompts read) per iteration; None: no limit. The general keys here; a
+        split's sides may override them (R79)."""
+        return self.max_batch_replies, self.max_batch_tokens, None
 
     #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
     #: store's keys) exactly as before they existed.
@@ -277,6 +310,10 @@ class Disaggregated(_Arrangement, PagedKeys):
     local_prompt_max_tokens: Count | None = None  # E6
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
+    reading_max_batch_tokens: Count | None = None  # E8 per side (R79): else max_batch_tokens
+    reading_max_batch_requests: Count | None = None  # E8 per side: prompts read per reading iteration
+    writing_max_batch_replies: Count | None = None  # E8 per side: else max_batch_replies
+    writing_max_batch_tokens: Count | None = None  # E8 per side: else max_batch_tokens
     reading_tp: Gpus | None = None  # TP: GPUs per reading instance; None: 1
     writing_tp: Gpus | None = None  # TP: GPUs per writing instance; None: 1
     reading_kv_capacity_tokens: Count | None = None  # E4 per side (TP): else kv_capacity_tokens
@@ -288,7 +325,8 @@ class Disaggregated(_Arrangement, PagedKeys):
 
     _OMIT_UNSET: ClassVar[tuple[str, ...]] = ("reading_tp", "writing_tp", "reading_kv_capacity_tokens",
                                               "writing_kv_capacity_tokens", "max_batch_replies", "max_batch_tokens",
-                                              "kv_path", "role_changes", "reading_gpu", "writing_gpu", *E9_KEYS)
+                                              "kv_path", "role_changes", "reading_gpu", "writing_gpu", *E9_KEYS,
+                                              *SIDE_LIMIT_KEYS)
     _name = field_validator("name")(_not_only_dots)
     _gpu = field_validator("reading_gpu", "writing_gpu")(_gpu_kind)
     _roles = field_validator("role_changes", mode="before")(static_roles)
@@ -311,7 +349,19 @@ class Disaggregated(_Arrangement, PagedKeys):
                 "capacities (or kv_capacity_tokens for the side not given): KV memory (E4) limits both sides or neither"
             )
         check_roles(self)
+        _check_side_limits(self)
         return self
+
+    def batch_limits(self, role: str) -> tuple[int | None, int | None, int | None]:
+        """E8 per side (R79): a side's own key, else the general one; the prompts a reading
+        iteration takes only on reading instances."""
+        if role == "reads":
+            tokens = self.reading_max_batch_tokens
+            return (self.max_batch_replies, self.max_batch_tokens if tokens is None else tokens,
+                    self.reading_max_batch_requests)
+        replies, tokens = self.writing_max_batch_replies, self.writing_max_batch_tokens
+        return (self.max_batch_replies if replies is None else replies,
+                self.max_batch_tokens if tokens is None else tokens, None)
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:

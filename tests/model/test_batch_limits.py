@@ -133,6 +133,25 @@ def test_a_split_writing_gpu_seats_max_batch_tokens_replies_when_max_batch_repli
     assert words_ns(res, "s", 2)[1:] == [46_021_000, 58_021_000]
 
 
+def test_each_side_of_a_split_keeps_its_own_limits(tmp_path):
+    """E8 per side (R79-R81) by hand: split-1-1, three 100-token prompts of 2 words at 0 s, with
+    `reading_max_batch_requests: 2` and `writing_max_batch_replies: 1` (the general
+    `max_batch_tokens: 1000` still caps the reading side; the writing side's own 150 overrides it).
+    The reading GPU reads A and B (10 + 2 ms), then C alone (10 + 1 ms: 11 ms to 23 ms); without the
+    cap all three in one 13 ms iteration. Ships take 0.1 ms: A and B join at 12.1 ms, C at 23.1 ms.
+    One seat: A is written 12.1-23.1 ms (10 + 1 ms), B waits for it (its first gap 22 ms, two
+    iterations), C, which joined after B, 34.1-45.1 ms."""
+    split = {"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_tokens": 1000,
+             "reading_max_batch_requests": 2, "writing_max_batch_replies": 1, "writing_max_batch_tokens": 150}
+    res = run_rows(tmp_path, [(0.0, 100, 2)] * 3, [split], cost=COST)
+    reading = [row for row in iterations(res, "s")[:2]]
+    assert reading == [(0, 12 * MS, 0, 200), (12 * MS, 23 * MS, 0, 100)]
+    assert [words_ns(res, "s", i) for i in range(3)] == [[12 * MS, 23_100_000], [12 * MS, 34_100_000],
+                                                         [23 * MS, 45_100_000]]
+    writing = res.iterations.query("arrangement == 's' and gpu == 1")["n_replies_written"].tolist()
+    assert writing == [1, 1, 1]
+
+
 # -- random runs: every invariant (budgets included) holds, every request finishes ---------------
 rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 600), st.integers(1, 8)), min_size=1, max_size=10).map(
     lambda rs: sorted(((t * 0.005, p, w) for t, p, w in rs), key=lambda r: r[0]))
@@ -151,6 +170,15 @@ def limited(draw):
     if draw(st.booleans()):
         a["max_batch_replies"] = draw(st.integers(1, 4))
     a["max_batch_tokens"] = draw(st.integers(2, 700))
+    if a["kind"] == "disaggregated":  # E8 per side (R79, R80): each side's own, over the general keys
+        if draw(st.booleans()):
+            a["reading_max_batch_requests"] = draw(st.integers(1, 3))
+        if draw(st.booleans()):
+            a["reading_max_batch_tokens"] = draw(st.integers(1, 700))
+        elif draw(st.booleans()):
+            a["writing_max_batch_tokens"] = draw(st.integers(2, 700))
+        if "max_batch_replies" not in a and draw(st.booleans()):
+            a["writing_max_batch_replies"] = draw(st.integers(1, 4))
     return a
 
 
@@ -185,6 +213,21 @@ def test_bad_batch_limits_get_one_line_and_exit_2(tmp_path):
          "arrangements[0].max_batch_tokens: got 1, expected at least 2"),
         ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_replies": "many"},
          "arrangements[0].max_batch_replies: got 'many'"),
+        # E8 per side (R79, R81, R83): a general key no instance keeps, a side's own on GPUs that move
+        ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_replies": 8,
+          "writing_max_batch_replies": 16}, "arrangements[0].writing_max_batch_replies: got 16 with max_batch_replies 8, "
+                                            "expected one of them"),
+        ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_tokens": 8192,
+          "reading_max_batch_tokens": 8192, "writing_max_batch_tokens": 65536},
+         "arrangements[0].max_batch_tokens: got 8192 with reading_max_batch_tokens and writing_max_batch_tokens"),
+        ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "writing_max_batch_tokens": 1},
+         "arrangements[0].writing_max_batch_tokens: got 1, expected at least 2"),
+        ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "reading_max_batch_requests": 0},
+         "arrangements[0].reading_max_batch_requests: got 0"),
+        ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "reading_max_batch_requests": 128,
+          "roles": {"policy": "queue"}}, "arrangements[0].reading_max_batch_requests: got 128 with roles that change"),
+        ({"kind": "colocated", "gpus": 1, "reading_max_batch_tokens": 8192},
+         "arrangements[0].reading_max_batch_tokens: unknown key for a colocated arrangement"),
     ]
     for arrangement, expected in cases:
         path = tmp_path / "s.yaml"

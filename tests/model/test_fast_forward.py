@@ -12,7 +12,7 @@ import pytest
 from helpers import write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, tiny_scenario
+from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, side_limits, tiny_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
@@ -205,8 +205,8 @@ GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms
 @st.composite
 def steady_scenario(draw, tiles: bool = False, options: bool = False):
     """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
-    or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 and E10 (colocated)
-    drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
+    or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 (a split: per side
+    too) and E10 (colocated) drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
     repeat's next iteration ahead (model/option_starts.py's `repeat_kinds`, `Gpu.start_ahead`)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
@@ -241,6 +241,8 @@ def steady_scenario(draw, tiles: bool = False, options: bool = False):
             a["max_batch_tokens"] = draw(st.sampled_from((6, 12, 40)))
         if a["kind"] == "colocated" and draw(st.booleans()):
             a["mixed_iterations"] = False  # E10
+        if a["kind"] == "disaggregated" and draw(st.booleans()):
+            a.update(draw(side_limits(a)))  # E8 per side (R79-R82)
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}

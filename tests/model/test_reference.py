@@ -16,6 +16,7 @@ from reference_model import reference_records
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
 from disagg_simpy.results.metrics import LimitsNs, reply_gaps
+from disagg_simpy.scenario.arrangements import SIDE_LIMIT_KEYS
 from disagg_simpy.workload.prefixes import BlockIds
 from disagg_simpy.workload.stream import make_requests
 
@@ -191,9 +192,29 @@ def arrangement(draw, i, tp=False):
         a["max_batch_replies"] = draw(st.sampled_from((1, 2, 3)))
     if draw(st.integers(0, 2)) == 0:
         a["max_batch_tokens"] = draw(st.sampled_from((2, 3, 8, 9, 16, 20, 40)))  # some equal to prompts
+    if a["kind"] == "disaggregated" and draw(st.integers(0, 2)) == 0:
+        a.update(draw(side_limits(a)))
     if tp:
         a.update(draw(tp_degrees(a)))
     return a
+
+
+@st.composite
+def side_limits(draw, a):
+    """E8 per side on a split (R79-R83): some of the four keys, small enough to bind, beside the
+    general ones already drawn in `a` (a general key no instance would keep is left out, R79)."""
+    out = {}
+    if draw(st.booleans()):
+        out["reading_max_batch_requests"] = draw(st.sampled_from((1, 1, 2, 3)))
+    if draw(st.booleans()):
+        out["reading_max_batch_tokens"] = draw(st.sampled_from((1, 3, 8, 13, 16, 40)))
+    if draw(st.booleans()):
+        out["writing_max_batch_tokens"] = draw(st.sampled_from((2, 3, 9, 20)))
+    if "max_batch_replies" not in a and draw(st.booleans()):
+        out["writing_max_batch_replies"] = draw(st.sampled_from((1, 2, 3)))
+    if "max_batch_tokens" in a and "reading_max_batch_tokens" in out and "writing_max_batch_tokens" in out:
+        del out["writing_max_batch_tokens"]
+    return out
 
 
 @st.composite
@@ -283,7 +304,7 @@ def paged_prompt_only_scenario(draw):
     for a in arrangements:
         if a["kind"] == "disaggregated":
             for key in ("reading_gpus", "writing_gpus", "reading_cost", "writing_cost", "kv_ship_ms_per_token",
-                        "kv_link", "local_prompt_max_tokens"):
+                        "kv_link", "local_prompt_max_tokens", *SIDE_LIMIT_KEYS):
                 a.pop(key, None)
             a.update(kind="colocated", name=a["name"].replace("s", "c"), gpus=draw(st.integers(1, 2)))
         a["mixed_iterations"] = False
@@ -382,7 +403,8 @@ def with_roles(draw, a):
     policy with thresholds the tiny loads cross."""
     a = dict(a, kind="disaggregated", name=a["name"].replace("c", "s"))
     for key in ("gpus", "tp", "cost", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations",
-                "kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):  # (E9: refused)
+                "kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions",  # (E9: refused)
+                *SIDE_LIMIT_KEYS):  # (per-side limits: refused with moves, R83)
         a.pop(key, None)
     a.setdefault("reading_gpus", draw(st.integers(1, 3)))
     a.setdefault("writing_gpus", draw(st.integers(1, 3)))

@@ -42,6 +42,10 @@ CASES = {
         "local_prompt_max_tokens": {"local_prompt_max_tokens": 100},
         "max_batch_replies": {"max_batch_replies": 16},
         "max_batch_tokens": {"max_batch_tokens": 4096},
+        "reading_max_batch_tokens": {"reading_max_batch_tokens": 8192},
+        "reading_max_batch_requests": {"reading_max_batch_requests": 128},
+        "writing_max_batch_replies": {"writing_max_batch_replies": 256},
+        "writing_max_batch_tokens": {"max_batch_tokens": 8192, "writing_max_batch_tokens": 65536},
         "reading_kv_capacity_tokens": {"reading_kv_capacity_tokens": 100_000, "writing_kv_capacity_tokens": 300_000},
         "writing_kv_capacity_tokens": {"kv_capacity_tokens": 100_000, "writing_kv_capacity_tokens": 300_000},
         "kv_path": {"kv_path": "inter_node"},
@@ -64,7 +68,8 @@ REFUSED = {("disaggregated", "roles"): "static arrangements"}
 #: sides; a split's sides map back only when the same)
 OTHER_KIND_REFUSED = {"mixed_iterations", "kv_link", "local_prompt_max_tokens", "reading_kv_capacity_tokens",
                       "writing_kv_capacity_tokens", "kv_path", "kv_ship_ms_per_token", "writing_cost", "reading_cost",
-                      "reading_gpu", "writing_gpu"}
+                      "reading_gpu", "writing_gpu", "reading_max_batch_tokens", "reading_max_batch_requests",
+                      "writing_max_batch_replies", "writing_max_batch_tokens"}
 #: a key that needs a preset in the scenario's cost
 PRESET = {"kv_path": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"}}
 SAME = {"name": "same", "kind": "colocated", "gpus": 2}
