@@ -39,7 +39,7 @@ def format_goodput(table, share: str = "on time %") -> str:
     """Aligned text: goodput with its 95% interval, per GPU, the bracketing rates with their
     per-request shares (mean and interval over seeds; `share`: their header, `Slo.share_header`),
     the limit."""
-    from ..results.intervals import Interval
+    from ..results.intervals import Interval, decimals_below
     from . import cost_text
 
     costs = cost_text.has_costs(table)
@@ -53,7 +53,7 @@ def format_goodput(table, share: str = "on time %") -> str:
         passing = Interval(r.passing_on_time_pct, r.passing_on_time_low_pct, r.passing_on_time_high_pct, 0)
         failing = Interval(r.failing_on_time_pct, r.failing_on_time_low_pct, r.failing_on_time_high_pct, 0)
         rows.append([r.arrangement, str(r.n_gpus), good, f"{r.goodput_per_gpu_per_s:.2f}",
-                     rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), failing.text(),
+                     rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), failing.text(decimals_below(failing.mean, r.target_pct)),
                      r.binding_limit or "-", *(cost_text.cells(r) if costs else [])])
     return "\n".join(aligned([header, *rows], sep=" "))
 

@@ -54,7 +54,7 @@ def check_kinds(args, scenario, check_cost):
     arrangement fits is refused, naming the cheapest's cost), the plan's cost. Returns what the
     plan searches: (presets by kind, the scenario with the candidates in the budget, units to rank
     per, the candidates as written). `check_cost` is plan's (cli/plan.py)."""
-    from ..sweep.plan_kinds import candidates, side_presets, within
+    from ..sweep.plan_kinds import candidates, side_presets, version_notes, within
 
     given = [flag for key, flag in BUDGETS.items() if getattr(args, key) is not None]
     if args.gpu_kinds is None:
@@ -69,6 +69,8 @@ def check_kinds(args, scenario, check_cost):
                              "--chunks and --max-gpus narrow the search)")
     refuse_varying_traffic(scenario, "plan")
     presets = side_presets(scenario, args.gpu_kinds)
+    for note in version_notes(scenario, args.gpu_kinds):
+        print(f"warning: --gpu-kinds: {note}", file=sys.stderr)
     arrangements = candidates(presets, args.max_gpus, args.chunks)
     if args.rate is not None:
         from ..sweep.plan_kinds import with_kinds

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..results.intervals import decimals_below
 from .batch import Chart, table_html, write_batch_page
 
 #: Okabe-Ito, by position, as every picture and the run's page (plots/style.py ARRANGEMENT_COLOURS, page.js).
@@ -144,7 +145,9 @@ def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
              "passing_rate_per_s": lambda r: _f(2)(r["passing_rate_per_s"]),
              "failing_rate_per_s": lambda r: _f(2)(r["failing_rate_per_s"]),
              "passing_on_time_pct": _interval("passing_on_time_pct", "passing_on_time_low_pct", "passing_on_time_high_pct"),
-             "failing_on_time_pct": _interval("failing_on_time_pct", "failing_on_time_low_pct", "failing_on_time_high_pct")}
+             "failing_on_time_pct": lambda r: _interval("failing_on_time_pct", "failing_on_time_low_pct",
+                                                        "failing_on_time_high_pct",
+                                                        decimals_below(r["failing_on_time_pct"], r["target_pct"]))(r)}
     return write_batch_page(path, title, "Goodput: the highest offered rate whose mean on-time share over the seeds "
                             "meets the target; its 95% interval is of the same statistic (docs/statistics.md).",
                             [("Goodput", table_html(table, columns, cells)),

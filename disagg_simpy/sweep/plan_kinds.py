@@ -50,8 +50,9 @@ class Budget:
 
 
 def side_presets(scenario: Scenario, kinds: tuple[str, ...], flag: str = "--gpu-kinds") -> dict[str, str]:
-    """Each kind's preset: the scenario's `cost: preset` on that kind (refused, in one line, where
-    the scenario names none or a kind has no such preset)."""
+    """Each kind's preset: the scenario's `cost: preset` on that kind, or the newest version of its
+    engine there where that version has none (`gpu_kinds.preset_on`); refused, in one line, where
+    the scenario names none or a kind has no preset of its model, TP and engine."""
     base = scenario.cost.preset
     if base is None:
         raise InputError(f"{flag}: got {','.join(kinds)} with no preset in the scenario's cost:, expected cost: "
@@ -63,6 +64,14 @@ def side_presets(scenario: Scenario, kinds: tuple[str, ...], flag: str = "--gpu-
         raise InputError(f"{flag}: got {', '.join(missing)}, but no preset of the model, TP and engine of {base} exists "
                          f"on {missing[0]}; expected kinds among {', '.join(have)} (python -m disagg_simpy presets)")
     return {k: n for k, n in out.items() if n is not None}
+
+
+def version_notes(scenario: Scenario, kinds: tuple[str, ...]) -> list[str]:
+    """Each kind that runs another version of the scenario's preset's engine (none of that
+    version on it: its newest), said so: the pools then compare engine versions as well as GPUs."""
+    base = scenario.cost.preset
+    notes = [n for k in kinds if base and (n := gpu_kinds.version_note(base, k))]
+    return [f"{n}; pools of these kinds compare engine versions as well as GPUs (docs/cost.md)" for n in notes]
 
 
 def kinds_flag(text: str) -> tuple[str, ...]:
