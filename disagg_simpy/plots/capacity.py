@@ -171,10 +171,12 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
         return st.save_figure(fig, path)
 
 
-def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None) -> Path:
+def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None,
+                   carried: str = "with the target share on time") -> Path:
     """A point per arrangement searched: dollars an hour across, goodput up (line: its 95%
     interval), coloured by its GPU kinds; those left by the pruning as grey markers at the rate
-    their goodput is below; the rate to carry as a dashed line (`plan --rate`)."""
+    their goodput is below; the rate to carry as a dashed line (`plan --rate`). `carried`: how the
+    goodput is carried, after the rule (`Slo.carried_text`)."""
     rows = table[table["goodput_per_s"].notna()]
     kinds = list(dict.fromkeys(str(k) for k in rows["gpu_kinds"]))
     colours = dict(zip(kinds, st.ARRANGEMENT_COLOURS * (1 + len(kinds) // len(st.ARRANGEMENT_COLOURS))))
@@ -197,7 +199,7 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
         if rate is not None:
             ax.axhline(rate, color="black", ls="--", lw=1, label=f"rate to carry ({rate:g}/s)")
         ax.set_xlabel("cost of the GPUs (USD per hour)")
-        ax.set_ylabel("goodput (requests/s on time; line: 95% interval)")
+        ax.set_ylabel(f"goodput (requests/s {carried}; line: 95% interval)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(alpha=0.3)
         ax.legend(loc="best", frameon=True, framealpha=0.9, fontsize=8)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
+from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
@@ -59,13 +60,8 @@ def test_a_10_percent_cost_error_flips_the_winner_and_goodput_says_so(close, tmp
 
 
 def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, capsys):
-    spec = {"name": "preset", "seed": 1,
-            "workload": {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [{"share": 1, "tokens": [200, 1200]}],
-                         "reply_words": [20, 60]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
-            "arrangements": [{"name": "same", "kind": "colocated", "gpus": 2}]}
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    path = preset_scenario(tmp_path, "p", {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [
+        {"share": 1, "tokens": [200, 1200]}], "reply_words": [20, 60]}, [{"name": "same", "kind": "colocated", "gpus": 2}])
     bounds = preset_errors(load_scenario(path))
     assert bounds == {"reading": 10.2, "writing": 16.2}  # its largest prompt error and its writing-only error (with
     # the attention term, as the model has it: presets list both)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import yaml
+from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
@@ -21,15 +21,9 @@ KINDS = ("a100-80gb", "h100-80gb")
 SEEDS = (1, 2)
 
 
-def scenario_file(tmp_path):
-    spec = {"name": "kinds", "seeds": 2,
-            "workload": {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [100, 1000]}],
-                         "reply_words": [50, 200]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
-            "arrangements": [{"name": "a", "kind": "colocated", "gpus": 1}]}
-    path = tmp_path / "kinds.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
+def scenario_file(tmp_path, **top):
+    return preset_scenario(tmp_path, "kinds", {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [
+        100, 1000]}], "reply_words": [50, 200]}, [{"name": "a", "kind": "colocated", "gpus": 1}], seeds=2, **top)
 
 
 @pytest.fixture
@@ -127,3 +121,22 @@ def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys
     table = pd.read_csv(out / "plan.csv")
     assert set(table.arrangement) == {"a100-same-1", "h100-same-1"} and (out / "plan.png").stat().st_size > 0
     assert "$/M on time" in (tmp_path / "p.html").read_text()
+
+
+def test_under_another_rule_the_costs_are_worded_after_it_never_on_time(tmp_path, capsys):
+    """A per-request rule of the field's kind (TTFT and end-to-end): the table's header, the
+    recommendation and the page count the requests meeting the rule; under the percentiles
+    criterion (which judges runs, not requests), those served at a rate meeting it."""
+    rules = {"meeting rule": {"first_word_s": 2.0, "mean_gap_ms": None, "freeze_ms": None, "e2e_s": 20.0},
+             "served": {"first_word_s": 2.0, "mean_gap_ms": 100.0, "freeze_ms": None, "criterion": "percentiles",
+                        "percentile": 90}}
+    for verdict, slo in rules.items():
+        out, html = tmp_path / verdict, tmp_path / f"{verdict}.html"
+        assert main(["plan", str(scenario_file(tmp_path, slo=slo)), "--gpu-kinds", "a100-80gb,h100-80gb",
+                     "--budget-per-hour", "3", "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1",
+                     "--no-plots", "--html", str(html)]) == 0
+        text = capsys.readouterr().out
+        assert f"$/M {verdict} (95% interval)" in text and f"{verdict}/GPU-h" in text, text
+        assert "on time" not in text.replace("on_time", ""), text
+        page = html.read_text()
+        assert f"$/M {verdict} (95% interval)" in page and "$/M on time" not in page
