@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+
 def header(verdict: str = "on time") -> list[str]:
     """The cost cells' header, counting the requests `verdict` (results/costs.py `verdict_words`)."""
     return ["$/h", f"$/M {verdict} (95% interval)", f"{verdict}/GPU-h", "kW"]

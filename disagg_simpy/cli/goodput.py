@@ -52,8 +52,9 @@ def format_goodput(table, share: str = "on time %", verdict: str = "on time") ->
                                            f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})")
         passing = Interval(r.passing_on_time_pct, r.passing_on_time_low_pct, r.passing_on_time_high_pct, 0)
         failing = Interval(r.failing_on_time_pct, r.failing_on_time_low_pct, r.failing_on_time_high_pct, 0)
+        fails = failing.text(decimals_below(failing.mean, r.target_pct))  # never '90.0' below a 90% target
         rows.append([r.arrangement, str(r.n_gpus), good, f"{r.goodput_per_gpu_per_s:.2f}",
-                     rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), failing.text(decimals_below(failing.mean, r.target_pct)),
+                     rate(r.passing_rate_per_s), passing.text(), rate(r.failing_rate_per_s), fails,
                      r.binding_limit or "-", *(cost_text.cells(r) if costs else [])])
     return "\n".join(aligned([header, *rows], sep=" "))
 

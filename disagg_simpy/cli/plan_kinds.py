@@ -97,7 +97,7 @@ def recommendation(table, target: float, per: str, slo=None) -> str:
     after the scenario's rule `slo` (on time only where on time is the rule)."""
     from ..results.costs import verdict_words
 
-    at, (short, long) = _at(slo, target), verdict_words(slo)
+    at, long = _at(slo, target), verdict_words(slo)[1]
     if table.empty or not table["goodput_per_s"].iloc[0] > 0:
         return f"no arrangement reaches {at.removeprefix('at ')} at any rate tried"
     best = table.iloc[0]
