@@ -62,16 +62,21 @@ def check_kinds(args, scenario, check_cost):
     if args.gpus is not None:
         raise InputError("--gpu-kinds: got it with --gpus, expected a budget instead: --budget-per-hour, --power-budget-kw, "
                          "--rate, --iso-cost or --iso-power (the GPUs are counted up to --max-gpus)")
-    for flag, bad in (("--splits", args.splits is not None), ("--tp", args.tp != (1,)), ("--over-time", args.over_time),
-                      ("--period-s", args.period_s is not None), ("--switch-s", args.switch_s is not None)):
+    for flag, bad in (("--over-time", args.over_time), ("--period-s", args.period_s is not None),
+                      ("--switch-s", args.switch_s is not None)):
         if bad:
-            raise InputError(f"{flag}: got it with --gpu-kinds, expected neither (each kind's TP is its preset's; "
-                             "--chunks and --max-gpus narrow the search)")
+            raise InputError(f"{flag}: got it with --gpu-kinds, expected one at a time (a plan over the day moves GPUs "
+                             "of one pool between reading and writing): plan --gpu-kinds at the busiest period's --rate "
+                             "picks the pool, then plan --over-time with its arrangement's preset in cost: plans the day")
+    if args.splits is not None and any(r >= args.max_gpus for r in args.splits):
+        raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
+                         f"--max-gpus {args.max_gpus} (a split keeps a writing GPU)")
     refuse_varying_traffic(scenario, "plan")
     presets = side_presets(scenario, args.gpu_kinds)
     for note in version_notes(scenario, args.gpu_kinds):
         print(f"warning: --gpu-kinds: {note}", file=sys.stderr)
-    arrangements = candidates(presets, args.max_gpus, args.chunks)
+    searched = presets if args.tp == (1,) else _at_tps(args, presets)
+    arrangements = candidates(searched, args.max_gpus, args.chunks, splits=args.splits)
     if args.rate is not None:
         from ..sweep.plan_kinds import with_kinds
 
@@ -82,7 +87,23 @@ def check_kinds(args, scenario, check_cost):
                       _seeds(scenario))
     if note:
         print(note, file=sys.stderr)
-    return presets, planned, per, arrangements
+    return searched, planned, per, arrangements
+
+
+def _at_tps(args, presets: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """--tp with --gpu-kinds: each kind's preset at each degree; those missing said on stderr, a
+    kind with none refused in one line."""
+    from ..sweep.plan_kinds import at_tps
+
+    searched, missing = at_tps(presets, args.tp)
+    empty = [k for k, names in searched.items() if not names]
+    if empty:
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {empty[0]} has no preset of "
+                         f"{presets[empty[0]]}'s model and engine at those degrees; expected degrees with a preset on "
+                         "every kind (python -m disagg_simpy presets lists them)")
+    if missing:
+        print(f"--tp: no preset {', '.join(missing)}; searching the others", file=sys.stderr)
+    return searched
 
 
 def _seeds(scenario):
@@ -161,7 +182,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     elif args.iso_cost is not None or args.iso_power is not None:
         budget = _budget(args)
         table = iso(scenario, runner, seeds, args.target, args.tolerance, presets, budget, args.chunks,
-                    "--iso-cost" if args.iso_cost is not None else "--iso-power")
+                    "--iso-cost" if args.iso_cost is not None else "--iso-power", args.splits)
         title = f"{scenario.name}: the best of each pool of {kinds} at {budget.text()}, {at}"
         line = iso_text(table, long)
         pick = table["arrangement"].iloc[table["goodput_per_s"].fillna(0).argmax()]
