@@ -208,9 +208,10 @@ def _plan(job: Job) -> Batch | None:
 
         return save_plan(table, folder / "plan.png", title, labels, scenario.slo.carried_text())
 
-    from ..sweep.cost_error import cost_error_line
+    from ..sweep.cost_error import cost_error_check, with_bands
 
-    sure = cost_error_line(planned, runner, seeds, args.target, args.tolerance, table, args.cost_error)
+    sure, bands = cost_error_check(planned, runner, seeds, args.target, args.tolerance, table, args.cost_error)
+    table = with_bands(table, bands)
     verdict = verdict_words(scenario.slo)[0]
     return Batch(
         table,

@@ -181,6 +181,10 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
              "goodput_per_gpu_per_s": lambda r: _f(2)(r["goodput_per_gpu_per_s"]),
              "on_time_pct_at_rate": lambda r: _f(1)(r["on_time_pct_at_rate"]),
              "gpus": lambda r: str(r["gpus"]) if pd.isna(r.get("reading_gpus")) else f"{r['reading_gpus']}+{r['writing_gpus']}"}
+    if "cost_error_low_per_s" in table.columns:  # plan checked its top two against cost errors (sweep/cost_error.py)
+        columns.insert(4, ("cost_error_low_per_s", "goodput/s with the costs off (the top two)"))
+        cells["cost_error_low_per_s"] = lambda r: ("" if pd.isna(r["cost_error_low_per_s"]) else
+                                                   f"{r['cost_error_low_per_s']:.2f}-{r['cost_error_high_per_s']:.2f}")
     _cost_cells(table, columns, cells, verdict)
     chart = _curves_charts(table.assign(target_pct=target))
     return write_batch_page(path, title, recommendation,
