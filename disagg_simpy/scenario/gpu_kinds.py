@@ -107,6 +107,12 @@ def version_note(preset: str, kind: str) -> str | None:
             f"runs {got}, the newest {theirs['engine']} there ({theirs['engine_version']})")
 
 
+def preset_at_tp(preset: str, tp: int) -> tuple[str, bool]:
+    """The name of `preset`'s GPU, model and engine at TP `tp`, and whether it is shipped."""
+    name = shipped.at_tp(preset, tp)
+    return name, name in shipped.NAMES
+
+
 def preset_tp(preset: str) -> int:
     """The TP degree a shipped preset costs."""
     return int(shipped.PRESETS[preset]["tp"])

@@ -92,14 +92,12 @@ def _short(kind: str) -> str:
 def at_tps(presets: dict[str, str], tps: tuple[int, ...]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """`--tp` with `--gpu-kinds`: each kind's preset at each TP degree that has one (its GPU,
     model and engine), and the names of those missing (to say so)."""
-    from ..costs.presets import NAMES, at_tp
-
     out: dict[str, tuple[str, ...]] = {}
     missing: list[str] = []
     for kind, preset in presets.items():
-        names = [at_tp(preset, t) for t in tps]
-        out[kind] = tuple(n for n in names if n in NAMES)
-        missing += [n for n in names if n not in NAMES]
+        names = [gpu_kinds.preset_at_tp(preset, t) for t in tps]
+        out[kind] = tuple(n for n, shipped in names if shipped)
+        missing += [n for n, shipped in names if not shipped]
     return out, missing
 
 
