@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 
 from ..costs import gpus
 from .base import CostMs, Count, Gpus, Name, _not_only_dots, _Strict
+from .batch_limits import SIDE_LIMIT_KEYS, check_budget, check_side_limits, side_batch_limits
 from .cost_fields import Cost, SideCost
 from .limits import MAX_GPUS
 from .paging import E9_KEYS, PagedKeys, check_paged
@@ -28,41 +29,6 @@ def _gpu_kind(value):
     if bad:
         raise ValueError(bad)
     return value
-
-
-def _check_budget(a):
-    """E8: a token budget must hold one reply and one prompt token."""
-    if a.max_batch_tokens is not None and a.max_batch_tokens < 2:
-        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens}, expected at least 2 "
-                         "(one reply written and one prompt token read)")
-    return a
-
-
-#: E8 per side on a split (reading R79-R83): each overrides the arrangement's general key for its side
-SIDE_LIMIT_KEYS = ("reading_max_batch_tokens", "reading_max_batch_requests", "writing_max_batch_replies",
-                   "writing_max_batch_tokens")
-
-
-def _check_side_limits(a) -> None:
-    """E8 per side (R79, R80): a side's own key overrides the general one for that side; a general key
-    that no instance would keep, or per-side keys on GPUs that change role, is refused."""
-    if a.writing_max_batch_tokens is not None and a.writing_max_batch_tokens < 2:
-        raise ValueError(f"@writing_max_batch_tokens: got {a.writing_max_batch_tokens}, expected at least 2 "
-                         "(one reply written and one prompt token read)")
-    if a.max_batch_replies is not None and a.writing_max_batch_replies is not None:
-        raise ValueError(f"@writing_max_batch_replies: got {a.writing_max_batch_replies} with max_batch_replies "
-                         f"{a.max_batch_replies}, expected one of them (on a split only writing instances write "
-                         "replies: both limit the same seats; remove max_batch_replies)")
-    if a.max_batch_tokens is not None and a.reading_max_batch_tokens is not None and (
-            a.writing_max_batch_tokens is not None):
-        raise ValueError(f"@max_batch_tokens: got {a.max_batch_tokens} with reading_max_batch_tokens and "
-                         "writing_max_batch_tokens, expected at most two of the three (each side's own key "
-                         "overrides max_batch_tokens there, so it would limit nothing; remove it)")
-    if a.role_changes is not None and any(getattr(a, k) is not None for k in SIDE_LIMIT_KEYS):
-        key = next(k for k in SIDE_LIMIT_KEYS if getattr(a, k) is not None)
-        raise ValueError(f"@{key}: got {getattr(a, key)} with roles that change (E12), expected static roles with "
-                         "per-side batch limits (an instance that moves would change its limits; use max_batch_tokens "
-                         "and max_batch_replies, the same on both sides)")
 
 
 def gpu_count(n: int) -> str:
@@ -256,7 +222,7 @@ class Colocated(_Arrangement, PagedKeys):
     @model_validator(mode="after")
     def _check(self) -> Colocated:
         _check_tp(self.tp, self.gpus, "tp", "gpus")
-        return check_paged(_check_budget(self))
+        return check_paged(check_budget(self))
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:
@@ -333,7 +299,7 @@ class Disaggregated(_Arrangement, PagedKeys):
 
     @model_validator(mode="after")
     def _check(self) -> Disaggregated:
-        check_paged(_check_budget(self))
+        check_paged(check_budget(self))
         if self.reading_gpus + self.writing_gpus > MAX_GPUS:
             raise ValueError(
                 f"@writing_gpus: got {self.writing_gpus} with {self.reading_gpus} reading GPUs, "
@@ -349,19 +315,11 @@ class Disaggregated(_Arrangement, PagedKeys):
                 "capacities (or kv_capacity_tokens for the side not given): KV memory (E4) limits both sides or neither"
             )
         check_roles(self)
-        _check_side_limits(self)
+        check_side_limits(self)
         return self
 
     def batch_limits(self, role: str) -> tuple[int | None, int | None, int | None]:
-        """E8 per side (R79): a side's own key, else the general one; the prompts a reading
-        iteration takes only on reading instances."""
-        if role == "reads":
-            tokens = self.reading_max_batch_tokens
-            return (self.max_batch_replies, self.max_batch_tokens if tokens is None else tokens,
-                    self.reading_max_batch_requests)
-        replies, tokens = self.writing_max_batch_replies, self.writing_max_batch_tokens
-        return (self.max_batch_replies if replies is None else replies,
-                self.max_batch_tokens if tokens is None else tokens, None)
+        return side_batch_limits(self, role)
 
     @property
     def instance_gpus(self) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 from ..costs import gpus
 from ..errors import InputError
 from .arrangements import KINDS, side_cost_keys
+from .batch_limits import BATCH_LIMIT_EXPECT
 from .lengths import LENGTH_TAGS, MAX_WEIGHT, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
 from .limits import (
     MAX_ARRANGEMENTS,
@@ -130,12 +131,7 @@ _EXPECT = {
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
-    "max_batch_replies": "a whole number of replies from 1 to 2**53",
-    "max_batch_tokens": "a whole number of tokens from 2 to 2**53",
-    "reading_max_batch_tokens": "a whole number of tokens from 1 to 2**53 (per reading iteration)",
-    "reading_max_batch_requests": "a whole number of prompts from 1 to 2**53 (per reading iteration)",
-    "writing_max_batch_replies": "a whole number of replies from 1 to 2**53 (per writing iteration)",
-    "writing_max_batch_tokens": "a whole number of tokens from 2 to 2**53 (per writing iteration)",
+    **BATCH_LIMIT_EXPECT,
     "kv_policy": "reserve or paged (E9)",
     "kv_block_tokens": "a whole number of tokens per KV block from 1 to 2**53",
     "preemption": "recompute or swap (E9)",
