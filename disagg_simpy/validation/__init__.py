@@ -5,8 +5,9 @@ setup, value and a tolerance fixed from the source's own variability before our 
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
 `slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
-as DistServe's "SLO scale" panels), or `concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
-equal the measurement's concurrency). `compare` turns the figures into rows with error and
+as DistServe's "SLO scale" panels), `concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
+equal the measurement's concurrency), or `run` (the scenario as written: one engine step measured,
+`as_written`). `compare` turns the figures into rows with error and
 verdict; `gate` compares them with the figures recorded in the repository (`recorded.json`).
 """
 
@@ -88,7 +89,21 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
         assert figure.concurrency is not None
         ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
         return ttft if figure.metric == "ttft_ms" else tpot
-    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale or concurrency")
+    if figure.how == "run":
+        return as_written(scenario, figure.arrangement, figure.metric, seeds[0])
+    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale, concurrency or run")
+
+
+def as_written(scenario: Scenario, arrangement: str, metric: str, seed: int) -> float:
+    """The mean TTFT or TPOT (ms) of `arrangement`'s measured requests, the scenario run as written:
+    a measurement of one engine step rather than of a served load (one prompt alone at zero load:
+    its first word ends its one reading iteration; a batch arriving at once: read together, then
+    written together, its mean gap the mean of those writing iterations)."""
+    from ..api import run
+
+    req = run(scenario, seed).requests
+    mine = req[req["arrangement"] == arrangement]
+    return 1e3 * float(mine.first_word_s.mean()) if metric == "ttft_ms" else float(mine.mean_gap_ms.mean())
 
 
 def at_concurrency(scenario: Scenario, concurrency: int, seed: int, halvings: int = 10) -> tuple[float, float]:

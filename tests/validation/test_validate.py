@@ -21,9 +21,9 @@ def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
         assert f.source in sources and sources[f.source]["cite"] and sources[f.source]["group"]
         assert f.published > 0 and 0 < f.tolerance_pct <= 50 and len(f.tolerance_why) > 40, f.id
         assert (SCENARIOS / f.scenario).is_file(), f.scenario
-        assert f.how in ("goodput", "slo_scale", "concurrency")
+        assert f.how in ("goodput", "slo_scale", "concurrency", "run")
         assert f.metric in {"goodput": ("goodput_per_s", "goodput_per_gpu_per_s"), "slo_scale": ("slo_scale",),
-                            "concurrency": ("ttft_ms", "tpot_ms")}[f.how]
+                            "concurrency": ("ttft_ms", "tpot_ms"), "run": ("ttft_ms", "tpot_ms")}[f.how]
     recorded = {r["id"] for r in load_recorded()["rows"]}
     assert recorded == {f.id for f in figures}  # every figure has its recorded value
 
@@ -109,3 +109,28 @@ def test_a_slo_scale_figure_is_the_smallest_scale_meeting_the_rule_and_a_per_gpu
     per_gpu = measure(Figure(id="gpu", metric="goodput_per_gpu_per_s", how="goodput", **common), runner,
                       folder=tmp_path)
     assert total > 0 and per_gpu == pytest.approx(total / 2)
+
+
+@pytest.mark.parametrize("gpu", ["a100", "h100"])
+def test_splitwise_figures_are_one_prefill_iteration_and_a_steady_batch(gpu):
+    """How the Splitwise figures are expressed (how: run). TTFT: the one prompt of 2,048 tokens is read
+    by one iteration alone (no reply written), whose end is its first word, so ours is that iteration's
+    time. TPOT: the 16 prompts of 512 tokens are read by one iteration (8,192 tokens), then 127
+    iterations write all 16 replies and nothing else, so each reply's mean gap is their mean time."""
+    from disagg_simpy import load_scenario, run
+    from disagg_simpy.validation import as_written
+
+    ttft = load_scenario(SCENARIOS / f"splitwise-{gpu}-ttft.yaml")
+    tpot = load_scenario(SCENARIOS / f"splitwise-{gpu}-tpot.yaml")
+    first, batch = run(ttft), run(tpot)
+    for name in ("tp2", "tp4", "tp8"):
+        it = first.iterations.query(f"arrangement == '{name}'")
+        assert it[["n_replies_written", "n_prompt_tokens_read"]].values.tolist()[0] == [0, 2048]
+        ms = 1e3 * (it.ended_at_s.iloc[0] - it.started_at_s.iloc[0])
+        assert as_written(ttft, name, "ttft_ms", 1) == pytest.approx(ms, rel=1e-9)
+        it = batch.iterations.query(f"arrangement == '{name}'")
+        assert it[["n_replies_written", "n_prompt_tokens_read"]].values.tolist() == [[0, 8192]] + [[16, 0]] * 127
+        writing = 1e3 * (it.ended_at_s.iloc[-1] - it.ended_at_s.iloc[0]) / 127
+        req = batch.requests.query(f"arrangement == '{name}'")
+        assert len(req) == 16 and (req.first_word_s == req.first_word_s.iloc[0]).all()
+        assert as_written(tpot, name, "tpot_ms", 1) == pytest.approx(writing, rel=1e-9)
