@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from .gpu_state import GpuState
     from .request import Request
 
 
-def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
+def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
     """D4 under the options, in arrival order, no prompt overtaking another:
     - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
       prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
