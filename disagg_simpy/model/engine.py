@@ -28,7 +28,7 @@ from .gpu import Gpu
 from .kv_link import KvLink
 from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, again, events_scheduled
-from .prefix_cache import PrefixCache, cache_block_ids
+from .prefix_cache import CacheBlockIds, PrefixCache
 from .records import ArrangementRecords
 from .request import Request
 from .roles import RoleController
@@ -132,7 +132,7 @@ class Engine:
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
         self.router_draws = requests.router_draws.tolist() if requests.router_draws is not None else None
-        self.blocks: list[tuple[int, ...]] | None = None
+        self.blocks: CacheBlockIds | None = None
         capacity = scenario.prefix_cache_tokens
         self.prefix_on = capacity is not None
         if capacity is None:
@@ -142,7 +142,7 @@ class Engine:
             g.prefix = PrefixCache(capacity, block)
         b = requests.blocks
         if b is not None:
-            self.blocks = cache_block_ids(b.ids, b.starts, b.unit, block)
+            self.blocks = CacheBlockIds(b.ids, b.starts, b.unit, block)
 
     def _route(self, request: Request) -> Gpu:
         """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E13)."""
@@ -176,7 +176,7 @@ class Engine:
             if paged:
                 prepare(request)
             if blocks is not None:
-                request.blocks = blocks[i]
+                request.blocks = blocks.of(i)
             arrived.append(request)
             self.next_arrival_ns = later = times[i + 1]  # (only later ones: D5 step 2)
             arrive(request, at)
