@@ -1,6 +1,6 @@
 """E9's rarer paths (model/paged_kv.py keeps the common ones): a preemption, a swap back in, and
 the end of a re-read (docs/rules.md#e9). `PagedKv` has them as methods (`_preempt`, `swap_in`,
-`reread`)."""
+`reread`). Their `kv` is that `PagedKv` (typed Any: model/paged_kv.py imports this module)."""
 
 from __future__ import annotations
 

@@ -325,11 +325,11 @@ def repeat_work(gpu: Gpu) -> Work | None:
     return None
 
 
-def cut_all(host: Any, changed: Any) -> None:
-    """E9 on a split: if a start `changed` what the handoff queue (E4e) may use (freed KV memory,
-    a preemption; a reply back, a swap-in), every repeat ends with the iteration running now, so
+def cut_all(host: Any) -> None:  # (host: the engine, whose module imports this one: Any)
+    """E9 on a split: a start changed what the handoff queue (E4e) may use (freed KV memory, a
+    preemption; a reply back, a swap-in): every repeat ends with the iteration running now, so
     that its end serves the queue as one by one (the queue is served after every iteration end)."""
-    if changed and getattr(host, "handoff", None):
+    if getattr(host, "handoff", None):
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()
