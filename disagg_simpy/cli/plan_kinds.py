@@ -207,8 +207,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {at}"
         line = recommendation(table, args.target, unit, scenario.slo)
         pick = table["arrangement"].iloc[0]
-    raw = {d["name"]: d for d in arrangements}
-    block = yaml.safe_dump(raw[pick], default_flow_style=True, sort_keys=False, width=10**6).strip() if pick in raw else ""
+    block = _block(scenario, arrangements, pick)
     rate = args.rate
 
     def picture(folder):
@@ -227,6 +226,16 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target, verdict),
     )
+
+
+def _block(scenario, arrangements: list[dict], pick) -> str:
+    """The picked candidate as simulated (the keys carried from the scenario's engine included,
+    `with_kinds`), as a scenario file writes it: pasted into the scenario, it runs the same."""
+    from ..sweep.plan_kinds import written
+
+    raw = [d for d in arrangements if d["name"] == pick]
+    return yaml.safe_dump(written(scenario, raw), default_flow_style=True, sort_keys=False, width=10**6).strip() \
+        if raw else ""
 
 
 def iso_text(table, verdict: str = "on time") -> str:

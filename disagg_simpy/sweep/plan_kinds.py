@@ -79,10 +79,24 @@ def version_notes(scenario: Scenario, kinds: tuple[str, ...]) -> list[str]:
     return [f"{n}; pools of these kinds compare engine versions as well as GPUs (docs/cost.md)" for n in notes]
 
 
+def _as_written(scenario: Scenario) -> list[dict]:
+    """The scenario's arrangements as a file writes them (what their presets fill left out)."""
+    return unfill(scenario.model_dump(mode="json", exclude_none=True), has_attention_term())["arrangements"]
+
+
+def written(scenario: Scenario, arrangement: list[dict]) -> dict:
+    """One candidate as simulated (the keys carried from the scenario's engine included,
+    `with_kinds`) as a scenario file writes it: pasted into the scenario, it runs the same."""
+    planned = with_kinds(scenario, arrangement, "--gpu-kinds")
+    [a] = _as_written(planned)
+    fields = {f.alias or k: f for k, f in type(planned.arrangements[0]).model_fields.items()}
+    return {k: v for k, v in a.items() if not (k in fields and v == fields[k].default)}
+
+
 def capacity_notes(scenario: Scenario) -> list[str]:
     """Each KV capacity the scenario's arrangements write (not from a preset), said not carried:
     it is the scenario's GPU's memory, and each candidate takes its kinds' presets' instead."""
-    raw = unfill(scenario.model_dump(mode="python", exclude_none=True), has_attention_term())["arrangements"]
+    raw = _as_written(scenario)
     return [f"arrangements.{a['name']}.{k}: {a[k]} is the scenario's GPU's memory, not carried: each candidate takes "
             "each side's KV capacity from its kind's preset" for a in raw for k in CAPACITY_KEYS if k in a]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+import yaml
 from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
@@ -204,3 +205,28 @@ def test_each_kind_takes_its_own_presets_kv_capacity_not_the_scenarios(tmp_path,
                  "none", "--out", str(tmp_path / "out"), "--workers", "1", "--no-plots"]) == 0
     assert ("warning: --gpu-kinds: arrangements.same.kv_capacity_tokens: 50000 is the scenario's GPU's memory, not "
             "carried: each candidate takes each side's KV capacity from its kind's preset") in capsys.readouterr().err
+
+
+def test_the_block_to_paste_is_what_was_simulated_and_reproduces_the_figure(tmp_path, capsys):
+    """The "as a scenario arrangement" block is the candidate as simulated, the keys carried from
+    the scenario's engine included (review F34: a batch limit was left out, so the pasted block
+    ran another engine): pasted into the scenario, `goodput` gives the plan's goodput."""
+    path = scenario_file(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["arrangements"][0]["max_batch_replies"] = 2  # (carried: it lowers the goodput)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tmp_path / "out"
+    assert main(["plan", str(path), "--gpu-kinds", "a100-80gb,h100-80gb", "--budget-per-hour", "3", "--max-gpus", "1",
+                 "--chunks", "none", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    block = yaml.safe_load(next(x for x in text.splitlines() if x.startswith("as a scenario arrangement: "))
+                           .removeprefix("as a scenario arrangement: "))
+    assert block["max_batch_replies"] == 2, block
+    row = pd.read_csv(out / "plan.csv").iloc[0]
+    assert block["name"] == row.arrangement
+    pasted = tmp_path / "pasted.yaml"
+    pasted.write_text(yaml.safe_dump({**spec, "arrangements": [block]}, sort_keys=False))
+    assert main(["goodput", str(pasted), "--out", str(tmp_path / "g"), "--workers", "1", "--no-plots"]) == 0
+    again = pd.read_csv(tmp_path / "g" / "goodput.csv").iloc[0]
+    assert (again.goodput_per_s, again.goodput_low_per_s, again.goodput_high_per_s) == \
+        (row.goodput_per_s, row.goodput_low_per_s, row.goodput_high_per_s)
