@@ -54,7 +54,7 @@ def check_kinds(args, scenario, check_cost):
     arrangement fits is refused, naming the cheapest's cost), the plan's cost. Returns what the
     plan searches: (presets by kind, the scenario with the candidates in the budget, units to rank
     per, the candidates as written). `check_cost` is plan's (cli/plan.py)."""
-    from ..sweep.plan_kinds import capacity_notes, candidates, side_presets, version_notes, within
+    from ..sweep.plan_kinds import candidates, capacity_notes, side_presets, version_notes, within
 
     given = [flag for key, flag in BUDGETS.items() if getattr(args, key) is not None]
     if args.gpu_kinds is None:
