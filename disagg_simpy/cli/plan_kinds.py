@@ -124,7 +124,8 @@ def _seeds(scenario):
 
 def recommendation(table, target: float, per: str, slo=None) -> str:
     """The best per dollar (or kW) and whether it beats the runner-up: their 95% intervals of
-    dollars per million on-time requests (per kW: of goodput per kW) do not overlap. Worded
+    dollars per million requests (per kW: of goodput per kW) do not overlap (the other way
+    round, said so). Worded
     after the scenario's rule `slo` (on time only where on time is the rule)."""
     from ..results.costs import verdict_words
 
@@ -138,12 +139,29 @@ def recommendation(table, target: float, per: str, slo=None) -> str:
     if len(table) < 2 or math.isnan(table["goodput_per_s"].iloc[1]):
         return head
     second = table.iloc[1]
-    if math.isnan(best.dollars_per_million_low) or math.isnan(second.dollars_per_million_low):
+    if math.isnan(best.goodput_low_per_s) or math.isnan(second.goodput_low_per_s):
         return f"{head}; next {second.arrangement} ({_money(second, 'dollars_per_million')}; one seed: no interval)"
-    ranges = (f"{_range(best)} against {_range(second)} $ per million, 95% intervals")
-    if best.dollars_per_million_high < second.dollars_per_million_low:
+    from .cost_text import money
+
+    (b_low, b_high), (s_low, s_high) = _ranked_interval(best, per), _ranked_interval(second, per)
+    fmt = money if per == "dollar" else (lambda v: f"{v:.2f}")
+    ranges = (f"{fmt(b_low)}-{fmt(b_high)} against {fmt(s_low)}-{fmt(s_high)} "
+              f"{'$ per million' if per == 'dollar' else 'requests/s per kW'}, 95% intervals")
+    # per dollar, fewer dollars per million is better; per kW, more goodput per kW
+    ahead, behind = (b_high < s_low, s_high < b_low) if per == "dollar" else (b_low > s_high, s_low > b_high)
+    if ahead:
         return f"{head}; it beats {second.arrangement}: {ranges}"
+    if behind:
+        return f"{head}; {second.arrangement} is ahead on the intervals though behind on the means: {ranges}"
     return f"{head}; too close to call against {second.arrangement}: {ranges} overlap"
+
+
+def _ranked_interval(r, per: str) -> tuple[float, float]:
+    """The 95% interval the ranking is judged on: dollars per million (per dollar), or goodput
+    per kW (per kW, from the goodput's)."""
+    if per == "dollar":
+        return r.dollars_per_million_low, r.dollars_per_million_high
+    return r.goodput_low_per_s / r.power_kw, r.goodput_high_per_s / r.power_kw
 
 
 def _at(slo, target: float) -> str:
@@ -155,10 +173,6 @@ def _money(r, key: str) -> str:
     from .cost_text import money
 
     return money(getattr(r, key))
-
-
-def _range(r) -> str:
-    return f"{_money(r, 'dollars_per_million_low')}-{_money(r, 'dollars_per_million_high')}"
 
 
 def plan_kinds(job: Job, format_plan) -> Batch | None:
