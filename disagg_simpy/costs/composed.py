@@ -67,7 +67,7 @@ def config_of(folder: Path, model: str) -> ModelConfig:
     return read_model_config(folder / "model_configs" / f"{MODELS[model][1]}_config.json")
 
 
-def grid(t: O.Tables, model: ModelConfig, tp: int) -> pd.DataFrame:
+def grid(t: O.Tables, model: ModelConfig, tp: int, ep: int = 1) -> pd.DataFrame:
     """The composed iterations a preset is fitted to (rows of `fitting.COLUMNS` plus
     earlier_tokens, prompts): writing only at REPLIES x CONTEXTS, whole prompts (PROMPTS alone,
     BATCHED in twos and fours), and CHUNKS after EARLIER tokens beside BESIDE replies; each point
@@ -78,7 +78,7 @@ def grid(t: O.Tables, model: ModelConfig, tp: int) -> pd.DataFrame:
     def add(replies: int, context: int, prompts: int, chunk: int, earlier: int) -> None:
         try:
             ms = O.iteration_ms(t, model, tp, replies=replies, context=context, prompts=prompts, chunk=chunk,
-                                earlier=earlier)
+                                earlier=earlier, ep=ep)
         except O.OutOfRange:
             return
         rows.append((replies, prompts * chunk, replies * context, earlier, prompts, ms))
@@ -125,11 +125,14 @@ def kv_ship(t: O.Tables, model: ModelConfig, tp: int) -> dict[str, float]:
             "inter_node": float(f"{1e3 * share / float(t.node['inter_node_bw']):.4g}")}
 
 
-def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[int, ...] = TILES) -> dict:
+def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[int, ...] = TILES,
+            ep: int = 1) -> dict:
     """One composed preset's facts: the grid composed for `model` on `t`'s GPU and engine at TP
-    `tp`, the cost fields fitted to it, their errors, range, KV capacity and ship cost."""
+    `tp` (experts over `ep` of its GPUs), the cost fields fitted to it, their errors, range, KV
+    capacity and ship cost."""
     O.check_tp(model, tp)
-    rows = grid(t, model, tp)
+    O.check_ep(model, tp, ep)
+    rows = grid(t, model, tp, ep)
     missing = [k for k in KINDS if k not in set(kinds(rows))]
     if missing or len(rows) < 20:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu} with {t.engine}: the tables measure only {len(rows)} of the "
@@ -142,7 +145,9 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
     plain, attention = fit_worst(rows), fit_worst(rows, attention=True, unsaturated=True, tiles=tiles)
     framework, version = O.ENGINES[t.engine]
     return {
-        "gpu": t.gpu.upper(), "model": label, "tp": tp, "dtype": "bf16", "engine": ENGINE_LABELS[framework],
+        "gpu": t.gpu.upper(), "model": label, "tp": tp, **({"ep": ep} if ep > 1 else {}),
+        "dtype": {"bfloat16": "bf16"}.get(model.quant, f"{model.quant} weights, bf16 activations and KV"),
+        "engine": ENGINE_LABELS[framework],
         "engine_version": version,
         "source": f"{O.SOURCE} composed into iterations; {O.HOST_SOURCE}", "licence": LICENCE,
         "measured": "matrix products, prefill and decode attention, MoE layers, all-reduce (kernel timings)",
