@@ -4,9 +4,11 @@ The catalog (`catalog.yaml`, shipped in the package) holds each published figure
 setup, value and a tolerance fixed from the source's own variability before our side was run.
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
-`concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
-equal the measurement's concurrency) or `closed_loop` (the benchmark's own clients: `concurrency`
-clients, each sending its next request when its last reply ends, `closed_loop`). `compare` turns the figures into rows with error and
+`slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
+as DistServe's "SLO scale" panels), `concurrency` (the mean TTFT or TPOT at the rate whose
+requests in flight, by Little's law, equal the measurement's concurrency) or `closed_loop` (the
+benchmark's own clients: `concurrency` clients, each sending its next request when its last reply
+ends: `closed_loop`). `compare` turns the figures into rows with error and
 verdict; `gate` compares them with the figures recorded in the repository (`recorded.json`).
 """
 
@@ -44,13 +46,13 @@ class Figure:
     source: str
     where: str
     setup: str
-    metric: str  # goodput_per_s, ttft_ms or tpot_ms
+    metric: str  # goodput_per_s, goodput_per_gpu_per_s, slo_scale, ttft_ms or tpot_ms
     published: float
     tolerance_pct: float
     tolerance_why: str
     scenario: str
     arrangement: str
-    how: str  # goodput, concurrency or closed_loop
+    how: str  # goodput, slo_scale, concurrency or closed_loop
     fast: bool = False
     concurrency: int | None = None
     requests_per_client: int = 10  # closed_loop: requests each client sends in turn
@@ -82,7 +84,11 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
         from ..sweep.goodput import goodput
 
         table = goodput(scenario, runner, seeds, 90.0, 0.02, names=[figure.arrangement])
-        return float(table["goodput_per_s"].iloc[0])
+        return float(table[figure.metric].iloc[0])  # goodput_per_s, or per GPU as papers plot it
+    if figure.how == "slo_scale":
+        from ..sweep.slo_scale import slo_scales
+
+        return float(slo_scales(scenario, runner, seeds, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
     if figure.how == "concurrency":
         assert figure.concurrency is not None
         ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
@@ -91,7 +97,8 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
         assert figure.concurrency is not None
         loop = closed_loop(scenario, figure.arrangement, figure.concurrency, figure.requests_per_client)
         return loop.ttft_ms if figure.metric == "ttft_ms" else loop.tpot_ms
-    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, concurrency or closed_loop")
+    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale, concurrency or "
+                     "closed_loop")
 
 
 def _fixed_lengths(scenario: Scenario) -> tuple[int, int]:
@@ -132,8 +139,9 @@ def closed_loop(scenario: Scenario, arrangement: str, clients: int, per_client: 
     by the arrivals before it starts), so a pass whose arrivals are right before time t has its
     replies' ends right until t plus one iteration: each pass moves the first wrong arrival on
     by at least an iteration, so the loop ends, and its fixed point is the closed loop's run
-    exactly (in practice `per_client` + 2 passes). TTFT and TPOT are means over the steady requests (each client's after its
-    first: the first wave is a burst of every client at once, reported apart)."""
+    exactly (in practice `per_client` + 2 passes). TTFT and TPOT are means over the steady
+    requests (each client's after its first: the first wave is a burst of every client at once,
+    reported apart)."""
     import numpy as np
 
     from ..api import run_arrangement
