@@ -75,10 +75,12 @@ GEMM_ROWS = {"bfloat16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8"}
 
 
 def data_folder() -> Path | None:
-    """AIConfigurator's tables (see the module's docstring), or None."""
+    """AIConfigurator's tables (see the module's docstring), or None ($DISAGG_SIMPY_AICONFIGURATOR set
+    to a folder without them, or to nothing)."""
+    if ENV_FOLDER in os.environ:  # set (even to nothing): the only place looked at
+        folder = Path(os.environ[ENV_FOLDER])
+        return folder if os.environ[ENV_FOLDER] and (folder / "systems" / "data").is_dir() else None
     candidates = []
-    if os.environ.get(ENV_FOLDER):
-        candidates.append(Path(os.environ[ENV_FOLDER]))
     if os.environ.get("DISAGG_SIMPY_PROFILES"):
         candidates.append(Path(os.environ["DISAGG_SIMPY_PROFILES"]) / "aiconfigurator")
     candidates.append(Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cost-profiles" / "aiconfigurator")
