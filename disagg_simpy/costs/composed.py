@@ -22,6 +22,7 @@ import pandas as pd
 from . import operators as O
 from .fitting import FREE, KINDS, TILE_SIZE, columns, kinds
 from .hf_config import ModelConfig, read_model_config
+from .instance_memory import kv_capacity_tokens
 from .minimax import TILES, fit_worst, whole_range_error
 
 LICENCE = "Apache-2.0"
@@ -203,7 +204,7 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
     if missing or len(rows) < 20:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu} with {t.engine}: the tables measure only {len(rows)} of the "
                            f"grid's iterations{' (none ' + ', '.join(missing) + ')' if missing else ''}; too few to fit")
-    capacity, terms = O.kv_capacity_tokens(t, model, tp)
+    capacity, terms = kv_capacity_tokens(t, model, tp)
     if capacity <= 0:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu}: the weights ({terms['weights_gib']:.1f} GiB a GPU) leave no "
                            f"room for KV cache in {terms['engine_share']:.0%} of {terms['gpu_memory_gib']:.0f} GiB; "

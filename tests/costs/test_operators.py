@@ -12,6 +12,7 @@ import yaml
 
 from disagg_simpy.costs import hf_config as H
 from disagg_simpy.costs import operators as O
+from disagg_simpy.costs.instance_memory import kv_capacity_tokens
 from disagg_simpy.errors import InputError
 
 GIB = 2**30
@@ -143,8 +144,8 @@ def test_fp8_weights_take_the_fp8_rows_and_half_the_weight_bytes(folder):
     a = O.iteration_parts(t, bf16, 1, replies=4, context=64)
     b = O.iteration_parts(t, fp8, 1, replies=4, context=64)
     assert b["matrix products"] == pytest.approx(a["matrix products"] / 2, rel=1e-12)
-    assert O.kv_capacity_tokens(t, fp8, 1)[1]["weights_gib"] == pytest.approx(
-        O.kv_capacity_tokens(t, bf16, 1)[1]["weights_gib"] / 2, rel=1e-12)
+    assert kv_capacity_tokens(t, fp8, 1)[1]["weights_gib"] == pytest.approx(
+        kv_capacity_tokens(t, bf16, 1)[1]["weights_gib"] / 2, rel=1e-12)
     moe = H.model_config({**MOE, **FP8})
     assert O.iteration_parts(t, moe, 1, replies=4, context=64)["MoE"] == pytest.approx(
         2 * (moe_ms(4) / 3 + gemm_ms(4, 32, 64)), rel=1e-12)  # the router stays bf16
@@ -267,7 +268,7 @@ def test_kv_bytes_and_capacity_from_the_config(folder):
     assert m.kv_bytes_per_token(4) == 2 * 2 * 1 * 16 * 2  # 2 KV heads over 4 GPUs: one replicated on each
     params = 2 * (64 * 8 * 16 + 4 * 16 * 64 + 2 * 64 + 3 * 64 * 128) + 2 * 256 * 64 + 64
     assert m.parameters() == params
-    tokens, terms = O.kv_capacity_tokens(t, m, 2)
+    tokens, terms = kv_capacity_tokens(t, m, 2)
     assert terms["engine_share"] == 0.92
     assert tokens == int((80 * GIB * 0.92 - params * 2 / 2 - GIB) // 128)
 
