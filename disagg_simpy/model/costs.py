@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14, E15): the one cost object.
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13-E16): the one cost object.
 
 Every term of an iteration's cost is written here once (`total_full`, `pairs`, `context`, `step`),
 rounded once (`rounded`, D10); the rest of the model asks this object for durations (`duration`,
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ..scenario.cost_fields import Cost
     from ..scenario.schema import Scenario
+    from ..scenario.speculative import Speculative
 
 
 class Read(Protocol):
@@ -69,33 +70,44 @@ class CostNs:
     free_prompt_tokens: int = 0  # E14: a count, not a cost: prompt tokens an iteration reads at no per-token cost
     per_token_tile: int = 0  # E15: once per started tile of token_tile tokens (prompt tokens read + replies written)
     token_tile: int = 1  # E15: a count, not a cost
+    draft_tokens: int = 0  # E16: a count, not a cost: draft tokens each written reply verifies (0: off)
+    per_draft_token: int = 0  # E16: drafting one of them
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
                 per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
                 per_cached_token_ms: float = 0.0, prompt_iteration_ms: float = 0.0,
-                free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1) -> CostNs:
+                free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1,
+                draft_tokens: int = 0, per_draft_token_ms: float = 0.0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
                                        per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
-                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms)]
+                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms, per_draft_token_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair, cached, read_it, tile = (int(p * den) for p in parts)
+        it, reply, token, ship, reread, context, pair, cached, read_it, tile, draft = (int(p * den) for p in parts)
         return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens),
-                   tile, int(token_tile))
+                   tile, int(token_tile), int(draft_tokens), draft)
 
     @classmethod
-    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float) -> CostNs:
-        """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
+    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float, speculative: Speculative | None = None) -> CostNs:
+        """From a scenario `Cost` (one side's figures, E1), the arrangement's ship cost and the
+        scenario's speculative decoding (E16), if on."""
+        spec = (speculative.tokens, speculative.per_draft_token_ms) if speculative is not None else (0, 0.0)
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
                            cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
-                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1)
+                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1, *spec)
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> CostNs:
         c = scenario.cost
         return cls.from_cost(c, c.kv_ship_ms_per_token)
+
+    @cached_property
+    def per_verified_reply(self) -> int:
+        """E16: what verifying a written reply's draft tokens adds to an iteration (over
+        `denominator`): each at `per_prompt_token_ms` (a token read), plus drafting it."""
+        return self.draft_tokens * (self.per_prompt_token + self.per_draft_token)
 
     @cached_property
     def extra_terms(self) -> bool:
@@ -142,8 +154,9 @@ class CostNs:
                    n_pairs: int = 0, n_cached: int = 0) -> int:
         """The one sum of an iteration's terms, before its rounding, over `denominator`: M1, `n_reread`
         re-read tokens (E2), `n_context` context tokens (E3), `n_pairs` attention pairs (E7), `n_cached`
-        cached prompt tokens (E13), E14 and E15."""
-        total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+        cached prompt tokens (E13), E14, E15 and E16's verification of the replies' draft tokens."""
+        total = (self.iteration + (self.per_reply + self.per_verified_reply) * n_replies
+                 + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
@@ -163,8 +176,8 @@ class CostNs:
 
     def _tiles(self, n_replies: int, n_tokens: int) -> int:
         """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix
-        products, one a prompt token read or a reply written."""
-        return self.per_token_tile * -(-(n_replies + n_tokens) // self.token_tile)
+        products, one a prompt token read or a reply written (E16: and each draft token it verifies)."""
+        return self.per_token_tile * -(-(n_replies * (1 + self.draft_tokens) + n_tokens) // self.token_tile)
 
     def _unsaturated(self, n_tokens: int) -> int:
         """E14, for an iteration reading n_tokens > 0 prompt tokens: its one prompt_iteration_ms,
@@ -224,7 +237,7 @@ class CostNs:
         checks it against `iteration_ns`); else `iteration_ns` itself."""
         if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile or self.denominator != 1:
             return self.iteration_ns
-        it, reply, token = self.iteration, self.per_reply, self.per_prompt_token
+        it, reply, token = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token
         return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
 
     def writing_fn(self, gpu: HasContext) -> Callable[[int, int], int]:
@@ -250,7 +263,7 @@ class CostNs:
         if not self.attention_alone or self.denominator != 1:  # (E14, E15, a fraction of a ns: their terms too)
             full = self.iteration_ns_full
             return lambda now, index, n_replies, n_tokens, taken: full(n_replies, n_tokens, 0, 0, read_pairs(taken))
-        it, reply, token, pair = self.iteration, self.per_reply, self.per_prompt_token, self.per_attention_pair
+        it, reply, token, pair = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token, self.per_attention_pair
         return lambda now, index, n_replies, n_tokens, taken: (it + reply * n_replies + token * n_tokens
                                                                 + pair * read_pairs(taken))
 

@@ -56,6 +56,9 @@ class Gpu:
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
+    # E16: per request id, how many writing iterations write its words 2..n (set by the engine); None: one word each.
+    # Only where its last word falls depends on them: an iteration's batch and cost do not, so repeats stay exact
+    writing_iterations: list[int] | None = None
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -174,7 +177,8 @@ class Gpu:
         self._wake()
 
     def _seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...;
+        E16: one or more words from each)."""
         request.join_iteration = index
         if key is None:
             key, by_key, order = index, self.leaving, self.leaving_order
@@ -182,7 +186,8 @@ class Gpu:
             by_key, order = self.leaving_by_write, self.write_order
         if self.track_context:
             self.context_base += request.n_prompt_tokens + 1 - key
-        last = key + request.n_reply_words - 2
+        its = self.writing_iterations  # E16: the iterations its words 2..n take, drawn (workload/speculative.py)
+        last = key + (request.n_reply_words - 1 if its is None else its[request.request_id]) - 1
         leaving = by_key.get(last)
         if leaving is None:
             by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)

@@ -55,6 +55,7 @@ from .prefixes import (
     prefix_problem,
     session_bounds,
 )
+from .speculative import Speculative, omit_off, speculative_problem
 from .schedule import (
     MAX_PERIODS,
     Period,
@@ -236,9 +237,11 @@ class Scenario(_Strict):
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     prices: dict[str, float] | None = None  # USD per GPU-hour by GPU kind, over the table's (gpu_kinds.py)
+    speculative: Speculative | None = None  # E16: draft tokens verified per reply on writing iterations; None: off
     source: str = Field(default="<scenario>", exclude=True)
 
-    _dump = model_serializer(mode="wrap")(lambda self, handler, info: omit_prices(omit_defaults(self, handler, info), info))
+    _dump = model_serializer(mode="wrap")(
+        lambda self, handler, info: omit_off(omit_prices(omit_defaults(self, handler, info), info), info))
 
     _tuple = field_validator("arrangements", mode="before")(_as_tuple)
     _name = field_validator("name")(_not_only_dots)
@@ -298,6 +301,8 @@ class Scenario(_Strict):
         self._check_options()
         if (problem := prefix_problem(self)) is not None:  # E13
             raise ValueError(problem)
+        if (problem := speculative_problem(self)) is not None:  # E16
+            raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)
             if problem:
@@ -349,7 +354,7 @@ class Scenario(_Strict):
         """Whether the seed draws the requests (synthetic traffic, a `lengths` trace); a trace
         with its own arrival times gives the same requests whatever the seed."""
         w = self.workload
-        return isinstance(w, SyntheticWorkload) or w.format == "lengths"
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or self.speculative is not None  # (E16: draws)
 
     @property
     def cap_known(self) -> bool:
