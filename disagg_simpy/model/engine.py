@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TypedDict
 
+import numpy as np
 import simpy
 
 from ..scenario.arrangements import Arrangement
@@ -121,6 +122,11 @@ class Engine:
         self.gave_up = False
         roles = getattr(arrangement, "role_changes", None)  # E12
         self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
+
+    def _speculative_records(self) -> tuple[int, float, np.ndarray] | None:
+        """E16 for the records: (draft tokens, acceptance, the keys of the requests that arrived)."""
+        spec, keys = self.speculative, self.requests.draft_keys
+        return None if spec is None or keys is None else (spec.tokens, spec.acceptance, keys[:len(self.arrived)])
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
@@ -362,8 +368,7 @@ class Engine:
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
-            speculative=None if self.speculative is None else (
-                self.speculative.tokens, self.speculative.acceptance, self.requests.draft_keys[:len(self.arrived)]),
+            speculative=self._speculative_records(),
             kv_link=self.arrangement.kv_link_mode if self.split else None,
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
             preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],

@@ -55,7 +55,6 @@ from .prefixes import (
     prefix_problem,
     session_bounds,
 )
-from .speculative import Speculative, omit_off, speculative_problem
 from .schedule import (
     MAX_PERIODS,
     Period,
@@ -66,6 +65,7 @@ from .schedule import (
     rate_text,
     schedule_problem,
 )
+from .speculative import Speculative, omit_off, speculative_problem
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
