@@ -525,10 +525,12 @@ def speculative_scenario(draw):
     return rows, arrangements, cost, workload, slo, spec, draw(st.integers(0, 3))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(case=speculative_scenario())
-def test_simulator_equals_reference_with_speculative_decoding(tmp_path, case):
-    """E16 with E1, E2, E4-E8 (seats), E10, E13-E15 and TP drawn on and off: each word's time, to the ns."""
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=speculative_scenario(), data=st.data())
+def test_simulator_equals_reference_with_speculative_decoding(tmp_path, case, data):
+    """E16 with E1, E2, E4-E8 (seats), E10, E12, E14, E15 and TP drawn on and off: each word's time, to the ns."""
     rows, arrangements, cost, workload, slo, spec, seed = case
+    if data.draw(st.integers(0, 3)) == 0:  # E12: roles that change (its policy weighs E16's verification too)
+        arrangements = [data.draw(with_roles(a)) for a in arrangements]
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
                            seed=seed))
