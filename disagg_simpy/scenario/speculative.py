@@ -4,7 +4,7 @@ options it does not go with yet."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
@@ -23,33 +23,30 @@ class Speculative(_Strict):
     per_draft_token_ms: CostMs = 0.0
 
 
-def omit_off(out: Any, info: Any) -> Any:
-    """A scenario dumped to a file (json mode: run.json, the store's keys) without `speculative`
-    while it is off, so a scenario without it dumps as before E16 existed."""
-    if info.mode_is_json() and isinstance(out, dict) and out.get("speculative", 0) is None:
-        del out["speculative"]
-    return out
+class SpeculativeKeys(_Strict):
+    """The scenario's E16 key (a base of `Scenario`), unset by default."""
 
+    speculative: Speculative | None = None  # None: off
 
-def speculative_problem(scenario: Any) -> str | None:
-    """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
-    E3 (a reply's context would grow by its accepted words, not one a writing iteration), E8's
-    token budget (the planner's admission counts one token per reply) and E9 (paged blocks fall
-    due by words): docs/rules.md#readings-e16 says how they would combine."""
-    if scenario.speculative is None:
+    def speculative_problem(self) -> str | None:
+        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
+        E3 (a reply's context would grow by its accepted words, not one a writing iteration), E8's
+        token budget (the planner's admission counts one token per reply) and E9 (paged blocks fall
+        due by words): docs/rules.md#readings-e16 (R84-R86) says how they would combine."""
+        if self.speculative is None:
+            return None
+        for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
+            where = f"@arrangements[{i}]"
+            if getattr(a, "kv_policy", None) == "paged":
+                return (f"{where}.kv_policy: got 'paged' with speculative (E16), expected one or the other: E9's "
+                        "blocks with speculative decoding are not modelled yet (docs/rules.md#r85)")
+            if a.max_batch_tokens is not None:
+                return (f"{where}.max_batch_tokens: got {a.max_batch_tokens:,} with speculative (E16), expected no "
+                        "token budget (use max_batch_replies): E8's budget counting draft tokens is not modelled "
+                        "yet (docs/rules.md#r84)")
+            for side in a.side_costs(self.cost):  # type: ignore[attr-defined]  # (a Scenario's)
+                if side.per_context_token_ms:
+                    return (f"{where}: got per_context_token_ms (E3) with speculative (E16), expected one or the "
+                            "other: E3's context growing by accepted words is not modelled yet "
+                            "(docs/rules.md#r86)")
         return None
-    for i, a in enumerate(scenario.arrangements):
-        where = f"@arrangements[{i}]"
-        if getattr(a, "kv_policy", None) == "paged":
-            return (f"{where}.kv_policy: got 'paged' with speculative (E16), expected one or the other: E9's "
-                    "blocks with speculative decoding are not modelled yet (docs/rules.md#readings-e16)")
-        if a.max_batch_tokens is not None:
-            return (f"{where}.max_batch_tokens: got {a.max_batch_tokens:,} with speculative (E16), expected no "
-                    "token budget (use max_batch_replies): E8's budget counting draft tokens is not modelled "
-                    "yet (docs/rules.md#readings-e16)")
-        for side in a.side_costs(scenario.cost):
-            if side.per_context_token_ms:
-                return (f"{where}: got per_context_token_ms (E3) with speculative (E16), expected one or the "
-                        "other: E3's context growing by accepted words is not modelled yet "
-                        "(docs/rules.md#readings-e16)")
-    return None
