@@ -65,7 +65,7 @@ from .schedule import (
     rate_text,
     schedule_problem,
 )
-from .speculative import SpeculativeKeys
+from .speculative import Speculative, SpeculativeKeys
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -206,7 +206,6 @@ class TraceWorkload(_Strict):
         return self
 
 
-
 def _workload_tag(value: Any) -> str:
     if isinstance(value, TraceWorkload) or (isinstance(value, dict) and "trace" in value):
         return "<trace>"
@@ -219,7 +218,7 @@ Workload = Annotated[
 ]
 
 
-class Scenario(SpeculativeKeys):  # (E16's `speculative` key, scenario/speculative.py)
+class Scenario(SpeculativeKeys):
     """A validated scenario. `source` is the file it came from (for messages and trace paths)."""
 
     name: Name
@@ -237,6 +236,7 @@ class Scenario(SpeculativeKeys):  # (E16's `speculative` key, scenario/speculati
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     prices: dict[str, float] | None = None  # USD per GPU-hour by GPU kind, over the table's (gpu_kinds.py)
+    speculative: Speculative | None = None  # E16; None: off (its checks: scenario/speculative.py)
     source: str = Field(default="<scenario>", exclude=True)
 
     _dump = model_serializer(mode="wrap")(lambda self, handler, info: omit_prices(omit_defaults(self, handler, info), info))

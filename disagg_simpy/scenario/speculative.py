@@ -4,7 +4,7 @@ options it does not go with yet."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
@@ -24,9 +24,10 @@ class Speculative(_Strict):
 
 
 class SpeculativeKeys(_Strict):
-    """The scenario's E16 key (a base of `Scenario`), unset by default."""
+    """The checks of the scenario's E16 key (`Scenario.speculative`; a base of `Scenario`)."""
 
-    speculative: Speculative | None = None  # None: off
+    if TYPE_CHECKING:
+        speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
 
     def speculative_problem(self) -> str | None:
         """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
