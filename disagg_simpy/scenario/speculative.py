@@ -9,9 +9,19 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from .base import CostMs, _Strict
+from .limits import MAX_COST_MS
 
 #: the most draft tokens an iteration may verify per reply (vLLM's num_speculative_tokens is single digits)
 MAX_DRAFT_TOKENS = 64
+
+
+#: what each of E16's keys takes, for one-line messages (scenario/loading.py), and `tokens` inside `speculative:`
+E16_EXPECT = {
+    "speculative": "a mapping like {tokens: 4, acceptance: 0.7} (E16), or null (off)",
+    "acceptance": "a draft token's acceptance rate from 0 up to, not including, 1 (E16)",
+    "per_draft_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E16)",
+}
+E16_TOKENS = f"a whole number of draft tokens from 1 to {MAX_DRAFT_TOKENS} (E16)"
 
 
 class Speculative(_Strict):
