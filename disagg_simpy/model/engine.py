@@ -94,6 +94,8 @@ class Engine:
             counts = writing_iterations(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)[0]
             for g in self.gpus:
                 g.writing_iterations = counts.tolist()
+                g.speculative_draws, g.context_steps, g.context_excess = (spec.tokens, spec.acceptance,
+                                                                          requests.draft_keys), {}, {}
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)

@@ -41,9 +41,9 @@ class SpeculativeKeys(_Strict):
 
     def speculative_problem(self) -> str | None:
         """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
-        E3 (a reply's context would grow by its accepted words, not one a writing iteration), E8's
-        token budget (the planner's admission counts one token per reply) and E9 (paged blocks fall
-        due by words): docs/rules.md#readings-e16 (R84-R86) says how they would combine."""
+        E8's token budget (the planner's admission counts one token per reply), E9 (paged blocks fall
+        due by words) and E3 on prompt-only iterations (E10: writing keys, not iterations):
+        docs/rules.md#readings-e16 (R84-R86) says how they would combine."""
         if self.speculative is None:
             return None
         for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
@@ -55,9 +55,9 @@ class SpeculativeKeys(_Strict):
                 return (f"{where}.max_batch_tokens: got {a.max_batch_tokens:,} with speculative (E16), expected no "
                         "token budget (use max_batch_replies): E8's budget counting draft tokens is not modelled "
                         "yet (docs/rules.md#r84)")
-            for side in a.side_costs(self.cost):  # type: ignore[attr-defined]  # (a Scenario's)
-                if side.per_context_token_ms:
-                    return (f"{where}: got per_context_token_ms (E3) with speculative (E16), expected one or the "
-                            "other: E3's context growing by accepted words is not modelled yet "
-                            "(docs/rules.md#r86)")
+            if getattr(a, "mixed_iterations", None) is False and any(
+                    side.per_context_token_ms for side in a.side_costs(self.cost)):  # type: ignore[attr-defined]
+                return (f"{where}.mixed_iterations: got false with per_context_token_ms (E3) and speculative (E16), "
+                        "expected one of the three off: E3's context by accepted words is not modelled on "
+                        "prompt-only iterations yet (docs/rules.md#r86)")
         return None

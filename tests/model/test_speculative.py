@@ -133,7 +133,7 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
     ({"tokens": 2, "acceptance": 0.5, "per_draft_token_ms": -1}, {}, {}, "speculative.per_draft_token_ms"),
     ({"tokens": 2, "acceptance": 0.5}, {"max_batch_tokens": 64}, {}, "max_batch_tokens"),
     ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
-    ({"tokens": 2, "acceptance": 0.5}, {}, {"per_context_token_ms": 0.001}, "per_context_token_ms"),
+    ({"tokens": 2, "acceptance": 0.5}, {"mixed_iterations": False}, {"per_context_token_ms": 0.001}, "mixed_iterations"),
 ])
 def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
     path = write_scenario(tmp_path, [("0", 40, 3)], [{"name": "c", "kind": "colocated", "gpus": 1, **arrangement}],
