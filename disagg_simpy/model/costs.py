@@ -21,6 +21,10 @@ from functools import cached_property
 from itertools import accumulate
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
+from ..workload.speculative import writing_iterations
+
 if TYPE_CHECKING:
     from ..scenario.cost_fields import Cost
     from ..scenario.schema import Scenario
@@ -34,6 +38,12 @@ class Read(Protocol):
     unread_tokens: int
     cached_tokens: int
     read_started_at_ns: int
+
+
+class HasId(Protocol):
+    """A request, by its id (model/request.py's `Request`)."""
+
+    request_id: int
 
 
 class HasContext(Protocol):
@@ -270,3 +280,34 @@ class CostNs:
     def ship_ns(self, n_tokens: int) -> int:
         """M4: a KV ship of `n_tokens` prompt tokens (D10)."""
         return self.rounded(self.kv_ship_per_token * n_tokens)
+
+
+class ContextSteps:
+    """E3 with E16, on one GPU: a reply's context grows by the words each of its iterations writes
+    (docs/rules.md#r86), where the GPU's context sum `context_base + key x replies` (`CostNs.context`)
+    counts one: the rest is added to `context_base` at the starts of its later iterations (`due`),
+    and taken back with the reply when it leaves (`leave`)."""
+
+    def __init__(self, keys: np.ndarray, tokens: int, acceptance: float) -> None:
+        self.keys, self.tokens, self.acceptance = keys, tokens, acceptance
+        self.at: dict[int, int] = {}  # iteration index -> context tokens its start adds
+        self.added: dict[int, int] = {}  # request id -> context tokens added for it in all
+
+    def seat(self, request_id: int, n_words: int, key: int) -> None:
+        """Request `request_id`'s reply of `n_words` words is seated at iteration `key`."""
+        _, ordinals = writing_iterations(self.keys[request_id:request_id + 1], np.array([n_words]), self.tokens,
+                                         self.acceptance)
+        extra = (np.bincount(ordinals)[:-1] - 1).tolist()  # each iteration's words past its first, but the last's
+        for s, e in enumerate(extra):
+            if e:
+                self.at[key + s + 1] = self.at.get(key + s + 1, 0) + e
+        self.added[request_id] = sum(extra)
+
+    def due(self, index: int) -> int:
+        """What iteration `index`'s start adds to the GPU's context sum."""
+        return self.at.pop(index, 0)
+
+    def leave(self, leaving: Iterable[HasId]) -> int:
+        """What the replies `leaving` had added to the GPU's context sum."""
+        return sum(self.added.pop(r.request_id, 0) for r in leaving)
+

@@ -25,7 +25,7 @@ from ..scenario.prefixes import PREFIX_LOAD_CAP_TOKENS
 from ..scenario.schema import Scenario
 from ..workload.speculative import writing_iterations
 from ..workload.stream import Requests
-from .costs import CostNs, exact_ns
+from .costs import ContextSteps, CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
 from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
@@ -94,8 +94,7 @@ class Engine:
             counts = writing_iterations(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)[0]
             for g in self.gpus:
                 g.writing_iterations = counts.tolist()
-                g.speculative_draws, g.context_steps, g.context_excess = (spec.tokens, spec.acceptance,
-                                                                          requests.draft_keys), {}, {}
+                g.context_steps = ContextSteps(requests.draft_keys, spec.tokens, spec.acceptance)  # (used with E3)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)

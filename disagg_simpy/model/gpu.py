@@ -18,11 +18,9 @@ from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
-import numpy as np
 import simpy
 
-from ..workload.speculative import writing_iterations
-from .costs import CostNs
+from .costs import ContextSteps, CostNs
 from .kv_take import take_with_options
 from .option_starts import bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
@@ -59,14 +57,10 @@ class Gpu:
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
-    # E16: per request id, how many writing iterations write its words 2..n (set by the engine); None: one word each.
-    # Only where its last word falls depends on them: an iteration's batch and cost do not, so repeats stay exact
+    # E16 (set by the engine): per request id, the writing iterations of its words 2..n (where its last word falls: an
+    # iteration's batch and cost do not depend on them, so repeats stay exact); with E3, its context's uneven growth
     writing_iterations: list[int] | None = None
-    # E16 with E3 (set by the engine): (draft tokens, acceptance, each request's key); the context added to
-    # `context_base` when iteration `key` starts by the accepted words before it (`_context_steps`), and by each reply
-    speculative_draws: tuple[int, float, np.ndarray] | None = None
-    context_steps: dict[int, int] | None = None
-    context_excess: dict[int, int] | None = None
+    context_steps: ContextSteps | None = None
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -186,8 +180,7 @@ class Gpu:
         self._wake()
 
     def _seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...;
-        E16: one or more words from each)."""
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
         request.join_iteration = index
         if key is None:
             key, by_key, order = index, self.leaving, self.leaving_order
@@ -195,9 +188,9 @@ class Gpu:
             by_key, order = self.leaving_by_write, self.write_order
         if self.track_context:
             self.context_base += request.n_prompt_tokens + 1 - key
-            if self.context_steps is not None:
-                self._context_steps(request, key)
-        its = self.writing_iterations  # E16: the iterations its words 2..n take, drawn (workload/speculative.py)
+            if self.context_steps is not None:  # E16
+                self.context_steps.seat(request.request_id, request.n_reply_words, key)
+        its = self.writing_iterations  # E16: one or more words an iteration, drawn (workload/speculative.py)
         last = key + (request.n_reply_words - 1 if its is None else its[request.request_id]) - 1
         leaving = by_key.get(last)
         if leaving is None:
@@ -205,21 +198,6 @@ class Gpu:
             heapq.heappush(order, last)
         else:
             leaving.append(request)
-
-    def _context_steps(self, request: Request, key: int) -> None:
-        """E3 with E16: the reply's context grows by the words of each of its iterations, not by one
-        (`context_base + key x replies` counts one): the rest is added at the starts of its later
-        iterations (`context_steps`), and taken back with it when it leaves (`context_excess`)."""
-        tokens, acceptance, keys = self.speculative_draws  # type: ignore[misc]  # (set with context_steps)
-        rid = request.request_id
-        _, ordinals = writing_iterations(keys[rid:rid + 1], np.array([request.n_reply_words]), tokens, acceptance)
-        extra = (np.bincount(ordinals)[:-1] - 1).tolist()  # words past the first of each iteration but its last
-        steps = self.context_steps
-        assert steps is not None and self.context_excess is not None
-        for s, e in enumerate(extra):
-            if e:
-                steps[key + s + 1] = steps.get(key + s + 1, 0) + e
-        self.context_excess[rid] = sum(extra)
 
     def _wake(self) -> None:
         if self.wake is not None:
@@ -316,8 +294,8 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            if steps is not None and (step := steps.pop(index, 0)):  # E3 with E16: accepted words' context
-                self.context_base += step
+            if steps is not None:  # E3 with E16: the context of the words accepted before this iteration
+                self.context_base += steps.due(index)
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)
@@ -427,7 +405,7 @@ class Gpu:
         if self.track_context:
             w = self.n_writes + 1  # E10: a reply of n words leaving now was seated at writing iteration w - n
             self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else w - r.n_reply_words) for r in leaving)
-            if (excess := self.context_excess) is not None:  # E16: the accepted words' context added
-                self.context_base -= sum(excess.pop(r.request_id, 0) for r in leaving)
+            if self.context_steps is not None:  # E16: and the accepted words' context added
+                self.context_base -= self.context_steps.leave(leaving)
         if self.kv_capacity is not None:
             self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)
