@@ -6,8 +6,8 @@ read as every consumer reads them (`reply_gaps`, and every measured word's time)
     PYTHONPATH=. python benchmarks/speculative_cost.py [--scenario scenarios/default.yaml] [--runs 7]
         [--tokens 4] [--acceptance 0.7]
 
-Speculation writes more words an iteration, so a run has fewer iterations: the simulation may
-take less time than without it; the draws (numpy, a word at a time) and the words' times cost more.
+Speculation writes more words an iteration, so a run has fewer iterations; the draws (numpy, over
+each reply's words, for the requests that reach a writing GPU) and the words' times cost more.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def main() -> None:
         print(f"{'speculative ' + name:13}{sim:11.3f}{read:9.3f}{sim + read:8.3f}{n_it:12,}{n_words:10,}")
     (s0, r0), (s1, r1) = med["off"], med["on"]
     print(f"on / off: simulation {s1 / s0:.2f}x, records {r1 / r0:.2f}x, total {(s1 + r1) / (s0 + r0):.2f}x; "
-          f"the draws of all {n:,} replies' iterations: {draws:.3f} s a run of an arrangement "
-          f"(in the simulation, once per arrangement; again in its records)")
+          f"drawing the iterations of all {n:,} replies of the stream at once would take {draws:.3f} s an arrangement "
+          f"(a run draws those of the requests that reach a writing GPU, a block at a time)")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from ..scenario.arrangements import Arrangement
 from ..scenario.paging import paged_settings
 from ..scenario.prefixes import PREFIX_LOAD_CAP_TOKENS
 from ..scenario.schema import Scenario
-from ..workload.speculative import writing_iterations
+from ..workload.speculative import IterationCounts
 from ..workload.stream import Requests
 from .costs import ContextSteps, CostNs, exact_ns
 from .gpu import Gpu
@@ -91,9 +91,9 @@ class Engine:
                 PagedKv(g, block, preemption, swap, max_preemptions)
         if spec is not None:  # E16: each reply's writing iterations, from its draws (workload/speculative.py)
             assert requests.draft_keys is not None  # (drawn with speculative: workload.stream)
-            counts = writing_iterations(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)[0]
+            counts = IterationCounts(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)
             for g in self.gpus:
-                g.writing_iterations = counts.tolist()
+                g.writing_iterations = counts
                 g.context_steps = ContextSteps(requests.draft_keys, spec.tokens, spec.acceptance)  # (used with E3)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])

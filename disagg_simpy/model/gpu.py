@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import simpy
 
+from ..workload.speculative import IterationCounts
 from .costs import ContextSteps, CostNs
 from .kv_take import take_with_options
 from .option_starts import bounds, releaser, starter
@@ -59,7 +60,7 @@ class Gpu:
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
     # E16 (set by the engine): per request id, the writing iterations of its words 2..n (where its last word falls: an
     # iteration's batch and cost do not depend on them, so repeats stay exact); with E3, its context's uneven growth
-    writing_iterations: list[int] | None = None
+    writing_iterations: IterationCounts | None = None
     context_steps: ContextSteps | None = None
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,

@@ -69,3 +69,23 @@ def writing_iterations(keys: np.ndarray, n_words: np.ndarray, tokens: int, accep
         has = n > 0
         counts[lo:hi][has] = ordinal[first[has] + n[has] - 1] + 1
     return counts, ordinals
+
+
+class IterationCounts:
+    """Each request's count of writing iterations (`writing_iterations`) by request id, drawn a
+    block of requests at a time as they are asked for: a run pays for the requests that reach a
+    writing GPU, not for its whole stream (which runs to the safety cap)."""
+
+    BLOCK = 256
+
+    def __init__(self, keys: np.ndarray, n_words: np.ndarray, tokens: int, acceptance: float) -> None:
+        self.keys, self.n_words, self.tokens, self.acceptance = keys, n_words, tokens, acceptance
+        self.counts: list[int] = []
+
+    def __getitem__(self, request_id: int) -> int:
+        counts = self.counts
+        while request_id >= len(counts):
+            lo = len(counts)
+            block = slice(lo, lo + self.BLOCK)
+            counts.extend(writing_iterations(self.keys[block], self.n_words[block], self.tokens, self.acceptance)[0].tolist())
+        return counts[request_id]
