@@ -125,7 +125,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
     if not mixed:
         assert not ((it["n_replies_written"] > 0) & (it["n_prompt_tokens_read"] > 0)).any(), (
             f"{name}: an iteration read prompts and wrote words under mixed_iterations: false")
-    # E8: no iteration over its budget (a split: each side's own, R79; a reading iteration's prompts, R80)
+    # E8: no iteration over its budget (a split: each side's own, R89; a reading iteration's prompts, R90)
     prompts_read = np.bincount(read_rows, minlength=len(started))
     for role in set(roles.tolist()):
         replies, tokens, prompts = arrangement.batch_limits(role)

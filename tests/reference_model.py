@@ -107,7 +107,7 @@ class Gpu:
     def __init__(self, number, side, cost, chunk, capacity, seats=None, budget=None, mixed=True, prompts=None):
         self.number, self.side, self.cost, self.chunk, self.capacity = number, side, cost, chunk, capacity
         self.seats, self.budget = seats, budget  # E8: replies written, and replies + tokens, per iteration
-        self.prompts = prompts  # E8 per side (R80): prompts read per iteration (a split's reading GPU)
+        self.prompts = prompts  # E8 per side (R90): prompts read per iteration (a split's reading GPU)
         self.mixed = mixed  # E10 when False: an iteration reads prompts (first) or writes words
         self.queue: list[Req] = []  # prompts with tokens not yet taken, in arrival order
         self.replies: list[Req] = []  # replies in progress (get a word each iteration)
@@ -154,7 +154,7 @@ class Reference:
         self.e8 = a.max_batch_replies is not None or budget is not None
         seats = min(x for x in (a.max_batch_replies, budget, 2**63) if x is not None)
         e8 = {"seats": seats, "budget": budget}
-        e8_side = {"reading": dict(e8), "writing": dict(e8)}  # E8 per side (R79): a side's own key, else the general
+        e8_side = {"reading": dict(e8), "writing": dict(e8)}  # E8 per side (R89): a side's own key, else the general
         if self.split:
             r_budget = budget if a.reading_max_batch_tokens is None else a.reading_max_batch_tokens
             w_budget = budget if a.writing_max_batch_tokens is None else a.writing_max_batch_tokens
@@ -262,7 +262,7 @@ class Reference:
         if budget is not None and room is not None:
             budget = min(budget, room)  # chunked: min(chunk_tokens, budget - replies)
         for r in g.queue:
-            if budget is not None and budget == 0 or len(reads) == g.prompts:  # (R80: at most g.prompts prompts)
+            if budget is not None and budget == 0 or len(reads) == g.prompts:  # (R90: at most g.prompts prompts)
                 break
             r.hit = g.cache.hit(r) if g.cache is not None and r.pending == r.prompt else 0  # E13
             pending = r.pending - r.hit

@@ -51,7 +51,7 @@ class PagedReference(Reference):
         if budget is not None and room is not None:
             budget = min(budget, room)
         for r in g.queue:
-            if budget is not None and budget == 0 or len(reads) == g.prompts:  # (R80)
+            if budget is not None and budget == 0 or len(reads) == g.prompts:  # (R90)
                 break
             n = r.pending if budget is None else min(budget, r.pending)
             if budget is None and room is not None and n > room:

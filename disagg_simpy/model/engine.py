@@ -44,7 +44,7 @@ class BatchLimits(TypedDict):
 
     max_replies: int | None
     max_tokens: int | None
-    max_requests: int | None  # E8 per side (R79): prompts a reading instance reads per iteration
+    max_requests: int | None  # E8 per side (R89): prompts a reading instance reads per iteration
     mixed: bool
 
 
@@ -80,7 +80,7 @@ class Engine:
         kv_on = arrangement.kv_limited
         self.local_max = arrangement.local_prompt_limit  # E6
         mixed = getattr(arrangement, "mixed_iterations", None) is not False  # E10 (colocated only)
-        self.batch_limits: dict[str, BatchLimits] = {}  # E8 by role, per side on a split (R79)
+        self.batch_limits: dict[str, BatchLimits] = {}  # E8 by role, per side on a split (R89)
         for role in ("both", "reads", "writes"):
             replies, tokens, prompts = arrangement.batch_limits(role)
             self.batch_limits[role] = {"max_replies": replies, "max_tokens": tokens, "max_requests": prompts, "mixed": mixed}

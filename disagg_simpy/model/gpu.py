@@ -106,7 +106,7 @@ class Gpu:
         # E8: at most `seats` replies written per iteration (the first joined), the others wait
         # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
-        self.max_requests = max_requests  # E8 per side (R79): prompts read per iteration (a reading instance)
+        self.max_requests = max_requests  # E8 per side (R89): prompts read per iteration (a reading instance)
         limits = [x for x in (max_replies, max_tokens) if x is not None]
         self.seats = min(limits) if limits else None
         self.seat_queue: deque[Request] = deque()

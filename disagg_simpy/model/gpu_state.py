@@ -35,7 +35,7 @@ class GpuState(Protocol):
     queued_tokens: int
     chunk_tokens: int | None
     max_tokens: int | None  # E8's token budget
-    max_requests: int | None  # E8 per side (R80): prompts a reading iteration reads
+    max_requests: int | None  # E8 per side (R90): prompts a reading iteration reads
     prefix: PrefixCache | None  # E13
     changes_role: bool  # E12: its chunk and cost may change
     # the batch

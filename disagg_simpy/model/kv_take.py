@@ -19,7 +19,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
     - E8: the iteration's tokens are at most `max_tokens - n_written`; chunked, each iteration reads at most
       min(chunk_tokens, that room); reading whole prompts, the head is read whole if it fits the room, else it
       waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
-      E8 per side (R80): at most `max_requests` prompts (whole or a piece each);
+      E8 per side (R90): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
     waiting = gpu.waiting
     capacity, limit, paged = gpu.kv_capacity, gpu.max_tokens, gpu.paged
@@ -29,7 +29,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
     if budget is not None and room is not None:
         budget, room = min(budget, room), None
     taken: list[tuple[Request, int]] = []
-    prefix, cap = gpu.prefix, gpu.max_requests or -1  # (-1: no cap on prompts, R80)
+    prefix, cap = gpu.prefix, gpu.max_requests or -1  # (-1: no cap on prompts, R90)
     while waiting and len(taken) != cap:
         r = waiting[0]
         n = r.unread_tokens
@@ -102,7 +102,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
         both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
         return both
     waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
-    budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R80)
+    budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
     r = waiting[0]

@@ -157,7 +157,7 @@ def seating(gpu: GpuState) -> Seat:
 def admission(gpu: GpuState) -> Admit:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
     limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
-    choice (`option_paths.take`, also for E8's cap on prompts, R80); else D4's plain one, E8's budget looked up once."""
+    choice (`option_paths.take`, also for E8's cap on prompts, R90); else D4's plain one, E8's budget looked up once."""
     if gpu.paged is not None:  # E9b (model/kv_take.py)
         return paged_admission(gpu.paged)
     if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:

@@ -71,7 +71,7 @@ class _Arrangement(_Strict):
     def batch_limits(self, role: str) -> tuple[int | None, int | None, int | None]:
         """E8 for an instance of `role` ('reads', 'writes', 'both'): at most (replies written, replies
         + prompt tokens read, prompts read) per iteration; None: no limit. The general keys here; a
-        split's sides may override them (R79)."""
+        split's sides may override them (R89)."""
         return self.max_batch_replies, self.max_batch_tokens, None
 
     #: Keys left out of a dump while unset, so a scenario without them is dumped (run.json, the
@@ -276,7 +276,7 @@ class Disaggregated(_Arrangement, PagedKeys):
     local_prompt_max_tokens: Count | None = None  # E6
     max_batch_replies: Count | None = None  # E8
     max_batch_tokens: Count | None = None  # E8
-    reading_max_batch_tokens: Count | None = None  # E8 per side (R79): else max_batch_tokens
+    reading_max_batch_tokens: Count | None = None  # E8 per side (R89): else max_batch_tokens
     reading_max_batch_requests: Count | None = None  # E8 per side: prompts read per reading iteration
     writing_max_batch_replies: Count | None = None  # E8 per side: else max_batch_replies
     writing_max_batch_tokens: Count | None = None  # E8 per side: else max_batch_tokens

@@ -1,10 +1,10 @@
 """E8's batch limits on an arrangement (docs/rules.md#e8): the general keys' check, and a split's
-per-side keys (E8e, readings R79-R83): how they combine with the general ones, their checks, and
+per-side keys (E8e, readings R89-R93): how they combine with the general ones, their checks, and
 each role's limits the engine builds its GPUs with."""
 
 from __future__ import annotations
 
-#: E8 per side on a split (reading R79): each overrides the arrangement's general key for its side
+#: E8 per side on a split (reading R89): each overrides the arrangement's general key for its side
 SIDE_LIMIT_KEYS = ("reading_max_batch_tokens", "reading_max_batch_requests", "writing_max_batch_replies",
                    "writing_max_batch_tokens")
 #: what each E8 key expects, for loading's one-line errors
@@ -24,7 +24,7 @@ def check_budget(a):
 
 
 def check_side_limits(a) -> None:
-    """E8 per side (R79, R80): a side's own key overrides the general one for that side; a general key
+    """E8 per side (R89, R90): a side's own key overrides the general one for that side; a general key
     that no instance would keep, or per-side keys on GPUs that change role, is refused."""
     if a.writing_max_batch_tokens is not None and a.writing_max_batch_tokens < 2:
         raise ValueError(f"@writing_max_batch_tokens: got {a.writing_max_batch_tokens}, expected at least 2 "
@@ -46,7 +46,7 @@ def check_side_limits(a) -> None:
 
 
 def side_batch_limits(a, role: str) -> tuple[int | None, int | None, int | None]:
-    """A split's E8 for an instance of `role` (R79): (replies written, replies + prompt tokens read,
+    """A split's E8 for an instance of `role` (R89): (replies written, replies + prompt tokens read,
     prompts read) per iteration, each the side's own key, else the general one; None: no limit.
     The cap on prompts is a reading instance's only."""
     if role == "reads":

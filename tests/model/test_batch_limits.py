@@ -134,7 +134,7 @@ def test_a_split_writing_gpu_seats_max_batch_tokens_replies_when_max_batch_repli
 
 
 def test_each_side_of_a_split_keeps_its_own_limits(tmp_path):
-    """E8 per side (R79-R81) by hand: split-1-1, three 100-token prompts of 2 words at 0 s, with
+    """E8 per side (R89-R91) by hand: split-1-1, three 100-token prompts of 2 words at 0 s, with
     `reading_max_batch_requests: 2` and `writing_max_batch_replies: 1` (the general
     `max_batch_tokens: 1000` still caps the reading side; the writing side's own 150 overrides it).
     The reading GPU reads A and B (10 + 2 ms), then C alone (10 + 1 ms: 11 ms to 23 ms); without the
@@ -170,7 +170,7 @@ def limited(draw):
     if draw(st.booleans()):
         a["max_batch_replies"] = draw(st.integers(1, 4))
     a["max_batch_tokens"] = draw(st.integers(2, 700))
-    if a["kind"] == "disaggregated":  # E8 per side (R79, R80): each side's own, over the general keys
+    if a["kind"] == "disaggregated":  # E8 per side (R89, R90): each side's own, over the general keys
         if draw(st.booleans()):
             a["reading_max_batch_requests"] = draw(st.integers(1, 3))
         if draw(st.booleans()):
@@ -213,7 +213,7 @@ def test_bad_batch_limits_get_one_line_and_exit_2(tmp_path):
          "arrangements[0].max_batch_tokens: got 1, expected at least 2"),
         ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_replies": "many"},
          "arrangements[0].max_batch_replies: got 'many'"),
-        # E8 per side (R79, R81, R83): a general key no instance keeps, a side's own on GPUs that move
+        # E8 per side (R89, R91, R93): a general key no instance keeps, a side's own on GPUs that move
         ({"kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1, "max_batch_replies": 8,
           "writing_max_batch_replies": 16}, "arrangements[0].writing_max_batch_replies: got 16 with max_batch_replies 8, "
                                             "expected one of them"),

@@ -241,7 +241,7 @@ def steady_scenario(draw, tiles: bool = False, options: bool = False):
         if a["kind"] == "colocated" and draw(st.booleans()):
             a["mixed_iterations"] = False  # E10
         if a["kind"] == "disaggregated" and draw(st.booleans()):
-            a.update(draw(side_limits(a)))  # E8 per side (R79-R82)
+            a.update(draw(side_limits(a)))  # E8 per side (R89-R92)
     extra = {}
     if draw(st.integers(0, 3)) == 0 and ms[-1] > ms[0]:
         extra["workload"] = {"measure_s": draw(st.integers(ms[0] + 1, ms[-1])) / 1000}

@@ -201,8 +201,8 @@ def arrangement(draw, i, tp=False):
 
 @st.composite
 def side_limits(draw, a):
-    """E8 per side on a split (R79-R83): some of the four keys, small enough to bind, beside the
-    general ones already drawn in `a` (a general key no instance would keep is left out, R79)."""
+    """E8 per side on a split (R89-R93): some of the four keys, small enough to bind, beside the
+    general ones already drawn in `a` (a general key no instance would keep is left out, R89)."""
     out = {}
     if draw(st.booleans()):
         out["reading_max_batch_requests"] = draw(st.sampled_from((1, 1, 2, 3)))
@@ -404,7 +404,7 @@ def with_roles(draw, a):
     a = dict(a, kind="disaggregated", name=a["name"].replace("c", "s"))
     for key in ("gpus", "tp", "cost", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "mixed_iterations",
                 "kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions",  # (E9: refused)
-                *SIDE_LIMIT_KEYS):  # (per-side limits: refused with moves, R83)
+                *SIDE_LIMIT_KEYS):  # (per-side limits: refused with moves, R93)
         a.pop(key, None)
     a.setdefault("reading_gpus", draw(st.integers(1, 3)))
     a.setdefault("writing_gpus", draw(st.integers(1, 3)))
