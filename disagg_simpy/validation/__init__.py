@@ -63,9 +63,10 @@ def load_catalog(path: Path = HERE / "catalog.yaml") -> tuple[dict[str, dict], l
 Transform = Callable[[Scenario], Scenario]
 
 
-def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transform: Transform | None = None,
+def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, transform: Transform | None = None,
             folder: Path = SCENARIOS) -> float:
-    """Our value of `figure` (its metric, in its unit)."""
+    """Our value of `figure` (its metric, in its unit); `seeds`: these seeds, or a count of them
+    from the scenario's own seed (as `--seeds N` means in every command), or the scenario's."""
     path = folder / figure.scenario
     if not path.is_file():
         raise InputError(f"validate: {figure.id}: scenario {path} not found; expected the repository's "
@@ -73,7 +74,9 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
     scenario = load_scenario(path)
     if transform is not None:
         scenario = transform(scenario)
-    seeds = seeds or tuple(range(scenario.seed, scenario.seed + scenario.seeds))
+    n = seeds if isinstance(seeds, int) else None if seeds else scenario.seeds
+    seeds = tuple(range(scenario.seed, scenario.seed + n)) if n is not None else seeds
+    assert seeds
     if figure.how == "goodput":
         from ..sweep.goodput import goodput
 

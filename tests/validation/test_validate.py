@@ -77,3 +77,27 @@ def test_validate_writes_its_files_and_prints_the_table(tmp_path, capsys, monkey
     assert (tmp_path / "v" / "validate.csv").read_text().startswith("id,source,group,metric,published,ours,error_pct")
     page = (tmp_path / "page.html").read_text()
     assert page.count("<svg") == 2 and "DistServe" in page and "AIConfigurator" in page
+
+
+@pytest.mark.parametrize("html", ["", "{tmp}"])
+def test_a_bad_page_path_is_refused_before_any_run_and_nothing_is_written(tmp_path, capsys, html):
+    """`--html` is checked as every command's is: before any figure runs, one line, exit 2, no
+    --out folder left (it was found only after every run, exit 1, with validate.csv written)."""
+    assert main(["validate", "--fast", "--out", str(tmp_path / "v"), "--html", html.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --html: got "), err
+    assert not (tmp_path / "v").exists()
+
+
+def test_seeds_count_from_each_scenario_s_own_seed(monkeypatch):
+    """`validate --seeds N` means what it means in run, goodput and sweep: N seeds from the
+    scenario's seed (it ran seeds 1..N, whatever the scenario's seed)."""
+    import disagg_simpy.sweep.goodput as goodput_module
+
+    seen = []
+    monkeypatch.setattr(goodput_module, "goodput", lambda scenario, runner, seeds, *a, **k: seen.append((scenario.seed, seeds))
+                        or __import__("pandas").DataFrame({"goodput_per_s": [1.0]}))
+    figure = next(f for f in load_catalog()[1] if f.how == "goodput")
+    measure(figure, runner=None, seeds=3)
+    (seed, seeds), = seen
+    assert seeds == (seed, seed + 1, seed + 2)
