@@ -121,7 +121,7 @@ def check_stream(scenario: Scenario, stream: Requests) -> None:
         raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
 
-def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str) -> Requests:
+def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "n_requests") -> Requests:
     """Arrivals until past the cap (or exactly n_requests), then each request's class and lengths
     from one uniform each, in arrival order (`lengths.py`)."""
     rng = make_streams(seed)
@@ -295,7 +295,7 @@ def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) ->
     return measured
 
 
-def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int, key: str) -> Requests:
+def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int, key: str = "n_requests") -> Requests:
     path = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     problem = "no such file" if not path.exists() else "a directory" if path.is_dir() else None
     if problem:

@@ -85,6 +85,23 @@ def test_n_requests_per_gpu_stretches_max_sim_s_below_the_rate_as_n_requests_doe
     assert (out / "goodput.csv").exists()
 
 
+def test_a_count_every_rate_carries_is_refused_not_answered_with_a_huge_rate(tmp_path, capsys):
+    """40 requests that 2 GPUs serve on time even all at once: with a count, a faster rate only
+    packs the same requests closer, so goodput's search stepped up to 4.7e207 requests/s and
+    printed it. Now refused in one line, nothing written."""
+    spec = {"name": "forty", "seed": 1,
+            "workload": {"rate_per_s": 2, "n_requests": 40, "prompt_mix": [{"share": 1, "tokens": [100, 2000]}],
+                         "reply_words": [10, 300]},
+            "cost": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"},
+            "arrangements": [{"name": "co", "kind": "colocated", "gpus": 2, "chunk_tokens": 256}]}
+    path = tmp_path / "forty.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert main(["goodput", str(path), "--out", str(tmp_path / "out"), "--no-plots", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "all 40 counted requests arrive within nanoseconds" in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_lengths_trace_n_requests_draws_exactly_n(tmp_path):
     shutil.copy(ROOT / "tests" / "data" / "sample_lengths.csv", tmp_path / "lengths.csv")
     spec = {"name": "lengths", "seed": 2,
