@@ -94,7 +94,7 @@ def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
 
     ranked = table.sort_values("goodput_per_s", ascending=False, kind="stable")
     if len(ranked) < 2:
-        return ""
+        return "not checked (one arrangement: no winner to overturn)"
     w, r = str(ranked["arrangement"].iloc[0]), str(ranked["arrangement"].iloc[1])
     starts = {str(a): float(g) for a, g in zip(ranked["arrangement"], ranked["goodput_per_s"]) if g > 0}
     pair = scenario.model_copy(update={"arrangements": tuple(a for a in scenario.arrangements if a.name in (w, r))})

@@ -76,3 +76,13 @@ def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, c
     assert line.startswith("cost error (preset a100-80gb/llama-2-7b/tp1/vidur-sarathi's stated errors): ")
     assert "holds for cost errors up to +-10.2% prefill and +-16.2% decode" in line or "overtakes" in line
     assert pd.read_json(tmp_path / "p" / "run.json", typ="series")["cost_error"] == line
+
+
+def test_one_arrangement_says_there_is_nothing_to_overturn(tmp_path):
+    """With one arrangement there is no winner to check: the line says so (it printed
+    'cost error (...): ' and nothing after the colon)."""
+    from disagg_simpy.sweep.cost_error import robustness
+
+    table = pd.DataFrame({"arrangement": ["only"], "goodput_per_s": [3.0]})
+    assert robustness(None, None, (1,), 90.0, 0.1, table, {"reading": 10, "writing": 10}) == (
+        "not checked (one arrangement: no winner to overturn)")
