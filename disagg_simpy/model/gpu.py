@@ -113,8 +113,6 @@ class Gpu:
         self.runs_ends = array("q")  # E2, E3, E7: growing runs' ends
         self.kv_used_tokens = array("q")  # E4 only: one per iteration
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
-        if kv_capacity is None:
-            self.has_work = self._has_work_unlimited  # type: ignore[method-assign]  # bound per GPU, for speed
 
     @property
     def role(self) -> str:
@@ -130,7 +128,7 @@ class Gpu:
         return head.unread_tokens < head.read_size or self.kv_need(head) <= self.kv_capacity - self.kv_used
 
     def _has_work_unlimited(self) -> bool:
-        """`has_work` without a memory limit (the explainer's rules), bound per GPU for speed."""
+        """`has_work` without a memory limit (the explainer's rules), chosen once by `run`, for speed."""
         return self.n_replies > 0 or bool(self.waiting)
 
     def kv_need(self, request: Request) -> int:
@@ -162,7 +160,10 @@ class Gpu:
 
     def add_reply(self, request: Request, now: int) -> None:
         """A reply joins: it gets a word from every iteration starting now or later (M2, M4), or, with a seat limit (E8),
-        waits for a seat in the order replies joined."""
+        waits for a seat in the order replies joined (E9: `PagedKv.add_reply`)."""
+        if self.paged is not None:
+            self.paged.add_reply(request, now)
+            return
         request.joined_at_ns = now
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
@@ -259,7 +260,9 @@ class Gpu:
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
         self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
         self.bound = bounds(self)
-        has_work = self.has_work
+        has_work = self._has_work_unlimited if self.kv_capacity is None else self.has_work if self.paged is None else (
+            self.paged.has_work)  # (chosen once: it runs at every iteration end)
+        kv_need = self.kv_need if self.paged is None else self.paged.held  # (E9: what a request frees)
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
         # the records, a run of one iteration appended at each end (`GpuLog`)
@@ -333,7 +336,7 @@ class Gpu:
                     if kv:  # E4: a one-word reply ends with its read
                         for r in finished_reading:
                             if r.n_reply_words == 1:
-                                self.kv_used -= self.kv_need(r)
+                                self.kv_used -= kv_need(r)
                     host.prompts_read(self, finished_reading, now)
             if end_hooks:
                 if serves_handoff:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from .request import Request
 
 
@@ -57,6 +59,22 @@ def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
     if capacity is not None:
         gpu.reserve(capacity - free - gpu.kv_used)
     return taken
+
+
+def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Request, int]], int]]:
+    """E9's admission policy (model/planner.py's `Admit`) for the GPU of `kv` (its model/paged_kv.PagedKv):
+    `paged_take` when the head prompt is begun, or may be admitted (`PagedKv.can_take`, inline: no
+    reply swapped out, nothing preempted at this start, its blocks plus one free); else nothing,
+    without a call (most starts under load)."""
+    waiting, gpu = kv.gpu.waiting, kv.gpu
+
+    def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
+        head = waiting[0]
+        if head.unread_tokens < head.read_size or not (kv.blocked or kv.swapped) and (
+                head.read_size <= kv.top - gpu.kv_used):
+            return paged_take(kv, now, n_written)
+        return (), 0
+    return admit
 
 
 def _admit(r: Request, unread: int, block: int, now: int) -> int:

@@ -20,8 +20,10 @@ Words of a preempted reply fall in several stretches (model/words.py): `Request.
 the word before, whether the stretch wrote that word (a read's)], only for replies that were
 preempted; the others have one stretch, words 2..n from `join_iteration` (`stretch_log`).
 
-`install` replaces the few `Gpu` methods E9 changes (seating, joining, `has_work`, `kv_need`),
-so the GPU's loop and the option-free path are untouched.
+A `PagedKv` is the GPU's memory policy under E9 (model/planner.py's `Paged`: its work at a start,
+`start_blocks`, `reopen`, `with_swap`), and has the GPU's few E9 versions of its steps, which the
+GPU calls in their place (`has_work`, `held`, `seat`, `add_reply`, `release`): no method of the
+GPU is replaced.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from collections import deque
 from heapq import heappush
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import paged_away
 from .kv_blocks import BlockSchedule
+from .repeats import cut_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -73,7 +76,9 @@ class PagedKv:
         self.n_joins = 0
         self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
         self.phases, self.pending = self.blocks.phases, self.blocks.pending  # (its lists, for speed)
-        self.top = (gpu.kv_capacity // block - 1) * block  # type: ignore[operator]  # (a prompt of R tokens fits iff R <= top - kv_used)
+        assert gpu.kv_capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
+        self.capacity: int = gpu.kv_capacity
+        self.top = (self.capacity // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
@@ -85,12 +90,8 @@ class PagedKv:
         self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
         self.add_reply = adder(self)  # add_reply(r, now): a reply joins (or, read again, rejoins)
         self.release = releaser(self)  # release(leaving): replies whose last word was just written leave
+        self.has_work = work_test(self)  # `Gpu.has_work` under E9
         gpu.paged = self
-        gpu.has_work = work_test(self)  # type: ignore[method-assign]
-        gpu.kv_need = self.held  # type: ignore[method-assign,assignment]  # what a request frees
-        gpu._seat = self.seat  # type: ignore[method-assign]
-        gpu.add_reply = self.add_reply  # type: ignore[method-assign,assignment]
-        gpu._release = self.release  # type: ignore[method-assign,assignment]
 
     _preempt = paged_away.preempt
     swap_in = paged_away.swap_in
@@ -119,7 +120,7 @@ class PagedKv:
             return True
         block = self.block
         return not (self.blocked or self.swapped) and (
-            -(-head.read_size // block) + 1) * block <= self.gpu.kv_capacity - self.gpu.kv_used  # type: ignore[operator]
+            -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.kv_used
 
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
@@ -133,7 +134,52 @@ class PagedKv:
         r.kv_order = self.n_joins
         self.n_joins += 1
 
-    # -- an iteration starts (E9b-e) -------------------------------------------------------------
+    # -- an iteration starts (E9b-e): the planner's memory policy (model/planner.py's `Paged`) ----------
+    def reset(self) -> None:
+        """What the last start's preemptions or swaps set, reset (`dirty`)."""
+        self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
+
+    def start_blocks(self, now: int, index: int, key: int, host: Any, n_written: int) -> int:
+        """Iteration `index` starts, seated (E8), its words those of key `key` (E10: its writing
+        iteration; else `index`): the seated replies take the blocks due at `key`, the most recently
+        joined preempted when one is not free (E9c); replies swapped out come back in if it preempted
+        nothing (E9f); a split's repeats end if this changed what the handoff may use (`cut_all`),
+        and the dropped requests are told to the host. The replies it writes then."""
+        gpu = self.gpu
+        due = self.blocks.due(key) if self.pending else self.phases[key % self.block]  # (model/kv_blocks.py)
+        if due:
+            used = gpu.kv_used + len(due) * self.block
+            if used <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
+                gpu.kv_used = used
+                if used > gpu.kv_peak:
+                    gpu.kv_peak = used
+            else:
+                self._short(due, key, now)
+                n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
+        if self.swapped and not self.blocked:  # (E9f: only under swap are replies swapped out)
+            self.swap_in(index, None if gpu.mixed else key)
+            n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
+        if self.dirty:
+            if self.blocked or self.moved_tokens:
+                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
+            if self.dropped:
+                host.requests_dropped(self.dropped, now)
+                self.dropped = []
+        return n_written
+
+    def reopen(self, index: int, key: int | None) -> int:
+        """E9d: the start preempted every reply it would write and reads nothing begun: it admits as
+        usual, swapped replies first; the replies it writes then."""
+        self.blocked = False
+        if self.swapped:
+            self.swap_in(index, key)
+        gpu = self.gpu
+        return gpu.n_seated if gpu.queue_replies else gpu.n_replies
+
+    def with_swap(self, duration: int) -> int:
+        """E9f: the iteration's duration plus the time of the KV it swapped out and in, rounded on its own."""
+        return duration + self.swap_ns(self.moved_tokens) if self.moved_tokens else duration
+
     def _short(self, due: dict[Request, None], index: int, now: int) -> None:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
@@ -141,7 +187,7 @@ class PagedKv:
         for r in sorted(due, key=_join_order):
             if r.seat_index < 0:
                 continue  # preempted by now
-            while gpu.kv_capacity - gpu.kv_used < block:  # type: ignore[operator]
+            while self.capacity - gpu.kv_used < block:
                 victim = next(reversed(self.running))
                 self._preempt(victim, index, now)
                 if victim is r:
@@ -153,14 +199,14 @@ class PagedKv:
 def work_test(kv: PagedKv) -> Callable[[], bool]:
     """`Gpu.has_work` under E9 for one GPU, what it reads bound once (it runs at every iteration end):
     a reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
-    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.waiting, kv.swapped, kv.block, kv.gpu.kv_capacity
+    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.waiting, kv.swapped, kv.block, kv.capacity
 
     def has_work() -> bool:
         if gpu.n_replies:
             return True
         if waiting and waiting[0].unread_tokens < waiting[0].read_size:
             return True
-        free = capacity - gpu.kv_used  # type: ignore[operator]
+        free = capacity - gpu.kv_used
         if swapped:
             return (swapped[0].kv_blocks + 1) * block <= free
         return bool(waiting) and (blocks_for(waiting[0].read_size, block) + 1) * block <= free
@@ -260,7 +306,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
                 leaving.append(r)
         elif (leaving := leaving_by_write.get(last)) is None:
             leaving_by_write[last] = [r]
-            heappush(write_order, last)  # (E10: model/paged_unmixed.py's `writing_bound`)
+            heappush(write_order, last)  # (E10: model/paged_repeats.py's `writing_bound`)
         else:
             leaving.append(r)
     return seat

@@ -2,27 +2,27 @@
 run from small policies with fixed signatures, each owning one concern:
 
 - seating (`Seat`, E8's seats and E10's queue): `seat(index, key) -> replies written`;
-- prompt admission (`Admit`, D4 with E4d, E8's budget, E13): `admit(now, n_written) -> (reads, tokens)`;
-- memory (`Log`, E4): what an iteration start logs of the KV memory held (E4's reservations are
-  made by the admission, `kv_take.take_with_options`);
+- memory (`Paged`, E9: model/paged_kv.py's `PagedKv`, after seating: the due blocks, preemptions,
+  swap-ins, E9d's second look; `Log`, E4 and E9: what a start logs of the KV memory held; E4's
+  reservations are made by the admission, `kv_take.take_with_options`);
+- prompt admission (`Admit`, D4 with E4d, E8's budget, E9b, E13): `admit(now, n_written) -> (reads, tokens)`;
 - cost (`Reading`, `Writing`: model/costs.py's durations chosen once, or under E12, whose moves change
-  a GPU's cost, the cost object's general duration each time).
+  a GPU's cost, the cost object's general duration each time; E9f's swap time added on its own).
 
 E10 (`mixed_iterations: false`) is the same composition with the other order: a prompt it can admit
 first, reading only; else the seated replies, writing only, counted in writing iterations.
 
-Two starts are not (yet) this composition, said in docs/architecture.md: with every option off the
-GPU's loop (model/gpu.py) takes D4's tokens and M1's cost inline (a kept fusion, for speed), and
-E9's paged memory has its own starts (model/paged_start.py, model/paged_unmixed.py), whose memory
-work (due blocks, preemption, swap-in) sits between seating and admission.
+With every option off the GPU's loop (model/gpu.py) takes D4's tokens and M1's cost inline instead
+(a kept fusion, for speed: docs/performance.md); `Gpu.fused = False` runs this composition there too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from heapq import heappush
-from typing import Any
+from typing import Any, Protocol
 
+from .kv_take import paged_admission
 from .option_paths import take
 from .request import Request
 
@@ -35,21 +35,40 @@ Reading = Callable[[int, int, int, int, Any], int]  # (now, index, replies, toke
 Writing = Callable[[int, int], int]  # (replies, words' iteration) -> ns
 
 
+class Paged(Protocol):
+    """E9's memory work at a start (model/paged_kv.py's `PagedKv`), between seating and admission."""
+
+    dirty: bool  # set by the last start's preemptions or swaps
+    blocked: bool  # this start preempted: it admits nothing new (E9d)
+
+    def reset(self) -> None: ...
+
+    def start_blocks(self, now: int, index: int, key: int, host: Any, n_written: int) -> int: ...
+
+    def reopen(self, index: int, key: int | None) -> int: ...
+
+    def with_swap(self, duration: int) -> int: ...
+
+
 def planner(gpu: Any) -> Start:
-    """`gpu`'s start of an iteration under the options (no E9) for its whole run: its policies,
-    composed: (replies written, prompt tokens taken, how many, duration)."""
-    return compose(gpu, seating(gpu), admission(gpu), memory_log(gpu), *durations(gpu))
+    """`gpu`'s start of an iteration under the options for its whole run: its policies, composed:
+    (replies written, prompt tokens taken, how many, duration; -1 when E9 preempted every reply
+    and it has nothing to take, E9d: no iteration)."""
+    return compose(gpu, seating(gpu), admission(gpu), memory_log(gpu), *durations(gpu), gpu.paged)
 
 
-def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing) -> Start:
-    """The one start: seat, admit, log, cost, in D4's order (E10: a prompt first)."""
+def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
+            paged: Paged | None = None) -> Start:
+    """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first)."""
     waiting = gpu.waiting
 
     if not gpu.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
         by_write, leaving, leaving_order = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order
 
         def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
-            if waiting:
+            if paged is not None and paged.dirty:
+                paged.reset()  # (what the last start's preemptions or swaps set)
+            if waiting:  # (E9: admission open, nothing preempted yet, R61)
                 taken, n_tokens = admit(now, 0)
                 if taken:
                     if log is not None:
@@ -57,6 +76,18 @@ def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writ
                     return 0, taken, n_tokens, reading(now, index, 0, n_tokens, taken)
             key = gpu.n_writes
             n = seat(index, key)
+            if paged is not None:  # E9 at writing iteration `key` (R62, R63)
+                n = paged.start_blocks(now, index, key, host, n)
+                if not n and paged.blocked:  # E9d: every reply preempted; chosen again, admission open (R64)
+                    n = paged.reopen(index, key)
+                    if not n:
+                        taken, n_tokens = admit(now, 0) if waiting else ((), 0)
+                        if not taken:
+                            gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
+                            return 0, (), 0, -1
+                        if log is not None:
+                            log()
+                        return 0, taken, n_tokens, paged.with_swap(reading(now, index, 0, n_tokens, taken))
             if n:  # its writing iteration `key`: the replies whose last word it writes leave at its end
                 gpu.n_writes = key + 1
                 if out := by_write.pop(key, None):
@@ -64,11 +95,29 @@ def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writ
                     heappush(leaving_order, index)
             if log is not None:
                 log()
+            if paged is not None:
+                return n, (), 0, paged.with_swap(writing(n, key))
             return n, (), 0, writing(n, key)
         return start_unmixed
 
     def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
         n = seat(index, -1)
+        if paged is not None:  # E9: the seated replies' due blocks, preemptions, swap-ins (E9b-f)
+            if paged.dirty:
+                paged.reset()
+            n = paged.start_blocks(now, index, index, host, n)
+            taken, n_tokens = admit(now, n) if waiting else ((), 0)
+            if not n and not taken and paged.blocked:  # E9d: it preempted every reply and has nothing begun
+                n = paged.reopen(index, None)
+                if waiting:
+                    taken, n_tokens = admit(now, n)
+                if not n and not taken:
+                    gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
+                    return 0, (), 0, -1
+            if log is not None:
+                log()
+            return n, taken, n_tokens, paged.with_swap(
+                reading(now, index, n, n_tokens, taken) if taken else writing(n, index))
         if waiting:
             taken, n_tokens = admit(now, n)
             if taken:
@@ -89,7 +138,7 @@ def seating(gpu: Any) -> Seat:
             n: int = gpu.n_replies
             return n
         return every
-    queue, seat, room = gpu.seat_queue, gpu._seat, 1 << 62 if gpu.seats is None else gpu.seats
+    queue, seat, room = gpu.seat_queue, gpu._seat if gpu.paged is None else gpu.paged.seat, 1 << 62 if gpu.seats is None else gpu.seats
     mixed = gpu.mixed
 
     def seated(index: int, key: int) -> int:
@@ -110,6 +159,8 @@ def admission(gpu: Any) -> Admit:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
     limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
     choice (`option_paths.take`); else D4's plain one, E8's budget looked up once."""
+    if gpu.paged is not None:  # E9b (model/kv_take.py)
+        return paged_admission(gpu.paged)
     if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
         return lambda now, n_written: take(gpu, now, n_written)
     take_tokens: Callable[..., tuple[Any, int]] = gpu._take_prompt_tokens

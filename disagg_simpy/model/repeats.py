@@ -114,7 +114,7 @@ class Repeat(PlainRepeat):
         mixed = gpu.mixed
         self.key = -1 if mixed or not n_replies else gpu.n_writes  # E10: the second iteration's writing iteration
         # E9: its first key in the block schedule (model/kv_blocks.py): the iteration itself, or under E10
-        # (model/paged_unmixed.py) its writing iteration; -1 for E10's prompt-only iterations, which give no block
+        # (model/planner.py) its writing iteration; -1 for E10's prompt-only iterations, which give no block
         self.grows_at = -1 if paged is None else index if mixed else gpu.n_writes - 1 if n_replies else -1
         self.ends = None
         last = -1
@@ -210,7 +210,7 @@ class Repeat(PlainRepeat):
 
     def _grow(self, n_started: int) -> None:
         """E9: the blocks due at the starts from the last grown up to the first `n_started` (the options' bound
-        made sure they are free), each start's KV memory logged after them, as `paged_start.starter` does."""
+        made sure they are free), each start's KV memory logged after them, as a start does (`PagedKv.start_blocks`)."""
         gpu, n = self.gpu, n_started - self.n_kv_logged
         if self.grows_at >= 0:
             self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)

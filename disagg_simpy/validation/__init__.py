@@ -4,7 +4,8 @@ The catalog (`catalog.yaml`, shipped in the package) holds each published figure
 setup, value and a tolerance fixed from the source's own variability before our side was run.
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
-or `concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
+`slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
+as DistServe's "SLO scale" panels), or `concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
 equal the measurement's concurrency). `compare` turns the figures into rows with error and
 verdict; `gate` compares them with the figures recorded in the repository (`recorded.json`).
 """
@@ -41,13 +42,13 @@ class Figure:
     source: str
     where: str
     setup: str
-    metric: str  # goodput_per_s, ttft_ms or tpot_ms
+    metric: str  # goodput_per_s, goodput_per_gpu_per_s, slo_scale, ttft_ms or tpot_ms
     published: float
     tolerance_pct: float
     tolerance_why: str
     scenario: str
     arrangement: str
-    how: str  # goodput or concurrency
+    how: str  # goodput, slo_scale or concurrency
     fast: bool = False
     concurrency: int | None = None
 
@@ -81,12 +82,16 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
         from ..sweep.goodput import goodput
 
         table = goodput(scenario, runner, seeds, 90.0, 0.02, names=[figure.arrangement])
-        return float(table["goodput_per_s"].iloc[0])
+        return float(table[figure.metric].iloc[0])  # goodput_per_s, or per GPU as papers plot it
+    if figure.how == "slo_scale":
+        from ..sweep.slo_scale import slo_scales
+
+        return float(slo_scales(scenario, runner, seeds, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
     if figure.how == "concurrency":
         assert figure.concurrency is not None
         ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
         return ttft if figure.metric == "ttft_ms" else tpot
-    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput or concurrency")
+    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale or concurrency")
 
 
 def at_concurrency(scenario: Scenario, concurrency: int, seed: int, halvings: int = 10) -> tuple[float, float]:

@@ -18,6 +18,8 @@ from disagg_simpy.workload.catalog import CATALOG
 WINDOW_S = 3.0
 #: a scenario counting its requests (n_requests) keeps at most this many
 FEW_REQUESTS = 40
+#: ... and one counting them per GPU (n_requests_per_gpu) at most this many a GPU
+FEW_PER_GPU = 10
 
 SHIPPED = sorted(
     path
@@ -39,6 +41,8 @@ def shortened(path: Path, folder: Path) -> Path:
     w = raw["workload"]
     if w.get("n_requests") is not None:
         w["n_requests"] = min(int(w["n_requests"]), FEW_REQUESTS)
+    elif w.get("n_requests_per_gpu") is not None:
+        w["n_requests_per_gpu"] = min(int(w["n_requests_per_gpu"]), FEW_PER_GPU)
     else:
         w["measure_s"] = min(float(w.get("measure_s") or WINDOW_S), WINDOW_S)
         w["warmup_s"] = min(float(w.get("warmup_s") or 0.0), w["measure_s"] / 2)

@@ -1,4 +1,4 @@
-"""E9 with E10: repeats of writing iterations (model/paged_unmixed.py's `WritingRepeat`) leave the
+"""E9 with E10: repeats of writing iterations (model/paged_repeats.py's `WritingRepeat`) leave the
 records of the one-by-one loop and of the reference model: a prompt routed to a GPU mid-repeat that
 no start of the repeat could admit leaves it running (its memory held only grows), one that can be
 read at the running iteration's end is taken ahead as of that end, and a run stopped before that
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_fast_forward import EVEN, same_as_one_by_one
 from test_reference import compare
 
-from disagg_simpy.model import paged_unmixed
+from disagg_simpy.model import paged_repeats
 
 E9_E10 = {"name": "e", "kind": "colocated", "gpus": 1, "mixed_iterations": False, "kv_policy": "paged",
           "kv_block_tokens": 4}
@@ -21,8 +21,8 @@ E9_E10 = {"name": "e", "kind": "colocated", "gpus": 1, "mixed_iterations": False
 def counting(monkeypatch) -> list:
     """The repeat's cuts by a prompt, as (its time, whether the repeat ran on: `_waits`)."""
     seen: list = []
-    waits = paged_unmixed.WritingRepeat._waits
-    monkeypatch.setattr(paged_unmixed.WritingRepeat, "_waits",
+    waits = paged_repeats.WritingRepeat._waits
+    monkeypatch.setattr(paged_repeats.WritingRepeat, "_waits",
                         lambda self, n: seen.append((self.env.now, waits(self, n))) or seen[-1][1])
     return seen
 

@@ -2,8 +2,8 @@
 even when its victim frees room for the head of the swap queue; the next start does (and its time
 is added to that one). The random E9 draws of tests/model/test_reference.py reach this in about 2%
 (mixed) and 3% (E10) of their scenarios, so a swap-in planted at a preempting start could pass a
-whole run of them; this scenario fails it every time, on both E9 starts (model/paged_start.py,
-model/paged_unmixed.py).
+whole run of them; this scenario fails it every time, on both orders of the planner's E9 start (model/planner.py,
+mixed and E10).
 
 Costs: an iteration is 10 ms + 1 ms per reply written + 0.01 ms per prompt token read; a swap moves
 0.01 ms a token. One GPU of 20 tokens in blocks of 1 token: a written reply takes a block at each

@@ -21,7 +21,9 @@ def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
         assert f.source in sources and sources[f.source]["cite"] and sources[f.source]["group"]
         assert f.published > 0 and 0 < f.tolerance_pct <= 50 and len(f.tolerance_why) > 40, f.id
         assert (SCENARIOS / f.scenario).is_file(), f.scenario
-        assert f.how in ("goodput", "concurrency") and f.metric in ("goodput_per_s", "ttft_ms", "tpot_ms")
+        assert f.how in ("goodput", "slo_scale", "concurrency")
+        assert f.metric in {"goodput": ("goodput_per_s", "goodput_per_gpu_per_s"), "slo_scale": ("slo_scale",),
+                            "concurrency": ("ttft_ms", "tpot_ms")}[f.how]
     recorded = {r["id"] for r in load_recorded()["rows"]}
     assert recorded == {f.id for f in figures}  # every figure has its recorded value
 
@@ -76,7 +78,38 @@ def test_validate_writes_its_files_and_prints_the_table(tmp_path, capsys, monkey
     assert facts["gate"] == "passes" and facts["summary"]["figures"] == sum(f.fast for f in load_catalog()[1])
     assert (tmp_path / "v" / "validate.csv").read_text().startswith("id,source,group,metric,published,ours,error_pct")
     page = (tmp_path / "page.html").read_text()
-    assert page.count("<svg") == 2 and "DistServe" in page and "AIConfigurator" in page
+    fast_sources = {f.source for f in load_catalog()[1] if f.fast}  # one chart per source in the subset
+    assert page.count("<svg") == len(fast_sources) >= 2 and "DistServe" in page and "AIConfigurator" in page
+
+
+IDLE = """name: idle
+seed: 1
+seeds: 2
+workload: {rate_per_s: 0.5, n_requests: 20, arrivals: constant, prompt_mix: [{share: 1, tokens: {fixed: 500}}],
+           reply_words: {fixed: 2}}
+cost: {iteration_ms: 10, per_prompt_token_ms: 0.1, per_reply_ms: 0, per_context_token_ms: 0}
+slo: {first_word_s: 0.1, mean_gap_ms: null, freeze_ms: null}
+arrangements:
+  - {name: two, kind: colocated, gpus: 2}
+"""
+
+
+def test_a_slo_scale_figure_is_the_smallest_scale_meeting_the_rule_and_a_per_gpu_goodput_divides(tmp_path, runner):
+    """DistServe's Figures 8-9 kinds of figure, by hand: requests 2 s apart never queue, so every
+    first word takes exactly 10 + 500 x 0.1 = 60 ms: the smallest scale of a 0.1 s limit meeting
+    it is 0.6 (to the search's 0.01); goodput per GPU is the arrangement's goodput over its 2 GPUs."""
+    from disagg_simpy.validation import Figure
+
+    (tmp_path / "idle.yaml").write_text(IDLE, encoding="utf-8")
+    common = dict(source="s", where="w", setup="s", published=1.0, tolerance_pct=15, tolerance_why="w",
+                  scenario="idle.yaml", arrangement="two")
+    scale = measure(Figure(id="scale", metric="slo_scale", how="slo_scale", **common), runner, folder=tmp_path)
+    assert 0.6 <= scale <= 0.61
+    total = measure(Figure(id="total", metric="goodput_per_s", how="goodput", **common), runner, folder=tmp_path)
+    per_gpu = measure(Figure(id="gpu", metric="goodput_per_gpu_per_s", how="goodput", **common), runner,
+                      folder=tmp_path)
+    assert total > 0 and per_gpu == pytest.approx(total / 2)
+
 
 
 @pytest.mark.parametrize("html", ["", "{tmp}"])
