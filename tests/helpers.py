@@ -50,6 +50,19 @@ def scenario_text(name="micro", workload=None, cost=None, slo=None, arrangements
     return yaml.safe_dump(spec, sort_keys=False)
 
 
+#: the preset small plans over costs and GPU kinds run on (Vidur's Llama-2-7B, TP1 on an A100)
+A100_7B = "a100-80gb/llama-2-7b/tp1/vidur-sarathi"
+
+
+def preset_scenario(folder: Path, name: str, workload: dict, arrangements: list[dict], preset: str = A100_7B,
+                    **top) -> Path:
+    """A scenario of `workload` on `preset`'s costs (`top`: other keys, like seeds), written to `name`.yaml."""
+    spec = {"name": name, **top, "workload": workload, "cost": {"preset": preset}, "arrangements": arrangements}
+    path = Path(folder) / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 def write_trace(folder: Path, rows, name="micro") -> Path:
     """`<name>.csv` with one line per (arrived_at_s, n_prompt_tokens, n_reply_words) row.
 

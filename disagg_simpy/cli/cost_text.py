@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
-HEADER = ["$/h", "$/M on time (95% interval)", "on time/GPU-h", "kW"]
+
+def header(verdict: str = "on time") -> list[str]:
+    """The cost cells' header, counting the requests `verdict` (results/costs.py `verdict_words`)."""
+    return ["$/h", f"$/M {verdict} (95% interval)", f"{verdict}/GPU-h", "kW"]
 
 
 def money(x: float) -> str:

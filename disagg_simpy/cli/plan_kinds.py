@@ -54,7 +54,7 @@ def check_kinds(args, scenario, check_cost):
     arrangement fits is refused, naming the cheapest's cost), the plan's cost. Returns what the
     plan searches: (presets by kind, the scenario with the candidates in the budget, units to rank
     per, the candidates as written). `check_cost` is plan's (cli/plan.py)."""
-    from ..sweep.plan_kinds import candidates, side_presets, within
+    from ..sweep.plan_kinds import candidates, side_presets, version_notes, within
 
     given = [flag for key, flag in BUDGETS.items() if getattr(args, key) is not None]
     if args.gpu_kinds is None:
@@ -62,14 +62,21 @@ def check_kinds(args, scenario, check_cost):
     if args.gpus is not None:
         raise InputError("--gpu-kinds: got it with --gpus, expected a budget instead: --budget-per-hour, --power-budget-kw, "
                          "--rate, --iso-cost or --iso-power (the GPUs are counted up to --max-gpus)")
-    for flag, bad in (("--splits", args.splits is not None), ("--tp", args.tp != (1,)), ("--over-time", args.over_time),
-                      ("--period-s", args.period_s is not None), ("--switch-s", args.switch_s is not None)):
+    for flag, bad in (("--over-time", args.over_time), ("--period-s", args.period_s is not None),
+                      ("--switch-s", args.switch_s is not None)):
         if bad:
-            raise InputError(f"{flag}: got it with --gpu-kinds, expected neither (each kind's TP is its preset's; "
-                             "--chunks and --max-gpus narrow the search)")
+            raise InputError(f"{flag}: got it with --gpu-kinds, expected one at a time (a plan over the day moves GPUs "
+                             "of one pool between reading and writing): plan --gpu-kinds at the busiest period's --rate "
+                             "picks the pool, then plan --over-time with its arrangement's preset in cost: plans the day")
+    if args.splits is not None and any(r >= args.max_gpus for r in args.splits):
+        raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
+                         f"--max-gpus {args.max_gpus} (a split keeps a writing GPU)")
     refuse_varying_traffic(scenario, "plan")
     presets = side_presets(scenario, args.gpu_kinds)
-    arrangements = candidates(presets, args.max_gpus, args.chunks)
+    for note in version_notes(scenario, args.gpu_kinds):
+        print(f"warning: --gpu-kinds: {note}", file=sys.stderr)
+    searched = presets if args.tp == (1,) else _at_tps(args, presets)
+    arrangements = candidates(searched, args.max_gpus, args.chunks, splits=args.splits)
     if args.rate is not None:
         from ..sweep.plan_kinds import with_kinds
 
@@ -80,7 +87,23 @@ def check_kinds(args, scenario, check_cost):
                       _seeds(scenario))
     if note:
         print(note, file=sys.stderr)
-    return presets, planned, per, arrangements
+    return searched, planned, per, arrangements
+
+
+def _at_tps(args, presets: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """--tp with --gpu-kinds: each kind's preset at each degree; those missing said on stderr, a
+    kind with none refused in one line."""
+    from ..sweep.plan_kinds import at_tps
+
+    searched, missing = at_tps(presets, args.tp)
+    empty = [k for k, names in searched.items() if not names]
+    if empty:
+        raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {empty[0]} has no preset of "
+                         f"{presets[empty[0]]}'s model and engine at those degrees; expected degrees with a preset on "
+                         "every kind (python -m disagg_simpy presets lists them)")
+    if missing:
+        print(f"--tp: no preset {', '.join(missing)}; searching the others", file=sys.stderr)
+    return searched
 
 
 def _seeds(scenario):
@@ -89,15 +112,19 @@ def _seeds(scenario):
     return seeds_to_run(scenario)[0]
 
 
-def recommendation(table, target: float, per: str) -> str:
+def recommendation(table, target: float, per: str, slo=None) -> str:
     """The best per dollar (or kW) and whether it beats the runner-up: their 95% intervals of
-    dollars per million on-time requests (per kW: of goodput per kW) do not overlap."""
+    dollars per million on-time requests (per kW: of goodput per kW) do not overlap. Worded
+    after the scenario's rule `slo` (on time only where on time is the rule)."""
+    from ..results.costs import verdict_words
+
+    at, long = _at(slo, target), verdict_words(slo)[1]
     if table.empty or not table["goodput_per_s"].iloc[0] > 0:
-        return f"no arrangement reaches {target:g}% on time at any rate tried"
+        return f"no arrangement reaches {at.removeprefix('at ')} at any rate tried"
     best = table.iloc[0]
     head = (f"{best.arrangement} ({best.gpu_kinds}) carries the most per {per}: {best.goodput_per_s:.2f} requests/s "
-            f"at {target:g}% on time for {best.dollars_per_hour:.2f} $/h ({best.power_kw:.1f} kW): "
-            f"{_money(best, 'dollars_per_million')} $ per million on time")
+            f"{at} for {best.dollars_per_hour:.2f} $/h ({best.power_kw:.1f} kW): "
+            f"{_money(best, 'dollars_per_million')} $ per million {long}")
     if len(table) < 2 or math.isnan(table["goodput_per_s"].iloc[1]):
         return head
     second = table.iloc[1]
@@ -107,6 +134,11 @@ def recommendation(table, target: float, per: str) -> str:
     if best.dollars_per_million_high < second.dollars_per_million_low:
         return f"{head}; it beats {second.arrangement}: {ranges}"
     return f"{head}; too close to call against {second.arrangement}: {ranges} overlap"
+
+
+def _at(slo, target: float) -> str:
+    """'at 90% on time', or the rule's own words (`Slo.at_text`)."""
+    return slo.at_text(target) if slo is not None else f"at {target:g}% on time"
 
 
 def _money(r, key: str) -> str:
@@ -122,6 +154,7 @@ def _range(r) -> str:
 def plan_kinds(job: Job, format_plan) -> Batch | None:
     """The plan over GPU kinds the flags ask for; `format_plan` is plan's table (cli/plan.py)."""
     from ..page.commands import plan_page
+    from ..results.costs import verdict_words
     from ..sweep.goodput import criterion_text
     from ..sweep.plan import plan
     from ..sweep.plan_kinds import cheapest_for_rate, iso
@@ -130,33 +163,34 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     presets, planned, per, arrangements = job.prepared
     kinds = ", ".join(args.gpu_kinds)
     criterion = f"criterion: {criterion_text(scenario.slo, args.target)}"
+    at, (verdict, long) = _at(scenario.slo, args.target), verdict_words(scenario.slo)
     if args.rate is not None:
         table, chosen = cheapest_for_rate(scenario, arrangements, runner, seeds, args.target, args.tolerance, args.rate)
         if chosen is None:
-            print(f"no arrangement of up to {args.max_gpus} GPUs of {kinds} carries {args.rate:g} requests/s with "
-                  f"{args.target:g}% on time (mean of {len(seeds)} seeds, goodput interval above the rate); try more "
+            print(f"no arrangement of up to {args.max_gpus} GPUs of {kinds} carries {args.rate:g} requests/s "
+                  f"{at} (mean of {len(seeds)} seeds, goodput interval above the rate); try more "
                   "--max-gpus", file=sys.stderr)
             return None
         best = table[table["arrangement"] == chosen].iloc[0]
-        title = f"{scenario.name}: the cheapest of {kinds} carrying {args.rate:g} requests/s at {args.target:g}% on time"
+        title = f"{scenario.name}: the cheapest of {kinds} carrying {args.rate:g} requests/s {at}"
         line = (f"{chosen} ({best.gpu_kinds}) is the cheapest that carries {args.rate:g} requests/s: {best.dollars_per_hour:.2f} "
                 f"$/h, goodput {best.goodput_per_s:.2f}" + ("" if math.isnan(best.goodput_low_per_s) else
                 f" ({best.goodput_low_per_s:.2f}-{best.goodput_high_per_s:.2f}, above the rate)") +
-                f"; {_money(best, 'dollars_per_million')} $ per million on time at its goodput; cheaper ones "
+                f"; {_money(best, 'dollars_per_million')} $ per million {long} at its goodput; cheaper ones "
                 "passing at the rate but not clearly above it are listed above it" * (len(table) > 1))
         pick = chosen
     elif args.iso_cost is not None or args.iso_power is not None:
         budget = _budget(args)
         table = iso(scenario, runner, seeds, args.target, args.tolerance, presets, budget, args.chunks,
-                    "--iso-cost" if args.iso_cost is not None else "--iso-power")
-        title = f"{scenario.name}: the best of each pool of {kinds} at {budget.text()}, {args.target:g}% on time"
-        line = iso_text(table)
+                    "--iso-cost" if args.iso_cost is not None else "--iso-power", args.splits)
+        title = f"{scenario.name}: the best of each pool of {kinds} at {budget.text()}, {at}"
+        line = iso_text(table, long)
         pick = table["arrangement"].iloc[table["goodput_per_s"].fillna(0).argmax()]
     else:
         table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive, per=per)
         unit = "dollar" if args.power_budget_kw is None else "kW"
-        title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {args.target:g}% on time"
-        line = recommendation(table, args.target, unit)
+        title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {at}"
+        line = recommendation(table, args.target, unit, scenario.slo)
         pick = table["arrangement"].iloc[0]
     raw = {d["name"]: d for d in arrangements}
     block = yaml.safe_dump(raw[pick], default_flow_style=True, sort_keys=False, width=10**6).strip() if pick in raw else ""
@@ -165,7 +199,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     def picture(folder):
         from ..plots.capacity import save_cost_plan
 
-        return save_cost_plan(table, folder / "plan.png", title, rate)
+        return save_cost_plan(table, folder / "plan.png", title, rate, scenario.slo.carried_text())
 
     return Batch(
         table,
@@ -173,14 +207,16 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
               "tolerance_per_s": args.tolerance, "max_gpus": args.max_gpus, "recommendation": line,
               **{k: getattr(args, k) for k in BUDGETS if getattr(args, k) is not None},
               **({"rate_per_s": rate} if rate is not None else {})},
-        lines=[title, criterion, format_plan(table), line, *([f"as a scenario arrangement: {block}"] if block else [])],
+        lines=[title, criterion, format_plan(table, scenario.slo.share_header(), verdict), line,
+               *([f"as a scenario arrangement: {block}"] if block else [])],
         picture=picture,
-        page=lambda path: plan_page(path, table, title, line, args.target),
+        page=lambda path: plan_page(path, table, title, line, args.target, verdict),
     )
 
 
-def iso_text(table) -> str:
-    """Each mixed pool's best against the best pool of one kind: goodput and dollars per million."""
+def iso_text(table, verdict: str = "on time") -> str:
+    """Each mixed pool's best against the best pool of one kind: goodput and dollars per million
+    requests `verdict` (results/costs.py `verdict_words`)."""
     single = table[~table["pool"].str.contains("reading")]
     if single.empty or table.empty:
         return "no pool fits the budget"
@@ -190,7 +226,7 @@ def iso_text(table) -> str:
     for r in table[table["pool"].str.contains("reading")].itertuples():
         ratio = r.goodput_per_s / top.goodput_per_s if top.goodput_per_s > 0 else math.nan
         paired = "" if math.isnan(r.vs_best_single_low) else (
-            f", {r.vs_best_single_per_million:+.2f} $ per million on time against it ({r.vs_best_single_low:+.2f} to "
+            f", {r.vs_best_single_per_million:+.2f} $ per million {verdict} against it ({r.vs_best_single_low:+.2f} to "
             f"{r.vs_best_single_high:+.2f}, paired over seeds)")
         out.append(f"{r.pool}: {r.arrangement}, {r.goodput_per_s:.2f} requests/s for {r.dollars_per_hour:.2f} $/h "
                    f"({ratio:.2f}x the goodput{paired})")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..results.intervals import decimals_below
 from .batch import Chart, table_html, write_batch_page
 
 #: Okabe-Ito, by position, as every picture and the run's page (plots/style.py ARRANGEMENT_COLOURS, page.js).
@@ -134,7 +135,7 @@ def _probes_table(table: pd.DataFrame) -> str:
                       "probes") + f'<p class="note" data-testid="verdict-note">{escape(VERDICT_NOTE)}</p>'
 
 
-def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
+def goodput_page(path: Path, table: pd.DataFrame, title: str, verdict: str = "on time") -> Path:
     columns = [("arrangement", "arrangement"), ("n_gpus", "GPUs"), ("goodput_per_s", "goodput/s (95% interval)"),
                ("goodput_per_gpu_per_s", "per GPU"), ("passing_rate_per_s", "passes at"),
                ("passing_on_time_pct", "on time %"), ("failing_rate_per_s", "fails at"),
@@ -144,7 +145,10 @@ def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
              "passing_rate_per_s": lambda r: _f(2)(r["passing_rate_per_s"]),
              "failing_rate_per_s": lambda r: _f(2)(r["failing_rate_per_s"]),
              "passing_on_time_pct": _interval("passing_on_time_pct", "passing_on_time_low_pct", "passing_on_time_high_pct"),
-             "failing_on_time_pct": _interval("failing_on_time_pct", "failing_on_time_low_pct", "failing_on_time_high_pct")}
+             "failing_on_time_pct": lambda r: _interval("failing_on_time_pct", "failing_on_time_low_pct",
+                                                        "failing_on_time_high_pct",
+                                                        decimals_below(r["failing_on_time_pct"], r["target_pct"]))(r)}
+    _cost_cells(table, columns, cells, verdict)
     return write_batch_page(path, title, "Goodput: the highest offered rate whose mean on-time share over the seeds "
                             "meets the target; its 95% interval is of the same statistic (docs/statistics.md).",
                             [("Goodput", table_html(table, columns, cells)),
@@ -152,7 +156,22 @@ def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
                              ("Every probe", _probes_table(table))])
 
 
-def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, target: float) -> Path:
+def _cost_cells(table: pd.DataFrame, columns: list, cells: dict, verdict: str) -> None:
+    """The cost columns (docs/cost.md), read from the table, when it has them: added to `columns`
+    and `cells` in place; `verdict` names the requests they count (results/costs.py `verdict_words`)."""
+    if "dollars_per_hour" not in table.columns:
+        return
+    columns += [("gpu_kinds", "GPU kinds"), ("dollars_per_hour", "$/h"),
+                ("dollars_per_million", f"$/M {verdict} (95% interval)"),
+                ("on_time_per_gpu_hour", f"{verdict}/GPU-h"), ("power_kw", "kW")]
+    cells |= {"dollars_per_hour": lambda r: _f(2)(r["dollars_per_hour"]), "power_kw": lambda r: _f(1)(r["power_kw"]),
+              "on_time_per_gpu_hour": lambda r: _f(0)(r["on_time_per_gpu_hour"]),
+              "dollars_per_million": _interval("dollars_per_million", "dollars_per_million_low",
+                                               "dollars_per_million_high", 2)}
+
+
+def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, target: float,
+              verdict: str = "on time") -> Path:
     columns = [("rank", "rank"), ("arrangement", "arrangement"), ("gpus", "GPUs"),
                ("goodput_per_s", "goodput/s (95% interval)"), ("goodput_per_gpu_per_s", "per GPU"),
                ("on_time_pct_at_rate", "on time % at rate"), ("binding_limit", "fails first")]
@@ -162,12 +181,11 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
              "goodput_per_gpu_per_s": lambda r: _f(2)(r["goodput_per_gpu_per_s"]),
              "on_time_pct_at_rate": lambda r: _f(1)(r["on_time_pct_at_rate"]),
              "gpus": lambda r: str(r["gpus"]) if pd.isna(r.get("reading_gpus")) else f"{r['reading_gpus']}+{r['writing_gpus']}"}
-    if "dollars_per_hour" in table.columns:  # costs (docs/cost.md), when the plan has them
-        columns += [("gpu_kinds", "GPU kinds"), ("dollars_per_hour", "$/h"),
-                    ("dollars_per_million", "$/M on time (95% interval)"), ("power_kw", "kW")]
-        cells |= {"dollars_per_hour": lambda r: _f(2)(r["dollars_per_hour"]), "power_kw": lambda r: _f(1)(r["power_kw"]),
-                  "dollars_per_million": _interval("dollars_per_million", "dollars_per_million_low",
-                                                   "dollars_per_million_high", 2)}
+    if "cost_error_low_per_s" in table.columns:  # plan checked its top two against cost errors (sweep/cost_error.py)
+        columns.insert(4, ("cost_error_low_per_s", "goodput/s with the costs off (the top two)"))
+        cells["cost_error_low_per_s"] = lambda r: ("" if pd.isna(r["cost_error_low_per_s"]) else
+                                                   f"{r['cost_error_low_per_s']:.2f}-{r['cost_error_high_per_s']:.2f}")
+    _cost_cells(table, columns, cells, verdict)
     chart = _curves_charts(table.assign(target_pct=target))
     return write_batch_page(path, title, recommendation,
                             [("Ranked by goodput", table_html(table, columns, cells)), ("On time around goodput", chart),

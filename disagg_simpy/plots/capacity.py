@@ -117,6 +117,22 @@ def save_goodput(table: pd.DataFrame, path: Path, title: str, carried: str = "wi
         return st.save_figure(fig, path)
 
 
+def _cost_error_band(ax, table: pd.DataFrame, y: np.ndarray):
+    """The top two's goodput range under cost error (plan.csv's cost_error_* columns, when plan
+    checked them) as a wide grey band behind the seed interval's black line; its legend handle,
+    or None where there is none."""
+    if "cost_error_low_per_s" not in table:
+        return None
+    low, high = (table[k].to_numpy(float) for k in ("cost_error_low_per_s", "cost_error_high_per_s"))
+    ok = ~np.isnan(low)
+    if not ok.any():
+        return None
+    for yi, lo, hi in zip(y[ok], low[ok], high[ok]):
+        line = ax.hlines(yi, lo, hi, color="0.55", lw=7, alpha=0.55, zorder=2)
+        line.set_gid("cost-error-band")
+    return Line2D([], [], color="0.55", lw=7, alpha=0.55, label="goodput with the costs off by the error checked")
+
+
 def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str],
               carried: str = "with the target share on time") -> Path:
     """A bar per evaluated arrangement, best on top: its goodput, with its 95% interval (the
@@ -143,6 +159,7 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
             ax.barh(y[left], below[left], height=0.7, facecolor="none", hatch="///", lw=0.8, alpha=0.6,
                     edgecolor=[colours[k] for k, s in zip(kinds, left) if s])
         ok = ~np.isnan(low)
+        banded = _cost_error_band(ax, table, y)
         ax.hlines(y[ok], low[ok], high[ok], color="black", lw=1.6)
         for yi, g, h, b in zip(y, good, high, below):  # right of the interval line, never struck through by it
             if np.isnan(g):
@@ -163,18 +180,23 @@ def save_plan(table: pd.DataFrame, path: Path, title: str, labels: dict[str, str
         if left.any():
             handles.append(Patch(facecolor="none", edgecolor="0.35", hatch="///",
                                  label="left: goodput below the bar's end (two others beat it)"))
+        if banded is not None:
+            handles.append(banded)
         if handles:  # outside the axes: a long plan's bars reach every corner
             fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=9)
-        right = np.nanmax(np.r_[good, high, below, 1e-9])
+        band_high = table["cost_error_high_per_s"].to_numpy(float) if banded is not None else np.array([])
+        right = np.nanmax(np.r_[good, high, below, band_high, 1e-9])
         ax.set_xlim(0, right * (1.22 if left.any() else 1.1))  # room for the value or bound after each bar
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 
 
-def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None) -> Path:
+def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | None = None,
+                   carried: str = "with the target share on time") -> Path:
     """A point per arrangement searched: dollars an hour across, goodput up (line: its 95%
     interval), coloured by its GPU kinds; those left by the pruning as grey markers at the rate
-    their goodput is below; the rate to carry as a dashed line (`plan --rate`)."""
+    their goodput is below; the rate to carry as a dashed line (`plan --rate`). `carried`: how the
+    goodput is carried, after the rule (`Slo.carried_text`)."""
     rows = table[table["goodput_per_s"].notna()]
     kinds = list(dict.fromkeys(str(k) for k in rows["gpu_kinds"]))
     colours = dict(zip(kinds, st.ARRANGEMENT_COLOURS * (1 + len(kinds) // len(st.ARRANGEMENT_COLOURS))))
@@ -197,7 +219,7 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
         if rate is not None:
             ax.axhline(rate, color="black", ls="--", lw=1, label=f"rate to carry ({rate:g}/s)")
         ax.set_xlabel("cost of the GPUs (USD per hour)")
-        ax.set_ylabel("goodput (requests/s on time; line: 95% interval)")
+        ax.set_ylabel(f"goodput (requests/s {carried}; line: 95% interval)")
         ax.spines[["top", "right"]].set_visible(False)
         ax.grid(alpha=0.3)
         ax.legend(loc="best", frameon=True, framealpha=0.9, fontsize=8)

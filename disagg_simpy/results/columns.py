@@ -303,6 +303,16 @@ ISO = (
     Column("vs_best_single_high", "USD", "high", "the same interval's high end", "plan", "cost", decimals=2),
 )
 ISO_COLUMNS = tuple(c.name for c in ISO)
+#: plan.csv's top two, when plan checks its answer against cost errors (`--cost-error`, or the preset's
+#: stated errors; sweep/cost_error.py): the range of their goodput with the costs off (empty elsewhere)
+COST_ERROR = (
+    Column("cost_error_low_per_s", "requests/s", "low under cost error", "the lowest goodput found with one side's "
+           "costs off by up to the error checked (--cost-error, or the preset's stated errors; one side at a time, "
+           "the same seeds): the top two only", "plan", "cost_error", decimals=2),
+    Column("cost_error_high_per_s", "requests/s", "high under cost error", "the highest goodput found so",
+           "plan", "cost_error", decimals=2),
+)
+COST_ERROR_COLUMNS = tuple(c.name for c in COST_ERROR)
 #: summary.csv's (one run has no goodput interval, and its kinds are the scenario's)
 SUMMARY_COST_COLUMNS = tuple(n for n in COST_COLUMNS if n not in ("gpu_kinds", "dollars_per_million_low",
                                                                   "dollars_per_million_high"))

@@ -20,6 +20,18 @@ from .columns import COST_COLUMNS
 SECONDS_PER_HOUR = 3600.0
 
 
+def verdict_words(slo) -> tuple[str, str]:
+    """(short, long) words for the requests the cost columns count, after the scenario's rule (as
+    the rest of plan words it): ('on time', 'on time') for the explainer's limits; ('meeting
+    rule', 'meeting the rule') under another per-request rule; ('served', 'served at a rate meeting
+    the rule') under the percentiles criterion, which judges whole runs, not requests."""
+    if slo is None or slo.is_default_kind:
+        return "on time", "on time"
+    if slo.criterion == "percentiles":
+        return "served", "served at a rate meeting the rule"
+    return "meeting rule", "meeting the rule"
+
+
 def per_million(dollars_per_hour: float, on_time_per_s: float) -> float:
     """USD per million on-time requests at `on_time_per_s` (inf at 0, NaN if either is unknown)."""
     if math.isnan(dollars_per_hour) or math.isnan(on_time_per_s):

@@ -80,6 +80,14 @@ class Interval(NamedTuple):
         return f"{m} ({self.low:.{decimals}f} to {self.high:.{decimals}f})"
 
 
+def decimals_below(mean: float, target: float, decimals: int = 1) -> int:
+    """The decimals to show `mean` with so that a share below `target` does not read as reaching
+    it (89.96 at a 90% target: '89.96', not '90.0'): `decimals`, or more, up to 4."""
+    while decimals < 4 and mean < target and float(f"{mean:.{decimals}f}") >= target:
+        decimals += 1
+    return decimals
+
+
 def interval(values: Iterable[float], bounds: tuple[float, float] | None = None) -> Interval:
     """The mean of the figures (NaN ones left out) and its 95% interval: the hull of the
     Student-t interval and the expanded percentile bootstrap (see the module's text), cut to

@@ -20,7 +20,8 @@ def counted_problem(w: Any, window: bool = False) -> str | None:
                 "one of them")
     if keys and w.measure_s is not None:
         return (f"@{keys[0]}: got {getattr(w, keys[0])} together with measure_s {w.measure_s:g}, expected one of them "
-                f"({keys[0]} measures exactly that many arrivals, all of them)")
+                f"({keys[0]} measures exactly that many arrivals, all of them: to shorten the run, lower {keys[0]} "
+                "rather than set measure_s)")
     if keys and w.warmup_s > 0:
         return f"@warmup_s: got {w.warmup_s:g} with {keys[0]}, expected 0 ({keys[0]} measures every arrival)"
     if window and not keys and w.measure_s is None:  # (synthetic traffic: a window or a count)
@@ -56,3 +57,9 @@ def for_gpus(scenario: Any, n_gpus: int) -> Any:
         return scenario
     workload = scenario.workload.model_copy(update={"n_requests": per_gpu * n_gpus, "n_requests_per_gpu": None})
     return scenario.model_copy(update={"workload": workload})
+
+
+def warmup_problem(warmup_s: float, measure_s: float) -> str:
+    """A warm-up that leaves no measured window ([warmup_s, measure_s) is empty), saying how to shorten."""
+    return (f"@warmup_s: got {warmup_s:g}, expected less than measure_s ({measure_s:g}): the measured window is "
+            f"[warmup_s, measure_s), so a shorter run keeps measure_s above {warmup_s:g} (or lowers warmup_s)")

@@ -42,12 +42,12 @@ def fill_kinds(a: dict, i: int, base: str | None) -> dict:
         name = own if isinstance(own, str) else base
         if name is None or shipped.problem(name):  # no preset: the kind prices the side (a bad one: presets say)
             continue
-        want = gpus.swap(name, kind)
-        if shipped.problem(want):
-            have = sorted(k for k in gpus.NAMES if gpus.swap(name, k) in shipped.NAMES)
-            raise ValueError(f"@arrangements[{i}].{key}: got {kind!r}, but no preset {want} exists (the model, TP "
-                             f"and engine of {name} on {kind}); expected one of {', '.join(have)} "
-                             "(python -m disagg_simpy presets lists them)")
+        want = preset_on(name, kind)
+        if want is None:
+            have = sorted(k for k in gpus.NAMES if preset_on(name, k))
+            raise ValueError(f"@arrangements[{i}].{key}: got {kind!r}, but no preset {gpus.swap(name, kind)} exists "
+                             f"(the model, TP and engine of {name} on {kind}, in any version); expected one of "
+                             f"{', '.join(have)} (python -m disagg_simpy presets lists them)")
         if want != name:
             a = {**a, side: {**(block if isinstance(block, dict) else {}), "preset": want}}
     return a
@@ -72,10 +72,45 @@ KIND_NAMES = gpus.NAMES
 kind_problem = gpus.problem
 
 
+def _version(name: str) -> tuple[int, ...]:
+    """A preset's engine version as numbers (`0.24.0` -> (0, 24, 0)); () where it is no version number."""
+    parts = str(shipped.PRESETS[name].get("engine_version", "")).split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else ()
+
+
+_SAME = ("model", "tp", "dtype", "engine")
+
+
 def preset_on(preset: str, kind: str) -> str | None:
-    """The preset `preset` on GPU kind `kind` (same model, TP and engine), None if none is shipped."""
+    """The preset `preset` on GPU kind `kind`: the same name (model, TP, engine and its version)
+    where it is shipped; else, where the engine's versions differ by GPU kind (the composed
+    presets have vLLM 0.14 on A100s and 0.24 on H100s), the newest version of the same engine
+    with the same model, TP and dtype on that kind (`version_note` says so); else None."""
     name = gpus.swap(preset, kind)
-    return None if shipped.problem(name) else name
+    if not shipped.problem(name):
+        return name
+    if shipped.problem(preset):
+        return None
+    mine = shipped.PRESETS[preset]
+    same = [n for n in shipped.NAMES if gpus.of_preset(n) == kind and _version(n)
+            and all(shipped.PRESETS[n].get(k) == mine.get(k) for k in _SAME)]
+    return max(same, key=_version) if same and _version(preset) else None
+
+
+def version_note(preset: str, kind: str) -> str | None:
+    """Why `kind` runs another version of `preset`'s engine (`preset_on`), or None where it runs the same."""
+    got = preset_on(preset, kind)
+    if got is None or got == gpus.swap(preset, kind):
+        return None
+    mine, theirs = shipped.PRESETS[preset], shipped.PRESETS[got]
+    return (f"{kind} has no {mine['engine']} {mine['engine_version']} preset of {mine['model']} TP{mine['tp']}: it "
+            f"runs {got}, the newest {theirs['engine']} there ({theirs['engine_version']})")
+
+
+def preset_at_tp(preset: str, tp: int) -> tuple[str, bool]:
+    """The name of `preset`'s GPU, model and engine at TP `tp`, and whether it is shipped."""
+    name = shipped.at_tp(preset, tp)
+    return name, name in shipped.NAMES
 
 
 def preset_tp(preset: str) -> int:

@@ -359,8 +359,15 @@ def _format_error(
     where = f"{source}:{line}" if line else source
     text = f"{where}: {key}: {body}" if key else f"{where}: {body}"
     if flags:
-        text += f" (with {', '.join(flags.values())} from the command line)"
+        text += f" (with {', '.join(_flags_named(flags, body).values())} from the command line)"
     return text
+
+
+def _flags_named(flags: dict[str, str], body: str) -> dict[str, str]:
+    """The command-line flags an error's text is about (their key, like measure_s, in it), else
+    all of them: '--measure-s 5' for a window's error, never a --seeds that had no part in it."""
+    named = {k: v for k, v in flags.items() if re.search(rf"\b{re.escape(k.rsplit('.', 1)[-1])}\b", body)}
+    return named or flags
 
 
 def _expected(loc: tuple) -> str:

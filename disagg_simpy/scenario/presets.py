@@ -183,7 +183,36 @@ def warnings(scenario) -> list[str]:
                            f"which {a.name}'s {_GPUS[side]} run; its error there is unknown")
         if getattr(a, "kind", "") == "disaggregated":
             out += layout_warnings(a, i, scenario.cost.preset)
+        out += version_warnings({side: n for j, _, side, _, n in used if j == i}, a, i, scenario.cost.preset)
     return out
+
+
+_SIDE_WORDS = {"reading_cost": " reading", "writing_cost": " writing", "cost": ""}
+
+
+def version_warnings(names: dict[str, str], a, i: int, base: str | None) -> list[str]:
+    """An arrangement on two versions of one engine: its two sides' presets, or a side put on
+    another GPU kind (a `gpu:` key) and the scenario's preset, where no one version has a preset
+    on both kinds, so each kind runs its newest (scenario/gpu_kinds.py `preset_on`; warned: its
+    figures then compare engine versions as well as GPUs)."""
+    from .gpu_kinds import KIND_KEYS
+
+    facts = {side: shipped.PRESETS[n] for side, n in names.items() if n in shipped.PRESETS}
+    if len({f["engine"] for f in facts.values()}) != 1:
+        return []
+    engine = next(iter(facts.values()))["engine"]
+    each = " and ".join(f"{f['engine_version']}{_SIDE_WORDS[s]} ({names[s]})" for s, f in facts.items())
+    if len({f["engine_version"] for f in facts.values()}) > 1:
+        return [f"arrangements[{i}]: {a.name} runs {engine} {each}: no one version has a preset on both GPU kinds, "
+                "so each kind runs its newest (docs/cost.md); its figures compare engine versions as well as GPUs"]
+    mine = shipped.PRESETS.get(base or "")
+    kinded = any(getattr(a, k, None) is not None for k in KIND_KEYS.values())
+    if not kinded or mine is None or mine["engine"] != engine or mine["engine_version"] in {
+            f["engine_version"] for f in facts.values()}:
+        return []
+    return [f"arrangements[{i}]: {a.name} runs {engine} {each}, not the {mine['engine_version']} of the scenario's "
+            f"preset {base}, which its GPU kind has no preset of, so it runs the newest there (docs/cost.md); "
+            "against arrangements on that preset its figures compare engine versions as well as GPUs"]
 
 
 def fitted_range(name: str) -> dict[str, list[float]]:

@@ -28,7 +28,7 @@ from .base import (
     _show,
     _Strict,
 )
-from .counts import counted_problem, counted_requests, counted_requests_set, pick_problem
+from .counts import counted_problem, counted_requests, counted_requests_set, pick_problem, warmup_problem
 from .gpu_kinds import omit_prices, prices_problem
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
@@ -114,7 +114,7 @@ class SyntheticWorkload(_Strict):
         if problem:
             raise ValueError(problem if problem.startswith("@") else f"@prompt_mix: {problem}")
         if self.measure_s is not None and self.warmup_s >= self.measure_s:
-            raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
+            raise ValueError(warmup_problem(self.warmup_s, self.measure_s))
         if self.prefixes is not None and (problem := prefix_class_problem(self.prefixes, self._class_bounds())):
             raise ValueError(problem)
         if self.sessions is not None and self.varies:
@@ -182,7 +182,7 @@ class TraceWorkload(_Strict):
         if (problem := counted_problem(self) or pick_problem(self)) is not None:
             raise ValueError(problem)
         if self.measure_s is not None and self.warmup_s >= self.measure_s:
-            raise ValueError(f"@warmup_s: got {self.warmup_s:g}, expected less than measure_s ({self.measure_s:g})")
+            raise ValueError(warmup_problem(self.warmup_s, self.measure_s))
         if self.time_scale is not None and self.rate_per_s is not None:
             raise ValueError(
                 f"@rate_per_s: got {self.rate_per_s:g} together with time_scale {self.time_scale:g}, "

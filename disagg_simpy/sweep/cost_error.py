@@ -11,6 +11,9 @@ free_prompt_tokens or token_tile).
 
 from __future__ import annotations
 
+import pandas as pd
+
+from ..results.columns import COST_ERROR_COLUMNS
 from ..scenario.cost_fields import SideCost
 from ..scenario.schema import Cost, Scenario
 
@@ -72,24 +75,34 @@ def cost_error_line(scenario: Scenario, runner, seeds: tuple[int, ...], target: 
                     cost_error: float | None) -> str | None:
     """goodput's and plan's line on how sure the answer is: with `--cost-error PCT` every side's
     costs off by up to PCT %, else the preset's stated errors; None when neither is known."""
+    return cost_error_check(scenario, runner, seeds, target, tolerance, table, cost_error)[0]
+
+
+def cost_error_check(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float, table,
+                     cost_error: float | None) -> tuple[str | None, dict[str, tuple[float, float]]]:
+    """`cost_error_line`'s line, and the top two's goodput range under the cost errors checked
+    (name -> (lowest, highest) goodput found, the table's own included; {} when not checked)."""
     bounds = {"reading": cost_error, "writing": cost_error} if cost_error is not None else preset_errors(scenario)
     if not bounds:
-        return None
+        return None, {}
     where = "--cost-error" if cost_error is not None else f"preset {scenario.cost.preset}'s stated errors"
     from ..errors import InputError
 
+    seen: dict[str, list[float]] = {}
     try:
-        return f"cost error ({where}): " + robustness(scenario, runner, seeds, target, tolerance, table, bounds)
+        line = f"cost error ({where}): " + robustness(scenario, runner, seeds, target, tolerance, table, bounds, seen)
     except InputError as err:  # (e.g. a TP candidate whose preset is named per TP: the scaled copy is refused)
-        return f"cost error ({where}): not checked ({str(err).split(': ', 1)[-1][:200]})"
+        return f"cost error ({where}): not checked ({str(err).split(': ', 1)[-1][:200]})", {}
+    return line, {n: (min(g), max(g)) for n, g in seen.items()}
 
 
 def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float,
-               table, bounds: dict[str, float]) -> str:
+               table, bounds: dict[str, float], seen: dict[str, list[float]] | None = None) -> str:
     """Whether the winner of a goodput `table` (its two best arrangements by goodput) survives
     each side's costs scaled by up to +-`bounds[side]` % (one side at a time): 'the winner W holds
     for cost errors up to +-X%', or 'R overtakes W at +Y% decode cost' (the smallest flip found,
-    to about 1/16 of the bound by bisection)."""
+    to about 1/16 of the bound by bisection). `seen` gathers each of the two's goodputs found
+    (the table's, then each one with the costs scaled)."""
     from .goodput import goodput
 
     ranked = table.sort_values("goodput_per_s", ascending=False, kind="stable")
@@ -98,12 +111,17 @@ def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     w, r = str(ranked["arrangement"].iloc[0]), str(ranked["arrangement"].iloc[1])
     starts = {str(a): float(g) for a, g in zip(ranked["arrangement"], ranked["goodput_per_s"]) if g > 0}
     pair = scenario.model_copy(update={"arrangements": tuple(a for a in scenario.arrangements if a.name in (w, r))})
+    seen = {} if seen is None else seen
+    for name, g in zip(ranked["arrangement"].iloc[:2], ranked["goodput_per_s"].iloc[:2]):
+        seen.setdefault(str(name), []).append(float(g))
 
     def flips(side: str, pct: float) -> bool:
         factors = {"reading": 1.0, "writing": 1.0} | {side: 1 + pct / 100}
         found = goodput(scaled_costs(pair, **factors), runner, seeds, target, tolerance, names=[w, r],
                         starts={k: v * factors[side] ** -1 for k, v in starts.items()} or None)
         g = dict(zip(found["arrangement"], found["goodput_per_s"]))
+        for name in (w, r):
+            seen[name].append(float(g[name]))
         return g[r] > g[w] + 1e-9
 
     smallest: tuple[float, str] | None = None
@@ -124,3 +142,15 @@ def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     size = f"+-{bounds['reading']:g}%" if len(both) == 1 else \
         f"+-{bounds.get('reading', 0):g}% prefill and +-{bounds.get('writing', 0):g}% decode"
     return f"the winner {w} holds for cost errors up to {size} (each side alone; next: {r})"
+
+
+def with_bands(table: pd.DataFrame, bands: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """plan.csv with the top two's goodput range under cost error (`cost_error_check`), empty
+    for the others; the table as it was when nothing was checked."""
+    if not bands:
+        return table
+    low, high = COST_ERROR_COLUMNS
+    out = table.copy()
+    out[low] = out["arrangement"].map(lambda n: bands.get(str(n), (float("nan"),) * 2)[0]).astype(float)
+    out[high] = out["arrangement"].map(lambda n: bands.get(str(n), (float("nan"),) * 2)[1]).astype(float)
+    return out

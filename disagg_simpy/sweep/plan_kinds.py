@@ -50,8 +50,9 @@ class Budget:
 
 
 def side_presets(scenario: Scenario, kinds: tuple[str, ...], flag: str = "--gpu-kinds") -> dict[str, str]:
-    """Each kind's preset: the scenario's `cost: preset` on that kind (refused, in one line, where
-    the scenario names none or a kind has no such preset)."""
+    """Each kind's preset: the scenario's `cost: preset` on that kind, or the newest version of its
+    engine there where that version has none (`gpu_kinds.preset_on`); refused, in one line, where
+    the scenario names none or a kind has no preset of its model, TP and engine."""
     base = scenario.cost.preset
     if base is None:
         raise InputError(f"{flag}: got {','.join(kinds)} with no preset in the scenario's cost:, expected cost: "
@@ -63,6 +64,14 @@ def side_presets(scenario: Scenario, kinds: tuple[str, ...], flag: str = "--gpu-
         raise InputError(f"{flag}: got {', '.join(missing)}, but no preset of the model, TP and engine of {base} exists "
                          f"on {missing[0]}; expected kinds among {', '.join(have)} (python -m disagg_simpy presets)")
     return {k: n for k, n in out.items() if n is not None}
+
+
+def version_notes(scenario: Scenario, kinds: tuple[str, ...]) -> list[str]:
+    """Each kind that runs another version of the scenario's preset's engine (none of that
+    version on it: its newest), said so: the pools then compare engine versions as well as GPUs."""
+    base = scenario.cost.preset
+    notes = [n for k in kinds if base and (n := gpu_kinds.version_note(base, k))]
+    return [f"{n}; pools of these kinds compare engine versions as well as GPUs (docs/cost.md)" for n in notes]
 
 
 def kinds_flag(text: str) -> tuple[str, ...]:
@@ -80,34 +89,55 @@ def _short(kind: str) -> str:
     return kind.split("-")[0]
 
 
-def candidates(presets: dict[str, str], max_gpus: int, chunks: tuple[int, ...], mixed: bool = True) -> list[dict]:
-    """Every arrangement of up to `max_gpus` GPUs of the kinds (whole TP instances of each
-    kind's preset): all of one kind on the same GPU, whole and in each chunk size; every split,
-    each side of any kind (`mixed`: also sides of two kinds), whole and with chunked reading. A
-    split of two kinds ships its KV caches between nodes (`kv_path: inter_node`: no node holds
-    two kinds); one of a kind within a node, as plan's splits do.
-    Names say the kinds: `a100-same-8`, `h100-chunked-512-8`, `split-4-4-h100-a100`."""
-    out = []
-    tp = {k: gpu_kinds.preset_tp(p) for k, p in presets.items()}
+def at_tps(presets: dict[str, str], tps: tuple[int, ...]) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+    """`--tp` with `--gpu-kinds`: each kind's preset at each TP degree that has one (its GPU,
+    model and engine), and the names of those missing (to say so)."""
+    out: dict[str, tuple[str, ...]] = {}
+    missing: list[str] = []
     for kind, preset in presets.items():
-        t = tp[kind]
+        names = [gpu_kinds.preset_at_tp(preset, t) for t in tps]
+        out[kind] = tuple(n for n, shipped in names if shipped)
+        missing += [n for n, shipped in names if not shipped]
+    return out, missing
+
+
+def candidates(presets: dict[str, str] | dict[str, tuple[str, ...]], max_gpus: int, chunks: tuple[int, ...],
+               mixed: bool = True, splits: tuple[int, ...] | None = None) -> list[dict]:
+    """Every arrangement of up to `max_gpus` GPUs of the kinds (whole TP instances of each
+    kind's preset, or of each of its presets at several TP degrees, `at_tps`): all of one kind
+    and TP on the same GPU, whole and in each chunk size; every split, each side of any kind and
+    TP (`mixed`: also sides of two kinds; `splits`: only these reading GPU counts), whole and
+    with chunked reading. A split of two kinds ships its KV caches between nodes (`kv_path:
+    inter_node`: no node holds two kinds); one of a kind within a node, as plan's splits do.
+    Names say the kinds (and the TP, where a kind has several): `a100-same-8`,
+    `h100-chunked-512-8`, `split-4-4-h100-a100` (H100 reading, A100 writing), `h100-tp2-same-4`."""
+    units = []  # (tag, kind, preset, TP)
+    for kind, given in presets.items():
+        several = (given,) if isinstance(given, str) else given
+        for preset in several:
+            t = gpu_kinds.preset_tp(preset)
+            units.append((f"{_short(kind)}-tp{t}" if len(several) > 1 else _short(kind), kind, preset, t))
+    out = []
+    for tag, kind, preset, t in units:
         for n in range(t, max_gpus + 1, t):
-            same = {"name": f"{_short(kind)}-same-{n}", "kind": "colocated", "gpus": n, "gpu": kind,
+            same = {"name": f"{tag}-same-{n}", "kind": "colocated", "gpus": n, "gpu": kind,
                     "cost": {"preset": preset}, **({"tp": t} if t > 1 else {})}
             out.append(same)
-            out += [{**same, "name": f"{_short(kind)}-chunked-{c}-{n}", "chunk_tokens": c} for c in chunks]
-    for rk, rp in presets.items():
-        for wk, wp in presets.items():
+            out += [{**same, "name": f"{tag}-chunked-{c}-{n}", "chunk_tokens": c} for c in chunks]
+    for rtag, rk, rp, rt in units:
+        for wtag, wk, wp, wt in units:
             if rk != wk and not mixed:
                 continue
-            for r in range(tp[rk], max_gpus, tp[rk]):
-                for w in range(tp[wk], max_gpus - r + 1, tp[wk]):
-                    tag = _short(rk) if rk == wk else f"{_short(rk)}-{_short(wk)}"
+            for r in range(rt, max_gpus, rt):
+                if splits is not None and r not in splits:
+                    continue
+                for w in range(wt, max_gpus - r + 1, wt):
+                    tag = rtag if rp == wp else f"{rtag}-{wtag}"
                     split = {"name": f"split-{r}-{w}-{tag}", "kind": "disaggregated", "reading_gpus": r,
                              "writing_gpus": w, "reading_gpu": rk, "writing_gpu": wk, "reading_cost": {"preset": rp},
                              "writing_cost": {"preset": wp},
-                             **({"reading_tp": tp[rk]} if tp[rk] > 1 else {}),
-                             **({"writing_tp": tp[wk]} if tp[wk] > 1 else {}),
+                             **({"reading_tp": rt} if rt > 1 else {}),
+                             **({"writing_tp": wt} if wt > 1 else {}),
                              **({"kv_path": "inter_node"} if rk != wk else {})}  # two kinds: two nodes
                     out.append(split)
                     out += [{**split, "name": f"split-{r}-{w}-chunked-{c}-{tag}", "chunk_tokens": c} for c in chunks]
@@ -176,7 +206,7 @@ def _ranked(rows: list[pd.DataFrame]) -> pd.DataFrame:
     return table
 
 
-def pools(presets: dict[str, str]) -> list[tuple[str, str, str]]:
+def pools(presets: dict) -> list[tuple[str, str, str]]:
     """(pool name, reading kind, writing kind): all of each kind, then each ordered pair of two kinds."""
     out = [(f"all {k}", k, k) for k in presets]
     out += [(f"{r} reading, {w} writing", r, w) for r in presets for w in presets if r != w]
@@ -188,11 +218,12 @@ def pool_of(a: dict) -> tuple[str, str]:
 
 
 def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
-        presets: dict[str, str], budget: Budget, chunks: tuple[int, ...], flag: str) -> pd.DataFrame:
+        presets: dict[str, str] | dict[str, tuple[str, ...]], budget: Budget, chunks: tuple[int, ...], flag: str,
+        splits: tuple[int, ...] | None = None) -> pd.DataFrame:
     """The best arrangement (most goodput) of each pool under the same budget, one row each (a
     pool with no arrangement in the budget: no row); each mixed pool's dollars per million on-time
     requests against the best pool of one kind's, paired over seeds (`paired_per_million`)."""
-    every = candidates(presets, budget.max_gpus, chunks)
+    every = candidates(presets, budget.max_gpus, chunks, splits=splits)
     raw = {a["name"]: a for a in every}
     rows = []
     for label, r, w in pools(presets):

@@ -258,8 +258,12 @@ CATALOGUE = [
     ("flag-rate-huge", BASE_TEXT, {}, ["--rate", "1e9"],
      ["--rate 1e+09: got 1e+09, which expects, up to the cap at 602 s, 602,000,000,000 requests", "(it sets workload.rate_per_s of"]),
     ("flag-measure-past-limit", BASE_TEXT, {}, ["--measure-s", "1e10"], ["--measure-s 1e+10: got 1e+10, expected a number of seconds > 0"]),
-    ("flag-measure-equal-to-warmup", text("measure_s: 2", "measure_s: 2\n  warmup_s: 1"), {}, ["--measure-s", "1"],
-     ["workload.warmup_s: got 1, expected less than measure_s (1) (with --measure-s 1 from the command line)"]),
+    ("flag-measure-equal-to-warmup", text("measure_s: 2", "measure_s: 2\n  warmup_s: 1"), {}, ["--measure-s", "1", "--seeds", "2"],
+     ["workload.warmup_s: got 1, expected less than measure_s (1): the measured window is [warmup_s, measure_s), so a "
+      "shorter run keeps measure_s above 1", "(with --measure-s 1 from the command line)"]),  # (not --seeds)
+    ("flag-measure-with-a-count", text("measure_s: 2", "n_requests: 20"), {}, ["--measure-s", "5", "--seeds", "2"],
+     ["workload.n_requests: got 20 together with measure_s 5", "to shorten the run, lower n_requests rather than set "
+      "measure_s) (with --measure-s 5 from the command line)"]),
     ("flag-measure-past-cap", BASE_TEXT + "max_sim_s: 5\n", {}, ["--measure-s", "10"],
      ["max_sim_s: got 5, expected at least workload.measure_s (10) (with --measure-s 10 from the command line)"]),
     ("flag-seeds-zero", BASE_TEXT, {}, ["--seeds", "0"], ["--seeds: got '0', expected a whole number from 1 to 10000"]),

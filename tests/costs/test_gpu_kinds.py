@@ -91,6 +91,36 @@ def test_a_mixed_pool_takes_each_sides_preset_and_the_slower_ship(tmp_path):
     assert again.arrangements[0].reading_cost == a.reading_cost and again.arrangements[0].kv_ship_ms(again.cost) == 0.01045
 
 
+A100_31 = "a100-80gb/llama-3.1-70b/tp4/vllm-0.14"
+H100_31 = "h100-80gb/llama-3.1-70b/tp4/vllm-0.24"
+
+
+def test_a_kind_without_the_engine_version_runs_its_newest_of_that_engine_and_says_so(tmp_path):
+    """The composed Llama-3.1-70B presets have vLLM 0.14 on A100s and 0.24 on H100s (and no vLLM
+    0.14 on H100s): an H100 side of a scenario on the A100 preset runs vLLM 0.24, the newest vLLM
+    there, and the run warns that the figures compare engine versions; the same engine is kept
+    (SGLang stays SGLang), and a preset whose version is no number (vllm-splitwise) only moves to
+    the same name."""
+    assert gpu_kinds.preset_on(A100_31, "h100-80gb") == H100_31
+    assert gpu_kinds.preset_on(H100_31, "a100-80gb") == A100_31  # the newest vLLM on A100s: 0.14
+    assert gpu_kinds.preset_on("h100-80gb/llama-3.1-70b/tp4/sglang-0.5.14", "a100-80gb") == \
+        "a100-80gb/llama-3.1-70b/tp4/sglang-0.5.10"
+    assert gpu_kinds.preset_on(A100_31, "a100-80gb") == A100_31 and gpu_kinds.version_note(A100_31, "a100-80gb") is None
+    assert gpu_kinds.preset_on("a100-80gb/llama-2-70b/tp4/vllm-splitwise", "h200") is None
+    assert "no vLLM 0.14.0 preset of Llama-3.1-70B TP4: it runs " + H100_31 in gpu_kinds.version_note(A100_31, "h100-80gb")
+    s = load_scenario(write(tmp_path, [
+        {"name": "h100s", "kind": "colocated", "gpus": 4, "tp": 4, "gpu": "h100-80gb"},
+        {"name": "a100s", "kind": "colocated", "gpus": 4, "tp": 4, "gpu": "a100-80gb"},
+        {"name": "mix", "kind": "disaggregated", "reading_gpus": 4, "writing_gpus": 4, "reading_tp": 4, "writing_tp": 4,
+         "reading_gpu": "h100-80gb", "writing_gpu": "a100-80gb", "kv_path": "inter_node"}], cost={"preset": A100_31}))
+    h100s, a100s, mix = s.arrangements
+    assert h100s.cost.preset == H100_31 and mix.reading_cost.preset == H100_31 and mix.writing_cost is None
+    warned = [w for w in s.preset_info()["preset_warnings"] if "engine versions" in w]
+    assert len(warned) == 2, warned  # the H100s against the scenario's preset, and the mixed pool; not the A100s
+    assert warned[0].startswith("arrangements[0]: h100s runs vLLM 0.24.0") and "not the 0.14.0" in warned[0]
+    assert warned[1].startswith("arrangements[2]: mix runs vLLM 0.24.0 reading (" + H100_31 + ") and 0.14.0 writing")
+
+
 def test_sides_with_different_kv_layouts_are_warned(tmp_path):
     s = load_scenario(write(tmp_path, [
         {"name": "mix", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "writing_tp": 2,

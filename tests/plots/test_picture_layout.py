@@ -57,6 +57,28 @@ def test_plans_value_labels_are_not_struck_through_by_interval_lines(drawn, tmp_
         assert _box(text, fig).x0 >= ends[1][0] - 0.5, text.get_text()  # the label starts where the line ends
 
 
+def test_plans_cost_error_band_spans_its_range_behind_the_seed_interval(drawn, tmp_path):
+    """plan.csv's cost_error_* columns (the top two, when plan checked them) drawn as a grey band
+    from the low to the high goodput, behind the black seed-interval line, with a legend entry."""
+    from disagg_simpy.plots.capacity import save_plan
+
+    table = pd.DataFrame({"rank": [1, 2, 3], "arrangement": ["split-2-2", "chunked-512", "split-3-1"],
+                          "goodput_per_s": [15.8, 14.4, 7.62], "goodput_low_per_s": [15.1, 13.0, 7.1],
+                          "goodput_high_per_s": [16.9, 15.2, 8.53], "cost_error_low_per_s": [13.9, 12.0, np.nan],
+                          "cost_error_high_per_s": [17.5, 15.0, np.nan]})
+    save_plan(table, tmp_path / "plan.png", "plan", {"split-2-2": "split", "chunked-512": "chunks", "split-3-1": "split"})
+    fig = drawn[0]
+    ax = fig.axes[0]
+    bands = [c for c in ax.collections if c.get_gid() == "cost-error-band"]
+    spans = sorted((float(seg[0][0]), float(seg[1][0]), float(seg[0][1])) for c in bands for seg in c.get_segments())
+    assert spans == [(12.0, 15.0, 1.0), (13.9, 17.5, 2.0)]  # rows 1 and 2 from the top (y 2, 1); none on the third
+    intervals = ax.collections[-1]
+    assert all(b.get_zorder() <= intervals.get_zorder() for b in bands)
+    legend = fig.legends[0]
+    assert "goodput with the costs off by the error checked" in [t.get_text() for t in legend.get_texts()]
+    assert ax.get_xlim()[1] >= 17.5
+
+
 def _bands():
     rows = []
     for name, base in (("same-gpu", 30.0), ("chunked-512", 85.0), ("split-2-2", 95.0)):

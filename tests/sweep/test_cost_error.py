@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
+from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
@@ -59,23 +60,28 @@ def test_a_10_percent_cost_error_flips_the_winner_and_goodput_says_so(close, tmp
 
 
 def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, capsys):
-    spec = {"name": "preset", "seed": 1,
-            "workload": {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [{"share": 1, "tokens": [200, 1200]}],
-                         "reply_words": [20, 60]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
-            "arrangements": [{"name": "same", "kind": "colocated", "gpus": 2}]}
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    path = preset_scenario(tmp_path, "p", {"rate_per_s": 4, "n_requests": 80, "prompt_mix": [
+        {"share": 1, "tokens": [200, 1200]}], "reply_words": [20, 60]}, [{"name": "same", "kind": "colocated", "gpus": 2}])
     bounds = preset_errors(load_scenario(path))
     assert bounds == {"reading": 10.2, "writing": 16.2}  # its largest prompt error and its writing-only error (with
     # the attention term, as the model has it: presets list both)
     assert main(["plan", str(path), "--gpus", "2", "--out", str(tmp_path / "p"), "--no-plots", "--workers", "1",
-                 "--chunks", "512", "--tolerance", "0.5"]) == 0
+                 "--chunks", "512", "--tolerance", "0.5", "--html", str(tmp_path / "p.html")]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("cost error"))
     assert line.startswith("cost error (preset a100-80gb/llama-2-7b/tp1/vidur-sarathi's stated errors): ")
     assert "holds for cost errors up to +-10.2% prefill and +-16.2% decode" in line or "overtakes" in line
     assert pd.read_json(tmp_path / "p" / "run.json", typ="series")["cost_error"] == line
+    # the top two's goodput range under those errors: in plan.csv (each holding its own goodput), on the page
+    table = pd.read_csv(tmp_path / "p" / "plan.csv")
+    top = table.sort_values("goodput_per_s", ascending=False).head(2)
+    assert (top.cost_error_low_per_s <= top.goodput_per_s).all() and (top.goodput_per_s <= top.cost_error_high_per_s).all()
+    assert (top.cost_error_low_per_s < top.cost_error_high_per_s).any()  # a 10-16% cost error moves a goodput
+    assert table.drop(top.index).cost_error_low_per_s.isna().all()
+    page = (tmp_path / "p.html").read_text()
+    assert "goodput/s with the costs off (the top two)" in page
+    for r in top.itertuples():
+        assert f"{r.cost_error_low_per_s:.2f}-{r.cost_error_high_per_s:.2f}" in page
 
 
 def test_one_arrangement_says_there_is_nothing_to_overturn(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-import yaml
+from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
@@ -21,15 +21,9 @@ KINDS = ("a100-80gb", "h100-80gb")
 SEEDS = (1, 2)
 
 
-def scenario_file(tmp_path):
-    spec = {"name": "kinds", "seeds": 2,
-            "workload": {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [100, 1000]}],
-                         "reply_words": [50, 200]},
-            "cost": {"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"},
-            "arrangements": [{"name": "a", "kind": "colocated", "gpus": 1}]}
-    path = tmp_path / "kinds.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    return path
+def scenario_file(tmp_path, **top):
+    return preset_scenario(tmp_path, "kinds", {"rate_per_s": 4.0, "measure_s": 10, "prompt_mix": [{"share": 1, "tokens": [
+        100, 1000]}], "reply_words": [50, 200]}, [{"name": "a", "kind": "colocated", "gpus": 1}], seeds=2, **top)
 
 
 @pytest.fixture
@@ -107,7 +101,14 @@ def test_equal_cost_pools_side_by_side_with_paired_differences(tmp_path, runner)
      "--gpu-kinds: got b200, but no preset of the model, TP and engine of a100-80gb/llama-2-7b/tp1/vidur-sarathi exists on b200"),
     (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "-5"], "--budget-per-hour: got '-5'"),
     (["--gpu-kinds", "a100-80gb", "--gpus", "4"], "--gpu-kinds: got it with --gpus, expected a budget instead"),
-    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--tp", "1,2"], "--tp: got it with --gpu-kinds"),
+    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--tp", "2,4"],
+     "--tp: got 2,4, but a100-80gb has no preset of a100-80gb/llama-2-7b/tp1/vidur-sarathi's model and engine at those "
+     "degrees"),
+    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--splits", "16"],
+     "--splits: got 16, expected reading GPU counts below --max-gpus 16"),
+    (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--over-time"],
+     "--over-time: got it with --gpu-kinds, expected one at a time (a plan over the day moves GPUs of one pool between "
+     "reading and writing): plan --gpu-kinds at the busiest period's --rate picks the pool, then plan --over-time"),
 ])
 def test_every_bad_kind_or_budget_is_one_line(tmp_path, capsys, extra, fragment):
     out = tmp_path / "out"
@@ -127,3 +128,44 @@ def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys
     table = pd.read_csv(out / "plan.csv")
     assert set(table.arrangement) == {"a100-same-1", "h100-same-1"} and (out / "plan.png").stat().st_size > 0
     assert "$/M on time" in (tmp_path / "p.html").read_text()
+
+
+def test_under_another_rule_the_costs_are_worded_after_it_never_on_time(tmp_path, capsys):
+    """A per-request rule of the field's kind (TTFT and end-to-end): the table's header, the
+    recommendation and the page count the requests meeting the rule; under the percentiles
+    criterion (which judges runs, not requests), those served at a rate meeting it."""
+    rules = {"meeting rule": {"first_word_s": 2.0, "mean_gap_ms": None, "freeze_ms": None, "e2e_s": 20.0},
+             "served": {"first_word_s": 2.0, "mean_gap_ms": 100.0, "freeze_ms": None, "criterion": "percentiles",
+                        "percentile": 90}}
+    for verdict, slo in rules.items():
+        out, html = tmp_path / verdict, tmp_path / f"{verdict}.html"
+        assert main(["plan", str(scenario_file(tmp_path, slo=slo)), "--gpu-kinds", "a100-80gb,h100-80gb",
+                     "--budget-per-hour", "3", "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1",
+                     "--no-plots", "--html", str(html)]) == 0
+        text = capsys.readouterr().out
+        assert f"$/M {verdict} (95% interval)" in text and f"{verdict}/GPU-h" in text, text
+        assert "on time" not in text.replace("on_time", ""), text
+        page = html.read_text()
+        assert f"$/M {verdict} (95% interval)" in page and "$/M on time" not in page
+
+
+def test_tp_degrees_and_splits_narrow_or_widen_the_kinds_candidates(tmp_path, capsys):
+    """--tp with --gpu-kinds: each kind's preset at each degree (names carry the TP where a kind
+    has several; a degree without a preset is said on stderr); --splits: only those reading GPU
+    counts among the splits."""
+    path = scenario_file(tmp_path)
+    path.write_text(path.read_text().replace("a100-80gb/llama-2-7b/tp1/vidur-sarathi", "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"))
+    s = load_scenario(path)
+    presets = side_presets(s, ("h100-80gb", "h200"))
+    every = candidates(presets, 3, (), splits=(2,))
+    assert [a["name"] for a in every if a["kind"] == "disaggregated"] == [
+        "split-2-1-h100", "split-2-1-h100-h200", "split-2-1-h200-h100", "split-2-1-h200"]
+    out = tmp_path / "out"
+    assert main(["plan", str(path), "--gpu-kinds", "h100-80gb,h200", "--tp", "1,2,8", "--splits", "1",
+                 "--budget-per-hour", "10", "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1",
+                 "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "--tp: no preset h100-80gb/llama-3.1-8b/tp8/vllm-0.24, h200/llama-3.1-8b/tp8/vllm-0.24" in err
+    table = pd.read_csv(out / "plan.csv")
+    assert {"h100-tp2-same-2", "h200-tp2-same-2", "split-1-1-h100-tp1-h200-tp1"} <= set(table.arrangement)
+    assert not any(n.startswith("split-") and not n.startswith("split-1-") for n in table.arrangement)
