@@ -22,10 +22,10 @@ import simpy
 
 from .costs import CostNs
 from .kv_take import take_with_options
-from .option_starts import bounds, releaser, repeat_kinds, starter
+from .option_starts import bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
-from .plain_repeats import PlainRepeat
 from .prefix_cache import PrefixCache
+from .repeats import Repeat, Work, repeat_work
 from .request import Request
 
 
@@ -51,8 +51,9 @@ class Gpu:
 
     paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
-    fused = True  # the kept fusions (docs/architecture.md): with every option off the inline start below (5-7% of a
-    # run), E10's `unmixed.WritingRepeat` (5-7% of a same-gpu E10 run); tests switch them off for the generic path
+    fused = True  # the kept fusion (docs/architecture.md): with every option off the inline start below (a share of a
+    # run in docs/performance.md); tests switch it off for the generic path (the planner's start)
+    repeat_work: Work | None = None  # set by `run`: the options' work at a repeat's starts (`repeats.repeat_work`)
     _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
@@ -75,7 +76,7 @@ class Gpu:
         self.track_context = cost.writing_grows
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
-        self.repeat: PlainRepeat | None = None  # iterations run as one timeout (model/repeats.py)
+        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
@@ -252,13 +253,14 @@ class Gpu:
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
-        reading_repeat, writing_repeat = repeat_kinds(self, options, self.fused)  # (PlainRepeat unless the options need more)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
         release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
-        self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
+        # a cut repeat may take its next iteration ahead (`start_ahead`) unless E4 (but E9 with E10: `Repeat.cut`), E4e, E5, E12, E13
+        self.ahead = not (end_hooks or self.prefix is not None) and (not kv or (self.paged is not None and not self.mixed))
+        self.repeat_work = repeat_work(self) if options else None
         self.bound = bounds(self)
         has_work = self._has_work_unlimited if self.kv_capacity is None else self.has_work if self.paged is None else (
             self.paged.has_work)  # (chosen once: it runs at every iteration end)
@@ -293,8 +295,8 @@ class Gpu:
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
-                repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
-                    self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
+                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies, taken[0][0] if taken else None,
+                                              n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place: the old one stays queued, no longer reused)
                 tick = self.tick = repeat.slot
                 self.repeat = None
@@ -370,9 +372,9 @@ class Gpu:
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
-        its reads (D4), tokens, duration. Under the options (not E4, E5, E9, E12, E13: `self.ahead`) the start
+        its reads (D4), tokens, duration. Under the options (not E4 (E9 only with E10), E5, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
-        the prompt that cut a writing repeat, prompt first). (Only `PlainRepeat`s take ahead: `repeat_kinds`.)"""
+        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)"""
         if not self.ahead or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
             return None
         if self._start is None:

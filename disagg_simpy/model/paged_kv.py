@@ -122,6 +122,12 @@ class PagedKv:
         return not (self.blocked or self.swapped) and (
             -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.kv_used
 
+    def head_waits(self) -> bool:
+        """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
+        E10's writing iterations runs, memory held only grows, so no start of it could read the head either."""
+        head = self.gpu.waiting[0]
+        return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.kv_used)
+
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
         plus one); it reserves one block less."""
@@ -306,7 +312,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
                 leaving.append(r)
         elif (leaving := leaving_by_write.get(last)) is None:
             leaving_by_write[last] = [r]
-            heappush(write_order, last)  # (E10: model/paged_repeats.py's `writing_bound`)
+            heappush(write_order, last)  # (E10: model/kv_blocks.py's `writing_bound`)
         else:
             leaving.append(r)
     return seat
