@@ -75,21 +75,23 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
     scenario = load_scenario(path)
     if transform is not None:
         scenario = transform(scenario)
-    n = seeds if isinstance(seeds, int) else None if seeds else scenario.seeds
-    seeds = tuple(range(scenario.seed, scenario.seed + n)) if n is not None else seeds
-    assert seeds
+    if isinstance(seeds, tuple) and seeds:
+        picked = seeds
+    else:
+        n = seeds if isinstance(seeds, int) else scenario.seeds
+        picked = tuple(range(scenario.seed, scenario.seed + n))
     if figure.how == "goodput":
         from ..sweep.goodput import goodput
 
-        table = goodput(scenario, runner, seeds, 90.0, 0.02, names=[figure.arrangement])
+        table = goodput(scenario, runner, picked, 90.0, 0.02, names=[figure.arrangement])
         return float(table[figure.metric].iloc[0])  # goodput_per_s, or per GPU as papers plot it
     if figure.how == "slo_scale":
         from ..sweep.slo_scale import slo_scales
 
-        return float(slo_scales(scenario, runner, seeds, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
+        return float(slo_scales(scenario, runner, picked, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
     if figure.how == "concurrency":
         assert figure.concurrency is not None
-        ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
+        ttft, tpot = at_concurrency(scenario, figure.concurrency, picked[0])
         return ttft if figure.metric == "ttft_ms" else tpot
     raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale or concurrency")
 
