@@ -68,6 +68,11 @@ def check_kinds(args, scenario, check_cost):
             raise InputError(f"{flag}: got it with --gpu-kinds, expected one at a time (a plan over the day moves GPUs "
                              "of one pool between reading and writing): plan --gpu-kinds at the busiest period's --rate "
                              "picks the pool, then plan --over-time with its arrangement's preset in cost: plans the day")
+    if args.cost_error is not None and args.budget_per_hour is None and args.power_budget_kw is None:
+        mode = "--rate" if args.rate is not None else "--iso-cost" if args.iso_cost is not None else "--iso-power"
+        raise InputError(f"--cost-error: got it with --gpu-kinds and {mode}, expected it with --budget-per-hour or "
+                         "--power-budget-kw, where plan checks its two best per dollar (or kW) against cost errors; "
+                         f"for {mode}'s answer, run plan --gpus N --cost-error on a scenario of its arrangement")
     if args.splits is not None and any(r >= args.max_gpus for r in args.splits):
         raise InputError(f"--splits: got {','.join(map(str, args.splits))}, expected reading GPU counts below "
                          f"--max-gpus {args.max_gpus} (a split keeps a writing GPU)")
@@ -104,6 +109,11 @@ def _at_tps(args, presets: dict[str, str]) -> dict[str, tuple[str, ...]]:
     if missing:
         print(f"--tp: no preset {', '.join(missing)}; searching the others", file=sys.stderr)
     return searched
+
+
+def _names(presets: dict) -> tuple[str, ...]:
+    """The presets a plan over GPU kinds runs (one per kind, or one per kind and TP)."""
+    return tuple(n for v in presets.values() for n in ((v,) if isinstance(v, str) else v))
 
 
 def _seeds(scenario):
@@ -155,6 +165,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     """The plan over GPU kinds the flags ask for; `format_plan` is plan's table (cli/plan.py)."""
     from ..page.commands import plan_page
     from ..results.costs import verdict_words
+    from ..sweep.cost_error import cost_error_check, with_bands
     from ..sweep.goodput import criterion_text
     from ..sweep.plan import plan
     from ..sweep.plan_kinds import cheapest_for_rate, iso
@@ -162,6 +173,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     scenario, seeds, args, runner = job.scenario, job.seeds, job.args, job.runner
     presets, planned, per, arrangements = job.prepared
     kinds = ", ".join(args.gpu_kinds)
+    sure = None
     criterion = f"criterion: {criterion_text(scenario.slo, args.target)}"
     at, (verdict, long) = _at(scenario.slo, args.target), verdict_words(scenario.slo)
     if args.rate is not None:
@@ -188,6 +200,9 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         pick = table["arrangement"].iloc[table["goodput_per_s"].fillna(0).argmax()]
     else:
         table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive, per=per)
+        sure, bands = cost_error_check(planned, runner, seeds, args.target, args.tolerance, table, args.cost_error,
+                                       per=per, presets=_names(presets))
+        table = with_bands(table, bands)
         unit = "dollar" if args.power_budget_kw is None else "kW"
         title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {at}"
         line = recommendation(table, args.target, unit, scenario.slo)
@@ -206,8 +221,8 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         info={"gpu_kinds": list(args.gpu_kinds), "presets": presets, "target_pct": args.target,
               "tolerance_per_s": args.tolerance, "max_gpus": args.max_gpus, "recommendation": line,
               **{k: getattr(args, k) for k in BUDGETS if getattr(args, k) is not None},
-              **({"rate_per_s": rate} if rate is not None else {})},
-        lines=[title, criterion, format_plan(table, scenario.slo.share_header(), verdict), line,
+              **({"rate_per_s": rate} if rate is not None else {}), **({"cost_error": sure} if sure else {})},
+        lines=[title, criterion, format_plan(table, scenario.slo.share_header(), verdict), line, *([sure] if sure else []),
                *([f"as a scenario arrangement: {block}"] if block else [])],
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target, verdict),

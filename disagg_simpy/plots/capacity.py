@@ -203,12 +203,21 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
     with st.style():
         fig = st.new_figure(9.5, 5.5)
         ax = fig.subplots()
+        banded = False  # (one legend entry for the bands)
         for kind in kinds:
             mine = rows[rows["gpu_kinds"] == kind]
             x, good = mine["dollars_per_hour"].to_numpy(float), mine["goodput_per_s"].to_numpy(float)
             low, high = mine["goodput_low_per_s"].to_numpy(float), mine["goodput_high_per_s"].to_numpy(float)
             ax.scatter(x, good, color=colours[kind], label=kind, zorder=3)
             ok = ~np.isnan(low)
+            if "cost_error_low_per_s" in mine:  # the top two's goodput with the costs off (plan's cost-error check)
+                band = ~np.isnan(mine["cost_error_low_per_s"].to_numpy(float))
+                if band.any():
+                    b = ax.vlines(x[band], mine["cost_error_low_per_s"].to_numpy(float)[band],
+                                  mine["cost_error_high_per_s"].to_numpy(float)[band], color="0.55", lw=7,
+                                  alpha=0.55, zorder=1, label="_" * banded + "goodput with the costs off by the error checked")
+                    b.set_gid("cost-error-band")
+                    banded = True
             ax.vlines(x[ok], low[ok], high[ok], color=colours[kind], lw=1.4)
             for xi, g, name in zip(x, good, mine["arrangement"]):
                 ax.annotate(str(name), (xi, g), textcoords="offset points", xytext=(4, 3), fontsize=7)

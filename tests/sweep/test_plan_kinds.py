@@ -106,6 +106,8 @@ def test_equal_cost_pools_side_by_side_with_paired_differences(tmp_path, runner)
      "degrees"),
     (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--splits", "16"],
      "--splits: got 16, expected reading GPU counts below --max-gpus 16"),
+    (["--gpu-kinds", "a100-80gb", "--rate", "5", "--cost-error", "10"],
+     "--cost-error: got it with --gpu-kinds and --rate, expected it with --budget-per-hour or --power-budget-kw"),
     (["--gpu-kinds", "a100-80gb", "--budget-per-hour", "5", "--over-time"],
      "--over-time: got it with --gpu-kinds, expected one at a time (a plan over the day moves GPUs of one pool between "
      "reading and writing): plan --gpu-kinds at the busiest period's --rate picks the pool, then plan --over-time"),
@@ -128,6 +130,16 @@ def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys
     table = pd.read_csv(out / "plan.csv")
     assert set(table.arrangement) == {"a100-same-1", "h100-same-1"} and (out / "plan.png").stat().st_size > 0
     assert "$/M on time" in (tmp_path / "p.html").read_text()
+    # the two best per dollar checked against the presets' stated errors (the larger of the two kinds'), per dollar
+    line = next(x for x in text.splitlines() if x.startswith("cost error"))
+    assert line.startswith("cost error (the largest stated errors of a100-80gb/llama-2-7b/tp1/vidur-sarathi, "
+                           "h100-80gb/llama-2-7b/tp1/vidur-sarathi): ")
+    assert ("holds for cost errors up to" in line and "next: " in line) or "overtakes" in line
+    best = table.iloc[0].arrangement
+    assert f"the winner {best} holds" in line or f"overtakes {best}" in line  # the winner per dollar, not by goodput
+    assert (table.cost_error_low_per_s <= table.goodput_per_s).all() and \
+        (table.goodput_per_s <= table.cost_error_high_per_s).all()
+    assert "goodput/s with the costs off (the top two)" in (tmp_path / "p.html").read_text()
 
 
 def test_under_another_rule_the_costs_are_worded_after_it_never_on_time(tmp_path, capsys):
