@@ -221,7 +221,7 @@ def test_the_goodput_page_shows_and_sorts_goodput_csvs_costs(tmp_path, browser):
     grid = page.locator("table[data-testid=table]")
     headers = [h.strip() for h in grid.locator("thead th").all_text_contents()]
     column = headers.index("$/M at goodput (95% interval)")
-    assert {"GPU kinds", "$/h", "on time/GPU-h", "kW"} <= set(headers)
+    assert {"GPU kinds", "$/h", "requests/GPU-h", "kW"} <= set(headers)
     grid.locator("thead th").nth(column).locator("button").click()
     rows = grid.locator("tbody tr")
     shown = [(rows.nth(i).locator("td").nth(0).text_content(), rows.nth(i).locator("td").nth(column).text_content())
