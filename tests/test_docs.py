@@ -94,7 +94,7 @@ _FILE_ENDINGS = {"csv", "png", "py", "md", "yaml", "yml", "json", "jsonl", "html
 #: Stale names in disagg_simpy/model/, which only the model core's engineer edits (issue 36 is
 #: refactoring it): listed here for them to fix, each (citing file, name cited). An entry that no
 #: longer applies is harmless; remove it when its docstring is fixed.
-_MODEL_STALE = {("disagg_simpy/model/paged_repeats.py", "repeats._step")}
+_MODEL_STALE: set[tuple[str, str]] = set()
 
 
 def _prose(path) -> str:
@@ -173,7 +173,7 @@ def _cited_names():
 
 
 def test_every_module_file_and_name_the_prose_cites_exists():
-    """Docstrings and docs named code that had moved (`model/paged_kv.py`, `model/paged_repeats.py`
+    """Docstrings and docs named code that had moved (`model/paged_kv.py`, `model/kv_blocks.py`
     after a refactor): every module path, repository file and `module.name` they cite exists in
     the tree as it is when the test runs."""
     cited = list(_cited_names())

@@ -21,11 +21,13 @@ from typing import Any, Protocol
 import simpy
 
 from .costs import CostNs
+from .gpu_state import Reads
 from .kv_take import take_with_options
-from .option_starts import bounds, releaser, repeat_kinds, starter
+from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
-from .plain_repeats import PlainRepeat
+from .planner import Start
 from .prefix_cache import PrefixCache
+from .repeats import Repeat, Work, repeat_work
 from .request import Request
 
 
@@ -45,15 +47,18 @@ class Host(Protocol):
 
     def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
 
+    def requests_dropped(self, requests: list[Request], now: int) -> None: ...
+
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
-    paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
+    paged: Any = None  # E9: its model/paged_kv.PagedKv, else None (Any: that module names this one, a circle of types)
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
-    fused = True  # the kept fusions (docs/architecture.md): with every option off the inline start below (5-7% of a
-    # run), E10's `unmixed.WritingRepeat` (5-7% of a same-gpu E10 run); tests switch them off for the generic path
-    _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
+    fused = True  # the kept fusion (docs/architecture.md): with every option off the inline start below (a share of a
+    # run in docs/performance.md); tests switch it off for the generic path (the planner's start)
+    repeat_work: Work | None = None  # set by `run`: the options' work at a repeat's starts (`repeats.repeat_work`)
+    _start: Start | None = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
 
@@ -75,14 +80,14 @@ class Gpu:
         self.track_context = cost.writing_grows
         self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
-        self.repeat: PlainRepeat | None = None  # iterations run as one timeout (model/repeats.py)
+        self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
         self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         self.ahead = True  # set by `run`: whether a cut repeat may take its next iteration ahead (`start_ahead`)
-        self.bound: Any = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
+        self.bound: Bound | None = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -252,13 +257,14 @@ class Gpu:
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
-        reading_repeat, writing_repeat = repeat_kinds(self, options, self.fused)  # (PlainRepeat unless the options need more)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
         release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
-        self.ahead = not (kv or end_hooks or self.paged is not None or self.prefix is not None)
+        # a cut repeat may take its next iteration ahead (`start_ahead`) unless E4 (but E9 with E10: `Repeat.cut`), E4e, E5, E12, E13
+        self.ahead = not (end_hooks or self.prefix is not None) and (not kv or (self.paged is not None and not self.mixed))
+        self.repeat_work = repeat_work(self) if options else None
         self.bound = bounds(self)
         has_work = self._has_work_unlimited if self.kv_capacity is None else self.has_work if self.paged is None else (
             self.paged.has_work)  # (chosen once: it runs at every iteration end)
@@ -293,8 +299,8 @@ class Gpu:
                 taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
-                repeat = self.repeat = (reading_repeat if taken else writing_repeat)(
-                    self, env, started, index, duration, n_replies, taken[0][0] if taken else None, n_tokens, n)
+                repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies, taken[0][0] if taken else None,
+                                              n_tokens, n)
                 yield repeat.slot  # (or the slot `repeat.cut` put in its place: the old one stays queued, no longer reused)
                 tick = self.tick = repeat.slot
                 self.repeat = None
@@ -368,18 +374,19 @@ class Gpu:
             n = min(n, (self.ships_due[0] - started - 1) // duration + 1)
         return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
 
-    def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
+    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
-        its reads (D4), tokens, duration. Under the options (not E4, E5, E9, E12, E13: `self.ahead`) the start
+        its reads (D4), tokens, duration. Under the options (not E4 (E9 only with E10), E5, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
-        the prompt that cut a writing repeat, prompt first). (Only `PlainRepeat`s take ahead: `repeat_kinds`.)"""
-        if not self.ahead or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)"""
+        host = self.host
+        if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
             taken, n_tokens = self._take_prompt_tokens(at)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
-        _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
-        return taken, n_tokens, duration
+        _, reads, n_tokens, duration = self._start(at, self.n_started, host)
+        return reads, n_tokens, duration
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:
         """An iteration's duration under the options (the general path): the cost object's, with this GPU's

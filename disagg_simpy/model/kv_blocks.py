@@ -1,4 +1,6 @@
-"""E9's block schedule, kept per iteration rather than per reply (model/paged_kv.py keeps the rest).
+"""E9's block schedule, kept per iteration rather than per reply (model/paged_kv.py keeps the rest),
+and the bounds it gives a repeat (`bound`; with E10 `writing_bound`): how many iterations run
+before one whose due blocks are not all free.
 
 While seated, a reply gets one word per iteration (E10: per writing iteration; either way its
 *key*), so it needs its next block at a fixed phase: from its first due key `kv_due` (the key of
@@ -20,9 +22,14 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from heapq import heappop
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from array import array
+
+    from .gpu_state import GpuState, Reads
     from .request import Request
 
 
@@ -98,7 +105,7 @@ class BlockSchedule:
                 return k - key
         return n
 
-    def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
+    def grow(self, gpu: GpuState, key: int, n: int, log: array[int]) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
         used = gpu.kv_used
@@ -113,3 +120,46 @@ class BlockSchedule:
         gpu.kv_used = used
         if used > gpu.kv_peak:
             gpu.kv_peak = used
+
+
+def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
+    """The options' bound (`option_starts.bounds`, a repeat's bound) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
+    writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
+    whose due blocks are not all free; one after a start that preempted or swapped."""
+    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.kv_capacity
+
+    def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
+        if kv.dirty and (kv.blocked or kv.moved_tokens):
+            return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
+        free = capacity - gpu.kv_used
+        if n_replies * block * -(-(n - 1) // block) <= free:  # (each reply at most one block every `block` starts)
+            return n
+        bounded: int = blocks.run_free(free, index, n)
+        return bounded
+    return paged_bound
+
+
+def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
+    """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
+    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
+    heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
+    (`BlockSchedule.run_free` from its key, `Gpu.n_writes - 1`, when not free at a glance); prompt-only iterations give no block. After a
+    start that preempted or swapped, one iteration alone."""
+    paged = gpu.paged
+    if paged.blocked or paged.moved_tokens:
+        return 1
+    if n_replies:
+        key = gpu.n_writes - 1
+        if by_write := gpu.leaving_by_write:
+            order = gpu.write_order
+            while order[0] not in by_write:
+                heappop(order)
+            if order[0] - key < n:
+                n = order[0] - key + 1
+                if n < 2:
+                    return 1
+        block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
+        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.kv_used:
+            bounded: int = paged.blocks.run_free(paged.capacity - gpu.kv_used, key, n)
+            return bounded
+    return n

@@ -33,7 +33,7 @@ from collections import deque
 from heapq import heappush
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from .gpu import Gpu
+    from .gpu_state import StartHost
     from .request import Request
 
 
@@ -122,6 +123,12 @@ class PagedKv:
         return not (self.blocked or self.swapped) and (
             -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.kv_used
 
+    def head_waits(self) -> bool:
+        """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
+        E10's writing iterations runs, memory held only grows, so no start of it could read the head either."""
+        head = self.gpu.waiting[0]
+        return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.kv_used)
+
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
         plus one); it reserves one block less."""
@@ -139,7 +146,7 @@ class PagedKv:
         """What the last start's preemptions or swaps set, reset (`dirty`)."""
         self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
 
-    def start_blocks(self, now: int, index: int, key: int, host: Any, n_written: int) -> int:
+    def start_blocks(self, now: int, index: int, key: int, host: StartHost, n_written: int) -> int:
         """Iteration `index` starts, seated (E8), its words those of key `key` (E10: its writing
         iteration; else `index`): the seated replies take the blocks due at `key`, the most recently
         joined preempted when one is not free (E9c); replies swapped out come back in if it preempted
@@ -161,7 +168,7 @@ class PagedKv:
             n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
         if self.dirty:
             if self.blocked or self.moved_tokens:
-                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
+                cut_all(host)  # (E4e: memory freed, or a reply back, at a start)
             if self.dropped:
                 host.requests_dropped(self.dropped, now)
                 self.dropped = []
@@ -306,7 +313,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
                 leaving.append(r)
         elif (leaving := leaving_by_write.get(last)) is None:
             leaving_by_write[last] = [r]
-            heappush(write_order, last)  # (E10: model/paged_repeats.py's `writing_bound`)
+            heappush(write_order, last)  # (E10: model/kv_blocks.py's `writing_bound`)
         else:
             leaving.append(r)
     return seat

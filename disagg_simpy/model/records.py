@@ -3,7 +3,7 @@
 The model fills flat arrays during the run and hands them to `collect`, which turns them into
 one set of numpy arrays (this module knows nothing of the engine). A GPU logs its iterations as
 RUNS, not one by one: a run is one or more back-to-back iterations of one batch (a repeat,
-model/plain_repeats.py, or a single iteration), one row for all of them, expanded here with numpy
+model/repeats.py, or a single iteration), one row for all of them, expanded here with numpy
 (`GpuLog`): a repeat's records cost one row however many iterations it holds. Word times
 are not stored: words 2..n of a reply end consecutive *writing* iterations of its writing GPU
 from `join_iteration` on, derived on demand through one view (`writes`, `stretches`: model/words.py)

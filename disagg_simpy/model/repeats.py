@@ -30,9 +30,11 @@ iteration end, one by one; a ship that ends inside that last iteration finds not
 (`cut` counts its starts, and the reply joins the next iteration, as it would have), and one that
 ends exactly at its end comes after it in the instant (D5) and before the next start, which
 `Engine.more_may_arrive_now` puts off to step 3.
-With every option off a GPU runs model/plain_repeats.py's `PlainRepeat`, which does only this;
-under the options, `Repeat` below, which extends it, where the repeat needs its work (else
-`PlainRepeat`, or E10's `unmixed.WritingRepeat`: model/option_starts.py's `repeat_kinds`).
+ONE class, `Repeat`, runs every repeat, with the options on or off: it knows time (when its
+iterations start and end, constant or growing, and how many have by a moment) and the head
+prompt's chunks it reads; what the policies do at its starts is applied k starts at once by
+`Gpu.repeat_work` (`repeat_work` below: E4's log, E9's blocks), and each policy's bound says how
+many identical iterations may follow (`Gpu.steady_iterations`, model/option_starts.py's `bounds`).
 
 Under the options (the bound `model/option_starts.py`'s `bounds` picks): E10's writing iterations repeat up to the first that a
 reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
@@ -72,163 +74,262 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from .phases import PHASE_END, PHASE_START, Environment, take_over
-from .plain_repeats import PlainGpu, PlainRepeat
+from .gpu_state import GpuState, Reads
+from .phases import PHASE_END, PHASE_START, Environment, Slot, again, take_over
 from .request import Request
 from .unmixed import write_started
 
-
-class RepeatingGpu(PlainGpu, Protocol):
-    """What a repeat reads and writes of its GPU under the options (model/gpu.py's `Gpu`)."""
-
-    kv_used_tokens: Any  # E4: logged at each start
-    kv_capacity: int | None
-    kv_used: int
-    repeat: Any
-    options: bool
-    cost: Any  # its model/costs.CostNs
-    context_base: int  # E3
-    paged: Any  # E9: its model/paged_kv.PagedKv, else None
-    mixed: bool  # E10: False when an iteration reads or writes, never both
-    n_writes: int
-    leaving: dict[int, list[Request]]
-    leaving_order: list[int]
-    leaving_by_write: dict[int, list[Request]]
+Work = Callable[["Repeat", int, int], None]  # (repeat, first start, k starts): the policies' work at k starts at once
 
 
-class Repeat(PlainRepeat):
-    """A repeat under the options (`Gpu.run` makes one only when an option is on): `PlainRepeat`
-    plus E4's log of the KV memory held at each start, E9's blocks due at those starts, E10's
-    writing iterations, and E2/E3/E7's growing durations (`ends`, the first's `duration`)."""
+class Gpu(GpuState, Protocol):
+    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`, which imports this module):
+    the policies' view (model/gpu_state.py) and its records."""
 
-    __slots__ = ("kv", "n_kv_logged", "paged", "key", "ends", "grows_at")
-    gpu: RepeatingGpu
+    tick: Slot  # its event to reuse (`Gpu.run`)
+    repeat_work: Work | None
+    runs_start: array[int]  # the GPU's records (model/records.py's `GpuLog`)
+    runs_duration: array[int]
+    runs_stop: array[int]
+    runs_replies: array[int]
+    runs_tokens: array[int]
+    runs_ends: array[int]
+    reads_log: array[int]
 
-    def __init__(self, gpu: RepeatingGpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
+    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
+
+
+class Repeat:
+    """`n` iterations of `gpu` from iteration `index` (started at `started`), `duration` ns each, or
+    growing (`ends`: E2, E3, E7), writing `n_replies` replies and reading `n_tokens` tokens of `head`
+    (None: reading none) each. It knows time: when its iterations start and end, how many have
+    by a moment; what its starts do beyond that is the policies' (`Gpu.repeat_work`, applied k
+    starts at once: `_apply`), and E10's count of writing iterations (`key`)."""
+
+    __slots__ = ("gpu", "env", "started", "index", "duration", "n_replies", "head", "n_tokens", "n", "n_taken", "open",
+                 "slot", "after", "ends", "key", "n_applied", "peak")
+
+    def __init__(self, gpu: Gpu, env: Environment, started: int, index: int, duration: int, n_replies: int,
                  head: Request | None, n_tokens: int, n: int):
-        paged = self.paged = gpu.paged  # E9: due blocks taken at the starts inside the repeat (`_grow`)
-        self.kv = gpu.kv_used if paged is None and gpu.kv_capacity is not None else None  # E4: held at every start
-        self.n_kv_logged = 1  # starts whose KV memory is logged (the first's at its start; E9: and whose blocks are grown)
-        mixed = gpu.mixed
-        self.key = -1 if mixed or not n_replies else gpu.n_writes  # E10: the second iteration's writing iteration
-        # E9: its first key in the block schedule (model/kv_blocks.py): the iteration itself, or under E10
-        # (model/planner.py) its writing iteration; -1 for E10's prompt-only iterations, which give no block
-        self.grows_at = -1 if paged is None else index if mixed else gpu.n_writes - 1 if n_replies else -1
-        self.ends = None
-        last = -1
+        self.gpu = gpu
+        self.env = env
+        self.started = started
+        self.index = index
+        self.duration = duration
+        self.n_replies = n_replies
+        self.head = head
+        self.n_tokens = n_tokens
+        self.n_taken = 1  # iterations whose tokens are taken (the first's at its start)
+        self.n_applied = 1  # starts whose policies' work is done (the first's at its start)
+        self.open = True  # not cut yet
+        self.after: tuple[Reads, int, int] | None = None  # see `cut`
+        self.key = -1 if gpu.mixed or not n_replies else gpu.n_writes  # E10: the second iteration's writing iteration
+        self.ends: list[int] | None = None
+        last = n * duration
         # E2, E3, E7: how much each iteration costs more than the one before, before rounding (over the cost's
         # denominator): each reply's context grows by one token (E3); each chunk of the head re-reads one chunk
         # more (E2), and its tokens attend to one chunk more (E7)
-        cost = gpu.cost
-        step = cost.step(n_replies, n_tokens if head is not None else 0)
-        if step:
-            n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-            key = index if mixed else gpu.n_writes - 1  # (its words' iteration)
-            chunk = n_tokens if head is not None else 0
-            ends = self.ends = cost.ends(duration, step, n, n_replies, chunk,
-                                         head.read_size - head.unread_tokens - chunk if head is not None else 0,
-                                         cost.context(gpu.context_base, key, n_replies))
-            assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
-            last = ends[n - 1]
-        PlainRepeat.__init__(self, gpu, env, started, index, duration, n_replies, head, n_tokens, n, last)
+        if gpu.cost.writing_grows if head is None else gpu.cost.reading_grows:
+            cost = gpu.cost
+            step = cost.step(n_replies, n_tokens if head is not None else 0)
+            if step:
+                n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
+                key = index if gpu.mixed else gpu.n_writes - 1  # (its words' iteration)
+                chunk = n_tokens if head is not None else 0
+                ends = self.ends = cost.ends(duration, step, n, n_replies, chunk,
+                                             head.read_size - head.unread_tokens - chunk if head is not None else 0,
+                                             cost.context(gpu.context_base, key, n_replies))
+                assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
+                last = ends[n - 1]
+        self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
+        self.slot = again(gpu.tick, last, PHASE_END + gpu.number)  # the GPU's process waits on it
+
+    def _end(self, j: int) -> int:
+        """When iteration j of the repeat ends, after its start (0 for j = -1)."""
+        if j < 0:
+            return 0
+        return (j + 1) * self.duration if self.ends is None else self.ends[j]
+
+    def _ended_by(self, t: int) -> int:
+        """How many of the repeat's iterations end by `t` after its start."""
+        return t // self.duration if self.ends is None else bisect_right(self.ends, t)
 
     def sync(self, now: int) -> None:
-        """`PlainRepeat.sync`, with growing durations (E2, E3, E7) too."""
-        if self.head is not None:
-            d, ends = self.duration, self.ends  # (the router calls this at every arrival: inline)
-            started = max(1, min(self.n, (now - self.started + d - 1) // d)) if ends is None else min(
-                self.n, 1 + bisect_right(ends, now - self.started - 1))
+        """Take the chunks of the iterations started by `now` (a start at `now` itself comes in
+        D5 step 3, after everything that arrives at `now`)."""
+        if self.head is not None:  # (the router calls this at every arrival: inline, no min/max calls)
+            if self.ends is None:
+                d = self.duration
+                started = (now - self.started + d - 1) // d
+                if started > self.n:
+                    started = self.n
+            else:
+                started = min(self.n, 1 + bisect_right(self.ends, now - self.started - 1))
             if started > self.n_taken:
                 self._take(started - self.n_taken)
 
     def sync_kv(self, now: int) -> None:
-        """E9: take the blocks due at the starts before `now`, for the handoff (E4e) to read the
-        KV memory held now."""
-        self._log_kv(self._started_by(now))
+        """E9: the policies' work at the starts before `now` (the blocks due then), for the handoff
+        (E4e) to read the KV memory held now."""
+        self._apply(max(1, min(self.n, 1 + self._ended_by(now - self.started - 1))))
 
-    def _started_by(self, now: int) -> int:
-        """How many of the repeat's iterations started before `now` (the first, and one after each end before it)."""
-        return max(1, min(self.n, 1 + self._ended_by(now - self.started - 1)))
+    def _take(self, n_iterations: int) -> None:
+        if n_iterations > 0 and self.head is not None:
+            tokens = n_iterations * self.n_tokens
+            self.head.unread_tokens -= tokens
+            self.gpu.queued_tokens -= tokens
+            self.n_taken += n_iterations
+            if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
+                self.gpu.waiting.popleft()
+
+    def _apply(self, n_started: int) -> None:
+        """The policies' work at the starts of the first `n_started` iterations, those not done yet at
+        once (`Gpu.repeat_work`: E4's log of the KV memory held, E9's due blocks)."""
+        if n_started > self.n_applied:
+            work = self.gpu.repeat_work
+            if work is not None:
+                work(self, self.n_applied, n_started - self.n_applied)
+            self.n_applied = n_started
 
     def cut(self, ahead: bool = False) -> None:
-        """`PlainRepeat.cut` under the options, the KV memory held logged at the starts so far
-        (E4, E9) and E10's writing iterations counted; nothing is taken `ahead` (`Gpu.start_ahead`
-        takes nothing under the options: the GPU goes on at the running iteration's end)."""
+        """Something reaches the GPU now (D5 step 2) that changes its next iteration: end the
+        repeat with the iteration running now, or, exactly at an iteration end, there, the
+        next iteration starting in step 3 of this instant.
+
+        `ahead` (a prompt routed here, already queued): under E9 with E10 nothing if no start of
+        the repeat could read it (`PagedKv.head_waits`: its memory held only grows); else, if
+        nothing else can reach the GPU before the running iteration ends, the next iteration,
+        which reads it, is known now: it is taken now, as of its start (`Gpu.start_ahead`), and
+        the GPU waits for ITS end (`after`: its reads, tokens and duration): one wake-up fewer."""
         if not self.open:
             return
-        self.open = False
         gpu, now = self.gpu, self.env.now
-        if self.ends is None:  # (`_ended_by` and `_end`, inline on the common path)
+        if self.ends is None:
             ran, into = divmod(now - self.started, self.duration)  # iterations ended by now; ns into the next
         else:
             ran = self._ended_by(now - self.started)
             into = now - self.started - self._end(ran - 1)
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
+            self.open = False
             gpu.n_started = self.index + self.n
-            self._log_kv(self.n)
+            self._apply(self.n)
             return
-        if into == 0 and ran >= 1:
+        at_end = into == 0 and ran >= 1
+        if ahead and self.key >= 0 and self.ends is None and gpu.paged is not None:  # E9 with E10
+            self._apply(ran if at_end else ran + 1)  # (the blocks due at the starts so far)
+            if gpu.paged.head_waits():
+                return  # (still open: it runs as planned)
+        self.open = False
+        if at_end:
             self._take(ran - self.n_taken)
             self.record(ran)
-            self._log_kv(ran)
+            self._apply(ran)
             gpu.n_started = self.index + ran
             if self.key >= 0:  # E10: writing iterations started
                 gpu.n_writes = self.key + ran - 1
             self.n = 0
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
-        else:
-            gpu.n_started = self.index + ran + 1
-            self._log_kv(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
-            if ran + 1 < self.n:
-                self.n = ran + 1
-                self.slot = take_over(self.slot, self.started + self._end(ran) - now, PHASE_END + gpu.number)
+            return
+        gpu.n_started = self.index + ran + 1
+        self._apply(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
+        if ran + 1 < self.n:
+            self.n = ran + 1
+            end = self.started + self._end(ran)
+            if ahead and self.ends is None:
+                self.peak = gpu.kv_used, gpu.kv_peak
+                if (after := gpu.start_ahead(end, self.n_replies)) is not None:
+                    self.after = after
+                    if self.key >= 0:  # E10: the running iteration's writing iteration and one (no `finish`)
+                        gpu.n_writes = self.key + ran
+                    gpu.n_started += 1
+                    end += after[2]
+            self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
 
     def finish(self) -> int:
         """The repeat's last iteration ends now: take every chunk, record all iterations but
         that last one (the GPU records it, and handles its end, as any other); its duration."""
         gpu, n = self.gpu, self.n
-        self._take(n - self.n_taken)
+        if self.head is not None:
+            self._take(n - self.n_taken)
         self.record(n - 1)
-        if self.kv is not None or self.paged is not None:
-            self._log_kv(n)
+        if n > self.n_applied:
+            self._apply(n)
         gpu.n_started = self.index + n
-        if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it (unmixed_start)
+        if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it
             write_started(gpu, self.key + n - 2, self.index + n - 1)
         ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
         return self.duration if ends is None else ends[n - 1] - (ends[n - 2] if n > 1 else 0)
 
-    def _log_kv(self, n_started: int) -> None:
-        """E4: the KV memory held at the starts of the first `n_started` iterations (E9: after their due blocks)."""
-        if n_started > self.n_kv_logged:
-            if self.paged is not None:
-                self._grow(n_started)
-            elif self.kv is not None:
-                self.gpu.kv_used_tokens.extend(array("q", (self.kv,)) * (n_started - self.n_kv_logged))
-            self.n_kv_logged = n_started
+    def flush(self, stopped_at_ns: int) -> None:
+        """The run stopped during the repeat: record the iterations that ended by the stop (and
+        forget the start of an `after` iteration that never started: its first start, and the KV
+        memory its admission took, held and peak, E9)."""
+        if self.n:
+            ended = min(self.n, self._ended_by(stopped_at_ns - self.started))
+            assert ended < self.n or self.after is not None  # (else the last end came before any stop)
+            start = self.started + self._end(self.n - 1)
+            if self.after is not None and stopped_at_ns < start:
+                self.gpu.kv_used, self.gpu.kv_peak = self.peak
+                for r, _ in self.after[0]:
+                    if r.read_started_at_ns == start:
+                        r.read_started_at_ns = -1
+            self.record(ended)
+            self._apply(min(self.n, ended + 1))  # (every start by the stop: a start at the stop came in D5 step 3)
 
-    def _grow(self, n_started: int) -> None:
-        """E9: the blocks due at the starts from the last grown up to the first `n_started` (the options' bound
-        made sure they are free), each start's KV memory logged after them, as a start does (`PagedKv.start_blocks`)."""
-        gpu, n = self.gpu, n_started - self.n_kv_logged
-        if self.grows_at >= 0:
-            self.paged.blocks.grow(gpu, self.grows_at + self.n_kv_logged, n, gpu.kv_used_tokens)
-        else:  # (E10's prompt-only iterations give no block)
-            gpu.kv_used_tokens.extend(array("q", (gpu.kv_used,)) * n)
+    def record(self, count: int) -> None:
+        """Records of the repeat's first `count` iterations: one run (model/records.py's `GpuLog`)."""
+        if count <= 0:
+            return
+        g = self.gpu
+        g.runs_start.append(self.started)
+        if self.ends is None:
+            g.runs_duration.append(self.duration)
+        else:  # (E2, E3, E7: its ends after its start)
+            g.runs_duration.append(-1 - len(g.runs_ends))
+            g.runs_ends.fromlist(self.ends[:count])
+        g.runs_stop.append(self.index + count)
+        g.runs_replies.append(self.n_replies)
+        g.runs_tokens.append(self.n_tokens)
+        if self.head is not None:  # iteration, request id, tokens; ...
+            log = [0, self.head.request_id, self.n_tokens] * count  # (a list: 25% under an array built the same way)
+            log[0::3] = range(self.index, self.index + count)
+            g.reads_log.fromlist(log)
 
 
-def cut_repeat(gpu: Any) -> None:
-    """Something reaches `gpu` now that changes its next iteration: its repeat, if any, is cut."""
-    if gpu.repeat is not None:
-        gpu.repeat.cut()
+def repeat_work(gpu: Gpu) -> Work | None:
+    """The policies' work at k starts of a repeat at once, chosen once per run (`Gpu.repeat_work`):
+    E4's log of the KV memory held (unchanged while a repeat runs: a reservation or a release cuts
+    it first); E9's due blocks (`BlockSchedule.grow`, from the repeat's first key: its iteration, or
+    under E10 its writing iteration; a prompt-only repeat gives none), each start's memory logged
+    after them; or nothing (None)."""
+    log = gpu.kv_used_tokens
+    if gpu.paged is not None:
+        blocks = gpu.paged.blocks
+        mixed = gpu.mixed
+
+        def grow(repeat: Repeat, first: int, k: int) -> None:
+            if mixed:
+                blocks.grow(gpu, repeat.index + first, k, log)
+            elif repeat.key >= 0:
+                blocks.grow(gpu, repeat.key - 1 + first, k, log)
+            else:  # (E10's prompt-only iterations give no block)
+                log.extend(array("q", (gpu.kv_used,)) * k)
+        return grow
+    if gpu.kv_capacity is not None:
+        def held(repeat: Repeat, first: int, k: int) -> None:
+            log.extend(array("q", (gpu.kv_used,)) * k)
+        return held
+    return None
 
 
-def cut_all(host: Any, changed: Any) -> None:
-    """E9 on a split: if a start `changed` what the handoff queue (E4e) may use (freed KV memory,
-    a preemption; a reply back, a swap-in), every repeat ends with the iteration running now, so
+def cut_all(host: Any) -> None:  # (host: the engine, whose module imports this one: Any)
+    """E9 on a split: a start changed what the handoff queue (E4e) may use (freed KV memory, a
+    preemption; a reply back, a swap-in): every repeat ends with the iteration running now, so
     that its end serves the queue as one by one (the queue is served after every iteration end)."""
-    if changed and getattr(host, "handoff", None):
+    if getattr(host, "handoff", None):
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()

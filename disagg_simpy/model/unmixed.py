@@ -12,12 +12,11 @@ model/words.py, numbers the same iterations).
 from __future__ import annotations
 
 import heapq
-from typing import Any
 
-from .plain_repeats import PlainRepeat
+from .gpu_state import GpuState, Reads
 
 
-def write_started(gpu: Any, key: int, index: int) -> None:
+def write_started(gpu: GpuState, key: int, index: int) -> None:
     """Iteration `index` is the GPU's writing iteration `key` (E10): count it, and the replies whose
     last word it writes leave at its end (their leaving list moves from the writing key to `index`)."""
     gpu.n_writes = key + 1
@@ -27,7 +26,7 @@ def write_started(gpu: Any, key: int, index: int) -> None:
         heapq.heappush(gpu.leaving_order, index)
 
 
-def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
+def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E10 without E9: a repeat of writing iterations runs up to the
     first writing iteration that a reply leaves after: the top of the heap `Gpu.write_order` (every key
     seated by `Gpu._seat`), once the keys already written (popped by `write_started`) are dropped from it;
@@ -41,36 +40,3 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
         if last < n:
             return last if last > 1 else 1
     return n
-
-
-class WritingRepeat(PlainRepeat):
-    """A repeat of E10 writing iterations with no other work than `PlainRepeat`'s (no KV log, no
-    growing duration: `option_starts.repeat_kinds` picks it; else `repeats.Repeat`). Nothing
-    changes `Gpu.n_writes` while it runs, so it still counts the repeat's first writing iteration
-    and one: it moves on with the iterations the repeat ran when it is cut (`cut`), and its last
-    iteration's leaving replies move to `Gpu.leaving` as `unmixed_start` moves them (`finish`)."""
-
-    __slots__ = ()
-
-    def cut(self, ahead: bool = False) -> None:
-        """`PlainRepeat.cut`; if the GPU goes on from the repeat's iterations started by now (cut at
-        an iteration end: `n` 0; or its next iteration taken `ahead`, which reads, E10a, and is not
-        counted), they are counted; else `finish` counts them, at the end of its new last iteration."""
-        if self.open:
-            PlainRepeat.cut(self, ahead)
-            if not self.n or self.after is not None:
-                gpu: Any = self.gpu
-                gpu.n_writes += gpu.n_started - self.index - 1 - (self.after is not None)
-
-    def finish(self) -> int:
-        """`PlainRepeat.finish` (reading nothing); its last iteration's replies leaving after it (`write_started`,
-        inline)."""
-        gpu: Any = self.gpu
-        n, index = self.n, self.index
-        self.record(n - 1)
-        gpu.n_started = index + n
-        key = gpu.n_writes = gpu.n_writes + n - 1
-        if leaving := gpu.leaving_by_write.pop(key - 1, None):
-            gpu.leaving[index + n - 1] = leaving
-            heapq.heappush(gpu.leaving_order, index + n - 1)
-        return self.duration

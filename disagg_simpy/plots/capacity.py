@@ -6,6 +6,7 @@ rate and traffic knob). They read the sweep's tables only."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -203,12 +204,21 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
     with st.style():
         fig = st.new_figure(9.5, 5.5)
         ax = fig.subplots()
+        banded = False  # (one legend entry for the bands)
         for kind in kinds:
             mine = rows[rows["gpu_kinds"] == kind]
             x, good = mine["dollars_per_hour"].to_numpy(float), mine["goodput_per_s"].to_numpy(float)
             low, high = mine["goodput_low_per_s"].to_numpy(float), mine["goodput_high_per_s"].to_numpy(float)
             ax.scatter(x, good, color=colours[kind], label=kind, zorder=3)
             ok = ~np.isnan(low)
+            if "cost_error_low_per_s" in mine:  # the top two's goodput with the costs off (plan's cost-error check)
+                band = ~np.isnan(mine["cost_error_low_per_s"].to_numpy(float))
+                if band.any():
+                    b = ax.vlines(x[band], mine["cost_error_low_per_s"].to_numpy(float)[band],
+                                  mine["cost_error_high_per_s"].to_numpy(float)[band], color="0.55", lw=7,
+                                  alpha=0.55, zorder=1, label="_" * banded + "goodput with the costs off by the error checked")
+                    b.set_gid("cost-error-band")
+                    banded = True
             ax.vlines(x[ok], low[ok], high[ok], color=colours[kind], lw=1.4)
             for xi, g, name in zip(x, good, mine["arrangement"]):
                 ax.annotate(str(name), (xi, g), textcoords="offset points", xytext=(4, 3), fontsize=7)
@@ -228,8 +238,9 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
 
 
 def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, object] | None = None,
-             arrangements: list[str] | None = None) -> Path:
-    """A cell per (rate, y value), coloured by the winning arrangement, paler the smaller its
+             arrangements: list[str] | None = None, words: str = "most replies on time") -> Path:
+    """A cell per (rate, y value), coloured by the winning arrangement (it has the `words`:
+    sweep/winners.py `winner_words`), paler the smaller its
     margin over the runner-up (full colour from 20 points), hatched where the two are too close
     to call; the scenario's own point as a star. Colours are every picture's
     (`style.arrangement_styles` by position in `arrangements`)."""
@@ -270,7 +281,7 @@ def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, o
             handles.append(Line2D([], [], marker="*", ms=12, color="white", mec="black", ls="none",
                                   label="the scenario's own traffic"))
         fig.legend(handles=handles, loc="outside right center", frameon=False,
-                   title="most replies on time\n(paler: smaller margin)")
+                   title=textwrap.fill(words, 32) + "\n(paler: smaller margin)")
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 

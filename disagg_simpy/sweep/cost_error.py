@@ -53,13 +53,21 @@ SIDE_WORDS = {"reading": "prefill", "writing": "decode"}
 FLIP_STEPS = 4
 
 
-def preset_errors(scenario: Scenario) -> dict[str, float] | None:
+def preset_errors(scenario: Scenario, names: tuple[str, ...] = ()) -> dict[str, float] | None:
     """The scenario's cost preset's stated error bounds (%), per side: writing, its largest
     writing-only error; reading, its largest prompt error (chunked or whole); None without a
-    preset (or one without stated errors)."""
+    preset (or one without stated errors). With `names` (the presets a plan over GPU kinds
+    runs), the largest of theirs, per side."""
+    found = [b for name in (names or (scenario.cost.preset,)) if (b := _stated(scenario, name))]
+    if not found:
+        return None
+    return {side: max(b[side] for b in found) for side in ("reading", "writing")}
+
+
+def _stated(scenario: Scenario, name: str | None) -> dict[str, float] | None:
+    """One preset's stated error bounds (`preset_errors`), None where it states none."""
     from ..scenario import presets  # (its `shipped`: the presets' table, costs/presets.py)
 
-    name = scenario.cost.preset
     facts = presets.shipped.PRESETS.get(presets.shipped.RENAMED.get(name, name)) if name else None
     if facts is None:
         return None
@@ -79,33 +87,42 @@ def cost_error_line(scenario: Scenario, runner, seeds: tuple[int, ...], target: 
 
 
 def cost_error_check(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float, table,
-                     cost_error: float | None) -> tuple[str | None, dict[str, tuple[float, float]]]:
+                     cost_error: float | None, per: dict[str, float] | None = None,
+                     presets: tuple[str, ...] = ()) -> tuple[str | None, dict[str, tuple[float, float]]]:
     """`cost_error_line`'s line, and the top two's goodput range under the cost errors checked
-    (name -> (lowest, highest) goodput found, the table's own included; {} when not checked)."""
-    bounds = {"reading": cost_error, "writing": cost_error} if cost_error is not None else preset_errors(scenario)
+    (name -> (lowest, highest) goodput found, the table's own included; {} when not checked).
+    `per` and `presets`: a plan over GPU kinds, ranked per dollar (or kW), on these presets."""
+    bounds = ({"reading": cost_error, "writing": cost_error} if cost_error is not None
+              else preset_errors(scenario, presets))
     if not bounds:
         return None, {}
-    where = "--cost-error" if cost_error is not None else f"preset {scenario.cost.preset}'s stated errors"
+    where = ("--cost-error" if cost_error is not None else f"preset {scenario.cost.preset}'s stated errors"
+             if not presets else f"the largest stated errors of {', '.join(presets)}")
     from ..errors import InputError
 
     seen: dict[str, list[float]] = {}
     try:
-        line = f"cost error ({where}): " + robustness(scenario, runner, seeds, target, tolerance, table, bounds, seen)
+        line = f"cost error ({where}): " + robustness(scenario, runner, seeds, target, tolerance, table, bounds, seen,
+                                                     per)
     except InputError as err:  # (e.g. a TP candidate whose preset is named per TP: the scaled copy is refused)
         return f"cost error ({where}): not checked ({str(err).split(': ', 1)[-1][:200]})", {}
     return line, {n: (min(g), max(g)) for n, g in seen.items()}
 
 
 def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float, tolerance: float,
-               table, bounds: dict[str, float], seen: dict[str, list[float]] | None = None) -> str:
-    """Whether the winner of a goodput `table` (its two best arrangements by goodput) survives
-    each side's costs scaled by up to +-`bounds[side]` % (one side at a time): 'the winner W holds
-    for cost errors up to +-X%', or 'R overtakes W at +Y% decode cost' (the smallest flip found,
-    to about 1/16 of the bound by bisection). `seen` gathers each of the two's goodputs found
-    (the table's, then each one with the costs scaled)."""
+               table, bounds: dict[str, float], seen: dict[str, list[float]] | None = None,
+               per: dict[str, float] | None = None) -> str:
+    """Whether the winner of a goodput `table` (its two best arrangements by goodput; with `per`,
+    by goodput per unit, like dollars an hour) survives each side's costs scaled by up to
+    +-`bounds[side]` % (one side at a time): 'the winner W holds for cost errors up to +-X%', or
+    'R overtakes W at +Y% decode cost' (the smallest flip found, to about 1/16 of the bound by
+    bisection). `seen` gathers each of the two's goodputs found (the table's, then each one with
+    the costs scaled)."""
     from .goodput import goodput
 
-    ranked = table.sort_values("goodput_per_s", ascending=False, kind="stable")
+    unit = (lambda n: per[str(n)]) if per else (lambda n: 1.0)  # noqa: E731
+    key = table["goodput_per_s"] / table["arrangement"].map(unit)
+    ranked = table.assign(_key=key.fillna(-1.0)).sort_values("_key", ascending=False, kind="stable")
     if len(ranked) < 2:
         return ""
     w, r = str(ranked["arrangement"].iloc[0]), str(ranked["arrangement"].iloc[1])
@@ -122,7 +139,7 @@ def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
         g = dict(zip(found["arrangement"], found["goodput_per_s"]))
         for name in (w, r):
             seen[name].append(float(g[name]))
-        return g[r] > g[w] + 1e-9
+        return g[r] / unit(r) > g[w] / unit(w) + 1e-9
 
     smallest: tuple[float, str] | None = None
     for side in ("reading", "writing"):

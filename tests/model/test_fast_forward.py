@@ -16,7 +16,7 @@ from test_reference import COSTS, SHIPS, TOKEN_TILES, compare, paged_scenario, t
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
-from disagg_simpy.model import plain_repeats, repeats
+from disagg_simpy.model import repeats
 from disagg_simpy.model.engine import Engine, GiveUp
 from disagg_simpy.model.gpu import Gpu
 from disagg_simpy.model.phases import take_over
@@ -129,8 +129,7 @@ def test_a_writing_gpus_repeat_ends_by_the_ship_under_way_to_it(tmp_path, monkey
     50 ms: at its end) is known, and the repeat ends with that iteration instead of being cut
     there (no second timeout: `take_over` is never called)."""
     taken_over = []
-    monkeypatch.setattr(plain_repeats, "take_over", lambda *a: taken_over.append(a) or take_over(*a))
-    monkeypatch.setattr(repeats, "take_over", plain_repeats.take_over)
+    monkeypatch.setattr(repeats, "take_over", lambda *a: taken_over.append(a) or take_over(*a))
     rows = [("0", 8, 20), ("0.005", tokens, 6)]
     path = write_scenario(tmp_path, rows, SPLITS[:1], **EVEN)
     fast, slow = same_as_one_by_one(path, monkeypatch)
@@ -206,8 +205,8 @@ GROWING = ("per_reread_token_ms", "per_context_token_ms", "per_attention_pair_ms
 def steady_scenario(draw, tiles: bool = False, options: bool = False):
     """`tiles`: E15 on (model/repeats.py: a repeat's iterations start the same tiles), and E2, E3
     or E7 maybe beside it (repeats of growing durations). `options`: E7, E8 and E10 (colocated)
-    drawn, each maybe on: PlainRepeat and E10's WritingRepeat run under them and take a cut
-    repeat's next iteration ahead (model/option_starts.py's `repeat_kinds`, `Gpu.start_ahead`)."""
+    drawn, each maybe on: a repeat of constant durations takes a cut repeat's next iteration ahead
+    under them (model/repeats.py's `Repeat.cut`, `Gpu.start_ahead`)."""
     n = draw(st.integers(1, 10))
     ms = sorted(draw(st.lists(st.integers(0, 60), min_size=n, max_size=n)))
     prompts = draw(st.lists(st.sampled_from((4, 8, 16, 24, 40, 64)), min_size=n, max_size=n))

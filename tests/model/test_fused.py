@@ -1,6 +1,6 @@
-"""The kept fusions (docs/architecture.md, `Gpu.fused`) leave exactly the records of the generic
-path they stand in for: with every option off, the GPU's inline start instead of the planner's
-composition (model/planner.py); under E10, `unmixed.WritingRepeat` instead of `repeats.Repeat`.
+"""The kept fusion (docs/architecture.md, `Gpu.fused`) leaves exactly the records of the generic
+path it stands in for: with every option off, the GPU's inline start instead of the planner's
+composition (model/planner.py) (E10's writing repeats, a fusion before, now run the one `Repeat`).
 Fast-forward on and off, on light and heavier traffic (tests/model/test_fast_forward.py compares
 repeats with the one-by-one loop)."""
 
@@ -24,7 +24,7 @@ ARRANGEMENTS = [
 
 @pytest.mark.parametrize("rate", [6, 30])
 @pytest.mark.parametrize("fast", [True, False])
-def test_the_kept_fusions_leave_the_generic_paths_records(tmp_path, monkeypatch, rate, fast):
+def test_the_kept_fusion_leaves_the_generic_paths_records(tmp_path, monkeypatch, rate, fast):
     path = small_traffic_scenario(tmp_path, ARRANGEMENTS, rate_per_s=rate)
     monkeypatch.setattr(Gpu, "fast_forward", fast)
     monkeypatch.setattr(Gpu, "fused", True)

@@ -1,4 +1,4 @@
-"""E9 with E10: repeats of writing iterations (model/paged_repeats.py's `WritingRepeat`) leave the
+"""E9 with E10: repeats of writing iterations (model/repeats.py's `Repeat`, `PagedKv.head_waits`) leave the
 records of the one-by-one loop and of the reference model: a prompt routed to a GPU mid-repeat that
 no start of the repeat could admit leaves it running (its memory held only grows), one that can be
 read at the running iteration's end is taken ahead as of that end, and a run stopped before that
@@ -12,18 +12,18 @@ from hypothesis import strategies as st
 from test_fast_forward import EVEN, same_as_one_by_one
 from test_reference import compare
 
-from disagg_simpy.model import paged_repeats
+from disagg_simpy.model.paged_kv import PagedKv
 
 E9_E10 = {"name": "e", "kind": "colocated", "gpus": 1, "mixed_iterations": False, "kv_policy": "paged",
           "kv_block_tokens": 4}
 
 
 def counting(monkeypatch) -> list:
-    """The repeat's cuts by a prompt, as (its time, whether the repeat ran on: `_waits`)."""
+    """The repeat's cuts by a prompt, as (its time, whether the repeat ran on: `PagedKv.head_waits`)."""
     seen: list = []
-    waits = paged_repeats.WritingRepeat._waits
-    monkeypatch.setattr(paged_repeats.WritingRepeat, "_waits",
-                        lambda self, n: seen.append((self.env.now, waits(self, n))) or seen[-1][1])
+    waits = PagedKv.head_waits
+    monkeypatch.setattr(PagedKv, "head_waits",
+                        lambda self: seen.append((self.gpu.repeat.env.now, waits(self))) or seen[-1][1])
     return seen
 
 

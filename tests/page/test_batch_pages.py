@@ -200,3 +200,35 @@ def test_the_plan_page_shows_a_splits_gpus_as_reading_plus_writing(tmp_path):
     rows = re.findall(r'<td data-v="\d+">\d+</td><td data-v="([\w-]+)">[\w-]+</td><td data-v="\d+">([^<]*)</td>', ranked)
     shown = dict(rows)
     assert shown == {"same-gpu": "4", "split-1-3": "1+3", "split-2-2": "2+2", "split-3-1": "3+1"}, rows
+
+
+def test_the_goodput_page_shows_and_sorts_goodput_csvs_costs(tmp_path, browser):
+    """goodput --html with GPU kinds: the page's table has goodput.csv's cost columns (read, not
+    recomputed) and a click on '$/M on time' sorts the rows by dollars per million, high first."""
+    import pandas as pd
+    from helpers import preset_scenario
+
+    path = preset_scenario(tmp_path, "g", {"rate_per_s": 4.0, "measure_s": 4, "prompt_mix": [
+        {"share": 1, "tokens": [100, 1000]}], "reply_words": [50, 200]},
+        [{"name": "a100", "kind": "colocated", "gpus": 1}, {"name": "h100", "kind": "colocated", "gpus": 1,
+                                                             "gpu": "h100-80gb"},
+         {"name": "a100s", "kind": "colocated", "gpus": 2}], seeds=2)
+    html = tmp_path / "g.html"
+    assert main(["goodput", str(path), "--out", str(tmp_path / "out"), "--no-plots", "--workers", "1",
+                 "--tolerance", "1", "--html", str(html)]) == 0
+    table = pd.read_csv(tmp_path / "out" / "goodput.csv").set_index("arrangement")
+    page, seen = _opened(browser, html)
+    grid = page.locator("table[data-testid=table]")
+    headers = [h.strip() for h in grid.locator("thead th").all_text_contents()]
+    column = headers.index("$/M on time (95% interval)")
+    assert {"GPU kinds", "$/h", "on time/GPU-h", "kW"} <= set(headers)
+    grid.locator("thead th").nth(column).locator("button").click()
+    rows = grid.locator("tbody tr")
+    shown = [(rows.nth(i).locator("td").nth(0).text_content(), rows.nth(i).locator("td").nth(column).text_content())
+             for i in range(rows.count())]
+    assert [n for n, _ in shown] == list(table["dollars_per_million"].sort_values(ascending=False).index)
+    for name, cell in shown:
+        r = table.loc[name]
+        assert cell == f"{r.dollars_per_million:.2f} ({r.dollars_per_million_low:.2f}-{r.dollars_per_million_high:.2f})"
+    assert not seen["errors"] and seen["requests"] == [html.as_uri()]
+    page.close()

@@ -57,6 +57,25 @@ def test_plans_value_labels_are_not_struck_through_by_interval_lines(drawn, tmp_
         assert _box(text, fig).x0 >= ends[1][0] - 0.5, text.get_text()  # the label starts where the line ends
 
 
+def test_the_cost_plans_cost_error_bands_stand_at_each_of_the_top_twos_dollars(drawn, tmp_path):
+    """plan --gpu-kinds' plan.png: the top two's goodput with the costs off as grey vertical
+    bands at their dollars an hour, one legend entry for both."""
+    from disagg_simpy.plots.capacity import save_cost_plan
+
+    table = pd.DataFrame({"arrangement": ["h100-same-1", "a100-same-1", "a100-same-2"],
+                          "gpu_kinds": ["h100-80gb", "a100-80gb", "a100-80gb"], "dollars_per_hour": [2.9, 1.64, 3.28],
+                          "goodput_per_s": [26.8, 10.8, 20.0], "goodput_low_per_s": [25.0, 10.0, np.nan],
+                          "goodput_high_per_s": [28.0, 11.5, np.nan], "goodput_below_per_s": [np.nan] * 3,
+                          "cost_error_low_per_s": [24.6, 9.0, np.nan], "cost_error_high_per_s": [39.9, 11.5, np.nan]})
+    save_cost_plan(table, tmp_path / "plan.png", "plan")
+    ax = drawn[0].axes[0]
+    bands = [c for c in ax.collections if c.get_gid() == "cost-error-band"]
+    spans = sorted((float(seg[0][0]), float(seg[0][1]), float(seg[1][1])) for c in bands for seg in c.get_segments())
+    assert spans == [(1.64, 9.0, 11.5), (2.9, 24.6, 39.9)]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels.count("goodput with the costs off by the error checked") == 1
+
+
 def test_plans_cost_error_band_spans_its_range_behind_the_seed_interval(drawn, tmp_path):
     """plan.csv's cost_error_* columns (the top two, when plan checked them) drawn as a grey band
     from the low to the high goodput, behind the black seed-interval line, with a legend entry."""

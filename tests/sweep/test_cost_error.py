@@ -82,3 +82,21 @@ def test_plan_with_a_preset_prints_its_stated_errors_and_the_verdict(tmp_path, c
     assert "goodput/s with the costs off (the top two)" in page
     for r in top.itertuples():
         assert f"{r.cost_error_low_per_s:.2f}-{r.cost_error_high_per_s:.2f}" in page
+
+
+def test_ranked_per_unit_the_winner_is_the_best_per_unit_and_its_bands_hold_its_goodput(close, tmp_path):
+    """A plan over GPU kinds ranks per dollar: with split-1-2 twice the price of split-2-1, the
+    cheaper one (less goodput, more per dollar) is the winner the check names; each band holds
+    the table's own goodput."""
+    from disagg_simpy.sweep.cost_error import cost_error_check
+
+    scenario = load_scenario(close)
+    runner = Runner(Store(tmp_path / "store.sqlite", "test"), LocalPool(1), progress=False)
+    table = goodput(scenario, runner, (1, 2), 90.0, 0.1)
+    g = dict(zip(table["arrangement"], table["goodput_per_s"]))
+    assert g["split-1-2"] > g["split-2-1"] > g["split-1-2"] / 2
+    line, bands = cost_error_check(scenario, runner, (1, 2), 90.0, 0.1, table, 2.0, per={"split-1-2": 2.0, "split-2-1": 1.0})
+    assert line == "cost error (--cost-error): the winner split-2-1 holds for cost errors up to +-2% (each side alone; " \
+                   "next: split-1-2)"
+    assert set(bands) == {"split-1-2", "split-2-1"}
+    assert all(lo <= g[n] <= hi and lo < hi for n, (lo, hi) in bands.items())
