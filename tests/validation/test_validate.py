@@ -158,3 +158,27 @@ def test_splitwise_figures_are_one_prefill_iteration_and_a_steady_batch(gpu):
         req = batch.requests.query(f"arrangement == '{name}'")
         assert len(req) == 16 and (req.first_word_s == req.first_word_s.iloc[0]).all()
         assert as_written(tpot, name, "tpot_ms", 1) == pytest.approx(writing, rel=1e-9)
+
+
+@pytest.mark.parametrize("html", ["", "{tmp}"])
+def test_a_bad_page_path_is_refused_before_any_run_and_nothing_is_written(tmp_path, capsys, html):
+    """`--html` is checked as every command's is: before any figure runs, one line, exit 2, no
+    --out folder left (it was found only after every run, exit 1, with validate.csv written)."""
+    assert main(["validate", "--fast", "--out", str(tmp_path / "v"), "--html", html.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --html: got "), err
+    assert not (tmp_path / "v").exists()
+
+
+def test_seeds_count_from_each_scenario_s_own_seed(monkeypatch):
+    """`validate --seeds N` means what it means in run, goodput and sweep: N seeds from the
+    scenario's seed (it ran seeds 1..N, whatever the scenario's seed)."""
+    import disagg_simpy.sweep.goodput as goodput_module
+
+    seen = []
+    monkeypatch.setattr(goodput_module, "goodput", lambda scenario, runner, seeds, *a, **k: seen.append((scenario.seed, seeds))
+                        or __import__("pandas").DataFrame({"goodput_per_s": [1.0]}))
+    figure = next(f for f in load_catalog()[1] if f.how == "goodput")
+    measure(figure, runner=None, seeds=3)
+    (seed, seeds), = seen
+    assert seeds == (seed, seed + 1, seed + 2)
