@@ -245,16 +245,25 @@ def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
 
 def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
     """What the player shows of one seed's run, from each arrangement's `arrangement_rows`: the
-    requests in progress during [lo_ns, hi_ns) in any arrangement (the same requests in each)
-    and each arrangement's times for them and iterations."""
+    requests in progress during [lo_ns, hi_ns) in any arrangement, among those every arrangement
+    was sent alike (with `n_requests_per_gpu` a smaller arrangement gets fewer requests: the
+    player shows the ones they share), and each arrangement's times for them and iterations."""
     names = list(parts)
     empty = np.zeros(0, dtype=np.int64)
     base = parts[names[0]] if names else {"id": empty, "arrived": empty, "prompt": empty, "words": empty}
+    shared = np.ones(len(base["id"]), dtype=bool)
+    rows = {}
+    for name, part in parts.items():
+        at = pd.Index(part["id"]).get_indexer(base["id"])
+        found = at >= 0
+        same = found.copy()
+        for key in ("arrived", "prompt", "words"):
+            same[found] &= np.asarray(part[key])[at[found]] == np.asarray(base[key])[found]
+        shared &= same
+        rows[name] = at
     keep = np.zeros(len(base["id"]), dtype=bool)
     for name, part in parts.items():
-        if not np.array_equal(part["id"], base["id"]):
-            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
-        keep |= part["in_span"]
+        keep[shared] |= np.asarray(part["in_span"])[rows[name][shared]]
     return {
         "span_ns": [lo_ns, hi_ns],
         "requests": {
@@ -263,7 +272,8 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
             "prompt": base["prompt"][keep].tolist(),
             "words": base["words"][keep].tolist(),
         },
-        "arrangements": [{"requests": {k: v[keep].tolist() for k, v in parts[n]["requests"].items()},
+        "arrangements": [{"requests": {k: np.asarray(v)[rows[n][keep]].tolist()
+                                       for k, v in parts[n]["requests"].items()},
                           "iterations": parts[n]["iterations"]} for n in names],
     }
 

@@ -270,3 +270,40 @@ def test_one_word_and_unfinished_replies(micro):
     assert r["fin"][2] == -1 and r["nfz"][2] == -1
     assert a["summary"]["n_unfinished"] == 1
     check_requests(res, data)
+
+
+PER_GPU = """name: per-gpu
+seed: 3
+workload:
+  rate_per_s: 5
+  n_requests_per_gpu: 12
+  prompt_mix:
+    - {share: 1, tokens: [100, 2000]}
+  reply_words: [10, 100]
+cost:
+  preset: a100-80gb/llama-3-8b/tp1/vidur-sarathi
+arrangements:
+  - {name: one, kind: colocated, gpus: 1}
+  - {name: three, kind: colocated, gpus: 3}
+"""
+
+
+def test_per_gpu_counts_page_shows_the_requests_every_arrangement_got(tmp_path, capsys):
+    """F25: with n_requests_per_gpu the arrangements get 12 and 36 requests; the page (and
+    `run --html`) shows the 12 they share, each with its own arrangement's times."""
+    from disagg_simpy.cli import main
+
+    path = tmp_path / "per-gpu.yaml"
+    path.write_text(PER_GPU, encoding="utf-8")
+    res = run(load_scenario(path))
+    counts = res.requests.groupby("arrangement").size()
+    assert counts["one"] < counts["three"]
+    data = embedded_data(page_html(res))
+    ids = np.cumsum(data["requests"]["id"])
+    assert 0 < len(ids) <= counts["one"]
+    assert set(ids) <= set(res.requests.loc[res.requests["arrangement"] == "one", "request_id"])
+    check_requests(res, data)
+    page = tmp_path / "page.html"
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]) == 0
+    assert embedded_data(page.read_text(encoding="utf-8"))["requests"]["id"]
+    capsys.readouterr()
