@@ -27,6 +27,7 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import PAGE_COLUMNS, SHARE
 from ..results.pooled import FIRST_WORD_GRID_S, GAP_GRID_MS, Pooled
+from ..results.report import json_figure
 from ..units import NS_PER_S
 
 FORMAT_VERSION = 1
@@ -53,12 +54,9 @@ def _since(later: np.ndarray, earlier: np.ndarray) -> list[int]:
 
 
 def _clean(value):
-    """A summary value for JSON: NaN becomes None, numpy scalars become Python numbers."""
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else round(float(value), 6)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    return value
+    """A summary value for JSON (results/report.json_figure: NaN null, infinity "inf"), rounded."""
+    value = json_figure(value)
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def default_span_s(result) -> tuple[float, float]:

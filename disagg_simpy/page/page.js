@@ -30,7 +30,13 @@ function el(tag, attrs, parent, text) {
   return e;
 }
 
+/** A figure from the data: JSON has no infinity, so an infinite one comes as "inf" (a reply
+ *  never finished under a percentiles rule; dollars per million with nothing on time). */
+function num(x) { return x === "inf" ? Infinity : x === "-inf" ? -Infinity : x; }
+
 function fmt(x, digits) {
+  x = num(x);
+  if (x === Infinity || x === -Infinity) return x > 0 ? "∞" : "−∞";
   return x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits);
 }
 
@@ -122,13 +128,13 @@ const MANY = SEEDS.length > 1;
 function cell(a, key) {
   if (key === "arrangement") return a.name;
   if (key === "reference") return D.reference[a.name] ?? null;
-  return MANY ? a.means[key] ?? null : a.summary[key];
+  return num(MANY ? a.means[key] ?? null : a.summary[key]);
 }
 
 /** " ±1.2" or " −2.9/+1.4" (the 95% interval's sides, as the terminal's --wide prints them). */
 function intervalText(a, key, f) {
   const span = MANY && a.interval ? a.interval[key] : null, m = cell(a, key);
-  if (!span || m === null) return "";
+  if (!span || m === null || !Number.isFinite(m) || !Number.isFinite(num(span[1]))) return "";
   const below = m - span[0], above = span[1] - m;
   const lo = f(below), hi = f(above);
   return lo === hi || Math.max(below, above) <= 1.25 * Math.min(below, above) ? ` ±${f(Math.max(below, above))}` : ` −${lo}/+${hi}`;
