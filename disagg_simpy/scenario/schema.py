@@ -346,10 +346,11 @@ class Scenario(_Strict):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace); a trace
-        with its own arrival times gives the same requests whatever the seed."""
+        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace, a trace's
+        `pick: sampled` count); a trace read from its start gives the same requests whatever the seed."""
         w = self.workload
-        return isinstance(w, SyntheticWorkload) or w.format == "lengths"
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (
+            w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:
