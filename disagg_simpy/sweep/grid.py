@@ -203,6 +203,9 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
                 changes["max_sim_s"] = stretched
             if isinstance(scenario.workload, TraceWorkload):
                 changes["workload.time_scale"] = DROP
+        elif key == "slo.preset":  # the named rule, as the file writing it gets (not only its name)
+            changes["slo"] = scenario.slo.with_preset(value)
+            flags["slo"] = f"--set {key}={shown(value)}"
         elif key.startswith("arrangements."):
             name, field = arrangement_key(scenario, key) or key[len("arrangements."):].rpartition(".")[::2]
             if arrangements is None:
@@ -220,6 +223,8 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
             flags[key] = f"--set {key}={shown(value)}"
     if arrangements is not None:
         changes["arrangements"] = arrangements
+    if "slo" in changes:  # (the rule first, then any slo.KEY given beside it)
+        changes = {"slo": changes.pop("slo")} | changes
     return scenario.with_overrides(flags=flags, **changes)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from helpers import DEFAULT, ROOT, write_scenario
+from helpers import DEFAULT, ROOT, SMALL_TRAFFIC, scenario_text, write_scenario
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main
@@ -360,3 +360,22 @@ def test_a_bad_slo_scale_is_refused_as_a_scale_not_a_rate(tmp_path, capsys, valu
     assert err.count("\n") == 1 and f"--slo-scale: got '{value.split(':')[0]}', expected " in err, err
     assert "> 0 (every SLO limit that is on multiplied by it; 1: as the scenario states them)" in err
     assert "requests/s" not in err
+
+
+@pytest.mark.parametrize("written, beside", [
+    (None, {}),  # no slo block: the explainer's limits
+    ({"first_word_s": 5}, {"first_word_s": 5}),  # the explainer's rule with one limit changed
+    ({"preset": "vllm-bench", "first_word_s": 5, "e2e_s": 30}, {"first_word_s": 5, "e2e_s": 30}),
+    ({"preset": "sarathi-serve"}, {}),
+])
+@pytest.mark.parametrize("name", ["distserve", "mlperf-llama2-70b-server"])
+def test_set_slo_preset_gives_the_named_rule_as_the_file_writing_it(tmp_path, written, beside, name):
+    """F22: `--set slo.preset=NAME` kept every old limit under the new name; it means what
+    writing `preset: NAME` in the file's slo block means (keys written beside it stay)."""
+    from disagg_simpy.sweep.grid import apply_sets
+
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, slo=written))
+    got = apply_sets(load_scenario(path), [f"slo.preset={name}"]).slo
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, slo={"preset": name, **beside}))
+    assert got == load_scenario(path).slo
