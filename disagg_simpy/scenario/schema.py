@@ -384,6 +384,11 @@ class Scenario(_Strict):
     def folder(self) -> Path:
         return Path(self.source).parent
 
+    def unfilled(self) -> dict:
+        """The scenario as a raw mapping with what its presets filled taken out (presets.unfill):
+        changed and re-validated, it fills afresh (a new GPU kind's costs and KV capacity)."""
+        return presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
+
     def with_overrides(self, *, flags: dict[str, str] | None = None, **changes: Any) -> Scenario:
         """A re-validated copy with values replaced, by dotted key: `seed`, `workload.rate_per_s`,
         `cost.iteration_ms`, `slo.freeze_ms`, ... (any key of the file).
@@ -392,7 +397,7 @@ class Scenario(_Strict):
         `flags` names the command-line flag behind each key (`{"workload.rate_per_s": "--rate"}`),
         so an error blames the flag rather than the file.
         """
-        raw = presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
+        raw = self.unfilled()
         raw["slo"] = self.slo.model_dump(mode="python")  # a null limit is off, not the default
         for key, value in changes.items():
             if value is None:

@@ -208,8 +208,8 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
             flags["slo"] = f"--set {key}={shown(value)}"
         elif key.startswith("arrangements."):
             name, field = arrangement_key(scenario, key) or key[len("arrangements."):].rpartition(".")[::2]
-            if arrangements is None:
-                arrangements = [a.model_dump(mode="python", exclude_none=True) for a in scenario.arrangements]
+            if arrangements is None:  # (as the file wrote them: a new GPU kind fills its own KV capacity)
+                arrangements = scenario.unfilled()["arrangements"]
             for a in arrangements:
                 if a["name"] == name:
                     *parents, leaf = field.split(".")

@@ -379,3 +379,28 @@ def test_set_slo_preset_gives_the_named_rule_as_the_file_writing_it(tmp_path, wr
     got = apply_sets(load_scenario(path), [f"slo.preset={name}"]).slo
     path.write_text(scenario_text("s", SMALL_TRAFFIC, slo={"preset": name, **beside}))
     assert got == load_scenario(path).slo
+
+
+KINDS_PRESET = "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"
+
+
+@pytest.mark.parametrize("arrangement, key, kind", [
+    ({"name": "a", "kind": "colocated", "gpus": 1}, "gpu", "h200"),
+    ({"name": "a", "kind": "colocated", "gpus": 1, "gpu": "h200"}, "gpu", "b200"),
+    ({"name": "a", "kind": "colocated", "gpus": 1, "kv_capacity_tokens": 50000}, "gpu", "h200"),  # written: kept
+    ({"name": "a", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "kv_path": "inter_node"},
+     "reading_gpu", "b200"),
+])
+def test_set_gpu_kind_fills_that_kinds_kv_capacity_as_the_file_does(tmp_path, arrangement, key, kind):
+    """F23: `--set arrangements.NAME.gpu=KIND` swapped the preset but kept the old GPU's KV
+    capacity (480,399 tokens of the H100 for an H200's 940,134)."""
+    from disagg_simpy.sweep.grid import apply_sets
+
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, cost={"preset": KINDS_PRESET}, arrangements=[arrangement]))
+    got = apply_sets(load_scenario(path), [f"arrangements.a.{key}={kind}"]).arrangements[0]
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, cost={"preset": KINDS_PRESET},
+                                  arrangements=[{**arrangement, key: kind}]))
+    want = load_scenario(path).arrangements[0]
+    assert got == want
+    assert (want.kv_capacity_tokens or want.reading_kv_capacity_tokens) != 480399
