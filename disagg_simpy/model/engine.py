@@ -28,7 +28,7 @@ from .gpu import Gpu
 from .kv_link import KvLink
 from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, again, events_scheduled
-from .prefix_cache import PrefixCache, cache_block_ids
+from .prefix_cache import CacheBlockIds, PrefixCache
 from .records import ArrangementRecords
 from .request import Request
 from .roles import RoleController
@@ -101,7 +101,7 @@ class Engine:
             # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
             g.always_defer = (kv_on and self.split) or link != "independent"
         if not self.split:
-            self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]
+            self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]  # (its own, bound once: no ships)
         self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
@@ -132,16 +132,17 @@ class Engine:
         self.router = scenario.router
         self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
         self.router_draws = requests.router_draws.tolist() if requests.router_draws is not None else None
-        self.blocks: list[tuple[int, ...]] | None = None
-        self.prefix_on = scenario.prefix_cache_tokens is not None
-        if not self.prefix_on:
+        self.blocks: CacheBlockIds | None = None
+        capacity = scenario.prefix_cache_tokens
+        self.prefix_on = capacity is not None
+        if capacity is None:
             return
         block = scenario.prefix_block_tokens
         for g in self.reading.gpus:
-            g.prefix = PrefixCache(scenario.prefix_cache_tokens, block)  # type: ignore[arg-type]  # (on: an int)
+            g.prefix = PrefixCache(capacity, block)
         b = requests.blocks
         if b is not None:
-            self.blocks = cache_block_ids(b.ids, b.starts, b.unit, block)
+            self.blocks = CacheBlockIds(b.ids, b.starts, b.unit, block)
 
     def _route(self, request: Request) -> Gpu:
         """The reading instance of a prompt, by the scenario's router (M3, D1, D2; E13)."""
@@ -153,7 +154,7 @@ class Engine:
         if router == "power_of_two":
             assert self.router_draws is not None  # (drawn for power_of_two: workload.stream)
             return side.power_of_two(self.router_draws[request.request_id])
-        hits = [g.prefix.hit_blocks(request.blocks, request.n_prompt_tokens)  # type: ignore[union-attr]
+        hits = [g.prefix.hit_blocks(request.blocks, request.n_prompt_tokens)  # type: ignore[union-attr]  # (prefix_aware: caches on)
                 for g in side.gpus]
         return side.prefix_aware(hits, self.load_cap)
 
@@ -175,7 +176,7 @@ class Engine:
             if paged:
                 prepare(request)
             if blocks is not None:
-                request.blocks = blocks[i]
+                request.blocks = blocks.of(i)
             arrived.append(request)
             self.next_arrival_ns = later = times[i + 1]  # (only later ones: D5 step 2)
             arrive(request, at)
@@ -263,7 +264,7 @@ class Engine:
                 need = reserve + block
                 if not synced:
                     for g in self.writing.gpus:  # (a writing GPU with room before the due blocks: look closer)
-                        if g.kv_capacity - g.kv_used >= need and not g.paged.n_away:  # type: ignore[operator]
+                        if g.paged.capacity - g.kv_used >= need and not g.paged.n_away:
                             break
                     else:
                         return
@@ -320,7 +321,7 @@ class Engine:
         queue, D1), or a ship to `gpu` that ends now. A ship end changes nothing but its writing
         GPU (the reply joins it), unless E4 frees its reading GPU's memory or a link (E5) starts
         the next ship: their GPUs always put their start off to step 3 (`Gpu.always_defer`)."""
-        return self.next_arrival_ns == now or (gpu.ships_due and gpu.ships_due[0] == now)  # type: ignore[return-value]
+        return self.next_arrival_ns == now or (gpu.ships_due[0] == now if gpu.ships_due else False)
 
     def _arrival_now(self, now: int, gpu: Gpu) -> bool:
         """`more_may_arrive_now` on a colocated arrangement (no ships), bound once (`__init__`), for speed."""

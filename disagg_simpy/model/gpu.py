@@ -21,9 +21,11 @@ from typing import Any, Protocol
 import simpy
 
 from .costs import CostNs
+from .gpu_state import Reads
 from .kv_take import take_with_options
-from .option_starts import bounds, releaser, starter
+from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
+from .planner import Start
 from .prefix_cache import PrefixCache
 from .repeats import Repeat, Work, repeat_work
 from .request import Request
@@ -45,16 +47,18 @@ class Host(Protocol):
 
     def gpu_drained(self, gpu: Gpu, now: int) -> None: ...
 
+    def requests_dropped(self, requests: list[Request], now: int) -> None: ...
+
 
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
-    paged: Any = None  # E9: its model/paged_kv.PagedKv (which replaces a few methods), else None
+    paged: Any = None  # E9: its model/paged_kv.PagedKv, else None (Any: that module names this one, a circle of types)
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
     fused = True  # the kept fusion (docs/architecture.md): with every option off the inline start below (a share of a
     # run in docs/performance.md); tests switch it off for the generic path (the planner's start)
     repeat_work: Work | None = None  # set by `run`: the options' work at a repeat's starts (`repeats.repeat_work`)
-    _start: Any = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
+    _start: Start | None = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
 
@@ -83,7 +87,7 @@ class Gpu:
         self.host: Host | None = None  # set by `run`
         self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         self.ahead = True  # set by `run`: whether a cut repeat may take its next iteration ahead (`start_ahead`)
-        self.bound: Any = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
+        self.bound: Bound | None = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
         # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
         self.kv_capacity = kv_capacity  # None: no limit
         self.reserve_reply = reserve_reply
@@ -370,18 +374,19 @@ class Gpu:
             n = min(n, (self.ships_due[0] - started - 1) // duration + 1)
         return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
 
-    def start_ahead(self, at: int, n_replies: int) -> tuple[list[tuple[Request, int]], int, int] | None:
+    def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
         its reads (D4), tokens, duration. Under the options (not E4 (E9 only with E10), E5, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
         the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)"""
-        if not self.ahead or not self.host.quiet_until(at):  # type: ignore[union-attr]  # (set by run)
+        host = self.host
+        if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
             taken, n_tokens = self._take_prompt_tokens(at)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
-        _, taken, n_tokens, duration = self._start(at, self.n_started, self.host)
-        return taken, n_tokens, duration
+        _, reads, n_tokens, duration = self._start(at, self.n_started, host)
+        return reads, n_tokens, duration
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:
         """An iteration's duration under the options (the general path): the cost object's, with this GPU's

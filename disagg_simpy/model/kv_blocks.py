@@ -27,6 +27,9 @@ from heapq import heappop
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from array import array
+
+    from .gpu_state import GpuState, Reads
     from .request import Request
 
 
@@ -102,7 +105,7 @@ class BlockSchedule:
                 return k - key
         return n
 
-    def grow(self, gpu: Any, key: int, n: int, log: Any) -> None:
+    def grow(self, gpu: GpuState, key: int, n: int, log: array[int]) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
         used = gpu.kv_used
@@ -119,13 +122,13 @@ class BlockSchedule:
             gpu.kv_peak = used
 
 
-def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
+def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
     """The options' bound (`option_starts.bounds`, a repeat's bound) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
     gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.kv_capacity
 
-    def paged_bound(_: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
+    def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
             return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
         free = capacity - gpu.kv_used
@@ -136,7 +139,7 @@ def bound(kv: Any) -> Callable[[Any, int, Any, int, int], int]:
     return paged_bound
 
 
-def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
+def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
     iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
     heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
@@ -156,7 +159,7 @@ def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> i
                 if n < 2:
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
-        if n_replies * block * -(-(n - 1) // block) > gpu.kv_capacity - gpu.kv_used:
-            bounded: int = paged.blocks.run_free(gpu.kv_capacity - gpu.kv_used, key, n)
+        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.kv_used:
+            bounded: int = paged.blocks.run_free(paged.capacity - gpu.kv_used, key, n)
             return bounded
     return n

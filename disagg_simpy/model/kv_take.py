@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from .gpu_state import GpuState
     from .request import Request
 
 
-def take_with_options(gpu: Any, n_written: int) -> list[tuple[Request, int]]:
+def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
     """D4 under the options, in arrival order, no prompt overtaking another:
     - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
       prompts taken before it reserved); chunked, a prompt is considered only if the budget reaches it;
@@ -65,7 +66,8 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     """E9's admission policy (model/planner.py's `Admit`) for the GPU of `kv` (its model/paged_kv.PagedKv):
     `paged_take` when the head prompt is begun, or may be admitted (`PagedKv.can_take`, inline: no
     reply swapped out, nothing preempted at this start, its blocks plus one free); else nothing,
-    without a call (most starts under load)."""
+    without a call (most starts under load). (`kv` typed Any: a type would close the circle
+    paged_kv -> gpu -> planner -> kv_take.)"""
     waiting, gpu = kv.gpu.waiting, kv.gpu
 
     def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
@@ -87,7 +89,7 @@ def _admit(r: Request, unread: int, block: int, now: int) -> int:
     return blocks * block
 
 
-def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:
+def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, Any as in paged_admission)
     """E9: `take_with_options` then `Gpu._take_prompt_tokens` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
     blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped

@@ -5,12 +5,11 @@ to check (E4) and no prefix cache (E13). What it returns is what the general pat
 
 from __future__ import annotations
 
-from typing import Any
-
+from .gpu_state import GpuState
 from .request import Request
 
 
-def take(gpu: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (gpu: model/gpu.py's, which imports this)
+def take(gpu: GpuState, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (gpu: model/gpu.py's, which imports this)
     """The prompt tokens an iteration starting now reads under the options, writing `n_written`
     replies, and how many (D4; E4d, E8, E13 as `Gpu._take_with_options` chooses them). With no
     KV limit and no prefix cache, and unless it reads whole prompts under a token budget, that

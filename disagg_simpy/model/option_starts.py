@@ -5,21 +5,23 @@ bookkeeping of replies leaving (`releaser`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from . import kv_blocks
+from .gpu_state import GpuState, Reads
 from .planner import Start, planner
 from .request import Request
 from .unmixed import writing_bound
 
+Bound = Callable[[GpuState, int, Reads, int, int], int]  # (gpu, index, reads, replies, n) -> n: how many may follow
 
-def starter(gpu: Any) -> Start:
+
+def starter(gpu: GpuState) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: (replies written,
     prompt tokens taken, how many, duration): the planner's composition (model/planner.py)."""
     return planner(gpu)
 
 
-def releaser(gpu: Any) -> Callable[[list[Request]], None] | None:
+def releaser(gpu: GpuState) -> Callable[[list[Request]], None] | None:
     """What replies whose last word was just written leave of the options' bookkeeping: `Gpu._release`'s
     work (E3, E4, E8, E9, E10; E12 may switch E3's context on), E8/E10's seats alone, or nothing (None)."""
     if gpu.paged is not None:
@@ -36,7 +38,7 @@ def releaser(gpu: Any) -> Callable[[list[Request]], None] | None:
     return release_seats
 
 
-def bounds(gpu: Any) -> Callable[[Any, int, Any, int, int], int] | None:
+def bounds(gpu: GpuState) -> Bound | None:
     """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`kv_blocks.bound`;
     with E10, `kv_blocks.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:

@@ -1,6 +1,6 @@
 """E9's rarer paths (model/paged_kv.py keeps the common ones): a preemption, a swap back in, and
 the end of a re-read (docs/rules.md#e9). `PagedKv` has them as methods (`_preempt`, `swap_in`,
-`reread`)."""
+`reread`). Their `kv` is that `PagedKv` (typed Any: model/paged_kv.py imports this module)."""
 
 from __future__ import annotations
 
@@ -134,9 +134,11 @@ def reread(kv: Any, finished: list[Request], index: int, now: int, host: Any) ->
         r.returning = False
         kv.n_away -= 1
         kv.gpu.n_local -= 1
-        r.stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # type: ignore[index]  # its word seat_word, read
+        stretches = r.stretches
+        assert stretches is not None  # (a re-read was preempted: its stretches are logged)
+        stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # its word seat_word, read
         if r.seat_word == r.n_reply_words:
-            r.stretches[-1][2] = 0  # type: ignore[index]
+            stretches[-1][2] = 0
             kv.gpu.kv_used -= r.kv_blocks * kv.block
             host.replies_finished([r], now)
         else:

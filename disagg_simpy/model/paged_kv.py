@@ -33,7 +33,7 @@ from collections import deque
 from heapq import heappush
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from .gpu import Gpu
+    from .gpu_state import StartHost
     from .request import Request
 
 
@@ -145,7 +146,7 @@ class PagedKv:
         """What the last start's preemptions or swaps set, reset (`dirty`)."""
         self.blocked, self.moved_tokens, self.queue_at, self.dirty = False, 0, -1, False
 
-    def start_blocks(self, now: int, index: int, key: int, host: Any, n_written: int) -> int:
+    def start_blocks(self, now: int, index: int, key: int, host: StartHost, n_written: int) -> int:
         """Iteration `index` starts, seated (E8), its words those of key `key` (E10: its writing
         iteration; else `index`): the seated replies take the blocks due at `key`, the most recently
         joined preempted when one is not free (E9c); replies swapped out come back in if it preempted
@@ -167,7 +168,7 @@ class PagedKv:
             n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
         if self.dirty:
             if self.blocked or self.moved_tokens:
-                cut_all(host, True)  # (E4e: memory freed, or a reply back, at a start)
+                cut_all(host)  # (E4e: memory freed, or a reply back, at a start)
             if self.dropped:
                 host.requests_dropped(self.dropped, now)
                 self.dropped = []

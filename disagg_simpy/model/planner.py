@@ -18,20 +18,19 @@ With every option off the GPU's loop (model/gpu.py) takes D4's tokens and M1's c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from heapq import heappush
-from typing import Any, Protocol
+from typing import Protocol
 
+from .gpu_state import GpuState, Reads, StartHost
 from .kv_take import paged_admission
 from .option_paths import take
-from .request import Request
 
-Reads = Sequence[tuple[Request, int]]
-Start = Callable[[int, int, Any], tuple[int, Any, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
+Start = Callable[[int, int, StartHost], tuple[int, Reads, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 Seat = Callable[[int, int], int]  # (index, writing key) -> replies written
-Admit = Callable[[int, int], tuple[Any, int]]  # (now, replies written) -> reads, tokens
+Admit = Callable[[int, int], tuple[Reads, int]]  # (now, replies written) -> reads, tokens
 Log = Callable[[], None] | None  # at a start: the memory held (E4)
-Reading = Callable[[int, int, int, int, Any], int]  # (now, index, replies, tokens, reads) -> ns
+Reading = Callable[[int, int, int, int, Reads], int]  # (now, index, replies, tokens, reads) -> ns
 Writing = Callable[[int, int], int]  # (replies, words' iteration) -> ns
 
 
@@ -43,21 +42,21 @@ class Paged(Protocol):
 
     def reset(self) -> None: ...
 
-    def start_blocks(self, now: int, index: int, key: int, host: Any, n_written: int) -> int: ...
+    def start_blocks(self, now: int, index: int, key: int, host: StartHost, n_written: int) -> int: ...
 
     def reopen(self, index: int, key: int | None) -> int: ...
 
     def with_swap(self, duration: int) -> int: ...
 
 
-def planner(gpu: Any) -> Start:
+def planner(gpu: GpuState) -> Start:
     """`gpu`'s start of an iteration under the options for its whole run: its policies, composed:
     (replies written, prompt tokens taken, how many, duration; -1 when E9 preempted every reply
     and it has nothing to take, E9d: no iteration)."""
     return compose(gpu, seating(gpu), admission(gpu), memory_log(gpu), *durations(gpu), gpu.paged)
 
 
-def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
+def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
             paged: Paged | None = None) -> Start:
     """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first)."""
     waiting = gpu.waiting
@@ -65,7 +64,7 @@ def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writ
     if not gpu.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
         by_write, leaving, leaving_order = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order
 
-        def start_unmixed(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+        def start_unmixed(now: int, index: int, host: StartHost) -> tuple[int, Reads, int, int]:
             if paged is not None and paged.dirty:
                 paged.reset()  # (what the last start's preemptions or swaps set)
             if waiting:  # (E9: admission open, nothing preempted yet, R61)
@@ -100,7 +99,7 @@ def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writ
             return n, (), 0, writing(n, key)
         return start_unmixed
 
-    def start(now: int, index: int, host: Any) -> tuple[int, Any, int, int]:
+    def start(now: int, index: int, host: StartHost) -> tuple[int, Reads, int, int]:
         n = seat(index, -1)
         if paged is not None:  # E9: the seated replies' due blocks, preemptions, swap-ins (E9b-f)
             if paged.dirty:
@@ -130,7 +129,7 @@ def compose(gpu: Any, seat: Seat, admit: Admit, log: Log, reading: Reading, writ
     return start
 
 
-def seating(gpu: Any) -> Seat:
+def seating(gpu: GpuState) -> Seat:
     """Who is written (E8, E10): every reply in progress, or those seated, the waiting ones taking
     the free seats in the order they joined (E10: at writing iteration `key`)."""
     if not gpu.queue_replies:
@@ -155,7 +154,7 @@ def seating(gpu: Any) -> Seat:
     return seated
 
 
-def admission(gpu: Any) -> Admit:
+def admission(gpu: GpuState) -> Admit:
     """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
     limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
     choice (`option_paths.take`); else D4's plain one, E8's budget looked up once."""
@@ -163,12 +162,12 @@ def admission(gpu: Any) -> Admit:
         return paged_admission(gpu.paged)
     if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role:
         return lambda now, n_written: take(gpu, now, n_written)
-    take_tokens: Callable[..., tuple[Any, int]] = gpu._take_prompt_tokens
+    take_tokens = gpu._take_prompt_tokens
     limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
     if limit is None:
         return lambda now, n_written: take_tokens(now)
     if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)
-        def whole(now: int, n_written: int) -> tuple[Any, int]:
+        def whole(now: int, n_written: int) -> tuple[Reads, int]:
             taken, room = [], limit - n_written
             while waiting:
                 r = waiting[0]
@@ -185,7 +184,7 @@ def admission(gpu: Any) -> Admit:
             return take_tokens(now, taken)
         return whole
 
-    def chunked(now: int, n_written: int) -> tuple[Any, int]:
+    def chunked(now: int, n_written: int) -> tuple[Reads, int]:
         room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)
         if room >= chunk:
             return take_tokens(now)
@@ -193,7 +192,7 @@ def admission(gpu: Any) -> Admit:
     return chunked
 
 
-def memory_log(gpu: Any) -> Log:
+def memory_log(gpu: GpuState) -> Log:
     """E4: each start logs the KV memory held once its reservations are made (a run stopped
     mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts); else nothing."""
     if gpu.kv_capacity is None:
@@ -205,11 +204,11 @@ def memory_log(gpu: Any) -> Log:
     return log
 
 
-def durations(gpu: Any) -> tuple[Reading, Writing]:
+def durations(gpu: GpuState) -> tuple[Reading, Writing]:
     """An iteration's duration reading and writing only (model/costs.py's, chosen once); under role
     changes (E12), the cost object's general duration with the GPU's cost at the start."""
     if gpu.changes_role:
-        def reading(now: int, index: int, n_replies: int, n_tokens: int, taken: Any) -> int:
+        def reading(now: int, index: int, n_replies: int, n_tokens: int, taken: Reads) -> int:
             d: int = gpu._duration(now, index, n_replies, n_tokens, taken)
             return d
 

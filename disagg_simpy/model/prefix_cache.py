@@ -16,20 +16,33 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .request import NO_BLOCKS
+
 if TYPE_CHECKING:
     from .request import Request
 
 
-def cache_block_ids(block_ids: np.ndarray, starts: np.ndarray, unit: int, block: int) -> list[tuple[int, ...]]:
-    """Each request's ids of blocks of `block` tokens, from ids of blocks of `unit` tokens (a
-    trace's 512; `block` divides it): sub-block s of unit block u is u * (unit // block) + s, so
-    every sub-block keeps its unit's meaning (the prefix up to it)."""
-    k = unit // block
-    ids = block_ids.tolist()
-    out = []
-    for lo, hi in zip(starts[:-1].tolist(), starts[1:].tolist()):
-        out.append(tuple(h * k + s for h in ids[lo:hi] for s in range(k)) if k > 1 else tuple(ids[lo:hi]))
-    return out
+class CacheBlockIds:
+    """Each request's ids of blocks of `block` tokens, sliced from the workload's ids of blocks of
+    `unit` tokens (a trace's 512; `block` divides it) when it arrives (`of`), not built for every
+    request up front: a session's turn resends every earlier turn, so its requests' ids grow
+    quadratically in turns, and as Python ints they cost about six times numpy's 8 bytes. Sub-block s
+    of unit block u is u * (unit // block) + s, so every sub-block keeps its unit's meaning (the prefix
+    up to it). A request holds them as numpy ids until its read ends (`PrefixCache.reads_ended`);
+the cache makes Python ints of the few it looks at (`tolist`)."""
+
+    __slots__ = ("ids", "starts", "k", "sub")
+
+    def __init__(self, block_ids: np.ndarray, starts: np.ndarray, unit: int, block: int):
+        self.ids = block_ids
+        self.starts: list[int] = starts.tolist()
+        self.k = unit // block
+        self.sub = np.arange(self.k, dtype=np.int64)
+
+    def of(self, i: int) -> np.ndarray:
+        """Request `i`'s ids: a view of the workload's (8 bytes an id), or its sub-blocks'."""
+        ids = self.ids[self.starts[i]:self.starts[i + 1]]
+        return (ids[:, None] * self.k + self.sub).ravel() if self.k > 1 else ids
 
 
 class PrefixCache:
@@ -44,12 +57,12 @@ class PrefixCache:
         self.pins: dict[int, int] = {}  # block id -> reads in progress that hit it
         self.n_hit_tokens = 0
 
-    def hit_blocks(self, ids: tuple[int, ...], n_prompt: int) -> int:
+    def hit_blocks(self, ids: np.ndarray, n_prompt: int) -> int:
         """How many leading blocks of a prompt are cached now. At most (n_prompt - 1) // B blocks
         count: the last prompt token is always read (its word 1 needs it), as vLLM does."""
         lru = self.lru
         n = 0
-        for block in ids[: (n_prompt - 1) // self.block_tokens]:
+        for block in ids[: (n_prompt - 1) // self.block_tokens].tolist():
             if block not in lru:
                 break
             n += 1
@@ -68,14 +81,15 @@ class PrefixCache:
         """Reads that ended at one iteration's end, in the order it took them (`end`)."""
         for r in requests:
             self.end(r.blocks, r.cached_tokens // self.block_tokens, r.n_prompt_tokens)
+            r.blocks = NO_BLOCKS  # (no longer needed: a run keeps every request, so it keeps no ids)
 
-    def begin(self, ids: tuple[int, ...], n_blocks: int) -> None:
+    def begin(self, ids: np.ndarray, n_blocks: int) -> None:
         """A read begins with its first `n_blocks` blocks cached: pin them until it ends."""
         pins = self.pins
-        for block in ids[:n_blocks]:
+        for block in ids[:n_blocks].tolist():
             pins[block] = pins.get(block, 0) + 1
 
-    def end(self, ids: tuple[int, ...], n_hit: int, n_prompt: int) -> None:
+    def end(self, ids: np.ndarray, n_hit: int, n_prompt: int) -> None:
         """A read ends: unpin its hit blocks, then cache its full blocks (the partial last one
         never): those not cached take a place each, in prefix order, the least recently used
         unpinned block that is not one of them leaving when the cache is full (none such: this
@@ -83,13 +97,13 @@ class PrefixCache:
         used, its first block most recent of all (so a prompt's tail leaves before its head); blocks
         after one that found no place are left as they are."""
         pins = self.pins
-        for block in ids[:n_hit]:
+        for block in ids[:n_hit].tolist():
             left = pins[block] - 1
             if left:
                 pins[block] = left
             else:
                 del pins[block]
-        full = ids[: n_prompt // self.block_tokens]
+        full = ids[: n_prompt // self.block_tokens].tolist()
         lru = self.lru
         mine = set(full)
         kept = []

@@ -74,51 +74,23 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from .gpu_state import GpuState, Reads
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, take_over
 from .request import Request
 from .unmixed import write_started
 
-if TYPE_CHECKING:
-    from .costs import CostNs
-    from .kv_blocks import BlockSchedule
-
-Reads = list[tuple[Request, int]]  # the prompt tokens an iteration reads: (request, tokens), ...
 Work = Callable[["Repeat", int, int], None]  # (repeat, first start, k starts): the policies' work at k starts at once
 
 
-class Paged(Protocol):
-    """What a repeat asks of E9's memory part (model/paged_kv.py's `PagedKv`, which imports this module)."""
+class Gpu(GpuState, Protocol):
+    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`, which imports this module):
+    the policies' view (model/gpu_state.py) and its records."""
 
-    blocks: BlockSchedule
-
-    def head_waits(self) -> bool: ...
-
-
-class Gpu(Protocol):
-    """What a repeat reads and writes of its GPU (model/gpu.py's `Gpu`, which imports this module)."""
-
-    number: int
-    n_started: int
     tick: Slot  # its event to reuse (`Gpu.run`)
-    queued_tokens: int
-    waiting: deque[Request]
-    cost: CostNs
-    mixed: bool  # E10: False when an iteration reads or writes, never both
-    n_writes: int
-    context_base: int  # E3
-    kv_used: int
-    kv_peak: int
-    kv_capacity: int | None
-    kv_used_tokens: array[int]  # E4: logged at each start
-    paged: Paged | None
     repeat_work: Work | None
-    leaving: dict[int, list[Request]]
-    leaving_order: list[int]
-    leaving_by_write: dict[int, list[Request]]
     runs_start: array[int]  # the GPU's records (model/records.py's `GpuLog`)
     runs_duration: array[int]
     runs_stop: array[int]
@@ -353,11 +325,11 @@ def repeat_work(gpu: Gpu) -> Work | None:
     return None
 
 
-def cut_all(host: Any, changed: Any) -> None:
-    """E9 on a split: if a start `changed` what the handoff queue (E4e) may use (freed KV memory,
-    a preemption; a reply back, a swap-in), every repeat ends with the iteration running now, so
+def cut_all(host: Any) -> None:  # (host: the engine, whose module imports this one: Any)
+    """E9 on a split: a start changed what the handoff queue (E4e) may use (freed KV memory, a
+    preemption; a reply back, a swap-in): every repeat ends with the iteration running now, so
     that its end serves the queue as one by one (the queue is served after every iteration end)."""
-    if changed and getattr(host, "handoff", None):
+    if getattr(host, "handoff", None):
         for g in host.gpus:
             if g.repeat is not None:
                 g.repeat.cut()

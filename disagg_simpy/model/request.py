@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .records import REQUEST_FIELDS
+
+NO_BLOCKS = np.empty(0, np.int64)  # E13: a request's cache block ids when it has none (model/prefix_cache.py)
 
 
 class Request:
@@ -42,5 +46,5 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
-        self.blocks: tuple[int, ...] = ()  # E13: its prompt's cache block ids
+        self.blocks = NO_BLOCKS  # E13: its prompt's cache block ids (until its read ends: model/prefix_cache.py)
         self.cached_tokens = 0  # E13: prompt tokens found cached when its reading began

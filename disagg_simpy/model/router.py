@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Generic, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 # min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
 # also break the last tie (never-assigned GPUs) by lowest number (D2).
@@ -26,6 +26,7 @@ class Routable(Protocol):
     kv_capacity: int | None  # E4: tokens of KV cache it can hold (None: no limit)
     kv_used: int
     last_assignment: int  # -1 if never assigned
+    paged: Any  # E9: its model/paged_kv.PagedKv, else None (Any: as model/gpu.py's `Gpu.paged`)
 
 
 G = TypeVar("G", bound=Routable)
@@ -97,8 +98,8 @@ class Side(Generic[G]):
         best: G | None = None
         least = 0
         for g in self.gpus:  # (a plain loop: min() with a key costs 3x for a few GPUs)
-            if need is not None and (g.kv_capacity - g.kv_used < need  # type: ignore[operator]  # (E4: every GPU has a capacity)
-                                     or (away and g.paged.n_away)):  # type: ignore[attr-defined]
+            if need is not None and (g.kv_capacity - g.kv_used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
+                                     or (away and g.paged.n_away)):
                 continue
             load = g.n_replies + g.n_shipping + g.n_local
             if best is None or load < least or (load == least and g.last_assignment < best.last_assignment):

@@ -12,10 +12,11 @@ model/words.py, numbers the same iterations).
 from __future__ import annotations
 
 import heapq
-from typing import Any
+
+from .gpu_state import GpuState, Reads
 
 
-def write_started(gpu: Any, key: int, index: int) -> None:
+def write_started(gpu: GpuState, key: int, index: int) -> None:
     """Iteration `index` is the GPU's writing iteration `key` (E10): count it, and the replies whose
     last word it writes leave at its end (their leaving list moves from the writing key to `index`)."""
     gpu.n_writes = key + 1
@@ -25,7 +26,7 @@ def write_started(gpu: Any, key: int, index: int) -> None:
         heapq.heappush(gpu.leaving_order, index)
 
 
-def writing_bound(gpu: Any, index: int, taken: Any, n_replies: int, n: int) -> int:
+def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E10 without E9: a repeat of writing iterations runs up to the
     first writing iteration that a reply leaves after: the top of the heap `Gpu.write_order` (every key
     seated by `Gpu._seat`), once the keys already written (popped by `write_started`) are dropped from it;

@@ -15,6 +15,7 @@ from helpers import SPLIT_1_1, write_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.model.engine import Engine
 from disagg_simpy.workload.catalog import CATALOG, ENV_FOLDER
 from disagg_simpy.workload.prefixes import BlockIds
 from disagg_simpy.workload.stream import make_requests
@@ -148,3 +149,26 @@ def test_power_of_two_on_two_instances_is_least_loaded(tmp_path):
     got = {router: records(tmp_path, rows, blocks, 1000, arrangements=TWO, top={"router": router}).requests[
         "reading_gpu"].tolist() for router in ("least_loaded", "power_of_two")}
     assert got["least_loaded"] == got["power_of_two"]
+
+
+def test_requests_hold_their_ids_as_numpy_until_their_read_ends(tmp_path):
+    """Issue 37 item 7: a session's turn resends the earlier turns, so its block ids grow
+    quadratically in turns. The engine builds no Python ids up front: a request holds a numpy
+    view of the workload's ids (8 bytes an id) from its arrival, sub-blocks expanded with numpy,
+    and drops them once its read ends (model/prefix_cache.py's `CacheBlockIds`)."""
+    path = write_scenario(tmp_path, [("0", 9, 3), ("0.001", 9, 3), ("0.002", 400, 2)],
+                          [{"name": "one", "kind": "colocated", "gpus": 1}], cost=COST,
+                          prefix_cache_tokens=64, prefix_block_tokens=2, max_sim_s=0.2)
+    scenario = load_scenario(path)
+    starts = np.array([0, 3, 6, 106], np.int64)  # blocks of 4 tokens: 2 sub-blocks of 2 each
+    ids = np.array([7, 8, 9, 7, 8, 5, *range(100, 200)], np.int64)
+    stream = replace(make_requests(scenario), blocks=BlockIds(ids, starts, 4))
+    engine = Engine(scenario, scenario.arrangements[0], stream)
+    first = engine.blocks.of(1)  # type: ignore[union-attr]
+    assert isinstance(first, np.ndarray) and first.tolist() == [14, 15, 16, 17, 10, 11]
+    engine.run()
+    read = [r for r in engine.arrived if r.first_word_at_ns >= 0]
+    waiting = [r for r in engine.arrived if r.first_word_at_ns < 0]
+    assert [r.request_id for r in read] == [0]  # (the cap stops the run during B's and C's 419 ms read)
+    assert all(len(r.blocks) == 0 for r in read)
+    assert [(type(r.blocks), len(r.blocks)) for r in waiting] == [(np.ndarray, 6), (np.ndarray, 200)]

@@ -1,0 +1,76 @@
+"""What the iteration's policies read and write of a GPU (model/gpu.py's `Gpu`), as a Protocol, so
+that mypy sees the policies' work (model/planner.py, option_starts.py, unmixed.py, kv_take.py,
+option_paths.py, kv_blocks.py) without those modules importing model/gpu.py, which imports them."""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .costs import CostNs
+    from .prefix_cache import PrefixCache
+    from .request import Request
+
+
+Reads = Sequence[tuple["Request", int]]  # the prompt tokens an iteration reads: (request, tokens), ... (() for none)
+
+
+class StartHost(Protocol):
+    """What a start asks of the arrangement it runs in (the engine, model/gpu.py's `Host`)."""
+
+    def requests_dropped(self, requests: list[Request], now: int) -> None: ...
+
+
+class GpuState(Protocol):
+    """A GPU's state as its policies see it: its queue (D4), its batch (E3, E8, E10), its memory
+    (E4, E9) and its memory log (E4)."""
+
+    number: int
+    cost: CostNs
+    # the queue (D1, D4)
+    waiting: deque[Request]
+    queued_tokens: int
+    chunk_tokens: int | None
+    max_tokens: int | None  # E8's token budget
+    prefix: PrefixCache | None  # E13
+    changes_role: bool  # E12: its chunk and cost may change
+    # the batch
+    n_replies: int
+    n_started: int
+    n_seated: int
+    seats: int | None  # E8
+    seat_queue: deque[Request]
+    queue_replies: bool
+    mixed: bool  # E10
+    n_writes: int
+    track_context: bool  # E3
+    context_base: int
+    leaving: dict[int, list[Request]]
+    leaving_order: list[int]
+    leaving_by_write: dict[int, list[Request]]
+    write_order: list[int]
+    # the memory (E4; E9's `PagedKv`, typed Any here: it names this Protocol's GPU, model/paged_kv.py)
+    kv_capacity: int | None
+    kv_used: int
+    kv_peak: int
+    paged: Any
+    kv_used_tokens: array[int]  # E4: logged at each start
+
+    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
+                            ) -> tuple[list[tuple[Request, int]], int]: ...
+
+    def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]: ...
+
+    def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]
+                  ) -> int: ...
+
+    def _seat(self, request: Request, index: int, key: int | None = None) -> None: ...
+
+    def _release(self, leaving: list[Request]) -> None: ...
+
+    def kv_need(self, request: Request) -> int: ...
+
+    def reserve(self, tokens: int) -> None: ...
