@@ -54,7 +54,7 @@ def _since(later: np.ndarray, earlier: np.ndarray) -> list[int]:
 
 
 def _clean(value):
-    """A summary value for JSON (results/report.json_figure: NaN null, infinity "inf"), rounded."""
+    """A summary value for JSON (`json_figure`: NaN null, infinity "inf"), rounded."""
     value = json_figure(value)
     return round(value, 6) if isinstance(value, float) else value
 

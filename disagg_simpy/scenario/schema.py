@@ -346,11 +346,10 @@ class Scenario(_Strict):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace, a trace's
-        `pick: sampled` count); a trace read from its start gives the same requests whatever the seed."""
+        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace, `pick: sampled`);
+        a trace read from its start gives the same requests whatever the seed."""
         w = self.workload
-        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (
-            w.pick == "sampled" and counted_requests_set(w))
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:
@@ -384,11 +383,6 @@ class Scenario(_Strict):
     def folder(self) -> Path:
         return Path(self.source).parent
 
-    def unfilled(self) -> dict:
-        """The scenario as a raw mapping with what its presets filled taken out (presets.unfill):
-        changed and re-validated, it fills afresh (a new GPU kind's costs and KV capacity)."""
-        return presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
-
     def with_overrides(self, *, flags: dict[str, str] | None = None, **changes: Any) -> Scenario:
         """A re-validated copy with values replaced, by dotted key: `seed`, `workload.rate_per_s`,
         `cost.iteration_ms`, `slo.freeze_ms`, ... (any key of the file).
@@ -397,7 +391,7 @@ class Scenario(_Strict):
         `flags` names the command-line flag behind each key (`{"workload.rate_per_s": "--rate"}`),
         so an error blames the flag rather than the file.
         """
-        raw = self.unfilled()
+        raw = presets.unfill(self.model_dump(mode="python", exclude_none=True), has_attention_term())
         raw["slo"] = self.slo.model_dump(mode="python")  # a null limit is off, not the default
         for key, value in changes.items():
             if value is None:

@@ -19,7 +19,8 @@ import yaml
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..scenario.schema import DROP, Scenario, TraceWorkload
+from ..scenario.presets import unfill
+from ..scenario.schema import DROP, Scenario, TraceWorkload, has_attention_term
 
 RATE = "rate_per_s"  # the grid column of the offered rate
 RATE_PER_GPU = "rate_per_gpu"  # ... or of the offered rate per GPU (--rate-per-gpu: each arrangement at its own rate)
@@ -209,7 +210,8 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
         elif key.startswith("arrangements."):
             name, field = arrangement_key(scenario, key) or key[len("arrangements."):].rpartition(".")[::2]
             if arrangements is None:  # (as the file wrote them: a new GPU kind fills its own KV capacity)
-                arrangements = scenario.unfilled()["arrangements"]
+                arrangements = unfill(scenario.model_dump(mode="python", exclude_none=True),
+                                      has_attention_term())["arrangements"]
             for a in arrangements:
                 if a["name"] == name:
                     *parents, leaf = field.split(".")
