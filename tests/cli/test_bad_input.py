@@ -302,6 +302,9 @@ CATALOGUE = [
     ("roles-out-of-order", text("reading_gpus: 1, writing_gpus: 1}", "reading_gpus: 1, writing_gpus: 2, roles: {schedule: "
                                 "[{from_s: 9, reading_gpus: 2}, {from_s: 5, reading_gpus: 1}]}}"), {}, [],
      ["arrangements[1].roles.schedule[1].from_s: got 5 after 9, expected entries in increasing from_s"]),
+    ("roles-on-a-mixed-pool", text("writing_gpus: 1}", "writing_gpus: 1, reading_gpu: h100-80gb, writing_gpu: a100-80gb, "
+                                   "roles: {policy: queue}}"), {}, [],
+     ["arrangements[1].roles: got reading GPUs h100-80gb and writing GPUs a100-80gb, expected one GPU kind on both sides"]),
     ("roles-negative-switch", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: queue, switch_s: -1}}"), {}, [],
      ["arrangements[1].roles.switch_s: got -1, expected a number of seconds >= 0, up to 1e+09 (a move's warm-up)"]),
     ("roles-unknown-policy", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: magic}}"), {}, [],
