@@ -404,3 +404,22 @@ def test_set_gpu_kind_fills_that_kinds_kv_capacity_as_the_file_does(tmp_path, ar
     want = load_scenario(path).arrangements[0]
     assert got == want
     assert (want.kv_capacity_tokens or want.reading_kv_capacity_tokens) != 480399
+
+
+def test_sweep_over_slo_keys_keeps_each_points_rule_columns(tmp_path, capsys):
+    """F14: sweep.csv took the rule columns of the base scenario, so `--set slo.e2e_s=...`
+    dropped late_e2e_pct; points judged by two criteria are refused (the table shows one)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, max_sim_s=20))
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--rate", "6", "--set", "slo.e2e_s=0.05,50", "--out", str(out), "--no-plots",
+                 "--workers", "1"]) == 0
+    table = pd.read_csv(out / "sweep.csv")
+    late = table.groupby("slo.e2e_s")["late_e2e_pct"].mean()
+    assert late[50] == 0 and late[0.05] > 0
+    assert "slo.e2e_s as each row sets it" in capsys.readouterr().out
+    argv = ["sweep", str(path), "--rate", "6", "--set", "slo.preset=distserve,sarathi-serve", "--out", str(tmp_path / "o2")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--set slo.preset: got points judged by per_request and percentiles" in err
+    assert not (tmp_path / "o2").exists()
