@@ -1,30 +1,34 @@
-"""The composed presets against AIConfigurator's end-to-end measurements (silicon_refs.csv): per
-request TTFT and TPOT, simulated with the composed cost fields, against the measured ones, for each
-row a dense or MoE composed preset can express; nothing is fitted to these rows.
+"""The composed presets against AIConfigurator's end-to-end measurements (silicon_refs.csv): for
+every row, why it cannot be expressed (every reason, not the first), and for each row that can,
+its per-request TTFT and TPOT simulated against the measured ones; nothing is fitted to them.
 
-    DISAGG_SIMPY_AICONFIGURATOR=.../aiconfigurator python benchmarks/silicon_accuracy.py
+    DISAGG_SIMPY_AICONFIGURATOR=.../aiconfigurator python benchmarks/silicon_accuracy.py [--write DIR]
 
-A row is expressible when its engine is vLLM or SGLang, its GPU one the tables hold, its model a
-config the composition takes (dense or MoE, full attention), its weights bf16 (no quantisation
-given), aggregated serving on one TP instance (no pipeline, expert or attention-data parallel).
-The others are counted by the first reason they are not.
+`--write DIR` also writes each expressible row's scenario (`aic-<model>-<gpu>-<engine>.yaml`), as
+the validation catalog holds them (scenarios/validation/).
 
-How a row is run: one colocated instance with the composed preset's fields (E7, E14, E15 where
-the fit kept them) and its KV capacity; prompts of exactly `isl` tokens, replies of `osl` words.
-The measurement holds `concurrency` requests in flight (a closed loop); the simulator's traffic is
-open (Poisson arrivals at a rate), so the rate is the one at which the simulated requests in flight
-(Little's law: rate x (TTFT + (osl - 1) x TPOT)) are `concurrency`, found by bisection (the
-largest of 10 halvings below it); arrivals that bunch make queues a closed loop never has, so
-TTFT near saturation is the least comparable figure. vLLM:
-prompts read beside replies, at most 8,192 tokens an iteration (its default
-max_num_batched_tokens on 80 GB GPUs); SGLang: prompt-only iterations (E10, its default of not
-mixing). TTFT is the mean first-word wait, TPOT the mean of the replies' mean gaps, over measured
-requests (warm-up 60 s, 240 s measured, seed 1).
+A row is expressed with the tables of its engine (vLLM or SGLang: the newest version the tables
+hold for its GPU), its model's Hugging Face config (fp8 weights where the checkpoint is fp8, or
+where the row runs a bf16 checkpoint in fp8: the tables' fp8 matrix products and MoE layers), its
+TP and expert parallelism inside an instance; a disaggregated row as a split arrangement, each side
+with the preset of its own TP. Each instance is one simulated GPU with its preset's cost and KV
+capacity. vLLM: prompts read beside replies, at most 8,192 tokens an iteration (its default
+`max_num_batched_tokens` for the API server on GPUs of 70 GB and more); SGLang: prompt-only
+iterations (E10, its default of not mixing), at most `chunked_prefill_size` tokens (8,192 below
+160 GB of GPU memory, 16,384 above: server_args.py).
+
+The measurement's client is a closed loop (`--max-concurrency` clients, each sending its next
+request when its last reply ends): `validation.closed_loop`, 10 requests a client, TTFT and TPOT
+the means over each client's requests after its first. The open-loop column is the earlier
+expression (Poisson arrivals at the rate whose requests in flight, by Little's law, equal the
+concurrency: `validation.at_concurrency`), kept to show what the client's form does.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -33,98 +37,211 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from disagg_simpy.api import run  # noqa: E402
 from disagg_simpy.costs import composed as C  # noqa: E402
 from disagg_simpy.costs import operators as O  # noqa: E402
-from disagg_simpy.costs.hf_config import read_model_config  # noqa: E402
+from disagg_simpy.costs.hf_config import ModelConfig, read_model_config  # noqa: E402
 from disagg_simpy.errors import InputError  # noqa: E402
 from disagg_simpy.scenario.loading import load_scenario  # noqa: E402
+from disagg_simpy.validation import at_concurrency, closed_loop  # noqa: E402
 
 SYSTEMS = {system: gpu for gpu, system in O.GPUS.items()}
 ENGINE_OF = {("vllm", gpu): e for gpu, e in C.PAIRS if e.startswith("vllm")} | {
     ("sglang", gpu): e for gpu, e in C.PAIRS if e.startswith("sglang")}
+GPU_MEMORY_GB = {"a100-80gb": 80, "h100-80gb": 80, "h200": 141, "b200": 180}
+PER_CLIENT = 10
 
 
-def why_not(r: pd.Series, folder: Path) -> str | None:
-    """The first reason a row is not expressible, or None."""
+def _int(x) -> int:
+    return 1 if pd.isna(x) or x == "" else int(x)
+
+
+def concurrency_of(r: pd.Series) -> int | None:
+    """The benchmark's clients: `silicon_concurrency=` in the row's source, else its batch size."""
+    src = str(r.silicon_data_source)
+    if "silicon_concurrency=" in src:
+        return int(src.split("silicon_concurrency=")[1].split(";")[0])
+    return None if pd.isna(r.batch_size) else int(r.batch_size)
+
+
+def model_of(r: pd.Series, folder: Path) -> ModelConfig:
+    """The row's model config, with fp8 weights where the row runs a bf16 checkpoint in fp8."""
+    model = read_model_config(folder / "model_configs" / f"{r.model_path.replace('/', '--')}_config.json")
+    mode = r.gemm_quant_mode if isinstance(r.gemm_quant_mode, str) else ""
+    if model.quant == "bfloat16" and mode in ("fp8", "fp8_block"):
+        model = model.quantised(mode)
+    return model
+
+
+def reasons(r: pd.Series, folder: Path) -> list[str]:
+    """Every reason the row is not expressible (empty: it is)."""
+    out = []
     if r.backend not in ("vllm", "sglang"):
-        return f"engine {r.backend} (no tables composed)"
+        out.append(f"engine {r.backend}: the tables hold vLLM and SGLang kernels only")
     if r.system not in SYSTEMS:
-        return f"GPU {r.system} (no tables composed)"
-    if r["mode"] != "agg":
-        return "disaggregated deployment"
-    for key in ("gemm_quant_mode", "moe_quant_mode", "precision"):
-        if isinstance(r[key], str) and r[key] not in ("", "bfloat16", "float16"):
-            return f"quantised ({key} {r[key]})"
-    if (r.pp_size or 1) > 1 or (r.attention_dp_size or 1) > 1 or (r.moe_ep_size or 1) > 1:
-        return "pipeline, attention-data or expert parallel"
+        out.append(f"GPU {r.system}: not in the tables (A100, H100, H200, B200)")
+    for key in ("gemm_quant_mode", "moe_quant_mode"):
+        mode = r[key]
+        if isinstance(mode, str) and mode not in ("", "bfloat16", "float16", "fp8", "fp8_block"):
+            out.append(f"{key} {mode}: weights below 8 bits are not composed")
+            break
+    agg = r["mode"] == "agg"
+    pp = _int(r.pp_size) if agg else max(_int(r.prefill_pp_size), _int(r.decode_pp_size))
+    dp = _int(r.attention_dp_size) if agg else max(_int(r.prefill_attention_dp_size), _int(r.decode_attention_dp_size))
+    if pp > 1:
+        out.append(f"pipeline parallel {pp}: not composed")
+    if dp > 1:
+        out.append(f"attention data parallel {dp}: not composed")
     path = folder / "model_configs" / f"{r.model_path.replace('/', '--')}_config.json"
     if not path.is_file():
-        return f"no config for {r.model_path}"
-    try:
-        read_model_config(path)
-    except InputError as e:
-        return f"model not composed ({str(e).split(': ', 1)[1][:50]})"
-    return None
-
-
-def simulate(p: dict, engine: str, isl: int, osl: int, concurrency: int) -> tuple[float, float, float]:
-    """(TTFT ms, TPOT ms, rate per s) at the rate whose requests in flight are `concurrency` (the
-    module's docstring): bisection on the rate, 10 halvings below the rate an idle GPU would give."""
-    arrangement = {"name": "one", "kind": "colocated", "gpus": 1, "kv_capacity_tokens": p["kv_capacity_tokens"]}
-    if engine.startswith("vllm"):
-        arrangement["max_batch_tokens"] = 8192
+        out.append(f"no config for {r.model_path}")
     else:
-        arrangement["mixed_iterations"] = False
+        try:
+            model_of(r, folder)
+        except InputError as e:
+            out.append("model: " + str(e).split(": ", 1)[1].split(" (dense")[0])
+    if not out:
+        for side, tp, ep in sides(r):
+            try:
+                C.compose(model_of(r, folder), O.tables(folder, SYSTEMS[r.system], ENGINE_OF[(r.backend,
+                          SYSTEMS[r.system])]), tp, r.model_path, ep=ep)
+            except InputError as e:
+                out.append(f"tables ({side} TP{tp}{f' EP{ep}' if ep > 1 else ''}): {e}")
+    if not out and concurrency_of(r) is None and r["mode"] == "agg":
+        out.append("no concurrency given")
+    return out
 
-    def at(rate: float) -> tuple[float, float, float]:
-        spec = {"name": "silicon", "seed": 1, "max_sim_s": 3000,
-                "workload": {"rate_per_s": float(f"{rate:.6g}"), "warmup_s": 60, "measure_s": 240,
-                             "prompt_mix": [{"share": 1, "tokens": [isl, isl]}], "reply_words": [osl, osl]},
-                "cost": dict(p["attention_cost"]), "arrangements": [arrangement]}
-        path = Path("/tmp/silicon_accuracy.yaml")
-        path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        req = run(load_scenario(path)).requests
-        ttft, tpot = 1e3 * float(req.first_word_s.mean()), float(req.mean_gap_ms.mean())
-        return ttft, tpot, rate * (ttft + (osl - 1) * tpot) / 1e3  # Little's law: requests in flight
 
-    ttft, tpot, _ = at(0.05)
-    lo, hi = 0.0, concurrency / ((ttft + (osl - 1) * tpot) / 1e3)  # in flight at hi >= concurrency
-    for _ in range(10):
-        mid = (lo + hi) / 2
-        ttft, tpot, in_flight = at(mid)
-        lo, hi = (mid, hi) if in_flight < concurrency else (lo, mid)
-    ttft, tpot, _ = at(lo)
-    return ttft, tpot, lo
+def sides(r: pd.Series) -> list[tuple[str, int, int]]:
+    """(side, TP, EP) of each kind of instance: one for aggregated serving, two for disaggregated."""
+    if r["mode"] == "agg":
+        return [("instance", _int(r.tp_size), _int(r.moe_ep_size))]
+    return [("reading", _int(r.prefill_tp_size), _int(r.prefill_moe_ep_size)),
+            ("writing", _int(r.decode_tp_size), _int(r.decode_moe_ep_size))]
+
+
+@dataclass
+class Expressed:
+    spec: dict
+    quant: str
+    arrangement: str
+    concurrency: int
+    notes: str
+
+
+def express(r: pd.Series, folder: Path) -> Expressed:
+    """The row as a scenario (the module's docstring)."""
+    gpu = SYSTEMS[r.system]
+    engine = ENGINE_OF[(r.backend, gpu)]
+    model = model_of(r, folder)
+    t = O.tables(folder, gpu, engine)
+    presets = {side: C.compose(model, t, tp, r.model_path, ep=ep) for side, tp, ep in sides(r)}
+    budget = 8192 if r.backend == "vllm" or GPU_MEMORY_GB[gpu] < 160 else 16384
+    isl, osl = int(r.isl), int(r.osl)
+    workload = {"rate_per_s": 1, "warmup_s": 60, "measure_s": 240, "prompt_mix": [{"share": 1, "tokens": {"fixed": isl}}],
+                "reply_words": {"fixed": osl}}
+    if r["mode"] == "agg":
+        p = presets["instance"]
+        tp, ep = sides(r)[0][1:]
+        name = f"tp{tp}" + (f"-ep{ep}" if ep > 1 else "")
+        arrangement = {"name": name, "kind": "colocated", "gpus": 1, "kv_capacity_tokens": p["kv_capacity_tokens"],
+                       "max_batch_tokens": budget}
+        if r.backend == "sglang":
+            arrangement["mixed_iterations"] = False
+        cost = dict(p["attention_cost"])
+        concurrency = concurrency_of(r)
+        notes = f"one TP{tp}{f' EP{ep}' if ep > 1 else ''} instance"
+    else:
+        read, write = presets["reading"], presets["writing"]
+        (_, rtp, _), (_, wtp, _) = sides(r)
+        readers, writers = _int(r.prefill_num_workers), _int(r.decode_num_workers)
+        name = f"split-{readers}x{rtp}-{writers}x{wtp}"
+        arrangement = {"name": name, "kind": "disaggregated", "reading_gpus": readers, "writing_gpus": writers,
+                       "reading_cost": side_cost(read), "writing_cost": side_cost(write),
+                       "kv_ship_ms_per_token": read["kv_ship_ms_per_token"]["inter_node"],
+                       "reading_kv_capacity_tokens": read["kv_capacity_tokens"],
+                       "writing_kv_capacity_tokens": write["kv_capacity_tokens"], "max_batch_tokens": budget,
+                       "max_batch_replies": _int(r.decode_batch_size)}
+        cost = dict(read["attention_cost"])
+        concurrency = concurrency_of(r) or _int(r.decode_batch_size) * writers
+        notes = (f"{readers} reading instance(s) of TP{rtp}, {writers} writing of TP{wtp}, each side its own preset; "
+                 "KV shipped at the reading GPU's inter-node bandwidth; concurrency: the writing side's batch "
+                 "(the row gives none)" if concurrency_of(r) is None else "")
+    quant = {"bfloat16": "bf16"}.get(model.quant, model.quant + " weights")
+    p0 = next(iter(presets.values()))
+    header = (f"validate: AIConfigurator's measured deployment (silicon_refs.csv row {r.id}): {r.model_path} "
+              f"({quant}) on {r.system} under {r.backend} {r.backend_version}, ISL {isl:,}, OSL {osl:,}, "
+              f"{concurrency} clients in a closed loop. Costs composed from AIConfigurator's per-operator "
+              f"kernel timings for {p0['engine']} {p0['engine_version']} (benchmarks/silicon_accuracy.py; nothing "
+              f"fitted to end-to-end runs); {notes or 'one instance'}.")
+    spec = {"name": slug(r), "seed": 1, "max_sim_s": 3000, "workload": workload, "cost": cost,
+            "arrangements": [arrangement]}
+    return Expressed({"#": header, **spec}, quant, name, concurrency, notes)
+
+
+def side_cost(p: dict) -> dict:
+    """A side's own cost block: its preset's fields, E15's tile off where its fit kept none (a
+    side's unset field would be the scenario's)."""
+    return {"per_token_tile_ms": 0.0, **p["attention_cost"]}
+
+
+def slug(r: pd.Series) -> str:
+    model = r.model_path.split("/")[1].lower().replace("-instruct", "").replace(".", "")
+    mode = "" if r["mode"] == "agg" else "-disagg"
+    return f"aic-{model}-{SYSTEMS[r.system].split('-')[0]}-{r.backend}{mode}"
+
+
+def write(e: Expressed, folder: Path) -> Path:
+    spec = dict(e.spec)
+    header = spec.pop("#")
+    words, line, lines = header.split(), "#", []
+    for w in words:
+        if len(line) + len(w) + 1 > 110:
+            lines.append(line)
+            line = "#"
+        line += " " + w
+    lines.append(line)
+    path = folder / f"{spec['name']}.yaml"
+    path.write_text("\n".join(lines) + "\n" + yaml.safe_dump(spec, sort_keys=False, width=120))
+    return path
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", type=Path, metavar="DIR", help="also write each expressible row's scenario here")
+    ap.add_argument("--no-open-loop", action="store_true", help="leave out the open-loop column (faster)")
+    args = ap.parse_args()
     folder = O.data_folder()
     if folder is None:
         raise SystemExit(f"no AIConfigurator tables: set ${O.ENV_FOLDER}")
     refs = pd.read_csv(folder / "accuracy_tracking" / "silicon_refs.csv")
-    reasons: dict[str, int] = {}
-    lines = ["| measurement | engine (measured; tables) | GPU | model | TP | ISL / OSL | concurrency (rate found) | TTFT "
-             "measured -> simulated (error) | TPOT measured -> simulated (error) |", "|---|---|---|---|---|---|---|---|---|"]
-    for _, r in refs.iterrows():
-        reason = why_not(r, folder)
-        if reason:
-            reasons[reason] = reasons.get(reason, 0) + 1
+    not_expressed = ["| # | measurement | why not expressible |", "|---|---|---|"]
+    rows = ["| # | measurement | engine (measured; tables) | model, weights | layout | ISL / OSL | clients | TTFT "
+            "measured -> closed loop (error) | TPOT measured -> closed loop (error) | open loop TTFT / TPOT error |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    out = Path("/tmp") if args.write is None else args.write
+    for i, r in refs.iterrows():
+        why = reasons(r, folder)
+        if why:
+            not_expressed.append(f"| {i + 1} | `{r.id[:60]}` | {'; '.join(why)} |")
             continue
-        gpu, tp = SYSTEMS[r.system], int(r.tp_size)
-        engine = ENGINE_OF[(r.backend, gpu)]
-        model = read_model_config(folder / "model_configs" / f"{r.model_path.replace('/', '--')}_config.json")
-        p = C.compose(model, O.tables(folder, gpu, engine), tp, r.model_path)
-        concurrency = int(str(r.silicon_data_source).split("silicon_concurrency=")[1].split(";")[0]) \
-            if "silicon_concurrency=" in str(r.silicon_data_source) else int(r.batch_size)
-        ttft, tpot, rate = simulate(p, engine, int(r.isl), int(r.osl), concurrency)
-        lines.append(f"| `{r.id[:48]}` | {r.backend} {r.backend_version}; {engine} | {gpu} | {r.model_path} | {tp} | "
-                     f"{r.isl:,} / {r.osl:,} | {concurrency} ({rate:.2f}/s) | {r.silicon_ttft_ms:,.0f} -> {ttft:,.0f} ms "
-                     f"({ttft / r.silicon_ttft_ms - 1:+.0%}) | {r.silicon_tpot_ms:.1f} -> {tpot:.1f} ms "
-                     f"({tpot / r.silicon_tpot_ms - 1:+.0%}) |")
-    print("\n".join(lines))
-    print(f"\n{len(refs)} measurements; not expressible: " + "; ".join(f"{n} {k}" for k, n in
-                                                                     sorted(reasons.items(), key=lambda kv: -kv[1])))
+        e = express(r, folder)
+        path = write(e, out)
+        scenario = load_scenario(path)
+        loop = closed_loop(scenario, e.arrangement, e.concurrency, PER_CLIENT)
+        open_cell = "-"
+        if not args.no_open_loop and r["mode"] == "agg":
+            ttft, tpot = at_concurrency(scenario, e.concurrency, 1)
+            open_cell = f"{ttft / r.silicon_ttft_ms - 1:+.0%} / {tpot / r.silicon_tpot_ms - 1:+.0%}"
+        rows.append(f"| {i + 1} | `{r.id[:60]}` | {r.backend} {r.backend_version}; {C.ENGINE_LABELS[r.backend]} "
+                    f"{O.ENGINES[ENGINE_OF[(r.backend, SYSTEMS[r.system])]][1]} | {r.model_path.split('/')[1]}, {e.quant} | "
+                    f"{SYSTEMS[r.system]}, {e.arrangement} | {int(r.isl):,} / {int(r.osl):,} | {e.concurrency} | "
+                    f"{r.silicon_ttft_ms:,.0f} -> {loop.ttft_ms:,.0f} ms ({loop.ttft_ms / r.silicon_ttft_ms - 1:+.0%}) | "
+                    f"{r.silicon_tpot_ms:.1f} -> {loop.tpot_ms:.1f} ms ({loop.tpot_ms / r.silicon_tpot_ms - 1:+.0%}) | "
+                    f"{open_cell} |")
+        print(f"row {i + 1}: {path} ({loop.passes} passes; first wave TTFT {loop.first_ttft_ms:,.0f} ms)", file=sys.stderr)
+    print("\n".join(rows))
+    print()
+    print("\n".join(not_expressed))
 
 
 if __name__ == "__main__":

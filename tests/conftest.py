@@ -70,21 +70,38 @@ def quick_plots(monkeypatch):
 _SKIP_PREFIX = "needs the public traces: "
 
 
+# -- tests marked aiconfigurator need AIConfigurator's tables: they run when costs/operators.py finds them
+_TABLES_PREFIX = "needs AIConfigurator's tables: "
+
+
 def pytest_collection_modifyitems(config, items):
     reason = real_traces_missing()
     if reason:
         for item in items:
             if item.get_closest_marker("real_traces"):
                 item.add_marker(pytest.mark.skip(reason=_SKIP_PREFIX + reason))
+    from disagg_simpy.costs import operators
+
+    if operators.data_folder() is None:
+        for item in items:
+            if item.get_closest_marker("aiconfigurator"):
+                item.add_marker(pytest.mark.skip(reason=_TABLES_PREFIX + f"${operators.ENV_FOLDER} is not set"))
 
 
 def pytest_terminal_summary(terminalreporter, config):
     """One line for the skipped tests of the public traces, counted from the reports (under xdist the
     workers collect, so only the reports reach the process that prints)."""
-    reasons = [str(r.longrepr[2]) for r in terminalreporter.stats.get("skipped", [])
-               if isinstance(r.longrepr, tuple) and _SKIP_PREFIX in str(r.longrepr[2])]
+    def skipped(prefix: str) -> list[str]:
+        return [str(r.longrepr[2]).split(prefix, 1)[1] for r in terminalreporter.stats.get("skipped", [])
+                if isinstance(r.longrepr, tuple) and prefix in str(r.longrepr[2])]
+
+    reasons = skipped(_SKIP_PREFIX)
     if reasons:
-        reason = reasons[0].split(_SKIP_PREFIX, 1)[1]
         terminalreporter.write_line(
-            f"{len(reasons)} tests of the public traces skipped: {reason} (python -m disagg_simpy traces fetch, then "
-            "set it to the folder `traces list` names)")
+            f"{len(reasons)} tests of the public traces skipped: {reasons[0]} (python -m disagg_simpy traces fetch, "
+            "then set it to the folder `traces list` names)")
+    reasons = skipped(_TABLES_PREFIX)
+    if reasons:
+        terminalreporter.write_line(
+            f"{len(reasons)} tests of AIConfigurator's tables skipped: {reasons[0]} (set it to a folder holding "
+            "systems/data/: docs/composed-presets.md says where to get them)")

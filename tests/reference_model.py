@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13 and their readings; E9 in reference_paged.py), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13-E16 and their readings; E9 in reference_paged.py), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -17,6 +17,10 @@ Written for clarity, not speed: use it on tiny scenarios only.
 from __future__ import annotations
 
 from fractions import Fraction
+
+import numpy as np
+
+from disagg_simpy.workload.speculative import uniforms
 
 NONE = -1
 COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
@@ -170,6 +174,9 @@ class Reference:
             self.writing, self.link, self.local_max = [], "independent", None
         self.gpus = self.reading + self.writing
         self.kv_on = any(g.capacity is not None for g in self.gpus)
+        spec = scenario.speculative  # E16: (draft tokens, acceptance, drafting's ms per token, each request's key)
+        self.speculative = None if spec is None else (spec.tokens, spec.acceptance, exact(spec.per_draft_token_ms),
+                                               stream.draft_keys)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
             zip(stream.arrived_at_ns, stream.n_prompt_tokens, stream.n_reply_words, stream.measured))]
         # E13: caches on the instances that read (not a split's writing ones), and the router
@@ -294,7 +301,8 @@ class Reference:
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)  # E3: word w has w-1
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)  # E7
         ms += c["per_cached_token_ms"] * n_cached  # E13
-        ms += tiles(c, read + len(writes))  # E15
+        verify_ms, drafts = self.verified(c, len(writes))  # E16: k draft tokens per reply, each read, and drafted
+        ms += verify_ms + tiles(c, read + len(writes) + drafts)  # E15 (E16: a verified draft token is a row)
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:
@@ -312,9 +320,15 @@ class Reference:
     def end(self, g: Gpu, now: int):
         _, writes, reads = g.busy
         g.busy = None
-        for r in writes:  # words 2..n
+        for r in writes:  # words 2..n (E16: one, then each next word while accepted, at most 1 + k, at most the reply)
             r.written += 1
             r.word_times.append(now)
+            if self.speculative:
+                k, n = self.speculative[0], 1
+                while n < 1 + k and r.written < r.words and self.accepted(r, r.written + 1):
+                    r.written += 1
+                    n += 1
+                    r.word_times.append(now)
             if r.written == r.words:
                 r.finished = now
                 g.replies.remove(r)
@@ -339,6 +353,19 @@ class Reference:
                 self.join(g, r, now)
         if self.split:
             self.serve_handoff(now)
+
+    def verified(self, c: dict, n_replies: int):
+        """E16: what verifying `n_replies` replies' draft tokens adds to an iteration of cost `c`
+        (each token at per_prompt_token_ms, and drafted), in ms, and their tokens (rows of E15)."""
+        if self.speculative is None:
+            return 0, 0
+        k, _, draft_ms, _ = self.speculative
+        return (c["per_prompt_token_ms"] + draft_ms) * k * n_replies, k * n_replies
+
+    def accepted(self, r: Req, word: int) -> bool:
+        """E16: whether the draft of `word` of r's reply is accepted (the request's own draw)."""
+        _, a, _, keys = self.speculative
+        return bool(uniforms(np.array([keys[r.id]]), np.array([word]))[0] < a)
 
     # -- handoff and ships (D3, M4, E4e, E5) -----------------------------------------------------
     def serve_handoff(self, now: int):

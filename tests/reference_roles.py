@@ -79,7 +79,8 @@ class RolesReference(Reference):
         read_wait = any(g.queue and now - g.queue[0].arrived >= wait for g in self.reading)
         gap = exact(spec.setting("gap_ms")) * 1_000_000
         write_gap = any(to_ns(g.cost["iteration_ms"] + g.cost["per_reply_ms"] * (len(g.replies) + g.shipping)
-                              + tiles(g.cost, len(g.replies) + g.shipping))  # (E15 too, as model/roles.py)
+                              + self.verified(g.cost, len(g.replies) + g.shipping)[0]  # (E15, E16 too, as model/roles.py)
+                              + tiles(g.cost, (len(g.replies) + g.shipping) + self.verified(g.cost, len(g.replies) + g.shipping)[1]))
                         >= gap for g in self.writing)
         write_pressure = write_gap or bool(self.handoff)
         if read_wait and not write_pressure and len(self.writing) > 1:

@@ -54,14 +54,15 @@ def _cells(args, scenario):
 
 def _map(job: Job) -> Batch:
     from ..page.commands import map_page
-    from ..sweep.winners import default_y, winners
+    from ..sweep.winners import default_y, winner_words, winners
 
     scenario, seeds, args = job.scenario, job.seeds, job.args
     key, values, rates, arranged = job.prepared
     cells = winners(arranged, rates, key, values, seeds, job.runner)
     start = scenario.workload.rate_per_s
     marker = (float(start), default_y(scenario, key)) if start is not None else None
-    title = (f"{scenario.name}: most replies on time on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
+    words = winner_words(scenario.slo)
+    title = (f"{scenario.name}: {words} on {args.gpus} GPUs ({len(rates)} x {len(values)} cells, "
              f"mean of {len(seeds)} seed{'s' * (len(seeds) > 1)} each)")
     names = [a.name for a in arranged.arrangements]
     wins = cells[cells["winner"] != ""].groupby("winner").size().sort_values(ascending=False)
@@ -70,7 +71,7 @@ def _map(job: Job) -> Batch:
     def picture(folder):
         from ..plots.capacity import save_map
 
-        return save_map(cells, folder / "map.png", title, marker, names)
+        return save_map(cells, folder / "map.png", title, marker, names, words)
 
     return Batch(
         cells,
@@ -82,7 +83,7 @@ def _map(job: Job) -> Batch:
                                       else f"lowest worst figure / limit ({scenario.slo.words()}, mean over seeds)"),
                "cells won: " + ", ".join(f"{n} {c}" for n, c in wins.items()) + f"; too close to call: {close}"],
         picture=picture,
-        page=lambda path: map_page(path, cells, title, names),
+        page=lambda path: map_page(path, cells, title, names, words, scenario.slo.share_header().removesuffix(" %")),
     )
 
 

@@ -54,7 +54,7 @@ def check_kinds(args, scenario, check_cost):
     arrangement fits is refused, naming the cheapest's cost), the plan's cost. Returns what the
     plan searches: (presets by kind, the scenario with the candidates in the budget, units to rank
     per, the candidates as written). `check_cost` is plan's (cli/plan.py)."""
-    from ..sweep.plan_kinds import candidates, side_presets, version_notes, within
+    from ..sweep.plan_kinds import candidates, capacity_notes, side_presets, version_notes, within
 
     given = [flag for key, flag in BUDGETS.items() if getattr(args, key) is not None]
     if args.gpu_kinds is None:
@@ -78,7 +78,7 @@ def check_kinds(args, scenario, check_cost):
                          f"--max-gpus {args.max_gpus} (a split keeps a writing GPU)")
     refuse_varying_traffic(scenario, "plan")
     presets = side_presets(scenario, args.gpu_kinds)
-    for note in version_notes(scenario, args.gpu_kinds):
+    for note in (*version_notes(scenario, args.gpu_kinds), *capacity_notes(scenario)):
         print(f"warning: --gpu-kinds: {note}", file=sys.stderr)
     searched = presets if args.tp == (1,) else _at_tps(args, presets)
     arrangements = candidates(searched, args.max_gpus, args.chunks, splits=args.splits)
@@ -124,7 +124,8 @@ def _seeds(scenario):
 
 def recommendation(table, target: float, per: str, slo=None) -> str:
     """The best per dollar (or kW) and whether it beats the runner-up: their 95% intervals of
-    dollars per million on-time requests (per kW: of goodput per kW) do not overlap. Worded
+    dollars per million requests (per kW: of goodput per kW) do not overlap (the other way
+    round, said so). Worded
     after the scenario's rule `slo` (on time only where on time is the rule)."""
     from ..results.costs import verdict_words
 
@@ -138,12 +139,29 @@ def recommendation(table, target: float, per: str, slo=None) -> str:
     if len(table) < 2 or math.isnan(table["goodput_per_s"].iloc[1]):
         return head
     second = table.iloc[1]
-    if math.isnan(best.dollars_per_million_low) or math.isnan(second.dollars_per_million_low):
+    if math.isnan(best.goodput_low_per_s) or math.isnan(second.goodput_low_per_s):
         return f"{head}; next {second.arrangement} ({_money(second, 'dollars_per_million')}; one seed: no interval)"
-    ranges = (f"{_range(best)} against {_range(second)} $ per million, 95% intervals")
-    if best.dollars_per_million_high < second.dollars_per_million_low:
+    from .cost_text import money
+
+    (b_low, b_high), (s_low, s_high) = _ranked_interval(best, per), _ranked_interval(second, per)
+    fmt = money if per == "dollar" else (lambda v: f"{v:.2f}")
+    ranges = (f"{fmt(b_low)}-{fmt(b_high)} against {fmt(s_low)}-{fmt(s_high)} "
+              f"{'$ per million' if per == 'dollar' else 'requests/s per kW'}, 95% intervals")
+    # per dollar, fewer dollars per million is better; per kW, more goodput per kW
+    ahead, behind = (b_high < s_low, s_high < b_low) if per == "dollar" else (b_low > s_high, s_low > b_high)
+    if ahead:
         return f"{head}; it beats {second.arrangement}: {ranges}"
+    if behind:
+        return f"{head}; {second.arrangement} is ahead on the intervals though behind on the means: {ranges}"
     return f"{head}; too close to call against {second.arrangement}: {ranges} overlap"
+
+
+def _ranked_interval(r, per: str) -> tuple[float, float]:
+    """The 95% interval the ranking is judged on: dollars per million (per dollar), or goodput
+    per kW (per kW, from the goodput's)."""
+    if per == "dollar":
+        return r.dollars_per_million_low, r.dollars_per_million_high
+    return r.goodput_low_per_s / r.power_kw, r.goodput_high_per_s / r.power_kw
 
 
 def _at(slo, target: float) -> str:
@@ -155,10 +173,6 @@ def _money(r, key: str) -> str:
     from .cost_text import money
 
     return money(getattr(r, key))
-
-
-def _range(r) -> str:
-    return f"{_money(r, 'dollars_per_million_low')}-{_money(r, 'dollars_per_million_high')}"
 
 
 def plan_kinds(job: Job, format_plan) -> Batch | None:
@@ -207,8 +221,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         title = f"{scenario.name}: goodput per {unit} of {kinds} within {_budget(args).text()}, {at}"
         line = recommendation(table, args.target, unit, scenario.slo)
         pick = table["arrangement"].iloc[0]
-    raw = {d["name"]: d for d in arrangements}
-    block = yaml.safe_dump(raw[pick], default_flow_style=True, sort_keys=False, width=10**6).strip() if pick in raw else ""
+    block = _block(scenario, arrangements, pick)
     rate = args.rate
 
     def picture(folder):
@@ -227,6 +240,16 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target, verdict),
     )
+
+
+def _block(scenario, arrangements: list[dict], pick) -> str:
+    """The picked candidate as simulated (the keys carried from the scenario's engine included,
+    `with_kinds`), as a scenario file writes it: pasted into the scenario, it runs the same."""
+    from ..sweep.plan_kinds import written
+
+    raw = [d for d in arrangements if d["name"] == pick]
+    return yaml.safe_dump(written(scenario, raw), default_flow_style=True, sort_keys=False, width=10**6).strip() \
+        if raw else ""
 
 
 def iso_text(table, verdict: str = "on time") -> str:

@@ -134,10 +134,12 @@ def table(names: Sequence[str] = P.NAMES) -> str:
     engines = {f"{P.parts(n)[3]}: {PRESETS[n].get('engine_note', PRESETS[n]['engine_version'])}"  # type: ignore[index]
                for n in names}
     return "\n".join(lines + ["", "Ranges: replies and prompt tokens per iteration, context tokens a reply; a run "
-                              "beyond them warns. KV capacity: the engine's share of GPU memory less the weights (90% for the "
-                              "fitted presets; vLLM 90-92%, SGLang 82-91% less collective buffers for the composed; "
-                              "activations ignored); errors against the source's iterations (DistServe: against its "
-                              "own fitted model; composed presets: against the composed times). Engines:",
+                              "beyond them warns. KV capacity: the engine's share of GPU memory less the weights and its "
+                              "reserve (fitted presets: each source's own, 90% for Vidur's planner and Splitwise's "
+                              "vLLM, 95% less 1% for DistServe and its vLLM 0.2; composed: vLLM 90-92%, SGLang "
+                              "82-91%, less collective buffers; activations beyond the reserve ignored); errors "
+                              "against the source's iterations (DistServe: against its own fitted model; composed "
+                              "presets: against the composed times). Engines:",
                               *(f"  {e}" for e in sorted(engines)), *notes])
 
 

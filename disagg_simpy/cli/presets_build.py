@@ -20,8 +20,9 @@ def add_build_parser(sub) -> None:
                        f"per-operator tables (${O.ENV_FOLDER})")
     b.add_argument("--model-config", required=True, metavar="FILE", help="the model's Hugging Face config.json")
     b.add_argument("--gpu", required=True, metavar="KIND", help=f"one of {', '.join(O.GPUS)}")
-    b.add_argument("--engine", required=True, metavar="ENGINE", help=f"one of {', '.join(O.ENGINES)} (the pairs the "
-                   "tables hold: vLLM 0.14 and SGLang 0.5.10 on the A100, 0.24 and 0.5.14 on the others)")
+    b.add_argument("--engine", required=True, metavar="ENGINE", help=f"one of {', '.join(O.ENGINES)}, or its start "
+                   "(vllm, sglang) as in the listing's --engine: the version the tables hold for --gpu (vLLM 0.14 and "
+                   "SGLang 0.5.10 on the A100, 0.24 and 0.5.14 on the others)")
     b.add_argument("--tp", required=True, type=int, metavar="N", help="tensor-parallel degree: 1, 2, 4 or 8")
     b.add_argument("--json", action="store_true", help="print every fact as JSON instead of the block")
 
@@ -35,10 +36,9 @@ def build(args: argparse.Namespace) -> int:
     model = read_model_config(Path(args.model_config))
     if args.gpu not in O.GPUS:
         raise InputError(f"--gpu: got {args.gpu!r}, expected one of {', '.join(O.GPUS)}")
-    if args.engine not in O.ENGINES:
-        raise InputError(f"--engine: got {args.engine!r}, expected one of {', '.join(O.ENGINES)}")
+    engine = C.engine_for(args.engine, args.gpu)
     O.check_tp(model, args.tp)
-    t = O.tables(O.require_folder(), args.gpu, args.engine)
+    t = O.tables(O.require_folder(), args.gpu, engine)
     path = Path(args.model_config)
     label = path.parent.resolve().name if path.stem == "config" else path.stem
     p = C.compose(model, t, args.tp, label)

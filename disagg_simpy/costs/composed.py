@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from . import operators as O
-from .fitting import KINDS, kinds
+from .fitting import FREE, KINDS, TILE_SIZE, columns, kinds
 from .hf_config import ModelConfig, read_model_config
+from .instance_memory import kv_capacity_tokens
 from .minimax import TILES, fit_worst, whole_range_error
 
 LICENCE = "Apache-2.0"
@@ -41,6 +42,40 @@ PAIRS = (("a100-80gb", "vllm-0.14"), ("a100-80gb", "sglang-0.5.10"),
          ("h100-80gb", "vllm-0.24"), ("h100-80gb", "sglang-0.5.14"),
          ("h200", "vllm-0.24"), ("h200", "sglang-0.5.14"),
          ("b200", "vllm-0.24"), ("b200", "sglang-0.5.14"))
+
+#: what each engine's scheduler does by default, and how a scenario says it (a preset's engine_note)
+ENGINE_NOTES = {
+    "vllm": "vLLM {version} (V1 engine; kernels timed by AIConfigurator's collectors): chunked prefill on, each "
+            "iteration writes a word for every running reply first and reads prompts in the room left, up to "
+            "max_num_batched_tokens (8,192 for the API server on GPUs of 70 GB or more): in a scenario, "
+            "max_batch_tokens: 8192 with mixed iterations (the default)",
+    "sglang": "SGLang {version} (kernels timed by AIConfigurator's collectors): prefill first, in prompt-only "
+              "iterations (it does not mix prompts and replies by default) of at most chunked_prefill_size tokens "
+              "(8,192 below 160 GB of GPU memory, 16,384 above): in a scenario, mixed_iterations: false and "
+              "max_batch_tokens: 8192 (16384 on the B200)",
+}
+
+
+def engine_note(engine: str) -> str:
+    framework, version = O.ENGINES[engine]
+    return ENGINE_NOTES[framework].format(version=version)
+
+
+def engine_for(name: str, gpu: str) -> str:
+    """The engine `name` means on `gpu`: a name of O.ENGINES, or its start (vllm, sglang: as the
+    listing's --engine reads it), among the versions the tables hold for that GPU; refused in one
+    line otherwise."""
+    if gpu not in O.GPUS:
+        raise O.InputError(f"--gpu: got {gpu!r}, expected one of {', '.join(O.GPUS)}")
+    held = [e for g, e in PAIRS if g == gpu]
+    if name in O.ENGINES and name not in held:
+        raise O.InputError(f"--engine: got {name!r}, but the tables hold {', '.join(held)} for --gpu {gpu}")
+    found = [e for e in held if e == name or e.startswith(name)]
+    if len(found) != 1:
+        raise O.InputError(f"--engine: got {name!r}, expected one of {', '.join(held)} (or its start: vllm, sglang) "
+                           f"for --gpu {gpu}")
+    return found[0]
+
 
 REPLIES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CONTEXTS = (128, 256, 512, 1024, 2048, 4096, 8192)
@@ -63,11 +98,18 @@ class Spec:
         return f"{self.gpu}/{self.model}/tp{self.tp}/{self.engine}"
 
 
+def saturated_replies(model: ModelConfig) -> int:
+    """The smallest batch at which a MoE layer's every expert is busy under balanced routing
+    (ceil(experts / top-k)); 1 for a dense model. Below it an expert layer's time steps with the
+    experts the batch touches, which no cost field follows (docs/composed-presets.md)."""
+    return -(-model.experts // model.topk) if model.experts else 1
+
+
 def config_of(folder: Path, model: str) -> ModelConfig:
     return read_model_config(folder / "model_configs" / f"{MODELS[model][1]}_config.json")
 
 
-def grid(t: O.Tables, model: ModelConfig, tp: int) -> pd.DataFrame:
+def grid(t: O.Tables, model: ModelConfig, tp: int, ep: int = 1) -> pd.DataFrame:
     """The composed iterations a preset is fitted to (rows of `fitting.COLUMNS` plus
     earlier_tokens, prompts): writing only at REPLIES x CONTEXTS, whole prompts (PROMPTS alone,
     BATCHED in twos and fours), and CHUNKS after EARLIER tokens beside BESIDE replies; each point
@@ -78,7 +120,7 @@ def grid(t: O.Tables, model: ModelConfig, tp: int) -> pd.DataFrame:
     def add(replies: int, context: int, prompts: int, chunk: int, earlier: int) -> None:
         try:
             ms = O.iteration_ms(t, model, tp, replies=replies, context=context, prompts=prompts, chunk=chunk,
-                                earlier=earlier)
+                                earlier=earlier, ep=ep)
         except O.OutOfRange:
             return
         rows.append((replies, prompts * chunk, replies * context, earlier, prompts, ms))
@@ -116,6 +158,26 @@ def errors_by_size(t: pd.DataFrame, fitted: np.ndarray) -> dict[str, dict[str, f
     return out
 
 
+def split_rows(rows: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows a preset is fitted to, the writing rows below `saturated_replies` left out)."""
+    below = (kinds(rows) == KINDS[0]) & (rows.replies.to_numpy() < saturated_replies(model))
+    return rows[~below].reset_index(drop=True), rows[below].reset_index(drop=True)
+
+
+def below_range(rows: pd.DataFrame, coefficients: dict) -> dict[str, float]:
+    """The largest error (signed, %) of a fit's fields on writing rows below its range, by
+    replies (1-8, 9-64)."""
+    terms = tuple(k for k in coefficients if k not in (FREE, TILE_SIZE))
+    a = columns(rows, terms, int(coefficients.get(FREE, 0)), int(coefficients.get(TILE_SIZE, 0)))
+    rel = a @ np.array([coefficients[k] for k in terms]) / rows.ms.to_numpy(float) - 1
+    out = {}
+    for lo, hi in ((1, 8), (9, 64)):
+        r = rel[(rows.replies.to_numpy() >= lo) & (rows.replies.to_numpy() <= hi)]
+        if len(r):
+            out[f"{lo}-{hi}"] = round(100 * float(r[np.argmax(np.abs(r))]), 1) + 0.0
+    return out
+
+
 def kv_ship(t: O.Tables, model: ModelConfig, tp: int) -> dict[str, float]:
     """ms per token of KV shipped between instances: each GPU ships its share over its own link at
     the bandwidth AIConfigurator's systems/<gpu>.yaml states (NVLink within a node, the network
@@ -125,16 +187,24 @@ def kv_ship(t: O.Tables, model: ModelConfig, tp: int) -> dict[str, float]:
             "inter_node": float(f"{1e3 * share / float(t.node['inter_node_bw']):.4g}")}
 
 
-def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[int, ...] = TILES) -> dict:
+def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[int, ...] = TILES,
+            ep: int = 1) -> dict:
     """One composed preset's facts: the grid composed for `model` on `t`'s GPU and engine at TP
-    `tp`, the cost fields fitted to it, their errors, range, KV capacity and ship cost."""
+    `tp` (experts over `ep` of its GPUs), the cost fields fitted to it, their errors, range, KV
+    capacity and ship cost. A MoE model's fit leaves out the writing rows below
+    `saturated_replies` (a step no cost field follows) and states their error apart
+    (`below_range_pct`); its range says where writing batches start (`writing_replies`), and a
+    run below it is warned (results/preset_range.py)."""
     O.check_tp(model, tp)
-    rows = grid(t, model, tp)
+    O.check_ep(model, tp, ep)
+    every = grid(t, model, tp, ep)
+    busy = saturated_replies(model)
+    rows, under = split_rows(every, model)
     missing = [k for k in KINDS if k not in set(kinds(rows))]
     if missing or len(rows) < 20:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu} with {t.engine}: the tables measure only {len(rows)} of the "
                            f"grid's iterations{' (none ' + ', '.join(missing) + ')' if missing else ''}; too few to fit")
-    capacity, terms = O.kv_capacity_tokens(t, model, tp)
+    capacity, terms = kv_capacity_tokens(t, model, tp)
     if capacity <= 0:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu}: the weights ({terms['weights_gib']:.1f} GiB a GPU) leave no "
                            f"room for KV cache in {terms['engine_share']:.0%} of {terms['gpu_memory_gib']:.0f} GiB; "
@@ -142,8 +212,10 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
     plain, attention = fit_worst(rows), fit_worst(rows, attention=True, unsaturated=True, tiles=tiles)
     framework, version = O.ENGINES[t.engine]
     return {
-        "gpu": t.gpu.upper(), "model": label, "tp": tp, "dtype": "bf16", "engine": ENGINE_LABELS[framework],
-        "engine_version": version,
+        "gpu": t.gpu.upper(), "model": label, "tp": tp, **({"ep": ep} if ep > 1 else {}),
+        "dtype": {"bfloat16": "bf16"}.get(model.quant, f"{model.quant} weights, bf16 activations and KV"),
+        "engine": ENGINE_LABELS[framework],
+        "engine_version": version, "engine_note": engine_note(t.engine),
         "source": f"{O.SOURCE} composed into iterations; {O.HOST_SOURCE}", "licence": LICENCE,
         "measured": "matrix products, prefill and decode attention, MoE layers, all-reduce (kernel timings)",
         "assumed": "element-wise ops from memory bandwidth; host overhead from Vidur's 2024 vLLM",
@@ -151,7 +223,12 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
         "attention_cost": attention.coefficients, "attention_errors_pct": attention.errors_pct,
         "attention_whole_64_4096_pct": whole_range_error(rows, attention.fitted),
         "errors_by_size_pct": errors_by_size(rows, attention.fitted),
-        "rows": plain.rows, "range": plain.ranges,
+        **({"below_range_pct": below_range(under, attention.coefficients), "range_note":
+            f"writing batches from {busy} replies (experts / top-k), where every expert of a MoE layer is busy; "
+            "below it an expert layer's time steps with the experts the batch touches, which no cost field follows, "
+            "and the preset overstates it (below_range_pct)"} if len(under) else {}),
+        "rows": plain.rows,
+        "range": {**plain.ranges, **({"writing_replies": [busy, float(every.replies.max())]} if len(under) else {})},
         "kv_capacity_tokens": capacity, "memory_utilisation": terms["engine_share"],
         "kv_bytes_per_token": int(model.kv_bytes_per_token(tp)),
         "kv_ship_ms_per_token": kv_ship(t, model, tp),

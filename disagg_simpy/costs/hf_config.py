@@ -1,18 +1,23 @@
 """A model as the composition sees it (costs/operators.py), read from a Hugging Face config.json:
 layers, hidden size, heads, KV heads, head size, FFN size, vocabulary, experts and top-k; its KV
-bytes a token and its parameter count. A config the composition cannot express (latent or
-sliding-window attention, Mamba or shared-expert layers, a dtype other than bf16/fp16) is
-refused in one line naming the key."""
+bytes a token and its parameter count. Weights in fp8 (a `quantization_config` of
+`quant_method: fp8`, block-scaled when it gives `weight_block_size`) compose from the tables' fp8
+matrix products and MoE layers; activations and the KV cache stay bf16 (the engines' default).
+A config the composition cannot express (latent or sliding-window attention, Mamba or
+shared-expert layers, a dtype other than bf16/fp16, another quantisation) is refused in one line
+naming the key."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InputError
 
 DTYPES = {"bfloat16": "bfloat16", "float16": "bfloat16"}  # fp16 runs at bf16's speed (the tables hold bf16)
+#: weight formats composed: the tables' gemm_dtype / moe_dtype, and bytes a weight
+QUANTS = {"bfloat16": 2, "fp8": 1, "fp8_block": 1}
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -30,10 +35,23 @@ class ModelConfig:
     topk: int = 0
     moe_inter: int = 0
     moe_layers: int = 0  # how many of the layers are MoE layers
+    quant: str = "bfloat16"  # the weights' format (QUANTS): which rows of the gemm and MoE tables
 
     @property
     def dtype_bytes(self) -> int:
+        """Bytes an activation or KV value takes (bf16)."""
         return 2
+
+    @property
+    def weight_bytes(self) -> int:
+        return QUANTS[self.quant]
+
+    def quantised(self, quant: str, where: str = "--quant") -> ModelConfig:
+        """The same model with its weights in `quant` (one of QUANTS; refused in one line otherwise)."""
+        if quant not in QUANTS:
+            raise InputError(f"{where}: got {quant!r}, expected one of {', '.join(QUANTS)} (the weight formats the "
+                             "tables measure)")
+        return replace(self, quant=quant)
 
     def kv_bytes_per_token(self, tp: int = 1) -> float:
         """Bytes of KV cache a token takes on each GPU: layers x 2 (K, V) x KV heads x head size x
@@ -60,6 +78,20 @@ _UNSUPPORTED = {  # config key -> what it means; a config with it is refused
     "n_shared_experts": "shared experts",
     "vision_config": "a vision encoder",
 }
+#: what each refused key names, singular or plural, for the verb
+_PLURAL = {"shared experts", "Mamba layers", "layers of several kinds (linear or sliding-window attention)"}
+
+
+def _quant(raw: dict, where: str) -> str:
+    """The weights' format from `quantization_config` (fp8, block-scaled or per tensor), else bf16."""
+    q = raw.get("quantization_config")
+    if not q:
+        return "bfloat16"
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method != "fp8":
+        raise InputError(f"{where}: 'quantization_config': quant_method {method!r} is not composed (fp8 weights or "
+                         "none; the tables measure bf16 and fp8 matrix products)")
+    return "fp8_block" if q.get("weight_block_size") else "fp8"
 
 
 def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
@@ -71,8 +103,9 @@ def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
         raw = {**raw["text_config"]}
     for key, what in _UNSUPPORTED.items():
         if raw.get(key) not in (None, 0, [], {}):
-            raise InputError(f"{where}: {key!r}: {what} is not composed from the tables (dense and MoE decoders with "
-                             "full attention only)")
+            verb = "are" if what in _PLURAL else "is"
+            raise InputError(f"{where}: {key!r}: {what} {verb} not composed from the tables (dense and MoE decoders "
+                             "with full attention only)")
     if raw.get("use_sliding_window") or (raw.get("sliding_window") and raw.get("use_sliding_window") is not False):
         raise InputError(f"{where}: 'sliding_window': sliding-window attention is not composed (full attention only)")
 
@@ -96,10 +129,12 @@ def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
     if dtype not in DTYPES:
         raise InputError(f"{where}: 'torch_dtype': got {dtype!r}, expected one of {', '.join(DTYPES)} (the tables "
                          "composed are bf16)")
+    quant = _quant(raw, where)
     experts = raw.get("num_local_experts", raw.get("num_experts", 0)) or 0
     vocab = whole("vocab_size")
     if not experts:
-        return ModelConfig(layers, hidden, heads, kv_heads, head_dim, whole("intermediate_size"), vocab, dtype)
+        return ModelConfig(layers, hidden, heads, kv_heads, head_dim, whole("intermediate_size"), vocab, dtype,
+                           quant=quant)
     experts = whole("num_local_experts" if "num_local_experts" in raw else "num_experts")
     topk = whole("num_experts_per_tok")
     if topk > experts:
@@ -110,7 +145,7 @@ def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
     moe_layers = sum(1 for i in range(layers) if i not in dense_layers and (i + 1) % step == 0)
     inter = whole("intermediate_size") if moe_layers < layers else 0
     return ModelConfig(layers, hidden, heads, kv_heads, head_dim, inter, vocab, dtype, experts, topk, moe_inter,
-                       moe_layers)
+                       moe_layers, quant)
 
 
 def read_model_config(path: Path) -> ModelConfig:

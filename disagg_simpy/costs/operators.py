@@ -67,13 +67,20 @@ ENGINES = {
 }
 TP_DEGREES = (1, 2, 4, 8)
 _GEMM_KERNEL = {"vllm": "torch.nn.functional.linear", "sglang": "sglang_torch_linear"}
+#: the gemm rows each weight format is timed from. Block-scaled fp8's own rows hold a fixed
+#: 0.06-0.27 ms a call that does not follow the shape (10x bf16's time at 1,024 tokens on the
+#: B200, where the same kernels run at bf16's speed or better): a measurement outside CUDA
+#: graphs, not the kernel's time under the engines' graphs; per-tensor fp8 kernels stand in.
+GEMM_ROWS = {"bfloat16": "bfloat16", "fp8": "fp8", "fp8_block": "fp8"}
 
 
 def data_folder() -> Path | None:
-    """AIConfigurator's tables (see the module's docstring), or None."""
+    """AIConfigurator's tables (see the module's docstring), or None ($DISAGG_SIMPY_AICONFIGURATOR set
+    to a folder without them, or to nothing)."""
+    if ENV_FOLDER in os.environ:  # set (even to nothing): the only place looked at
+        folder = Path(os.environ[ENV_FOLDER])
+        return folder if os.environ[ENV_FOLDER] and (folder / "systems" / "data").is_dir() else None
     candidates = []
-    if os.environ.get(ENV_FOLDER):
-        candidates.append(Path(os.environ[ENV_FOLDER]))
     if os.environ.get("DISAGG_SIMPY_PROFILES"):
         candidates.append(Path(os.environ["DISAGG_SIMPY_PROFILES"]) / "aiconfigurator")
     candidates.append(Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cost-profiles" / "aiconfigurator")
@@ -143,32 +150,40 @@ class Tables:
         self._paths = {"gemm": path("gemm", "gemm_perf"), "context": path("attention", "context_attention_perf"),
                        "generation": path("attention", "generation_attention_perf"),
                        "moe": path("moe", "moe_perf"), "allreduce": path("comm", "custom_allreduce_perf")}
-        self._gemm: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] | None = None
+        self._gemm: dict[str, dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]] = {}
+        self._nks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._attention: dict[tuple, dict] = {}
         self._moe: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._allreduce: dict[int, tuple[np.ndarray, np.ndarray]] | None = None
 
     # matrix products
-    def _gemm_grid(self) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
-        if self._gemm is None:
+    def _gemm_grid(self, dtype: str = "bfloat16") -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+        """The gemm table of one weight format: bf16 from the engine's own kernel; fp8 the median
+        over the kernels measured (the engine picks one at start, by what is installed)."""
+        if dtype not in self._gemm:
             g = pd.read_parquet(self._paths["gemm"], columns=["kernel_source", "gemm_dtype", "m", "n", "k", "latency"])
-            g = g[g.gemm_dtype == "bfloat16"]
+            g = g[g.gemm_dtype == dtype]
+            if not len(g):
+                raise InputError(f"matrix products in {dtype}: not in AIConfigurator's {self.gpu} {self.engine} gemm "
+                                 "table (give a bf16 model, or another GPU)")
             own = g[g.kernel_source == _GEMM_KERNEL[self.framework]]
             g = own if len(own) else g
             g = g.groupby(["n", "k", "m"], sort=True).latency.median().reset_index()
-            self._gemm = {(int(n), int(k)): (d.m.to_numpy(float), d.latency.to_numpy(float))
-                          for (n, k), d in g.groupby(["n", "k"])}
-            self._ns = np.array(sorted({n for n, _ in self._gemm}), float)
-            self._ks = np.array(sorted({k for _, k in self._gemm}), float)
-        return self._gemm
+            grid = {(int(n), int(k)): (d.m.to_numpy(float), d.latency.to_numpy(float))
+                    for (n, k), d in g.groupby(["n", "k"])}
+            self._gemm[dtype] = grid
+            self._nks[dtype] = (np.array(sorted({n for n, _ in grid}), float),
+                                np.array(sorted({k for _, k in grid}), float))
+        return self._gemm[dtype]
 
-    def gemm(self, m: float, n: int, k: int) -> float:
-        """ms of one (m x k) by (k x n) bf16 matrix product: linear in m, n and k between measured
-        points; n above the widest measured scaled in proportion, below the narrowest at it."""
+    def gemm(self, m: float, n: int, k: int, dtype: str = "bfloat16") -> float:
+        """ms of one (m x k) by (k x n) matrix product with `dtype` weights: linear in m, n and k
+        between measured points; n above the widest measured scaled in proportion, below the
+        narrowest at it."""
         if m <= 0:
             return 0.0
-        grid = self._gemm_grid()
-        ns, ks = self._ns, self._ks
+        grid = self._gemm_grid(dtype)
+        ns, ks = self._nks[dtype]
         what = f"matrix product of n={n}, k={k}"
         if k < ks[0] or k > ks[-1]:
             raise InputError(f"{what}: k={k} is outside the measured {ks[0]:g}-{ks[-1]:g} ({self.gpu}, {self.engine})")
@@ -246,21 +261,25 @@ class Tables:
                                   "decode attention")
 
     # MoE
-    def moe(self, tokens: float, hidden: int, inter: int, topk: int, experts: int, tp: int) -> float:
-        """ms of one MoE layer (experts split over TP, balanced routing), linear in tokens."""
+    def moe(self, tokens: float, hidden: int, inter: int, topk: int, experts: int, tp: int, ep: int = 1,
+            dtype: str = "bfloat16") -> float:
+        """ms of one MoE layer (each expert split over `tp` GPUs, the experts over `ep`; balanced
+        routing; `dtype` weights), linear in tokens."""
         if tokens <= 0:
             return 0.0
-        key = (hidden, inter, topk, experts, tp)
+        key = (hidden, inter, topk, experts, tp, ep, dtype)
         if key not in self._moe:
-            what = (f"MoE layer of hidden {hidden}, expert size {inter}, top-{topk} of {experts} experts at TP{tp}")
+            split = f"TP{tp}" + (f" EP{ep}" if ep > 1 else "")
+            what = (f"MoE layer of hidden {hidden}, expert size {inter}, top-{topk} of {experts} experts at {split}")
             if not self._paths["moe"].is_file():
                 raise InputError(f"{what}: AIConfigurator has no MoE table for {self.engine} on {self.gpu}")
             m = pd.read_parquet(self._paths["moe"])
-            m = m[(m.moe_dtype == "bfloat16") & (m.hidden_size == hidden) & (m.inter_size == inter) & (m.topk == topk)
-                  & (m.num_experts == experts) & (m.moe_tp_size == tp) & (m.moe_ep_size == 1)
+            m = m[(m.moe_dtype == dtype) & (m.hidden_size == hidden) & (m.inter_size == inter) & (m.topk == topk)
+                  & (m.num_experts == experts) & (m.moe_tp_size == tp) & (m.moe_ep_size == ep)
                   & (m.distribution == "balanced")]
             if not len(m):
-                raise InputError(f"{what}: not in AIConfigurator's {self.gpu} {self.engine} MoE table (bf16, balanced)")
+                raise InputError(f"{what}: not in AIConfigurator's {self.gpu} {self.engine} MoE table ({dtype}, "
+                                 "balanced)")
             m = m[m.kernel_source == m.kernel_source.value_counts().index[0]]
             s = m.groupby("num_tokens").latency.median()
             self._moe[key] = (s.index.to_numpy(float), s.to_numpy(float))
@@ -315,22 +334,35 @@ def check_tp(model: ModelConfig, tp: int) -> None:
                          f"evenly on {tp} GPUs")
 
 
+def check_ep(model: ModelConfig, tp: int, ep: int) -> None:
+    """Refuse an expert-parallel degree the instance cannot take (EP divides TP, on a MoE model)."""
+    if ep == 1:
+        return
+    if not model.moe_layers:
+        raise InputError(f"--ep {ep}: the model has no MoE layers (expert parallelism is for MoE models)")
+    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1 or tp % ep or model.experts % ep:
+        raise InputError(f"--ep: got {ep!r}, expected a divisor of --tp {tp} and of the {model.experts} experts")
+
+
 def iteration_parts(t: Tables, model: ModelConfig, tp: int, replies: int = 0, context: float = 0,
-                    prompts: int = 0, chunk: float = 0, earlier: float = 0) -> dict[str, float]:
+                    prompts: int = 0, chunk: float = 0, earlier: float = 0, ep: int = 1) -> dict[str, float]:
     """ms of each part of one iteration (see the module's docstring): `replies` replies of
-    `context` tokens each, `prompts` prompt pieces of `chunk` tokens each after `earlier` ones."""
+    `context` tokens each, `prompts` prompt pieces of `chunk` tokens each after `earlier` ones;
+    with `ep` > 1 the experts are spread over `ep` of the TP GPUs (each expert over TP / EP), the
+    rest of the layer as at TP (vLLM's and SGLang's expert parallelism inside one instance)."""
     check_tp(model, tp)
+    check_ep(model, tp, ep)
     n = replies + prompts * chunk
     if n <= 0:
         return {"total": 0.0}
     h, d, L = model.hidden, model.head_dim, model.layers
     heads, kv = model.heads // tp, max(model.kv_heads // tp, 1)
-    b = model.dtype_bytes
-    linear = t.gemm(n, (heads + 2 * kv) * d, h) + t.gemm(n, h, heads * d)
-    dense_ffn = t.gemm(n, 2 * model.inter // tp, h) + t.gemm(n, h, model.inter // tp) if model.inter else 0.0
+    b, q, g = model.dtype_bytes, model.quant, GEMM_ROWS[model.quant]
+    linear = t.gemm(n, (heads + 2 * kv) * d, h, g) + t.gemm(n, h, heads * d, g)
+    dense_ffn = t.gemm(n, 2 * model.inter // tp, h, g) + t.gemm(n, h, model.inter // tp, g) if model.inter else 0.0
     moe = 0.0
-    if model.moe_layers:
-        moe = t.moe(n, h, model.moe_inter, model.topk, model.experts, tp) + t.gemm(n, model.experts, h)
+    if model.moe_layers:  # the router stays bf16 (quantised checkpoints leave it out)
+        moe = t.moe(n, h, model.moe_inter, model.topk, model.experts, tp // ep, ep, q) + t.gemm(n, model.experts, h)
     attention = (t.prefill_attention(prompts, chunk, earlier, heads, kv, d)
                  + t.decode_attention(replies, context, heads, kv, d))
     reduce = 2 * t.allreduce(n * h * b, tp)
@@ -355,40 +387,6 @@ def iteration_parts(t: Tables, model: ModelConfig, tp: int, replies: int = 0, co
 
 
 def iteration_ms(t: Tables, model: ModelConfig, tp: int, replies: int = 0, context: float = 0, prompts: int = 0,
-                 chunk: float = 0, earlier: float = 0) -> float:
+                 chunk: float = 0, earlier: float = 0, ep: int = 1) -> float:
     """ms of one iteration (`iteration_parts`' total)."""
-    return iteration_parts(t, model, tp, replies, context, prompts, chunk, earlier)["total"]
-
-
-# -- memory --------------------------------------------------------------------------------------
-
-def memory_share(engine: str, mem_capacity: int, tp: int) -> float:
-    """The share of GPU memory the engine takes for weights and KV cache by default: vLLM's
-    `gpu_memory_utilization` (0.9 to v0.21, 0.92 from v0.22: vllm/config/cache.py, as
-    AIConfigurator's vllm_backend.py cites it); SGLang's `mem_fraction_static`, derived at start
-    from the GPU's memory (server_args.py: 512 MB + 1.5 MB x the prefill chunk + TP/8 GiB + 2 MB
-    x the largest CUDA-graph batch, at least 10 GiB on GPUs over 60 GB)."""
-    framework, version = ENGINES[engine]
-    if framework == "vllm":
-        minor = int(version.split(".")[1])
-        return 0.92 if minor >= 22 else 0.9
-    mb = mem_capacity / 2**20
-    chunk, graph = (8192, 256 if tp < 4 else 512) if mb < 160 * 1024 else (16384, 512)
-    reserved = max(512 + 1.5 * chunk + tp / 8 * 1024 + 2 * graph, 10 * 1024)
-    return round((mb - reserved) / mb, 3)
-
-
-def kv_capacity_tokens(t: Tables, model: ModelConfig, tp: int) -> tuple[int, dict[str, float]]:
-    """Tokens of KV cache one instance holds, and each term in GiB per GPU: the GPU's memory x
-    the engine's share - the weights / TP - the collectives' buffers (AIConfigurator's
-    `nccl_mem`), over a token's KV bytes per GPU. Activations are left out (the engine profiles
-    them at start), so it is a ceiling."""
-    gib = 2**30
-    share = memory_share(t.engine, t.mem_capacity, tp)
-    weights = model.parameters() * model.dtype_bytes / tp
-    nccl = t.nccl_mem.get(tp, 0)
-    free = t.mem_capacity * share - weights - nccl
-    terms = {"gpu_memory_gib": t.mem_capacity / gib, "engine_share": share, "weights_gib": weights / gib,
-             "collectives_gib": nccl / gib, "kv_bytes_per_token_per_gpu": model.kv_bytes_per_token(tp)}
-    return max(int(free // model.kv_bytes_per_token(tp)), 0), terms
-
+    return iteration_parts(t, model, tp, replies, context, prompts, chunk, earlier, ep)["total"]

@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13, E14, E15): the one cost object.
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13-E16): the one cost object.
 
 Every term of an iteration's cost is written here once (`total_full`, `pairs`, `context`, `step`),
 rounded once (`rounded`, D10); the rest of the model asks this object for durations (`duration`,
@@ -21,9 +21,14 @@ from functools import cached_property
 from itertools import accumulate
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
+from ..workload.speculative import writing_iterations
+
 if TYPE_CHECKING:
     from ..scenario.cost_fields import Cost
     from ..scenario.schema import Scenario
+    from ..scenario.speculative import Speculative
 
 
 class Read(Protocol):
@@ -33,6 +38,12 @@ class Read(Protocol):
     unread_tokens: int
     cached_tokens: int
     read_started_at_ns: int
+
+
+class HasId(Protocol):
+    """A request, by its id (model/request.py's `Request`)."""
+
+    request_id: int
 
 
 class HasContext(Protocol):
@@ -69,33 +80,44 @@ class CostNs:
     free_prompt_tokens: int = 0  # E14: a count, not a cost: prompt tokens an iteration reads at no per-token cost
     per_token_tile: int = 0  # E15: once per started tile of token_tile tokens (prompt tokens read + replies written)
     token_tile: int = 1  # E15: a count, not a cost
+    draft_tokens: int = 0  # E16: a count, not a cost: draft tokens each written reply verifies (0: off)
+    per_draft_token: int = 0  # E16: drafting one of them
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
                 kv_ship_ms_per_token: float, per_reread_token_ms: float = 0.0,
                 per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
                 per_cached_token_ms: float = 0.0, prompt_iteration_ms: float = 0.0,
-                free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1) -> CostNs:
+                free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1,
+                draft_tokens: int = 0, per_draft_token_ms: float = 0.0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
                                        per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
-                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms)]
+                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms, per_draft_token_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair, cached, read_it, tile = (int(p * den) for p in parts)
+        it, reply, token, ship, reread, context, pair, cached, read_it, tile, draft = (int(p * den) for p in parts)
         return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens),
-                   tile, int(token_tile))
+                   tile, int(token_tile), int(draft_tokens), draft)
 
     @classmethod
-    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float) -> CostNs:
-        """From a scenario `Cost` (one side's figures, E1) and the arrangement's ship cost."""
+    def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float, speculative: Speculative | None = None) -> CostNs:
+        """From a scenario `Cost` (one side's figures, E1), the arrangement's ship cost and the
+        scenario's speculative decoding (E16), if on."""
+        spec = (speculative.tokens, speculative.per_draft_token_ms) if speculative is not None else (0, 0.0)
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
                            cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
-                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1)
+                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1, *spec)
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> CostNs:
         c = scenario.cost
         return cls.from_cost(c, c.kv_ship_ms_per_token)
+
+    @cached_property
+    def per_verified_reply(self) -> int:
+        """E16: what verifying a written reply's draft tokens adds to an iteration (over
+        `denominator`): each at `per_prompt_token_ms` (a token read), plus drafting it."""
+        return self.draft_tokens * (self.per_prompt_token + self.per_draft_token)
 
     @cached_property
     def extra_terms(self) -> bool:
@@ -142,8 +164,9 @@ class CostNs:
                    n_pairs: int = 0, n_cached: int = 0) -> int:
         """The one sum of an iteration's terms, before its rounding, over `denominator`: M1, `n_reread`
         re-read tokens (E2), `n_context` context tokens (E3), `n_pairs` attention pairs (E7), `n_cached`
-        cached prompt tokens (E13), E14 and E15."""
-        total = (self.iteration + self.per_reply * n_replies + self.per_prompt_token * n_tokens
+        cached prompt tokens (E13), E14, E15 and E16's verification of the replies' draft tokens."""
+        total = (self.iteration + (self.per_reply + self.per_verified_reply) * n_replies
+                 + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
                  + self.per_attention_pair * n_pairs + self.per_cached_token * n_cached)
         if n_tokens and (self.prompt_iteration or self.free_prompt_tokens):
@@ -163,8 +186,8 @@ class CostNs:
 
     def _tiles(self, n_replies: int, n_tokens: int) -> int:
         """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix
-        products, one a prompt token read or a reply written."""
-        return self.per_token_tile * -(-(n_replies + n_tokens) // self.token_tile)
+        products, one a prompt token read or a reply written (E16: and each draft token it verifies)."""
+        return self.per_token_tile * -(-(n_replies * (1 + self.draft_tokens) + n_tokens) // self.token_tile)
 
     def _unsaturated(self, n_tokens: int) -> int:
         """E14, for an iteration reading n_tokens > 0 prompt tokens: its one prompt_iteration_ms,
@@ -224,7 +247,7 @@ class CostNs:
         checks it against `iteration_ns`); else `iteration_ns` itself."""
         if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile or self.denominator != 1:
             return self.iteration_ns
-        it, reply, token = self.iteration, self.per_reply, self.per_prompt_token
+        it, reply, token = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token
         return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
 
     def writing_fn(self, gpu: HasContext) -> Callable[[int, int], int]:
@@ -250,10 +273,41 @@ class CostNs:
         if not self.attention_alone or self.denominator != 1:  # (E14, E15, a fraction of a ns: their terms too)
             full = self.iteration_ns_full
             return lambda now, index, n_replies, n_tokens, taken: full(n_replies, n_tokens, 0, 0, read_pairs(taken))
-        it, reply, token, pair = self.iteration, self.per_reply, self.per_prompt_token, self.per_attention_pair
+        it, reply, token, pair = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token, self.per_attention_pair
         return lambda now, index, n_replies, n_tokens, taken: (it + reply * n_replies + token * n_tokens
                                                                 + pair * read_pairs(taken))
 
     def ship_ns(self, n_tokens: int) -> int:
         """M4: a KV ship of `n_tokens` prompt tokens (D10)."""
         return self.rounded(self.kv_ship_per_token * n_tokens)
+
+
+class ContextSteps:
+    """E3 with E16, on one GPU: a reply's context grows by the words each of its iterations writes
+    (docs/rules.md#r86), where the GPU's context sum `context_base + key x replies` (`CostNs.context`)
+    counts one: the rest is added to `context_base` at the starts of its later iterations (`due`),
+    and taken back with the reply when it leaves (`leave`)."""
+
+    def __init__(self, keys: np.ndarray, tokens: int, acceptance: float) -> None:
+        self.keys, self.tokens, self.acceptance = keys, tokens, acceptance
+        self.at: dict[int, int] = {}  # iteration index -> context tokens its start adds
+        self.added: dict[int, int] = {}  # request id -> context tokens added for it in all
+
+    def seat(self, request_id: int, n_words: int, key: int) -> None:
+        """Request `request_id`'s reply of `n_words` words is seated at iteration `key`."""
+        _, ordinals = writing_iterations(self.keys[request_id:request_id + 1], np.array([n_words]), self.tokens,
+                                         self.acceptance)
+        extra = (np.bincount(ordinals)[:-1] - 1).tolist()  # each iteration's words past its first, but the last's
+        for s, e in enumerate(extra):
+            if e:
+                self.at[key + s + 1] = self.at.get(key + s + 1, 0) + e
+        self.added[request_id] = sum(extra)
+
+    def due(self, index: int) -> int:
+        """What iteration `index`'s start adds to the GPU's context sum."""
+        return self.at.pop(index, 0)
+
+    def leave(self, leaving: Iterable[HasId]) -> int:
+        """What the replies `leaving` had added to the GPU's context sum."""
+        return sum(self.added.pop(r.request_id, 0) for r in leaving)
+

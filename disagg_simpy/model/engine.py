@@ -16,14 +16,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TypedDict
 
+import numpy as np
 import simpy
 
 from ..scenario.arrangements import Arrangement
 from ..scenario.paging import paged_settings
 from ..scenario.prefixes import PREFIX_LOAD_CAP_TOKENS
 from ..scenario.schema import Scenario
+from ..workload.speculative import IterationCounts
 from ..workload.stream import Requests
-from .costs import CostNs, exact_ns
+from .costs import ContextSteps, CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
 from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
@@ -65,8 +67,9 @@ class Engine:
     def __init__(self, scenario: Scenario, arrangement: Arrangement, requests: Requests, give_up: GiveUp | None = None):
         reading_cost, writing_cost = arrangement.side_costs(scenario.cost)
         ship_ms = arrangement.kv_ship_ms(scenario.cost)
-        self.cost = CostNs.from_cost(reading_cost, ship_ms)
-        writing = CostNs.from_cost(writing_cost, ship_ms)
+        spec = self.speculative = scenario.speculative  # E16: its verification is a cost term of writing iterations
+        self.cost = CostNs.from_cost(reading_cost, ship_ms, spec)
+        writing = CostNs.from_cost(writing_cost, ship_ms, spec)
         self.arrangement = arrangement
         self.requests = requests
         self.env = Environment()
@@ -86,6 +89,12 @@ class Engine:
             swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
             for g in self.gpus:
                 PagedKv(g, block, preemption, swap, max_preemptions)
+        if spec is not None:  # E16: each reply's writing iterations, from its draws (workload/speculative.py)
+            assert requests.draft_keys is not None  # (drawn with speculative: workload.stream)
+            counts = IterationCounts(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)
+            for g in self.gpus:
+                g.writing_iterations = counts
+                g.context_steps = ContextSteps(requests.draft_keys, spec.tokens, spec.acceptance)  # (used with E3)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)
@@ -114,6 +123,11 @@ class Engine:
         self.gave_up = False
         roles = getattr(arrangement, "role_changes", None)  # E12
         self.roles = RoleController(self, roles, writing, chunk) if roles is not None else None
+
+    def _speculative_records(self) -> tuple[int, float, np.ndarray] | None:
+        """E16 for the records: (draft tokens, acceptance, the keys of the requests that arrived)."""
+        spec, keys = self.speculative, self.requests.draft_keys
+        return None if spec is None or keys is None else (spec.tokens, spec.acceptance, keys[:len(self.arrived)])
 
     def _gpu(self, number: int, role: str, chunk: int | None, writing: CostNs, capacity: int | None) -> Gpu:
         """A GPU of `role`: 'both' reads and writes with the reading figures (one cost, E1);
@@ -356,6 +370,7 @@ class Engine:
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
             kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
+            speculative=self._speculative_records(),
             kv_link=self.arrangement.kv_link_mode if self.split else None,
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
             preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 import simpy
 
-from .costs import CostNs
+from ..workload.speculative import IterationCounts
+from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
 from .kv_take import take_with_options
 from .option_starts import Bound, bounds, releaser, starter
@@ -61,6 +62,10 @@ class Gpu:
     _start: Start | None = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
+    # E16 (set by the engine): per request id, the writing iterations of its words 2..n (where its last word falls: an
+    # iteration's batch and cost do not depend on them, so repeats stay exact); with E3, its context's uneven growth
+    writing_iterations: IterationCounts | None = None
+    context_steps: ContextSteps | None = None
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -188,7 +193,10 @@ class Gpu:
             by_key, order = self.leaving_by_write, self.write_order
         if self.track_context:
             self.context_base += request.n_prompt_tokens + 1 - key
-        last = key + request.n_reply_words - 2
+            if self.context_steps is not None:  # E16
+                self.context_steps.seat(request.request_id, request.n_reply_words, key)
+        its = self.writing_iterations  # E16: one or more words an iteration, drawn (workload/speculative.py)
+        last = key + (request.n_reply_words - 1 if its is None else its[request.request_id]) - 1
         leaving = by_key.get(last)
         if leaving is None:
             by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)
@@ -256,7 +264,8 @@ class Gpu:
         # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None)
+        steps = self.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and self.track_context)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
@@ -290,6 +299,8 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
+            if steps is not None:  # E3 with E16: the context of the words accepted before this iteration
+                self.context_base += steps.due(index)
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)
@@ -400,5 +411,7 @@ class Gpu:
         if self.track_context:
             w = self.n_writes + 1  # E10: a reply of n words leaving now was seated at writing iteration w - n
             self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else w - r.n_reply_words) for r in leaving)
+            if self.context_steps is not None:  # E16: and the accepted words' context added
+                self.context_base -= self.context_steps.leave(leaving)
         if self.kv_capacity is not None:
             self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)

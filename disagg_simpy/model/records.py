@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..workload.speculative import writing_iterations
 from .words import STRETCH_LOG_FIELDS, Stretches, WriteView
 
 REQUEST_FIELDS = (
@@ -91,6 +92,9 @@ class ArrangementRecords:
     stretch_log: dict[str, np.ndarray] | None = None
     switches: dict[str, list[Any]] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
     cached_tokens: np.ndarray | None = None  # E13: per request, prompt tokens found cached; None: no cache
+    # E16: (draft tokens, acceptance, each request's key): a reply's words 2..n fall on its writing iterations by
+    # its draws (workload/speculative.py), one or more each; a stretch's `n` counts iterations; None: one word each
+    speculative: tuple[int, float, np.ndarray] | None = None
 
     @property
     def is_split(self) -> bool:
@@ -116,8 +120,8 @@ class ArrangementRecords:
     def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence[Any],
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None, stretch_log: np.ndarray | None = None,
-                preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None
-                ) -> ArrangementRecords:
+                preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None,
+                speculative: tuple[int, float, np.ndarray] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
         moved replies, an int64 table with one row of STRETCH_LOG_FIELDS per stretch."""
@@ -171,6 +175,7 @@ class ArrangementRecords:
             preemptions=preemptions,
             stretch_log=None if stretch_log is None else dict(zip(STRETCH_LOG_FIELDS, stretch_log.T.copy())),
             cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
+            speculative=speculative,
         )
 
     @cached_property
@@ -181,9 +186,19 @@ class ArrangementRecords:
     @cached_property
     def stretches(self) -> Stretches:
         """Every reply's stretches of words on the writing iterations (model/words.py)."""
+        if self.speculative is not None:  # E16: a stretch of n iterations (writing n or more words)
+            requests = {**self.requests, "n_reply_words": self._speculative_words[0] + 1}
+            return Stretches.derived(requests, self.gpu_offsets, self.writes)
         if self.stretch_log is None:
             return Stretches.derived(self.requests, self.gpu_offsets, self.writes)
         return Stretches.logged(self.stretch_log, len(self.requests["request_id"]), self.gpu_offsets, self.writes)
+
+    @cached_property
+    def _speculative_words(self) -> tuple[np.ndarray, np.ndarray]:
+        """E16: per request, the writing iterations its words 2..n take, and word by word, the one
+        of them (from 0) that writes it (`workload.speculative.writing_iterations`)."""
+        tokens, acceptance, keys = self.speculative  # type: ignore[misc]  # (E16 on)
+        return writing_iterations(keys, self.requests["n_reply_words"], tokens, acceptance)
 
     def word_times(
         self, rows: np.ndarray, ns_per_unit: float | None = None
@@ -196,6 +211,8 @@ class ArrangementRecords:
         """
         r = self.requests
         st = self.stretches
+        if self.speculative is not None:
+            return self._speculative_word_times(np.asarray(rows, np.int64), ns_per_unit)
         s = st.of_requests(rows)
         first, written, first_word = st.first[s], st.n[s], st.first_word[s]
         lead_at = st.lead_at[s]
@@ -232,6 +249,45 @@ class ArrangementRecords:
             at[out] = ended[np.clip(row, 0, max(len(ended) - 1, 0))] if len(ended) else 0  # (lead words set below)
             has_lead = own_b & (n > 0)
             at[out][starts[has_lead]] = lead_at[lo:hi][has_lead]
+        return request_id, word, at
+
+
+    def _speculative_word_times(self, rows: np.ndarray, ns_per_unit: float | None
+                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`word_times` under E16: word 1 at its read's end, then each word at the end of the writing
+        iteration of its reply that writes it (several words of one iteration share its end), for the
+        iterations that ran before the run stopped (each reply one stretch: E9 is not with E16)."""
+        r, st = self.requests, self.stretches
+        counts, ordinals = self._speculative_words
+        n_words = r["n_reply_words"]
+        word_starts = np.concatenate([[0], np.cumsum(np.maximum(n_words - 1, 0))])  # each reply's words 2.. in `ordinals`
+        lead = r["first_word_at_ns"][rows]
+        has_lead = lead >= 0
+        ran = st.n[rows]  # its writing iterations that ran
+        later = np.where(ran > 0, np.maximum(n_words[rows] - 1, 0), 0)
+        at_word = np.repeat(word_starts[rows], later) + np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later)
+        ordinal = ordinals[at_word]
+        keep = ordinal < np.repeat(ran, later)
+        per = has_lead + np.bincount(np.repeat(np.arange(len(rows)), later)[keep], minlength=len(rows))
+        total = int(per.sum())
+        ids = r["request_id"][rows]
+        id_type = np.int32 if not len(ids) or ids.max() < 2**31 else np.int64
+        word_type = np.int16 if (int(n_words.max()) if len(n_words) else 0) < 2**15 else np.int32
+        ended = self.writes.ended if ns_per_unit is None else self.writes.ended / ns_per_unit
+        lead_at = lead if ns_per_unit is None else lead / ns_per_unit
+        # each reply: its word 1 (if read), then its words 2.. that ran, in word order
+        request_id = np.repeat(ids, per).astype(id_type)
+        word = np.empty(total, word_type)
+        at = np.empty(total, ended.dtype)
+        out_start = np.cumsum(per) - per
+        lead_out = out_start[has_lead]
+        word[lead_out] = 1
+        at[lead_out] = lead_at[has_lead]
+        rest = np.ones(total, bool)
+        rest[lead_out] = False
+        word[rest] = (at_word - np.repeat(word_starts[rows], later) + 2)[keep]
+        row = np.repeat(st.first[rows], later) + ordinal
+        at[rest] = ended[row[keep]] if len(ended) else 0
         return request_id, word, at
 
 

@@ -192,9 +192,11 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
                              ("Every probe", _probes_table(table))])
 
 
-def map_page(path: Path, cells: pd.DataFrame, title: str, names: list[str]) -> Path:
-    """The map's grid: a cell per (rate, y value) in its winner's colour, paler the smaller its
-    margin over the runner-up (as map.png), outlined where too close to call; hover for the figures."""
+def map_page(path: Path, cells: pd.DataFrame, title: str, names: list[str], words: str = "most replies on time",
+             share: str = "on time") -> Path:
+    """The map's grid: a cell per (rate, y value) in its winner's colour (it has the `words`,
+    sweep/winners.py `winner_words`), paler the smaller its margin over the runner-up (as
+    map.png), outlined where too close to call; hover for the figures (each share: `share`)."""
     colours = _colours(names)
     rates = sorted(cells[RATE].unique())
     ys = list(dict.fromkeys(cells["y_value"]))
@@ -205,7 +207,7 @@ def map_page(path: Path, cells: pd.DataFrame, title: str, names: list[str]) -> P
     for row in cells.itertuples():
         j = ys.index(row.y_value)
         tip = (f"{row.rate_per_s:g}/s, {row.y_key} = {row.y_value}: " +
-               (f"{row.winner} {row.winner_on_time_pct:.1f}% on time" if row.winner else "no measured request") +
+               (f"{row.winner} {row.winner_on_time_pct:.1f}% {share}" if row.winner else "no measured request") +
                (f", then {row.runner_up} {row.runner_up_on_time_pct:.1f}%" if row.runner_up else "") +
                ("; too close to call" if row.too_close else ""))
         margin = row.winner_on_time_pct - (row.runner_up_on_time_pct if row.runner_up else 0.0) if row.winner else 0.0
@@ -216,7 +218,7 @@ def map_page(path: Path, cells: pd.DataFrame, title: str, names: list[str]) -> P
     c.legend += [(name, colours[name]) for name in names if name in won]
     grid = c.svg(yticks=list(range(len(ys))), ylabels=[str(v) for v in ys])
     columns = [(k, k) for k in cells.columns]
-    return write_batch_page(path, title, "Each cell: the arrangement with the most replies on time (mean over seeds), "
+    return write_batch_page(path, title, f"Each cell: the arrangement with the {words} (mean over seeds), "
                             "paler the smaller its margin over the runner-up; dashed outline: too close to call "
                             "(paired 95% interval of the difference includes 0). Hover a cell for its figures.",
                             [("Map", grid), ("Every cell", table_html(cells, columns))])

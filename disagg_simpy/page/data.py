@@ -7,7 +7,7 @@ an iteration's start from the previous iteration's end on its GPU. "Never" is -1
 Word times are not stored: word 1 is the first word, words 2..n of a reply are the ends of the
 writing iterations `jw .. jw + n - 2` of its writing GPU (`jw`: the reply's word 2 among the
 GPU's iterations that write words, counted from 0; `wfirst` per GPU: how many such iterations
-precede the first one held), so the page derives them from the iterations it holds
+precede the first one held; with E16, several words share an iteration: `wn` of them), so the page derives them from the iterations it holds
 (model/words.py: an iteration that only reads prompts writes no word). Iterations are
 kept only inside `span` (by default the measured window, at most MAX_SPAN_S long), and so are
 the requests: those that arrive before its end and are still in progress at its start in some
@@ -116,6 +116,13 @@ def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
     s = np.minimum(st.by_request[rows], max(len(st.n) - 1, 0))
     has = (st.by_request[rows + 1] > st.by_request[rows]) & (st.gpu[s] >= 0) & (st.n[s] > 0)
     return np.where(has, st.first[s] - w.offsets[np.maximum(st.gpu[s], 0)], -1)
+
+
+def _speculative(rec, rows: np.ndarray) -> dict:
+    """E16 only: per request of `rows`, how many writing iterations wrote its words 2.. before the
+    run stopped (`wn`; several words of one share its end), so its words are at the ends of the
+    GPU's writing iterations `jw .. jw + wn - 1` (without E16, `n - 1` of them)."""
+    return {} if rec.speculative is None else {"wn": rec.stretches.n[rows]}
 
 
 def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
@@ -235,6 +242,7 @@ def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
             "nfz": np.asarray(_nullable(everyone["n_freezes"])),
             "late": late_bits(gaps),
             "jw": _word2_positions(result.records[name], gaps.rows),
+            **_speculative(result.records[name], gaps.rows),
             **_paged(result.records[name], gaps.rows, arrived),
         },
         "iterations": _iterations_in(it, len(result.records[name].gpu_roles), lo_ns, hi_ns),

@@ -42,12 +42,14 @@ function shortLate(bits) {
 
 /** Words 2.. of reply row `i` of arrangement `a` that the embedded iterations hold: indices lo
  * to hi into its writing GPU's `wend` (the ends of the held iterations that write words), and
- * where word 2 is (for the first gap, which starts at word 1). */
+ * where word 2 is (for the first gap, which starts at word 1). With E16 an iteration may write
+ * several of its words (`wn` iterations in all): one tick each, their gaps of 0 no freeze. */
 function wordRange(a, i) {
   const r = a.req, g = r.wg[i], jw = r.jw[i];
   if (g < 0 || jw < 0) return null;
   const gpu = a.gpus[g];
-  const lo = jw - gpu.wfirst, hi = jw + REQ.words[i] - 2 - gpu.wfirst; // inclusive, local
+  const n = r.wn ? r.wn[i] : REQ.words[i] - 1;  // the writing iterations of its words 2..
+  const lo = jw - gpu.wfirst, hi = jw + n - 1 - gpu.wfirst; // inclusive, local
   return {gpu, lo: Math.max(lo, 0), hi: Math.min(hi, gpu.wend.length - 1), jwLocal: lo};
 }
 

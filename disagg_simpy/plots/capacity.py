@@ -6,6 +6,7 @@ rate and traffic knob). They read the sweep's tables only."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -237,8 +238,9 @@ def save_cost_plan(table: pd.DataFrame, path: Path, title: str, rate: float | No
 
 
 def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, object] | None = None,
-             arrangements: list[str] | None = None) -> Path:
-    """A cell per (rate, y value), coloured by the winning arrangement, paler the smaller its
+             arrangements: list[str] | None = None, words: str = "most replies on time") -> Path:
+    """A cell per (rate, y value), coloured by the winning arrangement (it has the `words`:
+    sweep/winners.py `winner_words`), paler the smaller its
     margin over the runner-up (full colour from 20 points), hatched where the two are too close
     to call; the scenario's own point as a star. Colours are every picture's
     (`style.arrangement_styles` by position in `arrangements`)."""
@@ -279,7 +281,7 @@ def save_map(cells: pd.DataFrame, path: Path, title: str, marker: tuple[float, o
             handles.append(Line2D([], [], marker="*", ms=12, color="white", mec="black", ls="none",
                                   label="the scenario's own traffic"))
         fig.legend(handles=handles, loc="outside right center", frameon=False,
-                   title="most replies on time\n(paler: smaller margin)")
+                   title=textwrap.fill(words, 32) + "\n(paler: smaller margin)")
         fig.suptitle(title, fontsize=11, fontweight="bold")
         return st.save_figure(fig, path)
 

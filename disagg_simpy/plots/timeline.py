@@ -344,8 +344,9 @@ def save_timeline(result, name: str, path: Path, window: Window, n_replies: int,
             f"{how}",
             fontsize=13, fontweight="bold",
         )
-        top.set_title("GPUs: one block per iteration; an iteration writes one word for every reply on its GPU",
-                      loc="left")
+        spec = result.scenario.speculative  # E16: 1 + the accepted draft tokens
+        each = "one word" if spec is None else f"1 to {1 + spec.tokens} words (speculative decoding, E16)"
+        top.set_title(f"GPUs: one block per iteration; an iteration writes {each} for every reply on its GPU", loc="left")
         bottom.set_title(_sample_text(sample, requests, window, n_replies, on_time_share), loc="left")
         bottom.set_xlabel(f"time since traffic started (s); window {_secs(window[0])} to {_secs(window[1])} s")
         top.tick_params(axis="x", labelbottom=True)

@@ -151,7 +151,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("rate_per_s", "requests/s", "rate", "the cell's offered rate", "map"),
     Column("y_key", "", "y key", "the traffic knob on the y axis", "map"),
     Column("y_value", "", "y value", "its value in the cell (a list as its YAML text)", "map"),
-    Column("winner", "", "winner", "the arrangement with the most replies on time", "map"),
+    Column("winner", "", "winner", "the arrangement with the most replies on time (another per-request rule: the "
+           "most meeting it; the percentiles criterion: the lowest worst figure / limit)", "map"),
     Column("winner_on_time_pct", "%", "winner on time %", "its mean on-time share over seeds", "map"),
     Column("runner_up", "", "runner-up", "the second", "map"),
     Column("runner_up_on_time_pct", "%", "runner-up on time %", "its mean on-time share over seeds", "map"),

@@ -46,6 +46,7 @@ from .schema import (
     TraceWorkload,
     _show,
 )
+from .speculative import E16_EXPECT, E16_TOKENS
 from .yaml_file import parse_yaml, read_text_file
 
 # -- one-line errors ---------------------------------------------------------------------------
@@ -115,18 +116,17 @@ _EXPECT = {
     "freeze_ms": f"a number of ms > 0, up to {MAX_TIME_S * 1e3:g}, or null (off)",
     "kind": " or ".join(repr(k) for k in KINDS),
     "gpus": f"a whole number from 1 to {MAX_GPUS}",
-    "reading_gpus": f"a whole number from 1 to {MAX_GPUS}",
-    "writing_gpus": f"a whole number from 1 to {MAX_GPUS}",
+    "reading_gpus": f"a whole number from 1 to {MAX_GPUS}", "writing_gpus": f"a whole number from 1 to {MAX_GPUS}",
     "chunk_tokens": "a whole number of tokens from 1 to 2**53",
     "per_reread_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "per_context_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "per_attention_pair_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "prompt_iteration_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E14)",
     "free_prompt_tokens": "a whole number of tokens from 0 to 2**53 (E14)",
+    **E16_EXPECT,
     "token_tile": "a whole number of tokens a tile from 1 to 2**53 (E15)",
     "per_token_tile_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E15)",
-    "reading_cost": _SIDE_COST,
-    "writing_cost": _SIDE_COST,
+    "reading_cost": _SIDE_COST, "writing_cost": _SIDE_COST,
     "kv_capacity_tokens": "a whole number of tokens from 1 to 2**53",
     "kv_link": "one of independent, per_reading_gpu, per_writing_gpu, shared",
     "local_prompt_max_tokens": "a whole number of tokens from 1 to 2**53",
@@ -187,6 +187,7 @@ _EXPECT = {
 _NESTED_EXPECT = {
     ("roles", "schedule"): "a list of 1 to 10,000 steps like {from_s: 3600, reading_gpus: 2}, in order",
     ("prefixes", "tokens"): "a range [low, high] of whole numbers of tokens from 1 to 10,000,000",
+    ("speculative", "tokens"): E16_TOKENS,
 }
 _ITEM_EXPECT = {  # a list's items, by the list's key
     "arrangements": "a mapping like {name: same-gpu, kind: colocated, gpus: 4}",

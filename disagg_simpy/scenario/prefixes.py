@@ -66,7 +66,8 @@ DEFAULT_BLOCK_TOKENS = 512
 PREFIX_LOAD_CAP_TOKENS = 16_384
 #: The scenario's E13 keys at their defaults (left out of files while so).
 E13_DEFAULTS = {"router": "least_loaded", "router_load_cap_tokens": None, "prefix_cache_tokens": None,
-                "prefix_block_tokens": DEFAULT_BLOCK_TOKENS, "prefixes": None, "sessions": None}
+                "prefix_block_tokens": DEFAULT_BLOCK_TOKENS, "prefixes": None, "sessions": None,
+                "speculative": None}  # (and E16's, scenario/speculative.py: out of files while off too)
 
 
 def omit_defaults(self, handler, info):

@@ -65,6 +65,7 @@ from .schedule import (
     rate_text,
     schedule_problem,
 )
+from .speculative import Speculative, SpeculativeKeys
 
 __all__ = [  # the models, and what loading.py shows in messages
     "_NAME", "Arrangement", "Colocated", "Cost", "Disaggregated", "PromptClass", "Scenario", "SideCost", "Slo",
@@ -205,7 +206,6 @@ class TraceWorkload(_Strict):
         return self
 
 
-
 def _workload_tag(value: Any) -> str:
     if isinstance(value, TraceWorkload) or (isinstance(value, dict) and "trace" in value):
         return "<trace>"
@@ -218,7 +218,7 @@ Workload = Annotated[
 ]
 
 
-class Scenario(_Strict):
+class Scenario(SpeculativeKeys):
     """A validated scenario. `source` is the file it came from (for messages and trace paths)."""
 
     name: Name
@@ -236,6 +236,7 @@ class Scenario(_Strict):
     prefix_cache_tokens: Count | None = None  # per reading (or colocated) instance; None: no cache
     prefix_block_tokens: Count = DEFAULT_BLOCK_TOKENS
     prices: dict[str, float] | None = None  # USD per GPU-hour by GPU kind, over the table's (gpu_kinds.py)
+    speculative: Speculative | None = None  # E16; None: off (its checks: scenario/speculative.py)
     source: str = Field(default="<scenario>", exclude=True)
 
     _dump = model_serializer(mode="wrap")(lambda self, handler, info: omit_prices(omit_defaults(self, handler, info), info))
@@ -296,7 +297,7 @@ class Scenario(_Strict):
                 if problem:
                     raise ValueError(f"@{key}: {problem}")
         self._check_options()
-        if (problem := prefix_problem(self)) is not None:  # E13
+        if (problem := prefix_problem(self) or self.speculative_problem()) is not None:  # E13, E16
             raise ValueError(problem)
         if self.cap_known:
             problem = iterations_problem(self.arrangements, cap, self.cost)
@@ -346,10 +347,9 @@ class Scenario(_Strict):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace, `pick: sampled`);
-        a trace read from its start gives the same requests whatever the seed."""
-        w = self.workload
-        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
+        """Whether the seed draws the requests (synthetic, `lengths`, `pick: sampled`) or their E16 draws (rules.md#r87)."""
+        w, drawn = self.workload, self.speculative is not None
+        return drawn or isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:

@@ -16,7 +16,8 @@ from ..results.columns import ISO_COLUMNS
 from ..results.costs import per_million
 from ..results.intervals import interval
 from ..scenario import gpu_kinds
-from ..scenario.schema import Scenario
+from ..scenario.presets import unfill
+from ..scenario.schema import Scenario, has_attention_term
 from .goodput import Prober, drive, goodput_search, probe_rate
 from .grid import RATE, resolve
 from .plan import PLANNED_KEYS, plan, with_candidates
@@ -25,9 +26,13 @@ from .runner import Runner
 
 #: arrangements probed at a time when looking for the cheapest that carries a rate
 RATE_WAVE = 8
-#: the keys a candidate over GPU kinds sets itself (besides plan's): each side's kind and preset;
-#: the scenario's other per-arrangement keys are carried to it as to any plan's candidates
-KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost", "kv_path")
+#: the KV capacity keys: a capacity is one GPU kind's memory, so a candidate over kinds takes each
+#: side's from its kind's preset, never the scenario's (`capacity_notes` says so)
+CAPACITY_KEYS = ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens")
+#: the keys a candidate over GPU kinds sets itself (besides plan's): each side's kind and preset (and
+#: so its KV capacity); the scenario's other per-arrangement keys are carried to it as to any plan's
+KIND_KEYS = (*PLANNED_KEYS, "gpu", "reading_gpu", "writing_gpu", "cost", "reading_cost", "writing_cost", "kv_path",
+             *CAPACITY_KEYS)
 
 
 def with_kinds(scenario: Scenario, arrangements: list[dict], flag: str) -> Scenario:
@@ -72,6 +77,28 @@ def version_notes(scenario: Scenario, kinds: tuple[str, ...]) -> list[str]:
     base = scenario.cost.preset
     notes = [n for k in kinds if base and (n := gpu_kinds.version_note(base, k))]
     return [f"{n}; pools of these kinds compare engine versions as well as GPUs (docs/cost.md)" for n in notes]
+
+
+def _as_written(scenario: Scenario) -> list[dict]:
+    """The scenario's arrangements as a file writes them (what their presets fill left out)."""
+    return unfill(scenario.model_dump(mode="json", exclude_none=True), has_attention_term())["arrangements"]
+
+
+def written(scenario: Scenario, arrangement: list[dict]) -> dict:
+    """One candidate as simulated (the keys carried from the scenario's engine included,
+    `with_kinds`) as a scenario file writes it: pasted into the scenario, it runs the same."""
+    planned = with_kinds(scenario, arrangement, "--gpu-kinds")
+    [a] = _as_written(planned)
+    fields = {f.alias or k: f for k, f in type(planned.arrangements[0]).model_fields.items()}
+    return {k: v for k, v in a.items() if not (k in fields and v == fields[k].default)}
+
+
+def capacity_notes(scenario: Scenario) -> list[str]:
+    """Each KV capacity the scenario's arrangements write (not from a preset), said not carried:
+    it is the scenario's GPU's memory, and each candidate takes its kinds' presets' instead."""
+    raw = _as_written(scenario)
+    return [f"arrangements.{a['name']}.{k}: {a[k]} is the scenario's GPU's memory, not carried: each candidate takes "
+            "each side's KV capacity from its kind's preset" for a in raw for k in CAPACITY_KEYS if k in a]
 
 
 def kinds_flag(text: str) -> tuple[str, ...]:

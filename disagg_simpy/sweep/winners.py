@@ -101,6 +101,13 @@ def default_y(scenario: Scenario, key: str) -> Any:
     return shown(list(node) if isinstance(node, tuple) else node)
 
 
+def winner_words(slo) -> str:
+    """What a map cell's winner has, after the scenario's rule (`_cell`): 'most replies on
+    time', 'most requests meeting TTFT <= 0.25 s ...', or under the percentiles criterion
+    'lowest worst figure / limit'."""
+    return "most " + slo.share_words() if slo.criterion == "per_request" else "lowest worst figure / limit"
+
+
 def winners(scenario: Scenario, rates: list[float], key: str, values: list[Any], seeds: tuple[int, ...],
             runner: Runner) -> pd.DataFrame:
     """map.csv: one row per cell (rate x y value)."""

@@ -5,8 +5,10 @@ setup, value and a tolerance fixed from the source's own variability before our 
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
 `slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
-as DistServe's "SLO scale" panels), or `concurrency` (the mean TTFT or TPOT at the rate whose requests in flight, by Little's law,
-equal the measurement's concurrency). `compare` turns the figures into rows with error and
+as DistServe's "SLO scale" panels), `concurrency` (the mean TTFT or TPOT at the rate whose
+requests in flight, by Little's law, equal the measurement's concurrency) or `closed_loop` (the
+benchmark's own clients: `concurrency` clients, each sending its next request when its last reply
+ends: `closed_loop`). `compare` turns the figures into rows with error and
 verdict; `gate` compares them with the figures recorded in the repository (`recorded.json`).
 """
 
@@ -32,6 +34,8 @@ SCENARIOS = HERE.parents[1] / "scenarios" / "validation"
 RECORDED = HERE / "recorded.json"
 #: the gate: a metric's median absolute error may grow by at most this many points
 MEDIAN_SLACK_POINTS = 5.0
+#: a closed loop's passes before it is given up (`closed_loop`; in practice requests per client + 2)
+MAX_PASSES = 200
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,10 @@ class Figure:
     tolerance_why: str
     scenario: str
     arrangement: str
-    how: str  # goodput, slo_scale or concurrency
+    how: str  # goodput, slo_scale, concurrency or closed_loop
     fast: bool = False
     concurrency: int | None = None
+    requests_per_client: int = 10  # closed_loop: requests each client sends in turn
 
 
 def load_catalog(path: Path = HERE / "catalog.yaml") -> tuple[dict[str, dict], list[Figure]]:
@@ -88,7 +93,89 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
         assert figure.concurrency is not None
         ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
         return ttft if figure.metric == "ttft_ms" else tpot
-    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale or concurrency")
+    if figure.how == "closed_loop":
+        assert figure.concurrency is not None
+        loop = closed_loop(scenario, figure.arrangement, figure.concurrency, figure.requests_per_client)
+        return loop.ttft_ms if figure.metric == "ttft_ms" else loop.tpot_ms
+    raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale, concurrency or "
+                     "closed_loop")
+
+
+def _fixed_lengths(scenario: Scenario) -> tuple[int, int]:
+    """(prompt tokens, reply words) of a scenario whose every request is the same size."""
+    from ..scenario.schema import SyntheticWorkload
+
+    w = scenario.workload
+    words = tokens = None
+    if isinstance(w, SyntheticWorkload) and len(w.prompt_mix) == 1:
+        words, tokens = getattr(w.reply_words, "fixed", None), getattr(w.prompt_mix[0].tokens, "fixed", None)
+    if words is None or tokens is None:
+        raise InputError(f"{scenario.source}: workload: expected one prompt class of {{fixed: N}} tokens and "
+                         "reply_words {fixed: N} (a closed loop sends the measurement's fixed lengths)")
+    return int(tokens), int(words)
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """A closed loop's figures: means over the steady requests (each client's after its first)."""
+
+    ttft_ms: float
+    tpot_ms: float
+    first_ttft_ms: float  # the first wave's (every client's first request, all sent at 0)
+    passes: int  # simulations until the arrivals were a fixed point
+    arrived_ns: Any = None  # by client, then turn: each request's arrival and end (numpy arrays)
+    finished_ns: Any = None
+
+
+def closed_loop(scenario: Scenario, arrangement: str, clients: int, per_client: int = 10) -> ClosedLoop:
+    """The benchmark client of a measured deployment (vLLM's and SGLang's `bench_serving
+    --max-concurrency`, aiperf's concurrency mode): `clients` clients start together at 0, each
+    sending its next request the moment its last reply ends, `per_client` requests each, every
+    prompt and reply of the scenario's fixed lengths.
+
+    The model takes its arrivals up front, so the loop is found as a fixed point: arrivals are
+    guessed, the arrangement run, each request's arrival set to the end of its client's previous
+    one, until no arrival moves (to the nanosecond). The run is causal (an iteration is decided
+    by the arrivals before it starts), so a pass whose arrivals are right before time t has its
+    replies' ends right until t plus one iteration: each pass moves the first wrong arrival on
+    by at least an iteration, so the loop ends, and its fixed point is the closed loop's run
+    exactly (in practice `per_client` + 2 passes). TTFT and TPOT are means over the steady
+    requests (each client's after its first: the first wave is a burst of every client at once,
+    reported apart)."""
+    import numpy as np
+
+    from ..api import run_arrangement
+    from ..units import NS_PER_S
+    from ..workload.stream import Requests
+
+    tokens, words = _fixed_lengths(scenario)
+    chosen = [a for a in scenario.arrangements if a.name == arrangement]
+    if not chosen:
+        raise InputError(f"{scenario.source}: no arrangement {arrangement!r}")
+    n = clients * per_client
+    client, turn = np.repeat(np.arange(clients), per_client), np.tile(np.arange(per_client), clients)
+    cap_s = scenario.cap_s(None)
+    cap_ns = int(cap_s * NS_PER_S)
+    arrived = np.zeros(n, np.int64)
+    for passes in range(1, MAX_PASSES + 1):
+        order = np.lexsort((client, arrived))  # arrival order, ties by client
+        stream = Requests(arrived[order], np.full(n, tokens, np.int64), np.full(n, words, np.int64),
+                          np.ones(n, bool), cap_ns=cap_ns, info={"closed_loop": clients})
+        r = run_arrangement(scenario, chosen[0], stream).requests
+        finished, first = np.empty(n, np.int64), np.empty(n, np.int64)
+        finished[order], first[order] = r["finished_at_ns"], r["first_word_at_ns"]
+        if (finished < 0).any():
+            raise InputError(f"{scenario.source}: max_sim_s: {cap_s:g} s ends the closed loop of {clients} "
+                             f"clients before its {n} requests finish; expected a larger max_sim_s")
+        after = np.where(turn > 0, np.roll(finished, 1), 0)
+        if np.array_equal(after, arrived):
+            ttft, tpot = (first - arrived) / 1e6, (finished - first) / 1e6 / max(words - 1, 1)
+            steady = turn > 0
+            return ClosedLoop(float(ttft[steady].mean()), float(tpot[steady].mean()), float(ttft[~steady].mean()),
+                              passes, arrived, finished)
+        arrived = after
+    raise InputError(f"{scenario.source}: the closed loop of {clients} clients did not settle in {MAX_PASSES} passes "
+                     "(each pass moves it on by an iteration at least); expected fewer requests_per_client")
 
 
 def at_concurrency(scenario: Scenario, concurrency: int, seed: int, halvings: int = 10) -> tuple[float, float]:

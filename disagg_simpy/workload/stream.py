@@ -32,7 +32,7 @@ from .shaping import clip_lengths, lengths_arrivals, sample_lengths, shape_arriv
 from .traces import TIME_RULES, read_trace
 
 #: Named random streams, one per drawn quantity (append only: order fixes the streams).
-STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words", "router", "prefixes", "sessions", "trace_pick")
+STREAMS = ("arrivals", "prompt_class", "prompt_tokens", "reply_words", "router", "prefixes", "sessions", "trace_pick", "speculative")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class Requests:
     info: dict = field(default_factory=dict)  # how the stream was made, for run.json
     blocks: BlockIds | None = None  # E13: prompt block ids (a trace's hash_ids, drawn prefixes)
     router_draws: np.ndarray | None = None  # E13: one uniform per request for power_of_two
+    draft_keys: np.ndarray | None = None  # E16: one uint64 key per request (workload/speculative.py)
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -86,6 +87,9 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
         stream = _from_trace(w, scenario, seed)
     if scenario.router == "power_of_two":  # E13: its own stream, so no other draw moves
         stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
+    if scenario.speculative is not None:  # E16: its own stream too (one key per request: workload/speculative.py)
+        stream = replace(stream, draft_keys=make_streams(seed)["speculative"].integers(2**64, size=len(stream),
+                                                                                     dtype=np.uint64))
     check_stream(scenario, stream)
     return stream
 

@@ -14,8 +14,7 @@ from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
 from disagg_simpy.costs import operators as O
 
-TABLES = pytest.mark.skipif(O.data_folder() is None,
-                            reason=f"needs AIConfigurator's tables (${O.ENV_FOLDER}; see costs/operators.py)")
+TABLES = pytest.mark.aiconfigurator
 QWEN3_8B = {"architectures": ["Qwen3ForCausalLM"], "head_dim": 128, "hidden_size": 4096, "intermediate_size": 12288,
             "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "torch_dtype": "bfloat16",
             "vocab_size": 151936}
@@ -69,15 +68,29 @@ def test_a_shape_the_tables_do_not_hold_is_refused_naming_it(config, capsys, cha
     assert message in err
 
 
-@TABLES
 def test_an_engine_the_gpu_was_not_measured_with_is_refused_naming_the_pairs(config, capsys):
     err = refused(capsys, ["--model-config", str(config), "--gpu", "a100-80gb", "--engine", "vllm-0.24", "--tp", "1"])
-    assert "AIConfigurator has no gemm table" in err and "a100-80gb/vllm-0.14" in err
+    assert "--engine: got 'vllm-0.24', but the tables hold vllm-0.14, sglang-0.5.10 for --gpu a100-80gb" in err
+
+
+@TABLES
+def test_an_engines_short_name_means_what_the_listing_means_by_it(config, capsys):
+    """One dialect: `presets --engine vllm` lists the presets whose engine starts with vllm, and
+    `presets build --engine vllm` takes the vLLM version the tables hold for the GPU."""
+    blocks = []
+    for engine in ("vllm", "vllm-0.24"):
+        assert main(["presets", "build", "--model-config", str(config), "--gpu", "h100-80gb", "--engine", engine,
+                     "--tp", "1"]) == 0
+        blocks.append(capsys.readouterr().out)
+    assert blocks[0] == blocks[1] and "vLLM 0.24.0" in blocks[0]
+    assert main(["presets", "--engine", "vllm", "--gpu", "h100-80gb", "--model", "qwen3-8b", "--tp", "1"]) == 0
+    assert "h100-80gb/qwen3-8b/tp1/vllm-0.24" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--gpu", "h100", "--engine", "vllm-0.24", "--tp", "1"], "--gpu: got 'h100', expected one of a100-80gb, h100-80gb"),
-    (["--gpu", "h100-80gb", "--engine", "vllm", "--tp", "1"], "--engine: got 'vllm', expected one of vllm-0.14"),
+    (["--gpu", "h100-80gb", "--engine", "trt", "--tp", "1"],
+     "--engine: got 'trt', expected one of vllm-0.24, sglang-0.5.14 (or its start: vllm, sglang) for --gpu h100-80gb"),
     (["--gpu", "h100-80gb", "--engine", "vllm-0.24", "--tp", "3"], "--tp: got 3, expected one of 1, 2, 4, 8"),
     (["--gpu", "h100-80gb", "--engine", "vllm-0.24", "--tp", "64"], "--tp: got 64"),
 ])

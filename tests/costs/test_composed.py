@@ -11,8 +11,7 @@ from disagg_simpy.costs import composed as C
 from disagg_simpy.costs import operators as O
 from disagg_simpy.costs.composed_shipped import PRESETS
 
-TABLES = pytest.mark.skipif(O.data_folder() is None,
-                            reason=f"needs AIConfigurator's tables (${O.ENV_FOLDER}; see costs/operators.py)")
+TABLES = pytest.mark.aiconfigurator
 BY_NAME = {spec.name: spec for spec in C.specs()}
 
 
@@ -34,7 +33,9 @@ def test_each_composed_presets_stated_errors_are_its_fields_on_its_composed_rows
     assert folder is not None
     for name, p in PRESETS.items():
         spec = BY_NAME[name]
-        rows = C.grid(O.tables(folder, spec.gpu, spec.engine), C.config_of(folder, spec.model), spec.tp)
+        model = C.config_of(folder, spec.model)
+        rows, under = C.split_rows(C.grid(O.tables(folder, spec.gpu, spec.engine), model, spec.tp), model)
+        assert len(under) == 0 or p["below_range_pct"] == C.below_range(under, p["attention_cost"]), name
         assert summarise(rows, _fitted(p, "cost", rows))[0] == p["errors_pct"], name
         fitted = _fitted(p, "attention_cost", rows)
         assert summarise(rows, fitted)[0] == p["attention_errors_pct"], name
@@ -94,3 +95,40 @@ def test_a_scenario_names_a_composed_preset_and_runs_with_its_fields_and_capacit
     assert s.cost.iteration_ms in (PRESETS[name]["cost"]["iteration_ms"], PRESETS[name]["attention_cost"]["iteration_ms"])
     assert s.arrangements[0].kv_capacity_tokens == PRESETS[name]["kv_capacity_tokens"]
     assert run(s).summary.n_requests.iloc[0] > 0
+
+
+def test_each_composed_preset_says_what_its_engines_scheduler_does():
+    for name, p in PRESETS.items():
+        note = p["engine_note"]
+        assert note.startswith(f"{p['engine']} {p['engine_version']} "), name
+        assert ("mixed_iterations: false" in note) == (p["engine"] == "SGLang"), name
+        assert "max_batch_tokens: " in note, name
+
+
+def test_moe_presets_are_fitted_where_every_expert_is_busy_and_say_so():
+    """The MoE presets' writing batches start at experts / top-k replies (`saturated_replies`);
+    their error below it is stated apart (`below_range_pct`); dense presets have no such bound."""
+    for name, p in PRESETS.items():
+        moe = "mixtral" in name or "a3b" in name
+        assert ("writing_replies" in p["range"]) == moe == ("below_range_pct" in p), name
+        if moe:
+            assert p["range"]["writing_replies"][0] == (4 if "mixtral" in name else 16), name
+            assert max(abs(v) for v in p["errors_by_size_pct"]["writing only"].values()) < 15, name
+
+
+def test_without_the_tables_the_refit_tests_are_skipped_with_one_line(tmp_path):
+    """$DISAGG_SIMPY_AICONFIGURATOR set to nothing: every refit test skipped, one summary line."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, O.ENV_FOLDER: "", "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-rN",
+                          str(root / "tests" / "costs" / "test_composed_refit.py")], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300).stdout
+    said = [line for line in out.splitlines() if "tests of AIConfigurator's tables skipped" in line]
+    assert said == [f"{len(PRESETS)} tests of AIConfigurator's tables skipped: ${O.ENV_FOLDER} is not set (set it to "
+                    "a folder holding systems/data/: docs/composed-presets.md says where to get them)"], out
+    assert "passed" not in out and "failed" not in out

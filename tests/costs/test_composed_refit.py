@@ -13,8 +13,7 @@ from disagg_simpy.costs.composed_shipped import PRESETS
 BY_NAME = {spec.name: spec for spec in C.specs()}
 
 
-@pytest.mark.skipif(O.data_folder() is None,
-                    reason=f"needs AIConfigurator's tables (${O.ENV_FOLDER}; see costs/operators.py)")
+@pytest.mark.aiconfigurator
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_a_refit_from_the_tables_gives_the_shipped_numbers(name):
     """E15's tile searched over the shipped one alone (each size is a refit; the generator searched

@@ -192,3 +192,34 @@ def test_the_recommendation_names_the_cheapest_per_on_time_request(tmp_path):
     line = recommendation(table, 90.0, "dollar")
     assert line.startswith("h100 (h100-80gb) carries the most per dollar: 2.00 requests/s") and "416.67 $ per million" in line
     assert "it beats a100s: 400.00-444.44 against 1,000.00-1,234.57" in line
+
+
+def test_per_kw_the_recommendation_compares_goodput_per_kw_intervals(tmp_path):
+    """Ranked per kW (--power-budget-kw), the best beats the runner-up when their 95% intervals
+    of goodput per kW do not overlap, whatever their dollars per million (review F3: the $/M
+    intervals were compared, and disjoint ones called "overlap"); overlapping ones are too close."""
+    from disagg_simpy.cli.plan_kinds import recommendation
+
+    path = write(tmp_path, [{"name": "h100s", "kind": "colocated", "gpus": 2, "gpu": "h100-80gb"},
+                            {"name": "a100", "kind": "colocated", "gpus": 1, "gpu": "a100-80gb"}],
+                 prices={"a100-80gb": 1.0, "h100-80gb": 10.0})
+    s = load_scenario(path)
+
+    def table(a100_low, a100_high):
+        return with_costs(pd.DataFrame({"arrangement": ["h100s", "a100"], "goodput_per_s": [10.0, 2.0],
+                                        "goodput_low_per_s": [9.5, a100_low], "goodput_high_per_s": [10.5, a100_high]}), s)
+
+    t = table(1.9, 2.1)
+    kw = t.set_index("arrangement").power_kw
+    per_kw = {n: (low / kw[n], high / kw[n]) for n, low, high in
+              zip(t.arrangement, t.goodput_low_per_s, t.goodput_high_per_s, strict=True)}
+    assert per_kw["h100s"][0] > per_kw["a100"][1]  # disjoint per kW ...
+    assert t.dollars_per_million_low[0] > t.dollars_per_million_high[1]  # ... while the best costs more per request
+    line = recommendation(t, 90.0, "kW")
+    assert line.startswith("h100s (h100-80gb) carries the most per kW"), line
+    ranges = (f"{per_kw['h100s'][0]:.2f}-{per_kw['h100s'][1]:.2f} against {per_kw['a100'][0]:.2f}-"
+              f"{per_kw['a100'][1]:.2f} requests/s per kW, 95% intervals")
+    assert f"it beats a100: {ranges}" in line and "overlap" not in line, line
+    wide = table(1.0, 10.0 * kw["a100"] / kw["h100s"])  # the runner-up's interval reaches the best's low end per kW
+    assert "too close to call against a100: " in recommendation(wide, 90.0, "kW") and \
+        "requests/s per kW, 95% intervals overlap" in recommendation(wide, 90.0, "kW")

@@ -12,6 +12,7 @@ import yaml
 
 from disagg_simpy.costs import hf_config as H
 from disagg_simpy.costs import operators as O
+from disagg_simpy.costs.instance_memory import kv_capacity_tokens
 from disagg_simpy.errors import InputError
 
 GIB = 2**30
@@ -59,7 +60,10 @@ def folder(tmp_path):
     put("gemm", "gemm_perf", [{"kernel_source": "torch.nn.functional.linear", "gemm_dtype": "bfloat16", "m": m, "n": n,
                                "k": k, "latency": gemm_ms(m, n, k)}
                               for m in (1, 64, 128) for n in (32, 64, 128, 256) for k in (32, 64, 128)]
-        + [{"kernel_source": "fp8", "gemm_dtype": "fp8", "m": 1, "n": 64, "k": 64, "latency": 99.0}])
+        + [{"kernel_source": "cutlass", "gemm_dtype": "fp8", "m": m, "n": n, "k": k, "latency": gemm_ms(m, n, k) / 2}
+           for m in (1, 64, 128) for n in (32, 64, 128, 256) for k in (32, 64, 128)]
+        + [{"kernel_source": "deepgemm", "gemm_dtype": "fp8_block", "m": m, "n": n, "k": k, "latency": 99.0}
+           for m in (1, 64, 128) for n in (32, 64, 128, 256) for k in (32, 64, 128)])
     base = {"attn_dtype": "bfloat16", "kv_cache_dtype": "bfloat16", "window_size": 0, "kernel_source": "fa3"}
     shapes = ((4, 2), (2, 1))  # (query heads, KV heads) per GPU at TP1 and TP2
     put("attention", "context_attention_perf",
@@ -73,7 +77,10 @@ def folder(tmp_path):
           "latency": ar_ms(s) if kind == "graph" else 50.0} for s in (128, 1024, 65536) for kind in ("graph", "eager")])
     put("moe", "moe_perf", [{"kernel_source": "triton", "moe_dtype": "bfloat16", "num_tokens": t, "hidden_size": 64,
                              "inter_size": 32, "topk": 2, "num_experts": 4, "moe_tp_size": tp, "moe_ep_size": 1,
-                             "distribution": "balanced", "latency": moe_ms(t)} for t in (1, 64, 256) for tp in (1, 2)])
+                             "distribution": "balanced", "latency": moe_ms(t)} for t in (1, 64, 256) for tp in (1, 2)]
+        + [{"kernel_source": "triton", "moe_dtype": "fp8_block", "num_tokens": t, "hidden_size": 64, "inter_size": 32,
+            "topk": 2, "num_experts": 4, "moe_tp_size": 1, "moe_ep_size": ep, "distribution": "balanced",
+            "latency": moe_ms(t) / (3 * ep)} for t in (1, 64, 256) for ep in (1, 2)])
     O.tables.cache_clear()
     return tmp_path
 
@@ -122,6 +129,39 @@ def test_a_moe_layer_takes_the_moe_table_and_a_router(folder):
     assert parts["matrix products"] < dense["matrix products"]  # no dense FFN in MoE layers
 
 
+FP8 = {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+
+
+def test_fp8_weights_take_the_fp8_rows_and_half_the_weight_bytes(folder):
+    """A block-scaled fp8 checkpoint: its matrix products from the per-tensor fp8 rows (the block
+    rows' fixed time is a measurement artifact: operators.GEMM_ROWS), its MoE layers from the
+    fp8_block rows, its weights one byte each; a bf16 config is unchanged."""
+    t = O.tables(folder, "h100-80gb", "vllm-0.24")
+    bf16, fp8 = H.model_config(SMALL), H.model_config({**SMALL, **FP8})
+    assert (bf16.quant, fp8.quant) == ("bfloat16", "fp8_block")
+    assert H.model_config({**SMALL, "quantization_config": {"quant_method": "fp8"}}).quant == "fp8"
+    assert fp8.weight_bytes == 1 and bf16.weight_bytes == 2
+    a = O.iteration_parts(t, bf16, 1, replies=4, context=64)
+    b = O.iteration_parts(t, fp8, 1, replies=4, context=64)
+    assert b["matrix products"] == pytest.approx(a["matrix products"] / 2, rel=1e-12)
+    assert kv_capacity_tokens(t, fp8, 1)[1]["weights_gib"] == pytest.approx(
+        kv_capacity_tokens(t, bf16, 1)[1]["weights_gib"] / 2, rel=1e-12)
+    moe = H.model_config({**MOE, **FP8})
+    assert O.iteration_parts(t, moe, 1, replies=4, context=64)["MoE"] == pytest.approx(
+        2 * (moe_ms(4) / 3 + gemm_ms(4, 32, 64)), rel=1e-12)  # the router stays bf16
+
+
+def test_expert_parallel_takes_the_ep_rows_and_is_checked(folder):
+    t = O.tables(folder, "h100-80gb", "vllm-0.24")
+    moe = H.model_config({**MOE, **FP8})
+    assert O.iteration_parts(t, moe, 2, replies=4, context=64, ep=2)["MoE"] == pytest.approx(
+        2 * (moe_ms(4) / 6 + gemm_ms(4, 32, 64)), rel=1e-12)  # each expert whole (TP 2 / EP 2), on half the GPUs
+    with pytest.raises(InputError, match="--ep 2: the model has no MoE layers"):
+        O.check_ep(H.model_config(SMALL), 2, 2)
+    with pytest.raises(InputError, match="--ep: got 4, expected a divisor of --tp 2 and of the 4 experts"):
+        O.check_ep(moe, 2, 4)
+
+
 def test_interpolation_at_and_between_measured_points(folder):
     t = O.tables(folder, "h100-80gb", "vllm-0.24")
     assert t.gemm(64, 128, 64) == pytest.approx(gemm_ms(64, 128, 64), rel=1e-12)  # at a point
@@ -163,6 +203,10 @@ def test_outside_a_table_is_refused_naming_it(folder):
     ({"torch_dtype": "float32"}, "'torch_dtype': got 'float32', expected one of bfloat16, float16"),
     ({"kv_lora_rank": 512}, "'kv_lora_rank': multi-head latent attention"),
     ({"sliding_window": 4096}, "'sliding_window': sliding-window attention is not composed"),
+    ({"n_shared_experts": 1}, "'n_shared_experts': shared experts are not composed from the tables"),
+    ({"kv_lora_rank": 512}, "multi-head latent attention \\(DeepSeek-style\\) is not composed"),
+    ({"quantization_config": {"quant_method": "awq"}}, "'quantization_config': quant_method 'awq' is not composed"),
+    ({"quantization_config": "fp8"}, "'quantization_config': quant_method None is not composed"),
     ({"num_local_experts": 4, "num_experts_per_tok": 8}, "'num_experts_per_tok' 8 exceeds the 4 experts"),
     ({"num_local_experts": 4}, "'num_experts_per_tok': got missing, expected a whole number >= 1"),
 ])
@@ -224,7 +268,7 @@ def test_kv_bytes_and_capacity_from_the_config(folder):
     assert m.kv_bytes_per_token(4) == 2 * 2 * 1 * 16 * 2  # 2 KV heads over 4 GPUs: one replicated on each
     params = 2 * (64 * 8 * 16 + 4 * 16 * 64 + 2 * 64 + 3 * 64 * 128) + 2 * 256 * 64 + 64
     assert m.parameters() == params
-    tokens, terms = O.kv_capacity_tokens(t, m, 2)
+    tokens, terms = kv_capacity_tokens(t, m, 2)
     assert terms["engine_share"] == 0.92
     assert tokens == int((80 * GIB * 0.92 - params * 2 / 2 - GIB) // 128)
 

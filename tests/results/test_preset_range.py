@@ -60,3 +60,23 @@ def test_a_run_without_presets_has_no_range_key(tmp_path, capsys):
     path.write_text(scenario_text(workload=workload, arrangements=ARRANGEMENTS[:1]))
     assert main([str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
     assert "preset_range_warnings" not in json.loads((tmp_path / "o" / "run.json").read_text())
+
+
+def test_a_moe_preset_warns_below_the_writing_batches_it_was_fitted_on(tmp_path, capsys):
+    """A MoE preset is fitted where every expert is busy (costs/composed.py: from experts / top-k
+    replies, 16 for Qwen3-30B-A3B): a light load whose writing batches are smaller is warned, with
+    the fewest replies a writing iteration wrote, from the run's own iterations."""
+    moe = "h100-80gb/qwen3-30b-a3b/tp1/vllm-0.24"
+    assert PRESETS[moe]["range"]["writing_replies"] == [16, 256]
+    workload = {"rate_per_s": 0.5, "measure_s": 6, "prompt_mix": [{"share": 1, "tokens": [200, 400]}],
+                "reply_words": [20, 40]}
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text(workload=workload, cost={"preset": moe}, arrangements=ARRANGEMENTS[:1]))
+    out = tmp_path / "out"
+    assert main([str(path), "--out", str(out), "--no-plots"]) == 0
+    [warning] = json.loads((out / "run.json").read_text())["preset_range_warnings"]
+    it = pd.read_csv(out / "iterations.csv")
+    writing = it[(it.n_replies_written > 0) & (it.n_prompt_tokens_read == 0)]
+    fewest = int(writing.n_replies_written.min())
+    assert fewest < 16
+    assert f"writing batches down to {fewest:,} replies an iteration, where the preset covers 16-256" in warning

@@ -208,3 +208,23 @@ def test_plan_tp_needs_a_preset_in_the_scenario(tmp_path, capsys):
     assert "--tp: got 1,2 with no preset in the scenario's cost:, expected a TP1 preset there" in err
     assert err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_the_map_is_worded_after_the_rule_never_on_time_under_another(tmp_path, capsys):
+    """Under the percentiles criterion the map's winner has the lowest worst figure / limit, and
+    its title, picture legend and page say so, not "most replies on time" (review F15)."""
+    raw = yaml.safe_load(DEFAULT.read_text())
+    raw["workload"]["measure_s"] = 3
+    raw["max_sim_s"] = 40
+    raw["slo"] = {"preset": "sarathi-serve"}
+    path = tmp_path / "sar.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    html = tmp_path / "map.html"
+    assert main(["map", str(path), "--gpus", "2", "--seeds", "1", "--rate", "6", "--y",
+                 "workload.reply_words=[50,100],[100,400]", "--out", str(tmp_path / "o"), "--workers", "1",
+                 "--no-plots", "--html", str(html)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"{raw['name']}: lowest worst figure / limit on 2 GPUs"), text
+    assert "on time" not in text, text
+    page = html.read_text()
+    assert "the arrangement with the lowest worst figure / limit" in page and "on time" not in page

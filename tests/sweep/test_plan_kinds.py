@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+import yaml
 from helpers import preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
+from disagg_simpy.costs import presets as shipped
 from disagg_simpy.scenario import gpu_kinds
 from disagg_simpy.sweep.plan import plan
 from disagg_simpy.sweep.plan_kinds import Budget, candidates, cheapest_for_rate, iso, side_presets, with_kinds, within
@@ -181,3 +183,50 @@ def test_tp_degrees_and_splits_narrow_or_widen_the_kinds_candidates(tmp_path, ca
     table = pd.read_csv(out / "plan.csv")
     assert {"h100-tp2-same-2", "h200-tp2-same-2", "split-1-1-h100-tp1-h200-tp1"} <= set(table.arrangement)
     assert not any(n.startswith("split-") and not n.startswith("split-1-") for n in table.arrangement)
+
+
+def test_each_kind_takes_its_own_presets_kv_capacity_not_the_scenarios(tmp_path, capsys):
+    """A KV capacity the scenario writes is its own GPU's memory: a candidate of another kind (or
+    of the same kind) takes each side's capacity from its side's preset, and the plan says on
+    stderr that the written one is not carried (review F8: B200 planned with the H100's 50,000)."""
+    path = preset_scenario(tmp_path, "kv", {"rate_per_s": 2.0, "n_requests": 40, "prompt_mix": [
+        {"share": 1, "tokens": [100, 2000]}], "reply_words": [10, 300]},
+        [{"name": "same", "kind": "colocated", "gpus": 2, "kv_capacity_tokens": 50000}],
+        preset="h100-80gb/llama-3.1-8b/tp1/vllm-0.24")
+    s = load_scenario(path)
+    presets = side_presets(s, ("h100-80gb", "b200"))
+    planned = {a.name: a for a in with_kinds(s, candidates(presets, 2, ()), "--gpu-kinds").arrangements}
+    h100, b200 = (shipped.kv_capacity_tokens(presets[k]) for k in ("h100-80gb", "b200"))
+    assert b200 > h100 > 50000
+    assert planned["b200-same-2"].kv_capacities == (b200, b200) and planned["h100-same-1"].kv_capacities == (h100, h100)
+    assert planned["split-1-1-h100-b200"].kv_capacities == (h100, b200)
+    assert planned["split-1-1-b200"].kv_capacities == (b200, b200)
+    assert main(["plan", str(path), "--gpu-kinds", "h100-80gb,b200", "--rate", "2", "--max-gpus", "1", "--chunks",
+                 "none", "--out", str(tmp_path / "out"), "--workers", "1", "--no-plots"]) == 0
+    assert ("warning: --gpu-kinds: arrangements.same.kv_capacity_tokens: 50000 is the scenario's GPU's memory, not "
+            "carried: each candidate takes each side's KV capacity from its kind's preset") in capsys.readouterr().err
+
+
+def test_the_block_to_paste_is_what_was_simulated_and_reproduces_the_figure(tmp_path, capsys):
+    """The "as a scenario arrangement" block is the candidate as simulated, the keys carried from
+    the scenario's engine included (review F34: a batch limit was left out, so the pasted block
+    ran another engine): pasted into the scenario, `goodput` gives the plan's goodput."""
+    path = scenario_file(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["arrangements"][0]["max_batch_replies"] = 2  # (carried: it lowers the goodput)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tmp_path / "out"
+    assert main(["plan", str(path), "--gpu-kinds", "a100-80gb,h100-80gb", "--budget-per-hour", "3", "--max-gpus", "1",
+                 "--chunks", "none", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    block = yaml.safe_load(next(x for x in text.splitlines() if x.startswith("as a scenario arrangement: "))
+                           .removeprefix("as a scenario arrangement: "))
+    assert block["max_batch_replies"] == 2, block
+    row = pd.read_csv(out / "plan.csv").iloc[0]
+    assert block["name"] == row.arrangement
+    pasted = tmp_path / "pasted.yaml"
+    pasted.write_text(yaml.safe_dump({**spec, "arrangements": [block]}, sort_keys=False))
+    assert main(["goodput", str(pasted), "--out", str(tmp_path / "g"), "--workers", "1", "--no-plots"]) == 0
+    again = pd.read_csv(tmp_path / "g" / "goodput.csv").iloc[0]
+    assert (again.goodput_per_s, again.goodput_low_per_s, again.goodput_high_per_s) == \
+        (row.goodput_per_s, row.goodput_low_per_s, row.goodput_high_per_s)

@@ -11,7 +11,7 @@ from disagg_simpy.cli import main
 from disagg_simpy.sweep.cost_error import scaled_costs
 from disagg_simpy.sweep.runner import LocalPool, Runner
 from disagg_simpy.sweep.store import Store
-from disagg_simpy.validation import SCENARIOS, gate, load_catalog, load_recorded, measure, row, summary
+from disagg_simpy.validation import SCENARIOS, closed_loop, gate, load_catalog, load_recorded, measure, row, summary
 
 
 def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
@@ -21,9 +21,9 @@ def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
         assert f.source in sources and sources[f.source]["cite"] and sources[f.source]["group"]
         assert f.published > 0 and 0 < f.tolerance_pct <= 50 and len(f.tolerance_why) > 40, f.id
         assert (SCENARIOS / f.scenario).is_file(), f.scenario
-        assert f.how in ("goodput", "slo_scale", "concurrency")
+        assert f.how in ("goodput", "slo_scale", "concurrency", "closed_loop")
         assert f.metric in {"goodput": ("goodput_per_s", "goodput_per_gpu_per_s"), "slo_scale": ("slo_scale",),
-                            "concurrency": ("ttft_ms", "tpot_ms")}[f.how]
+                            "concurrency": ("ttft_ms", "tpot_ms"), "closed_loop": ("ttft_ms", "tpot_ms")}[f.how]
     recorded = {r["id"] for r in load_recorded()["rows"]}
     assert recorded == {f.id for f in figures}  # every figure has its recorded value
 
@@ -64,7 +64,7 @@ def test_a_model_whose_writing_iterations_are_20_percent_slower_fails_the_gate(r
     problems = gate(slowed, recorded)
     assert len(problems) >= 2, problems  # both figures move (the TPOT one leaves its tolerance)
     assert any(p.startswith("aic-qwen3-32b-h100-vllm-tpot") and "outside its +-15%" in p for p in problems)
-    assert summary(slowed)["median_abs_error_pct"]["tpot_ms"] > 25  # +11% recorded, about +29% slowed
+    assert summary(slowed)["median_abs_error_pct"]["tpot_ms"] > 18  # +3% recorded, about +22% slowed
 
 
 def test_validate_writes_its_files_and_prints_the_table(tmp_path, capsys, monkeypatch):
@@ -109,3 +109,26 @@ def test_a_slo_scale_figure_is_the_smallest_scale_meeting_the_rule_and_a_per_gpu
     per_gpu = measure(Figure(id="gpu", metric="goodput_per_gpu_per_s", how="goodput", **common), runner,
                       folder=tmp_path)
     assert total > 0 and per_gpu == pytest.approx(total / 2)
+
+
+def test_a_closed_loop_sends_each_request_when_its_clients_last_one_ends():
+    """The benchmark's clients (validation.closed_loop): every client's first request at 0, each
+    next one at the end of its last, and the run of those arrivals gives those ends (a fixed
+    point, checked by running the stream again here); one client alone waits for nothing."""
+    import numpy as np
+
+    from disagg_simpy.api import run_arrangement
+    from disagg_simpy.scenario.loading import load_scenario
+    from disagg_simpy.workload.stream import Requests
+
+    scenario = load_scenario(SCENARIOS / "aic-qwen3-32b-h100-sglang.yaml")
+    loop = closed_loop(scenario, "tp2", clients=5, per_client=4)
+    arrived, finished = loop.arrived_ns.reshape(5, 4), loop.finished_ns.reshape(5, 4)
+    assert (arrived[:, 0] == 0).all() and (arrived[:, 1:] == finished[:, :-1]).all()
+    order = np.lexsort((np.repeat(np.arange(5), 4), loop.arrived_ns))
+    stream = Requests(loop.arrived_ns[order], np.full(20, 1024), np.full(20, 128), np.ones(20, bool), cap_ns=3 * 10**12)
+    again = run_arrangement(scenario, scenario.arrangements[0], stream).requests["finished_at_ns"]
+    assert (again == loop.finished_ns[order]).all()
+    alone = closed_loop(scenario, "tp2", clients=1, per_client=3)
+    assert alone.ttft_ms == pytest.approx(alone.first_ttft_ms, rel=1e-12)  # nobody ahead of it, every time
+    assert loop.ttft_ms > 2 * alone.ttft_ms  # five equal clients stay in step: each prompt waits for the others

@@ -1,0 +1,63 @@
+"""E16's scenario key (speculative decoding, docs/rules.md#e16): `speculative: {tokens, acceptance,
+per_draft_token_ms}`, scenario-wide (every writing iteration of every arrangement), and the
+options it does not go with yet."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
+
+from .base import CostMs, _Strict
+from .limits import MAX_COST_MS
+
+#: the most draft tokens an iteration may verify per reply (vLLM's num_speculative_tokens is single digits)
+MAX_DRAFT_TOKENS = 64
+
+
+#: what each of E16's keys takes, for one-line messages (scenario/loading.py), and `tokens` inside `speculative:`
+E16_EXPECT = {
+    "speculative": "a mapping like {tokens: 4, acceptance: 0.7} (E16), or null (off)",
+    "acceptance": "a draft token's acceptance rate from 0 up to, not including, 1 (E16)",
+    "per_draft_token_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E16)",
+}
+E16_TOKENS = f"a whole number of draft tokens from 1 to {MAX_DRAFT_TOKENS} (E16)"
+
+
+class Speculative(_Strict):
+    """E16: each writing iteration verifies `tokens` draft tokens per reply and writes 1 + the
+    accepted ones (each accepted with probability `acceptance` while the ones before it were)."""
+
+    tokens: Annotated[int, Field(ge=1, le=MAX_DRAFT_TOKENS)]
+    acceptance: Annotated[float, Field(ge=0, lt=1)]
+    per_draft_token_ms: CostMs = 0.0
+
+
+class SpeculativeKeys(_Strict):
+    """The checks of the scenario's E16 key (`Scenario.speculative`; a base of `Scenario`)."""
+
+    if TYPE_CHECKING:
+        speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
+
+    def speculative_problem(self) -> str | None:
+        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
+        E8's token budget (the planner's admission counts one token per reply), E9 (paged blocks fall
+        due by words) and E3 on prompt-only iterations (E10: writing keys, not iterations):
+        docs/rules.md#readings-e16 (R84-R86) says how they would combine."""
+        if self.speculative is None:
+            return None
+        for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
+            where = f"@arrangements[{i}]"
+            if getattr(a, "kv_policy", None) == "paged":
+                return (f"{where}.kv_policy: got 'paged' with speculative (E16), expected one or the other: E9's "
+                        "blocks with speculative decoding are not modelled yet (docs/rules.md#r85)")
+            if a.max_batch_tokens is not None:
+                return (f"{where}.max_batch_tokens: got {a.max_batch_tokens:,} with speculative (E16), expected no "
+                        "token budget (use max_batch_replies): E8's budget counting draft tokens is not modelled "
+                        "yet (docs/rules.md#r84)")
+            if getattr(a, "mixed_iterations", None) is False and any(
+                    side.per_context_token_ms for side in a.side_costs(self.cost)):  # type: ignore[attr-defined]
+                return (f"{where}.mixed_iterations: got false with per_context_token_ms (E3) and speculative (E16), "
+                        "expected one of the three off: E3's context by accepted words is not modelled on "
+                        "prompt-only iterations yet (docs/rules.md#r86)")
+        return None

@@ -1,0 +1,144 @@
+"""E16 (speculative decoding): a hand-timed case, fast-forward equal to the one-by-one loop and to
+the reference, the draws' law and their independence from the arrangement, and the scenario key's
+refusals (docs/rules.md#e16)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import write_scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fast_forward import same_as_one_by_one, steady_scenario
+from test_reference import compare, speculative_scenario
+
+from disagg_simpy import load_scenario
+from disagg_simpy.api import run, run_arrangement
+from disagg_simpy.errors import InputError
+from disagg_simpy.workload.speculative import uniforms, writing_iterations
+from disagg_simpy.workload.stream import make_requests, make_streams
+
+HAND = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
+SPEC = {"tokens": 2, "acceptance": 0.7, "per_draft_token_ms": 0.5}
+
+
+def test_hand_timed(tmp_path):
+    """One GPU, one request: a 100-token prompt, a 6-word reply, seed 1, k = 2, a = 0.7.
+
+    The request's draws u(key, w) for words 3..6 are 0.216, 0.680, 0.497, 0.880. Reading: 10 +
+    100 x 0.01 = 11 ms (word 1). Each writing iteration: 10 + 1 (the reply) + 2 x 0.01 (its 2 draft
+    tokens verified, each read) + 2 x 0.5 (drafted) = 12.02 ms. Iteration 1 writes word 2, then 3
+    (0.216 < 0.7) and 4 (0.680 < 0.7): 1 + k = 3 words, the most; iteration 2 writes word 5, not 6
+    (0.880 >= 0.7); iteration 3 writes word 6. Word times 11, 23.02 (x3), 35.04, 47.06 ms; gaps
+    12.02, 0, 0, 12.02, 12.02 ms, mean (47.06 - 11) / 5 = 7.212 ms."""
+    key = make_streams(1)["speculative"].integers(2**64, size=1, dtype=np.uint64)
+    assert np.round(uniforms(np.repeat(key, 4), np.arange(3, 7)), 3).tolist() == [0.216, 0.68, 0.497, 0.88]
+    path = write_scenario(tmp_path, [("0", 100, 6)], [{"name": "c", "kind": "colocated", "gpus": 1}],
+                          cost=HAND, speculative=SPEC, seed=1)
+    result = run(load_scenario(path))
+    rec = result.records["c"]
+    ms = 1_000_000
+    assert rec.iterations["ended_at_ns"].tolist() == [11 * ms, 23_020_000, 35_040_000, 47_060_000]
+    assert rec.iterations["n_replies_written"].tolist() == [0, 1, 1, 1]
+    ids, word, at = rec.word_times(np.array([0]))
+    assert word.tolist() == [1, 2, 3, 4, 5, 6]
+    assert at.tolist() == [11 * ms, 23_020_000, 23_020_000, 23_020_000, 35_040_000, 47_060_000]
+    gaps = result.gaps["c"]
+    assert gaps.max_gap_ns.tolist() == [12_020_000] and gaps.n_freezes.tolist() == [0]
+    assert gaps.mean_gap_ns.tolist() == [(47_060_000 - 11 * ms) / 5]
+    assert dict(zip(gaps.gap_values_ns.tolist(), gaps.gap_counts.tolist())) == {0: 2, 12_020_000: 3}
+    # the same reply without E16: 5 iterations of 11 ms
+    off = run(load_scenario(write_scenario(tmp_path, [("0", 100, 6)], [{"name": "c", "kind": "colocated", "gpus": 1}],
+                                           cost=HAND, seed=1)))
+    assert off.records["c"].requests["finished_at_ns"].tolist() == [(11 + 5 * 11) * ms]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=steady_scenario(options=True), spec=st.fixed_dictionaries(
+    {"tokens": st.sampled_from((1, 3, 5)), "acceptance": st.sampled_from((0.3, 0.8, 0.99))}))
+def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch, case, spec):
+    """A speculative iteration writes a different number of words from the next, but its batch and
+    cost are the next's (only where each reply's last word falls depends on the draws, known when
+    it is seated): a repeat of them leaves the one-by-one loop's records and the reference's."""
+    rows, arrangements, cost, extra = case
+    for a in arrangements:
+        a.pop("max_batch_tokens", None)  # (not with E16)
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, speculative=spec, **extra)
+    same_as_one_by_one(path, monkeypatch)
+    compare(path)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=speculative_scenario())
+def test_fast_forward_with_the_options_equals_one_by_one(tmp_path, monkeypatch, case):
+    rows, arrangements, cost, workload, slo, spec, seed = case
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
+                          seed=seed)
+    same_as_one_by_one(path, monkeypatch)
+
+
+@pytest.mark.parametrize(("tokens", "acceptance"), [(1, 0.5), (4, 0.7), (8, 0.9), (3, 0.0)])
+def test_accepted_drafts_follow_the_truncated_geometric_law(tokens, acceptance):
+    """The iterations of 4,000 replies of 200 words that begin by word 100 (whether one begins by
+    then does not depend on its own draws, and none reaches the reply's end): P(A = j) = a^j (1 - a)
+    for j < k, a^k for j = k, within 4 standard errors."""
+    n, words = 4_000, 200
+    keys = np.random.default_rng(7).integers(2**64, size=n, dtype=np.uint64)
+    counts, ordinals = writing_iterations(keys, np.full(n, words), tokens, acceptance)
+    per_reply = ordinals.reshape(n, words - 1)
+    sizes = np.concatenate([np.bincount(row)[:row[98] + 1] for row in per_reply])  # (row[98]: word 100's iteration)
+    accepted = sizes - 1
+    law = np.array([acceptance**j * (1 - acceptance) for j in range(tokens)] + [acceptance**tokens])
+    seen = np.bincount(accepted, minlength=tokens + 1) / len(accepted)
+    se = np.sqrt(law * (1 - law) / len(accepted))
+    assert np.all(np.abs(seen - law) <= 4 * se + 1e-12), (seen, law)
+    assert counts.tolist() == (per_reply[:, -1] + 1).tolist()
+
+
+def test_words_of_a_request_are_the_same_in_every_arrangement(tmp_path):
+    """The draws are the request's (its key and word numbers), so each reply's words fall into
+    iterations the same way on one GPU, four GPUs or a split: the same count of distinct word times."""
+    path = write_scenario(tmp_path, [(f"{i / 100:.2f}", 40 + 8 * i, 12 + 5 * i) for i in range(10)],
+                          [{"name": "one", "kind": "colocated", "gpus": 1},
+                           {"name": "four", "kind": "colocated", "gpus": 4, "chunk_tokens": 16},
+                           {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2}],
+                          cost=HAND, speculative={"tokens": 3, "acceptance": 0.6})
+    scenario = load_scenario(path)
+    stream = make_requests(scenario)
+    pattern = {}
+    for a in scenario.arrangements:
+        rec = run_arrangement(scenario, a, stream)
+        ids, word, at = rec.word_times(np.arange(10))
+        pattern[a.name] = [len(np.unique(at[ids == i])) - 1 for i in range(10)]  # writing iterations per reply
+    assert pattern["one"] == pattern["four"] == pattern["split"]
+    assert pattern["one"] == writing_iterations(stream.draft_keys, stream.n_reply_words, 3, 0.6)[0].tolist()
+    assert sum(pattern["one"]) < sum(n - 1 for n in stream.n_reply_words.tolist())  # some accepted
+
+
+def test_seeds_change_the_draws_not_the_trace(tmp_path):
+    """A trace with its own arrivals gives the same requests for every seed; under E16 the seed
+    still draws their keys (so `draws_requests` is true and --seeds samples acceptance)."""
+    path = write_scenario(tmp_path, [("0", 40, 30), ("0.01", 40, 30)], cost=HAND, speculative=SPEC)
+    scenario = load_scenario(path)
+    assert scenario.draws_requests
+    a, b = (make_requests(scenario, seed) for seed in (1, 2))
+    assert a.n_reply_words.tolist() == b.n_reply_words.tolist() and a.draft_keys.tolist() != b.draft_keys.tolist()
+
+
+@pytest.mark.parametrize(("spec", "arrangement", "cost", "expected"), [
+    ({"tokens": 0, "acceptance": 0.5}, {}, {}, "speculative.tokens"),
+    ({"tokens": 2, "acceptance": 1.0}, {}, {}, "speculative.acceptance"),
+    ({"tokens": 2, "acceptance": -0.1}, {}, {}, "speculative.acceptance"),
+    ({"tokens": 2}, {}, {}, "speculative.acceptance"),
+    ({"tokens": 2, "acceptance": 0.5, "per_draft_token_ms": -1}, {}, {}, "speculative.per_draft_token_ms"),
+    ({"tokens": 2, "acceptance": 0.5}, {"max_batch_tokens": 64}, {}, "max_batch_tokens"),
+    ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
+    ({"tokens": 2, "acceptance": 0.5}, {"mixed_iterations": False}, {"per_context_token_ms": 0.001}, "mixed_iterations"),
+])
+def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
+    path = write_scenario(tmp_path, [("0", 40, 3)], [{"name": "c", "kind": "colocated", "gpus": 1, **arrangement}],
+                          cost={**HAND, **cost}, speculative=spec)
+    with pytest.raises(InputError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert "\n" not in message and expected in message, message
