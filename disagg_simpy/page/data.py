@@ -34,7 +34,7 @@ FORMAT_VERSION = 1
 #: Longest stretch of iterations the page embeds by default (a one-hour run stays small).
 MAX_SPAN_S = 60.0
 #: Late-reason bits: which limit a reply broke.
-LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED = 1, 2, 4, 8
+LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED, LATE_E2E, LATE_DELAY = 1, 2, 4, 8, 16, 32
 
 
 def _ns(seconds) -> np.ndarray:
@@ -83,6 +83,9 @@ def late_bits(gaps) -> np.ndarray:
     bits |= np.where(gaps.late_mean_gap & finished, LATE_MEAN_GAP, 0)
     bits |= np.where(gaps.froze & finished, FROZE, 0)
     bits |= np.where(~finished, UNFINISHED, 0)
+    for late, bit in ((gaps.late_e2e, LATE_E2E), (gaps.late_delay, LATE_DELAY)):  # (limits of a named rule)
+        if late is not None:
+            bits |= np.where(late & finished, bit, 0)
     return bits
 
 
@@ -335,7 +338,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
             "seeds": sorted(int(s) for s in by_seed["seed"].unique()) if by_seed is not None else [int(result.seed)],
             "rate_per_s": getattr(w, "rate_per_s", None),
             "measured_s": list(result.measured_span_s),
-            "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},
+            "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms,
+                    "e2e_s": slo.e2e_s, "delay_s": slo.delay_s, "tpot": slo.tpot},
         },
         "span_ns": shown["span_ns"],
         "reference": {str(k): float(v) for k, v in reference.items()} if reference else None,

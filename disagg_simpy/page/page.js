@@ -7,9 +7,12 @@ const SLO = D.scenario.slo;
 const FREEZE_NS = SLO.freeze_ms == null ? Infinity : Math.floor(SLO.freeze_ms * 1e6 + 0.5);  // null: off
 // the limits that are on, in words (a null limit is off)
 const LIMIT_WORDS = [SLO.first_word_s != null ? `first word within ${SLO.first_word_s} s` : "",
-  SLO.mean_gap_ms != null ? `mean gap within ${SLO.mean_gap_ms} ms` : "",
-  SLO.freeze_ms != null ? `no gap over ${SLO.freeze_ms} ms (a freeze)` : ""].filter(Boolean).join(", ");
-const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8};
+  SLO.mean_gap_ms != null ? (SLO.tpot === "inclusive" ? `TPOT with word 1 within ${SLO.mean_gap_ms} ms`
+                                                      : `mean gap within ${SLO.mean_gap_ms} ms`) : "",
+  SLO.freeze_ms != null ? `no gap over ${SLO.freeze_ms} ms (a freeze)` : "",
+  SLO.e2e_s != null ? `last word within ${SLO.e2e_s} s of arrival (end-to-end)` : "",
+  SLO.delay_s != null ? `reading started within ${SLO.delay_s} s of arrival (delay)` : ""].filter(Boolean).join(", ");
+const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8, E2E: 16, DELAY: 32};
 // Okabe-Ito, in the order the PNG figures use (orange marks reading, vermillion freezes).
 const COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442"];
 const DASHES = ["", "6 3", "8 3 2 3", "2 3", "10 3 2 3 2 3"];
