@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 
-def header(verdict: str = "on time") -> list[str]:
-    """The cost cells' header, counting the requests `verdict` (results/costs.py `verdict_words`)."""
-    return ["$/h", f"$/M {verdict} (95% interval)", f"{verdict}/GPU-h", "kW"]
+def header() -> list[str]:
+    """The cost cells' header: per request at the goodput, under any rule (results/columns.py COST)."""
+    return ["$/h", "$/M at goodput (95% interval)", "requests/GPU-h", "kW"]
 
 
 def money(x: float) -> str:
-    """'12.34', 'inf' (nothing on time), '-' (unknown)."""
+    """'12.34', 'inf' (a rate of 0), '-' (unknown)."""
     if math.isnan(x):
         return "-"
     return "inf" if math.isinf(x) else f"{x:,.2f}"
@@ -23,7 +23,7 @@ def cells(r) -> list[str]:
     if not (math.isnan(r.dollars_per_million_low) or math.isnan(r.dollars_per_million_high)):
         per_m += f" ({money(r.dollars_per_million_low)}-{money(r.dollars_per_million_high)})"
     return [money(r.dollars_per_hour), per_m,
-            "-" if math.isnan(r.on_time_per_gpu_hour) else f"{r.on_time_per_gpu_hour:,.0f}",
+            "-" if math.isnan(r.requests_per_gpu_hour) else f"{r.requests_per_gpu_hour:,.0f}",
             "-" if math.isnan(r.power_kw) else f"{r.power_kw:.1f}"]
 
 

@@ -35,16 +35,16 @@ def build_goodput_parser():
     return p
 
 
-def format_goodput(table, share: str = "on time %", verdict: str = "on time") -> str:
+def format_goodput(table, share: str = "on time %") -> str:
     """Aligned text: goodput with its 95% interval, per GPU, the bracketing rates with their
     per-request shares (mean and interval over seeds; `share`: their header, `Slo.share_header`),
-    the limit; the costs, if any, of the requests `verdict` (results/costs.py `verdict_words`)."""
+    the limit; the costs, if any, per request at the goodput (results/costs.py)."""
     from ..results.intervals import Interval, decimals_below
     from . import cost_text
 
     costs = cost_text.has_costs(table)
     header = ["arrangement", "gpus", "goodput/s (95% interval)", "per GPU", "passes at", share, "fails at",
-              share, "fails first", *(cost_text.header(verdict) if costs else [])]
+              share, "fails first", *(cost_text.header() if costs else [])]
     rows = []
     for r in table.itertuples():
         rate = lambda x: "-" if math.isnan(x) else f"{x:.2f}"  # noqa: E731
@@ -61,7 +61,6 @@ def format_goodput(table, share: str = "on time %", verdict: str = "on time") ->
 
 def _goodput(job: Job) -> Batch:
     from ..page.commands import goodput_page
-    from ..results.costs import verdict_words
     from ..sweep.goodput import criterion_text, goodput
 
     scenario, seeds, args = job.scenario, job.seeds, job.args
@@ -70,7 +69,6 @@ def _goodput(job: Job) -> Batch:
     if args.rate_per_gpu is not None:
         starts = {a.name: args.rate_per_gpu * a.n_gpus for a in scenario.arrangements}
     table = goodput(scenario, job.runner, seeds, args.target, args.tolerance, starts=starts)
-    verdict = verdict_words(scenario.slo)[0]
     w = scenario.workload
     window = f"requests arriving in [{w.warmup_s:g}, {w.measure_s:g}) s measured" if w.measure_s else "every request measured"
     at = scenario.slo.at_text(args.target)
@@ -88,8 +86,8 @@ def _goodput(job: Job) -> Batch:
     return Batch(table, info={"target_pct": args.target, "tolerance_per_s": args.tolerance, "cost_error": sure},
                  lines=[f"{title}; bisection to {args.tolerance:g} requests/s",
                         f"criterion: {criterion_text(scenario.slo, args.target)}",
-                        format_goodput(table, scenario.slo.share_header(), verdict), *([sure] if sure else [])],
-                 picture=picture, page=lambda path: goodput_page(path, table, title, verdict))
+                        format_goodput(table, scenario.slo.share_header()), *([sure] if sure else [])],
+                 picture=picture, page=lambda path: goodput_page(path, table, title))
 
 
 def _slo_scale(job: Job) -> Batch:

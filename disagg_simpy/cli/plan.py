@@ -83,16 +83,15 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
     return note
 
 
-def format_plan(table, share: str = "on time %", verdict: str = "on time") -> str:
-    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`);
-    `verdict`: the requests the costs count (results/costs.py `verdict_words`)."""
+def format_plan(table, share: str = "on time %") -> str:
+    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`)."""
     import pandas as pd
 
     from . import cost_text
 
     costs = cost_text.has_costs(table)
     header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", f"{share} at rate", "fails first",
-              *(["GPU kinds", *cost_text.header(verdict)] if costs else [])]
+              *(["GPU kinds", *cost_text.header()] if costs else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -168,7 +167,6 @@ def _check(args, scenario) -> None:
 
 def _plan(job: Job) -> Batch | None:
     from ..page.commands import plan_page
-    from ..results.costs import verdict_words
     from ..sweep.goodput import criterion_text
     from ..sweep.grid import RATE, resolve
     from ..sweep.plan import arrangement_text, candidates, fewest_gpus, plan, recommendation, with_candidates
@@ -212,17 +210,16 @@ def _plan(job: Job) -> Batch | None:
 
     sure, bands = cost_error_check(planned, runner, seeds, args.target, args.tolerance, table, args.cost_error)
     table = with_bands(table, bands)
-    verdict = verdict_words(scenario.slo)[0]
     return Batch(
         table,
         info={"gpus": int(n_gpus), "target_pct": args.target, "tolerance_per_s": args.tolerance,
               "recommendation": line, "cost_error": sure},
         lines=[f"{title}; {scenario.slo.share_header()} at {planned.workload.rate_per_s:g} requests/s",
-               f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table, scenario.slo.share_header(), verdict), line,
+               f"criterion: {criterion_text(scenario.slo, args.target)}", format_plan(table, scenario.slo.share_header()), line,
                *([sure] if sure else []),
                f"as a scenario arrangement: {arrangement_text(arrangement)}"],
         picture=picture,
-        page=lambda path: plan_page(path, table, title, line, args.target, verdict),
+        page=lambda path: plan_page(path, table, title, line, args.target),
     )
 
 

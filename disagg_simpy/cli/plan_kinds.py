@@ -127,15 +127,13 @@ def recommendation(table, target: float, per: str, slo=None) -> str:
     dollars per million requests (per kW: of goodput per kW) do not overlap (the other way
     round, said so). Worded
     after the scenario's rule `slo` (on time only where on time is the rule)."""
-    from ..results.costs import verdict_words
-
-    at, long = _at(slo, target), verdict_words(slo)[1]
+    at = _at(slo, target)
     if table.empty or not table["goodput_per_s"].iloc[0] > 0:
         return f"no arrangement reaches {at.removeprefix('at ')} at any rate tried"
     best = table.iloc[0]
     head = (f"{best.arrangement} ({best.gpu_kinds}) carries the most per {per}: {best.goodput_per_s:.2f} requests/s "
             f"{at} for {best.dollars_per_hour:.2f} $/h ({best.power_kw:.1f} kW): "
-            f"{_money(best, 'dollars_per_million')} $ per million {long}")
+            f"{_money(best, 'dollars_per_million')} $ per million requests at its goodput")
     if len(table) < 2 or math.isnan(table["goodput_per_s"].iloc[1]):
         return head
     second = table.iloc[1]
@@ -178,7 +176,6 @@ def _money(r, key: str) -> str:
 def plan_kinds(job: Job, format_plan) -> Batch | None:
     """The plan over GPU kinds the flags ask for; `format_plan` is plan's table (cli/plan.py)."""
     from ..page.commands import plan_page
-    from ..results.costs import verdict_words
     from ..sweep.cost_error import cost_error_check, with_bands
     from ..sweep.goodput import criterion_text
     from ..sweep.plan import plan
@@ -189,7 +186,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
     kinds = ", ".join(args.gpu_kinds)
     sure = None
     criterion = f"criterion: {criterion_text(scenario.slo, args.target)}"
-    at, (verdict, long) = _at(scenario.slo, args.target), verdict_words(scenario.slo)
+    at = _at(scenario.slo, args.target)
     if args.rate is not None:
         table, chosen = cheapest_for_rate(scenario, arrangements, runner, seeds, args.target, args.tolerance, args.rate)
         if chosen is None:
@@ -202,7 +199,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         line = (f"{chosen} ({best.gpu_kinds}) is the cheapest that carries {args.rate:g} requests/s: {best.dollars_per_hour:.2f} "
                 f"$/h, goodput {best.goodput_per_s:.2f}" + ("" if math.isnan(best.goodput_low_per_s) else
                 f" ({best.goodput_low_per_s:.2f}-{best.goodput_high_per_s:.2f}, above the rate)") +
-                f"; {_money(best, 'dollars_per_million')} $ per million {long} at its goodput; cheaper ones "
+                f"; {_money(best, 'dollars_per_million')} $ per million requests at its goodput; cheaper ones "
                 "passing at the rate but not clearly above it are listed above it" * (len(table) > 1))
         pick = chosen
     elif args.iso_cost is not None or args.iso_power is not None:
@@ -210,7 +207,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
         table = iso(scenario, runner, seeds, args.target, args.tolerance, presets, budget, args.chunks,
                     "--iso-cost" if args.iso_cost is not None else "--iso-power", args.splits)
         title = f"{scenario.name}: the best of each pool of {kinds} at {budget.text()}, {at}"
-        line = iso_text(table, long)
+        line = iso_text(table)
         pick = table["arrangement"].iloc[table["goodput_per_s"].fillna(0).argmax()]
     else:
         table = plan(planned, runner, seeds, args.target, args.tolerance, exhaustive=args.exhaustive, per=per)
@@ -235,10 +232,10 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
               "tolerance_per_s": args.tolerance, "max_gpus": args.max_gpus, "recommendation": line,
               **{k: getattr(args, k) for k in BUDGETS if getattr(args, k) is not None},
               **({"rate_per_s": rate} if rate is not None else {}), **({"cost_error": sure} if sure else {})},
-        lines=[title, criterion, format_plan(table, scenario.slo.share_header(), verdict), line, *([sure] if sure else []),
+        lines=[title, criterion, format_plan(table, scenario.slo.share_header()), line, *([sure] if sure else []),
                *([f"as a scenario arrangement: {block}"] if block else [])],
         picture=picture,
-        page=lambda path: plan_page(path, table, title, line, args.target, verdict),
+        page=lambda path: plan_page(path, table, title, line, args.target),
     )
 
 
@@ -252,9 +249,9 @@ def _block(scenario, arrangements: list[dict], pick) -> str:
         if raw else ""
 
 
-def iso_text(table, verdict: str = "on time") -> str:
+def iso_text(table) -> str:
     """Each mixed pool's best against the best pool of one kind: goodput and dollars per million
-    requests `verdict` (results/costs.py `verdict_words`)."""
+    requests at the goodput (results/costs.py)."""
     single = table[~table["pool"].str.contains("reading")]
     if single.empty or table.empty:
         return "no pool fits the budget"
@@ -264,7 +261,7 @@ def iso_text(table, verdict: str = "on time") -> str:
     for r in table[table["pool"].str.contains("reading")].itertuples():
         ratio = r.goodput_per_s / top.goodput_per_s if top.goodput_per_s > 0 else math.nan
         paired = "" if math.isnan(r.vs_best_single_low) else (
-            f", {r.vs_best_single_per_million:+.2f} $ per million {verdict} against it ({r.vs_best_single_low:+.2f} to "
+            f", {r.vs_best_single_per_million:+.2f} $ per million requests at the goodput against it ({r.vs_best_single_low:+.2f} to "
             f"{r.vs_best_single_high:+.2f}, paired over seeds)")
         out.append(f"{r.pool}: {r.arrangement}, {r.goodput_per_s:.2f} requests/s for {r.dollars_per_hour:.2f} $/h "
                    f"({ratio:.2f}x the goodput{paired})")

@@ -135,7 +135,7 @@ def _probes_table(table: pd.DataFrame) -> str:
                       "probes") + f'<p class="note" data-testid="verdict-note">{escape(VERDICT_NOTE)}</p>'
 
 
-def goodput_page(path: Path, table: pd.DataFrame, title: str, verdict: str = "on time") -> Path:
+def goodput_page(path: Path, table: pd.DataFrame, title: str) -> Path:
     columns = [("arrangement", "arrangement"), ("n_gpus", "GPUs"), ("goodput_per_s", "goodput/s (95% interval)"),
                ("goodput_per_gpu_per_s", "per GPU"), ("passing_rate_per_s", "passes at"),
                ("passing_on_time_pct", "on time %"), ("failing_rate_per_s", "fails at"),
@@ -148,7 +148,7 @@ def goodput_page(path: Path, table: pd.DataFrame, title: str, verdict: str = "on
              "failing_on_time_pct": lambda r: _interval("failing_on_time_pct", "failing_on_time_low_pct",
                                                         "failing_on_time_high_pct",
                                                         decimals_below(r["failing_on_time_pct"], r["target_pct"]))(r)}
-    _cost_cells(table, columns, cells, verdict)
+    _cost_cells(table, columns, cells)
     return write_batch_page(path, title, "Goodput: the highest offered rate whose mean on-time share over the seeds "
                             "meets the target; its 95% interval is of the same statistic (docs/statistics.md).",
                             [("Goodput", table_html(table, columns, cells)),
@@ -156,22 +156,21 @@ def goodput_page(path: Path, table: pd.DataFrame, title: str, verdict: str = "on
                              ("Every probe", _probes_table(table))])
 
 
-def _cost_cells(table: pd.DataFrame, columns: list, cells: dict, verdict: str) -> None:
+def _cost_cells(table: pd.DataFrame, columns: list, cells: dict) -> None:
     """The cost columns (docs/cost.md), read from the table, when it has them: added to `columns`
-    and `cells` in place; `verdict` names the requests they count (results/costs.py `verdict_words`)."""
+    and `cells` in place (per request at the goodput, under any rule)."""
     if "dollars_per_hour" not in table.columns:
         return
     columns += [("gpu_kinds", "GPU kinds"), ("dollars_per_hour", "$/h"),
-                ("dollars_per_million", f"$/M {verdict} (95% interval)"),
-                ("on_time_per_gpu_hour", f"{verdict}/GPU-h"), ("power_kw", "kW")]
+                ("dollars_per_million", "$/M at goodput (95% interval)"),
+                ("requests_per_gpu_hour", "requests/GPU-h"), ("power_kw", "kW")]
     cells |= {"dollars_per_hour": lambda r: _f(2)(r["dollars_per_hour"]), "power_kw": lambda r: _f(1)(r["power_kw"]),
-              "on_time_per_gpu_hour": lambda r: _f(0)(r["on_time_per_gpu_hour"]),
+              "requests_per_gpu_hour": lambda r: _f(0)(r["requests_per_gpu_hour"]),
               "dollars_per_million": _interval("dollars_per_million", "dollars_per_million_low",
                                                "dollars_per_million_high", 2)}
 
 
-def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, target: float,
-              verdict: str = "on time") -> Path:
+def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, target: float) -> Path:
     columns = [("rank", "rank"), ("arrangement", "arrangement"), ("gpus", "GPUs"),
                ("goodput_per_s", "goodput/s (95% interval)"), ("goodput_per_gpu_per_s", "per GPU"),
                ("on_time_pct_at_rate", "on time % at rate"), ("binding_limit", "fails first")]
@@ -185,7 +184,7 @@ def plan_page(path: Path, table: pd.DataFrame, title: str, recommendation: str, 
         columns.insert(4, ("cost_error_low_per_s", "goodput/s with the costs off (the top two)"))
         cells["cost_error_low_per_s"] = lambda r: ("" if pd.isna(r["cost_error_low_per_s"]) else
                                                    f"{r['cost_error_low_per_s']:.2f}-{r['cost_error_high_per_s']:.2f}")
-    _cost_cells(table, columns, cells, verdict)
+    _cost_cells(table, columns, cells)
     chart = _curves_charts(table.assign(target_pct=target))
     return write_batch_page(path, title, recommendation,
                             [("Ranked by goodput", table_html(table, columns, cells)), ("On time around goodput", chart),

@@ -270,34 +270,46 @@ RULE = (
 )
 RULE_COLUMNS = tuple(c.name for c in RULE)
 
-#: Costs (docs/cost.md, results/costs.py): columns summary.csv, goodput.csv and plan.csv gain,
-#: after the others, when the scenario names a GPU kind or a price (`prices:`, `gpu:` keys,
-#: `--price`, `plan --gpu-kinds`). "On time per second" is the goodput in goodput.csv and
-#: plan.csv, and in summary.csv the measured requests on time over the measured window.
+#: Costs (docs/cost.md, results/costs.py): columns goodput.csv and plan.csv gain, after the
+#: others, when the scenario names a GPU kind or a price (`prices:`, `gpu:` keys, `--price`,
+#: `plan --gpu-kinds`): per request at the goodput (the rate at which the target share meets the
+#: rule, so not every one of those requests does). summary.csv's are `SUMMARY_COST`.
 COST = (
     Column("gpu_kinds", "", "GPU kinds", "each side's GPU kind: 'h100-80gb', or 'h100-80gb reading, a100-80gb "
            "writing' (empty: unknown)", family="cost"),
     Column("dollars_per_hour", "USD/h", "$/h", "what the arrangement's GPUs cost an hour: GPUs x USD per GPU-hour "
            "of their kind (costs/gpus.py, or the scenario's prices:)", family="cost", decimals=2, console=True),
-    Column("dollars_per_million", "USD", "$/M on time", "dollars per million on-time requests: dollars_per_hour / "
-           "(on-time requests per second x 3,600) x 1e6", family="cost", decimals=2, console=True),
+    Column("dollars_per_million", "USD", "$/M at goodput", "dollars per million requests at the goodput: "
+           "dollars_per_hour / (goodput_per_s x 3,600) x 1e6 (the target share of them meet the rule; summary.csv's "
+           "dollars_per_million_on_time counts only those on time)", family="cost", decimals=2, console=True),
     Column("dollars_per_million_low", "USD", "low", "95% interval of dollars_per_million: low end (from the goodput "
            "interval's high end; empty without an interval)", family="cost", decimals=2),
     Column("dollars_per_million_high", "USD", "high", "the same interval's high end (from the goodput's low end)",
            family="cost", decimals=2),
-    Column("on_time_per_gpu_hour", "requests", "on time per GPU-h", "on-time requests per GPU-hour: on-time "
-           "requests per second x 3,600 / GPUs", family="cost", decimals=0),
+    Column("requests_per_gpu_hour", "requests", "requests per GPU-h", "requests per GPU-hour at the goodput: "
+           "goodput_per_s x 3,600 / GPUs", family="cost", decimals=0),
     Column("power_kw", "kW", "kW", "the GPUs' board power (costs/gpus.py; GPUs only: no host, network or cooling)",
            family="cost", decimals=1),
-    Column("on_time_per_kwh", "requests", "on time per kWh", "on-time requests per kWh of GPU board power",
+    Column("requests_per_kwh", "requests", "requests per kWh", "requests per kWh of GPU board power at the goodput",
            family="cost", decimals=0),
 )
 COST_COLUMNS = tuple(c.name for c in COST)
+#: summary.csv's costs (results/costs.py `on_time_figures`): besides `dollars_per_hour` and
+#: `power_kw`, per request on time in the run (measured requests on time over the measured window)
+SUMMARY_COST = (
+    Column("dollars_per_million_on_time", "USD", "$/M on time", "dollars per million on-time requests: "
+           "dollars_per_hour / (measured requests on time per second x 3,600) x 1e6 (empty for n_requests traffic; "
+           "inf: none on time)", family="cost", decimals=2, console=True),
+    Column("on_time_per_gpu_hour", "requests", "on time per GPU-h", "on-time requests per GPU-hour: measured "
+           "requests on time per second x 3,600 / GPUs", family="cost", decimals=0),
+    Column("on_time_per_kwh", "requests", "on time per kWh", "on-time requests per kWh of GPU board power",
+           family="cost", decimals=0),
+)
 #: `plan --iso-cost` / `--iso-power` (sweep/plan_kinds.py): plan.csv's rows, one per pool, gain these
 ISO = (
     Column("pool", "", "pool", "all of one GPU kind, or reading on one kind and writing on another", "plan", "cost"),
-    Column("vs_best_single_per_million", "USD", "vs best one kind $/M", "a mixed pool's dollars per million on-time "
-           "requests minus the best pool of one kind's, each at its goodput searched on each seed alone: the mean "
+    Column("vs_best_single_per_million", "USD", "vs best one kind $/M", "a mixed pool's dollars per million requests at "
+           "its goodput minus the best pool of one kind's, each at its goodput searched on each seed alone: the mean "
            "over seeds of the paired differences (below 0: the mixed pool is cheaper)", "plan", "cost", decimals=2),
     Column("vs_best_single_low", "USD", "low", "its 95% interval over seeds: low end (docs/statistics.md)", "plan",
            "cost", decimals=2),
@@ -315,8 +327,8 @@ COST_ERROR = (
 )
 COST_ERROR_COLUMNS = tuple(c.name for c in COST_ERROR)
 #: summary.csv's (one run has no goodput interval, and its kinds are the scenario's)
-SUMMARY_COST_COLUMNS = tuple(n for n in COST_COLUMNS if n not in ("gpu_kinds", "dollars_per_million_low",
-                                                                  "dollars_per_million_high"))
+SUMMARY_COST_COLUMNS = ("dollars_per_hour", "dollars_per_million_on_time", "on_time_per_gpu_hour", "power_kw",
+                        "on_time_per_kwh")
 
 #: Columns a seed-by-seed summary adds (`seed`) and a summary over several seeds (`on_time_vs_best_pct`).
 SEED = Column("seed", "count", "seed", "the seed of the row's run (several seeds)")
@@ -333,7 +345,7 @@ def names(table: str, *families: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *families))
 
 
-_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *RULE, *COST)}
+_BY_NAME = {c.name: c for c in (*columns("summary"), SEED, VS_BEST, *PREFIX, *RULE, *COST, *SUMMARY_COST)}
 
 
 def summary_column(name: str) -> Column:

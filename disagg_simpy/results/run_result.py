@@ -19,7 +19,7 @@ from ..workload.stream import Requests
 from .blame import FreezeBlame, freeze_blame, freezes_frame, long_prompt_tokens
 from .breakdown import summary_figures, time_columns
 from .columns import PAGED_COLUMNS, PREFIX_COLUMNS, SUMMARY_COLUMNS, SUMMARY_COST_COLUMNS
-from .costs import cost_figures, measured_on_time_per_s
+from .costs import on_time_figures
 from .frames import iterations_frame, paged_columns, reads_frame, requests_frame, words_frame
 from .metrics import LimitsNs, ReplyGaps, off_columns, paged_figures
 from .over_time import over_time_edges_ns, over_time_frame
@@ -65,9 +65,7 @@ class RunResult:
                 extra = [*PAGED_COLUMNS, *extra]
             if shows_costs(self.scenario):  # costs, when the scenario names a GPU kind or a price (costs.py)
                 for row, n in zip(rows, self.records):
-                    on_time = measured_on_time_per_s(self.scenario, row["n_requests"], row["on_time_pct"])
-                    row.update({k: v for k, v in cost_figures(self.scenario, arrangements[n], on_time).items()
-                                if k in SUMMARY_COST_COLUMNS})
+                    row.update(on_time_figures(self.scenario, arrangements[n], row["n_requests"], row["on_time_pct"]))
                 extra += list(SUMMARY_COST_COLUMNS)
             return pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, *extra])
 

@@ -248,8 +248,8 @@ def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: floa
         presets: dict[str, str] | dict[str, tuple[str, ...]], budget: Budget, chunks: tuple[int, ...], flag: str,
         splits: tuple[int, ...] | None = None) -> pd.DataFrame:
     """The best arrangement (most goodput) of each pool under the same budget, one row each (a
-    pool with no arrangement in the budget: no row); each mixed pool's dollars per million on-time
-    requests against the best pool of one kind's, paired over seeds (`paired_per_million`)."""
+    pool with no arrangement in the budget: no row); each mixed pool's dollars per million requests
+    at its goodput against the best pool of one kind's, paired over seeds (`paired_per_million`)."""
     every = candidates(presets, budget.max_gpus, chunks, splits=splits)
     raw = {a["name"]: a for a in every}
     rows = []
@@ -280,7 +280,7 @@ def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: floa
 
 def paired_per_million(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, tolerance: float,
                        first: str, second: str):
-    """`first`'s dollars per million on-time requests minus `second`'s, each at its goodput
+    """`first`'s dollars per million requests at its goodput minus `second`'s, each goodput
     searched on each seed alone (the same requests for both): the mean of the per-seed
     differences and its 95% interval (results/intervals.py). NaN where either carries nothing
     on time on some seed (its cost per request is unbounded)."""

@@ -48,8 +48,8 @@ def test_the_goodput_page_shows_the_costs_goodput_csv_holds(tmp_path):
                  "--html", str(html)]) == 0
     table = pd.read_csv(tmp_path / "out" / "goodput.csv")
     page = html.read_text()
-    for header in ("GPU kinds", "$/h", "$/M on time (95% interval)", "on time/GPU-h", "kW"):
+    for header in ("GPU kinds", "$/h", "$/M at goodput (95% interval)", "requests/GPU-h", "kW"):
         assert header in page, header
     for r in table.itertuples():
         assert f"{r.dollars_per_million:.2f} ({r.dollars_per_million_low:.2f}-{r.dollars_per_million_high:.2f})" in page
-        assert f"{r.on_time_per_gpu_hour:.0f}" in page and r.gpu_kinds in page
+        assert f"{r.requests_per_gpu_hour:.0f}" in page and r.gpu_kinds in page

@@ -11,6 +11,7 @@ import yaml
 
 from disagg_simpy.cli import main
 from disagg_simpy.costs import gpus
+from disagg_simpy.results.columns import COST_COLUMNS
 from disagg_simpy.results.costs import per_million, with_costs
 from disagg_simpy.scenario import gpu_kinds, load_scenario
 
@@ -44,7 +45,7 @@ def test_presets_gpus_prints_the_table(capsys):
 def test_hand_computed_costs_and_the_cheapest_choice(tmp_path):
     """Two kinds at given prices and known goodputs: 2 A100s at 2.00 carrying 1.0/s on time, 1
     H100 at 3.00 carrying 2.0/s. By hand: A100s 4.00 $/h / 3,600 requests an hour = 1,111.11 $/M,
-    H100 3.00 / 7,200 = 416.67 $/M: the H100 is cheaper per on-time request though dearer per GPU."""
+    H100 3.00 / 7,200 = 416.67 $/M: the H100 is cheaper per request at the goodput though dearer per GPU."""
     path = write(tmp_path, [{"name": "a100s", "kind": "colocated", "gpus": 2, "gpu": "a100-80gb"},
                             {"name": "h100", "kind": "colocated", "gpus": 1, "gpu": "h100-80gb"}],
                  prices={"a100-80gb": 2.0, "h100-80gb": 3.0})
@@ -59,8 +60,8 @@ def test_hand_computed_costs_and_the_cheapest_choice(tmp_path):
     # the interval's ends swap: the goodput's high end gives the low dollars
     assert costs.loc["h100", "dollars_per_million_low"] == pytest.approx(3.0 / (2.5 * 3600) * 1e6)
     assert costs.loc["h100", "dollars_per_million_high"] == pytest.approx(3.0 / (1.5 * 3600) * 1e6)
-    assert costs.loc["a100s", "on_time_per_gpu_hour"] == 1800 and costs.loc["h100", "on_time_per_gpu_hour"] == 7200
-    assert costs.loc["a100s", "power_kw"] == pytest.approx(0.8) and costs.loc["h100", "on_time_per_kwh"] == \
+    assert costs.loc["a100s", "requests_per_gpu_hour"] == 1800 and costs.loc["h100", "requests_per_gpu_hour"] == 7200
+    assert costs.loc["a100s", "power_kw"] == pytest.approx(0.8) and costs.loc["h100", "requests_per_kwh"] == \
         pytest.approx(7200 / 0.7)
     assert per_million(3.0, 0.0) == math.inf and math.isnan(per_million(math.nan, 1.0))
 
@@ -163,7 +164,11 @@ def test_every_bad_kind_or_price_is_one_line(tmp_path, capsys, arrangements, top
         assert fragment in err, err
 
 
-def test_a_run_with_a_price_shows_its_costs(tmp_path, capsys):
+def test_a_run_with_a_price_shows_its_costs_per_request_on_time_under_their_own_names(tmp_path, capsys):
+    """summary.csv's costs count the requests on time in the run; goodput.csv's and plan.csv's
+    (columns.COST) the requests at the goodput, of which only the target share is on time: two
+    quantities, two names (review F12: both were `dollars_per_million`, "per million on-time
+    requests"); only the dollars and kW an hour are shared."""
     path = write(tmp_path, [{"name": "a", "kind": "colocated", "gpus": 1}], cost={"preset": "a100-80gb/llama-2-7b/tp1/vidur-sarathi"})
     assert main([path, "--out", str(tmp_path / "out"), "--no-plots", "--price", "a100-80gb=2"]) == 0
     out = capsys.readouterr().out
@@ -171,7 +176,9 @@ def test_a_run_with_a_price_shows_its_costs(tmp_path, capsys):
     summary = pd.read_csv(tmp_path / "out" / "summary.csv")
     on_time = summary.n_requests[0] * summary.on_time_pct[0] / 100 / 20  # measured on time per second
     assert summary.dollars_per_hour[0] == 2.0
-    assert summary.dollars_per_million[0] == pytest.approx(2.0 / (on_time * 3600) * 1e6)
+    assert summary.dollars_per_million_on_time[0] == pytest.approx(2.0 / (on_time * 3600) * 1e6)
+    assert summary.on_time_per_gpu_hour[0] == pytest.approx(on_time * 3600)
+    assert set(summary.columns) & set(COST_COLUMNS) == {"dollars_per_hour", "power_kw"}
     assert main([path, "--out", str(tmp_path / "plain"), "--no-plots"]) == 0  # no kind named, no price: no costs
     assert "dollars_per_hour" not in pd.read_csv(tmp_path / "plain" / "summary.csv").columns
 
@@ -190,7 +197,8 @@ def test_the_recommendation_names_the_cheapest_per_on_time_request(tmp_path):
     assert table.dollars_per_million_low[0] == pytest.approx(400.0) and table.dollars_per_million_high[1] == \
         pytest.approx(4.0 / (0.9 * 3600) * 1e6)
     line = recommendation(table, 90.0, "dollar")
-    assert line.startswith("h100 (h100-80gb) carries the most per dollar: 2.00 requests/s") and "416.67 $ per million" in line
+    assert line.startswith("h100 (h100-80gb) carries the most per dollar: 2.00 requests/s")
+    assert "416.67 $ per million requests at its goodput" in line
     assert "it beats a100s: 400.00-444.44 against 1,000.00-1,234.57" in line
 
 

@@ -204,7 +204,7 @@ def test_the_plan_page_shows_a_splits_gpus_as_reading_plus_writing(tmp_path):
 
 def test_the_goodput_page_shows_and_sorts_goodput_csvs_costs(tmp_path, browser):
     """goodput --html with GPU kinds: the page's table has goodput.csv's cost columns (read, not
-    recomputed) and a click on '$/M on time' sorts the rows by dollars per million, high first."""
+    recomputed) and a click on '$/M at goodput' sorts the rows by dollars per million, high first."""
     import pandas as pd
     from helpers import preset_scenario
 
@@ -220,8 +220,8 @@ def test_the_goodput_page_shows_and_sorts_goodput_csvs_costs(tmp_path, browser):
     page, seen = _opened(browser, html)
     grid = page.locator("table[data-testid=table]")
     headers = [h.strip() for h in grid.locator("thead th").all_text_contents()]
-    column = headers.index("$/M on time (95% interval)")
-    assert {"GPU kinds", "$/h", "on time/GPU-h", "kW"} <= set(headers)
+    column = headers.index("$/M at goodput (95% interval)")
+    assert {"GPU kinds", "$/h", "requests/GPU-h", "kW"} <= set(headers)
     grid.locator("thead th").nth(column).locator("button").click()
     rows = grid.locator("tbody tr")
     shown = [(rows.nth(i).locator("td").nth(0).text_content(), rows.nth(i).locator("td").nth(column).text_content())

@@ -59,7 +59,7 @@ def test_ranked_per_dollar_the_top_two_equal_the_exhaustive_search(tmp_path, run
     columns = ["arrangement", "goodput_per_s", "goodput_low_per_s", "goodput_high_per_s", "dollars_per_million"]
     pd.testing.assert_frame_equal(pruned[columns].head(2), full[columns].head(2))
     assert pruned["goodput_below_per_s"].notna().any()  # the pruning left some (else the test shows nothing)
-    # the ranking is by goodput per dollar, the same as by dollars per million on-time requests
+    # the ranking is by goodput per dollar, the same as by dollars per million requests at the goodput
     searched = full.dropna(subset=["goodput_per_s"])
     assert list(searched["arrangement"]) == list(searched.sort_values("dollars_per_million", kind="stable")["arrangement"])
     assert (full.goodput_per_s / full.arrangement.map(per)).is_monotonic_decreasing
@@ -131,7 +131,7 @@ def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys
     assert "carries the most per dollar" in text and "as a scenario arrangement: {name: " in text
     table = pd.read_csv(out / "plan.csv")
     assert set(table.arrangement) == {"a100-same-1", "h100-same-1"} and (out / "plan.png").stat().st_size > 0
-    assert "$/M on time" in (tmp_path / "p.html").read_text()
+    assert "$/M at goodput" in (tmp_path / "p.html").read_text()
     # the two best per dollar checked against the presets' stated errors (the larger of the two kinds'), per dollar
     line = next(x for x in text.splitlines() if x.startswith("cost error"))
     assert line.startswith("cost error (the largest stated errors of a100-80gb/llama-2-7b/tp1/vidur-sarathi, "
@@ -144,23 +144,23 @@ def test_the_command_writes_the_table_the_block_and_the_picture(tmp_path, capsys
     assert "goodput/s with the costs off (the top two)" in (tmp_path / "p.html").read_text()
 
 
-def test_under_another_rule_the_costs_are_worded_after_it_never_on_time(tmp_path, capsys):
-    """A per-request rule of the field's kind (TTFT and end-to-end): the table's header, the
-    recommendation and the page count the requests meeting the rule; under the percentiles
-    criterion (which judges runs, not requests), those served at a rate meeting it."""
-    rules = {"meeting rule": {"first_word_s": 2.0, "mean_gap_ms": None, "freeze_ms": None, "e2e_s": 20.0},
+def test_under_another_rule_the_costs_are_per_request_at_the_goodput_never_on_time(tmp_path, capsys):
+    """A per-request rule of the field's kind (TTFT and end-to-end), or the percentiles criterion
+    (which judges runs, not requests): the table's header, the recommendation and the page count
+    the requests at the goodput (under any rule), never "on time"."""
+    rules = {"per request": {"first_word_s": 2.0, "mean_gap_ms": None, "freeze_ms": None, "e2e_s": 20.0},
              "served": {"first_word_s": 2.0, "mean_gap_ms": 100.0, "freeze_ms": None, "criterion": "percentiles",
                         "percentile": 90}}
-    for verdict, slo in rules.items():
-        out, html = tmp_path / verdict, tmp_path / f"{verdict}.html"
+    for kind, slo in rules.items():
+        out, html = tmp_path / kind, tmp_path / f"{kind}.html"
         assert main(["plan", str(scenario_file(tmp_path, slo=slo)), "--gpu-kinds", "a100-80gb,h100-80gb",
                      "--budget-per-hour", "3", "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1",
                      "--no-plots", "--html", str(html)]) == 0
         text = capsys.readouterr().out
-        assert f"$/M {verdict} (95% interval)" in text and f"{verdict}/GPU-h" in text, text
-        assert "on time" not in text.replace("on_time", ""), text
+        assert "$/M at goodput (95% interval)" in text and "requests/GPU-h" in text, text
+        assert "$ per million requests at its goodput" in text and "on time" not in text.replace("on_time", ""), text
         page = html.read_text()
-        assert f"$/M {verdict} (95% interval)" in page and "$/M on time" not in page
+        assert "$/M at goodput (95% interval)" in page and "$/M on time" not in page
 
 
 def test_tp_degrees_and_splits_narrow_or_widen_the_kinds_candidates(tmp_path, capsys):
