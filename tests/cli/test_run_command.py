@@ -172,7 +172,7 @@ def _strict(text: str):
 
 
 @pytest.mark.parametrize("slo, infinite", [
-    ("", "dollars_per_million"),  # nothing on time at a price
+    ("", "dollars_per_million_on_time"),  # nothing on time at a price
     ("slo: {preset: sarathi-serve}\n", "slo_gap_ms"),  # a reply never finished, judged on percentiles
 ])
 @pytest.mark.parametrize("seeds", ["1", "2"])
