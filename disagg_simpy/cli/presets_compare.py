@@ -92,6 +92,14 @@ def compare_command(args: argparse.Namespace) -> int:
         bad = P.problem(getattr(args, key))
         if bad:
             raise InputError(f"presets compare: {key.upper()}: {bad}")
+    if args.out is None and args.format != "csv":
+        raise InputError(f"presets compare: --format: got {args.format} without --out, expected --out DIR (the "
+                         "format is that of the file written there)")
+    if args.out is not None:  # checked before anything is computed, as every command's --out
+        from ..files import check_folder, check_output_file
+
+        check_folder(args.out, "--out")
+        check_output_file(args.out / f"compare.{args.format}", "--out")
     found = rows(args.a, args.b)
     if args.out is not None:
         _write(found, args.out, args.format)
@@ -102,13 +110,14 @@ def compare_command(args: argparse.Namespace) -> int:
 def _write(found: list[dict], out: Path, fmt: str) -> None:
     import pandas as pd
 
-    from ..files import atomic_write_text
+    from ..files import atomic_path, atomic_write_text, make_folder
 
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out, "--out")
     frame = pd.DataFrame(found, columns=list(COLUMNS))
     if fmt == "parquet":
         path = out / "compare.parquet"
-        frame.to_parquet(path, index=False)
+        with atomic_path(path) as tmp:
+            frame.to_parquet(tmp, index=False)
     else:
         path = out / "compare.csv"
         atomic_write_text(path, frame.to_csv(index=False))

@@ -21,11 +21,12 @@ def build_validate_parser() -> Parser:
     p.add_argument("--fast", action="store_true", help="only the figures marked fast (under a minute; the CI gate)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
                    help="folder for validate.csv, validate.json and validate.html (default: runs/validate/)")
-    p.add_argument("--html", type=Path, metavar="FILE", help="write the page here instead of DIR/validate.html")
+    p.add_argument("--html", type=path_flag("--html", "a file name"), metavar="FILE",
+                   help="write the page here instead of DIR/validate.html")
     p.add_argument("--json", action="store_true", help="print the rows and summary as JSON instead of the table")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="the table's file format (default csv)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
-                   help="seeds per goodput figure (default: each scenario's)")
+                   help="seeds per goodput figure, from each scenario's seed (default: each scenario's seeds)")
     p.add_argument("--workers", type=int_at_least("--workers", 1, 1024), metavar="N",
                    help="processes running simulations (default: 1)")
     p.add_argument("--record", action="store_true",
@@ -47,7 +48,7 @@ def run_validate(fast: bool, out: Path | None, page: Path | None, as_json: bool,
     import pandas as pd
 
     from .. import __version__
-    from ..files import atomic_write_text, check_folder, make_folder
+    from ..files import atomic_write_text, check_folder, check_output_file, make_folder
     from ..sweep.runner import LocalPool, Runner
     from ..sweep.store import Store
     from ..validation import RECORDED, gate, load_catalog, load_recorded, measure, row, summary
@@ -55,12 +56,13 @@ def run_validate(fast: bool, out: Path | None, page: Path | None, as_json: bool,
 
     sources, figures = load_catalog()
     chosen = [f for f in figures if f.fast or not fast]
+    if page is not None:  # before any run: a bad page path is refused in one line, nothing written
+        check_output_file(page, "--html")
     folder = make_folder(check_folder(out if out is not None else Path("runs") / "validate", "--out"), "--out")
     runner = Runner(Store(folder / "store.sqlite", __version__), LocalPool(workers), progress=False)
     rows = []
     for f in chosen:
-        picked = tuple(range(1, seeds + 1)) if seeds is not None else None
-        rows.append(row(f, sources, measure(f, runner, picked, transform)))
+        rows.append(row(f, sources, measure(f, runner, seeds, transform)))
     s = summary(rows)
     problems = gate(rows, load_recorded())
     table = pd.DataFrame(rows)

@@ -74,9 +74,13 @@ class Slo(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _preset(cls, data: Any) -> Any:
-        """A named rule's values under the keys written beside it."""
+        """A named rule's values under the keys written beside it; a limit turned off there
+        (`delay_s: null`) also leaves the rule's `percentile_of` (unless that is written too)."""
         if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in SLO_PRESETS:
             values = {k: v for k, v in SLO_PRESETS[data["preset"]].items() if k != "source"}
+            if isinstance(values.get("percentile_of"), dict) and "percentile_of" not in data:
+                kept = {k: v for k, v in values["percentile_of"].items() if not (k in data and data[k] is None)}
+                values["percentile_of"] = kept or None
             return values | data
         return data
 

@@ -124,7 +124,7 @@ def robustness(scenario: Scenario, runner, seeds: tuple[int, ...], target: float
     key = table["goodput_per_s"] / table["arrangement"].map(unit)
     ranked = table.assign(_key=key.fillna(-1.0)).sort_values("_key", ascending=False, kind="stable")
     if len(ranked) < 2:
-        return ""
+        return "not checked (one arrangement: no winner to overturn)"
     w, r = str(ranked["arrangement"].iloc[0]), str(ranked["arrangement"].iloc[1])
     starts = {str(a): float(g) for a, g in zip(ranked["arrangement"], ranked["goodput_per_s"]) if g > 0}
     pair = scenario.model_copy(update={"arrangements": tuple(a for a in scenario.arrangements if a.name in (w, r))})

@@ -36,7 +36,9 @@ from ..results.columns import names
 from ..results.costs import with_costs
 from ..results.intervals import SHARE, Interval, interval
 from ..results.rules import CRITERION_COLUMNS, SLACK
+from ..scenario.counts import counted_requests
 from ..scenario.schema import Scenario, Slo
+from ..units import NS_PER_S
 from .goodput_probe import MODES, Probe, Request, _rerun, decide, percentiles_pass, probe_with, staged_target  # noqa: F401
 from .grid import ONLY, RATE, resolve
 from .runner import Runner, Task
@@ -234,6 +236,16 @@ class Prober:
         return self.resolved[rate, name]
 
     def fits(self, rate: float) -> bool:
+        """Whether a search may probe `rate`. With a count of requests (`n_requests`), a rate
+        past the one at which they all arrive within about a nanosecond is refused in one line:
+        a search that gets there passed at every rate (all N at once are on time), so the count
+        bounds no goodput; an answer there would be a meaningless number."""
+        count = counted_requests(self.scenario)
+        if count is not None and rate > count * NS_PER_S:
+            raise InputError(f"{self.scenario.source}: workload: every rate probed is on time, up to rates at which "
+                             f"all {count:,.0f} counted requests arrive within nanoseconds, so the "
+                             "count bounds no goodput; expected more requests (n_requests, n_requests_per_gpu) or a "
+                             "measured window (measure_s) instead of a count")
         return self.at(rate) is not None
 
     def run_batch(self, requests: list[Request]) -> list[list[dict]]:

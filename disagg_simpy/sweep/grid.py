@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel
 
 from ..errors import InputError
+from ..scenario.counts import counted_requests_set
 from ..scenario.presets import unfill
 from ..scenario.schema import DROP, Scenario, TraceWorkload, has_attention_term
 
@@ -231,14 +232,14 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
 
 
 def _stretched_cap(scenario: Scenario, rate: float) -> float | None:
-    """With `n_requests`, an explicit max_sim_s at a rate below the scenario's, stretched as the
+    """With `n_requests` (or `n_requests_per_gpu`), an explicit max_sim_s at a rate below the scenario's, stretched as the
     arrivals are: max_sim_s x rate_per_s / rate (the same draws at a lower rate arrive that much
     later), so a probe of goodput, plan or sweep below the scenario's rate keeps every request
     and the time after the last arrival in proportion, instead of being refused (docs/capacity.md).
-    None: the cap as it is (no n_requests, no max_sim_s, or a rate at or above the scenario's)."""
+    None: the cap as it is (no count, no max_sim_s, or a rate at or above the scenario's)."""
     w = scenario.workload
     base = getattr(w, "rate_per_s", None)
-    if getattr(w, "n_requests", None) is None or scenario.max_sim_s is None or base is None or rate >= base:
+    if not counted_requests_set(w) or scenario.max_sim_s is None or base is None or rate >= base:
         return None
     return scenario.max_sim_s * base / rate
 

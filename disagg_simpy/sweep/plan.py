@@ -80,6 +80,11 @@ _NOT_CARRIED = {
     "roles": "its moves name one split's GPU counts; plan ranks static arrangements (plan --over-time plans the "
              "roles over a day)",
 }
+#: Keys of one kind that mean nothing on the other, by the candidate's kind: where the scenario has no
+#: arrangement of a candidate's kind, the candidate borrows the other kind's keys but these (a colocated
+#: GPU ships no KV; a split's reading GPUs never write, so there is nothing to mix).
+_NO_MEANING = {"colocated": ("kv_link", "kv_path", "kv_ship_ms_per_token", "local_prompt_max_tokens"),
+               "disaggregated": ("mixed_iterations",)}
 #: Keys of one side of a split, which a candidate whose side has TP instances cannot take (its costs and
 #: memory per instance come from the preset at that TP), by the TP key of that side.
 _PER_INSTANCE = {"tp": ("cost", "kv_capacity_tokens"),
@@ -116,6 +121,8 @@ def carried(scenario: Scenario, arrangements: list[dict], planned: tuple[str, ..
                                      f"{_kind_text(kind) + ' ' if same_kind else ''}arrangement: plan builds each "
                                      f"candidate from the scenario's engine (write {k} the same in each)")
         for k, (first, origin, v) in _mapped(own, kind, same_kind).items():
+            if not same_kind and k in _NO_MEANING.get(kind, ()):
+                continue
             why = ""
             if not why and k not in KINDS[kind].model_fields and not _alias(kind, k):
                 why = f"a {_kind_text(kind)} arrangement has no {k}"
@@ -124,9 +131,11 @@ def carried(scenario: Scenario, arrangements: list[dict], planned: tuple[str, ..
                     why = (f"its {tp_key} {cand[tp_key]} takes each instance's costs and memory from the preset at "
                            "that TP")
             if why:
+                fix = ("remove it to plan without it, or narrow the search: --tp" if same_kind else
+                       f"add a {_kind_text(kind)} arrangement to the scenario to say how its engine runs, or remove "
+                       "it to plan without it")
                 raise InputError(f"{scenario.source}: arrangements.{first}.{origin}: got {_value(v)}, which plan cannot "
-                                 f"carry to the candidate {cand['name']} ({why}); expected no {origin} (remove it to "
-                                 "plan without it, or narrow the search: --splits, --tp)")
+                                 f"carry to the candidate {cand['name']} ({why}); expected no {origin} ({fix})")
             if k not in cand:
                 cand = {**cand, k: v}
         out.append(cand)

@@ -69,9 +69,10 @@ def load_catalog(path: Path = HERE / "catalog.yaml") -> tuple[dict[str, dict], l
 Transform = Callable[[Scenario], Scenario]
 
 
-def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transform: Transform | None = None,
+def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, transform: Transform | None = None,
             folder: Path = SCENARIOS) -> float:
-    """Our value of `figure` (its metric, in its unit)."""
+    """Our value of `figure` (its metric, in its unit); `seeds`: these seeds, or a count of them
+    from the scenario's own seed (as `--seeds N` means in every command), or the scenario's."""
     path = folder / figure.scenario
     if not path.is_file():
         raise InputError(f"validate: {figure.id}: scenario {path} not found; expected the repository's "
@@ -79,19 +80,23 @@ def measure(figure: Figure, runner, seeds: tuple[int, ...] | None = None, transf
     scenario = load_scenario(path)
     if transform is not None:
         scenario = transform(scenario)
-    seeds = seeds or tuple(range(scenario.seed, scenario.seed + scenario.seeds))
+    if isinstance(seeds, tuple) and seeds:
+        picked = seeds
+    else:
+        n = seeds if isinstance(seeds, int) else scenario.seeds
+        picked = tuple(range(scenario.seed, scenario.seed + n))
     if figure.how == "goodput":
         from ..sweep.goodput import goodput
 
-        table = goodput(scenario, runner, seeds, 90.0, 0.02, names=[figure.arrangement])
+        table = goodput(scenario, runner, picked, 90.0, 0.02, names=[figure.arrangement])
         return float(table[figure.metric].iloc[0])  # goodput_per_s, or per GPU as papers plot it
     if figure.how == "slo_scale":
         from ..sweep.slo_scale import slo_scales
 
-        return float(slo_scales(scenario, runner, seeds, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
+        return float(slo_scales(scenario, runner, picked, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
     if figure.how == "concurrency":
         assert figure.concurrency is not None
-        ttft, tpot = at_concurrency(scenario, figure.concurrency, seeds[0])
+        ttft, tpot = at_concurrency(scenario, figure.concurrency, picked[0])
         return ttft if figure.metric == "ttft_ms" else tpot
     if figure.how == "closed_loop":
         assert figure.concurrency is not None

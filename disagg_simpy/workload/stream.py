@@ -24,7 +24,7 @@ from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
-from .counted import counted_cap, picked_rows
+from .counted import counted_cap, last_arrival_s, picked_rows
 from .lengths import draw_lengths
 from .periods import period_of, thinned_arrivals
 from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
@@ -73,18 +73,20 @@ def stream_seed(seed: int, name: str) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed).spawn(len(STREAMS))[STREAMS.index(name)]
 
 
-def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
+def make_requests(scenario: Scenario, seed: int | None = None, n_gpus: int | None = None) -> Requests:
     """The request stream of `scenario` (with `seed` instead of the scenario's, if given). With
-    `n_requests_per_gpu`, the largest arrangement's (`counts.for_gpus`): a smaller one's is its
-    first requests (`streams_by_gpus`)."""
+    `n_requests_per_gpu`, the stream of an arrangement of `n_gpus` GPUs (default: the largest
+    arrangement's, `counts.for_gpus`); a smaller one's is a prefix or subset of it (docs/traffic.md)."""
+    key = "n_requests"
     if scenario.workload.n_requests_per_gpu is not None:
-        scenario = for_gpus(scenario, max(a.n_gpus for a in scenario.arrangements))
+        key = "n_requests_per_gpu"
+        scenario = for_gpus(scenario, n_gpus if n_gpus is not None else max(a.n_gpus for a in scenario.arrangements))
     w = scenario.workload
     seed = scenario.seed if seed is None else seed
     if isinstance(w, SyntheticWorkload):
-        stream = _synthetic(w, scenario, seed)
+        stream = _synthetic(w, scenario, seed, key)
     else:
-        stream = _from_trace(w, scenario, seed)
+        stream = _from_trace(w, scenario, seed, key)
     if scenario.router == "power_of_two":  # E13: its own stream, so no other draw moves
         stream = replace(stream, router_draws=make_streams(seed)["router"].random(len(stream)))
     if scenario.speculative is not None:  # E16: its own stream too (one key per request: workload/speculative.py)
@@ -95,14 +97,14 @@ def make_requests(scenario: Scenario, seed: int | None = None) -> Requests:
 
 
 def streams_by_gpus(scenario: Scenario, seed: int) -> dict[int, Requests]:
-    """With `n_requests_per_gpu`, each arrangement size's stream (per GPU x its GPUs requests: the
-    first that many of the seed's stream, as every draw is sequential); else one stream for
-    every size."""
+    """With `n_requests_per_gpu`, each arrangement size's stream (per GPU x its GPUs requests:
+    the first that many of the seed's stream, or with `pick: sampled` the first that many of
+    one seeded order of the trace); else one stream for every size."""
     sizes = sorted({a.n_gpus for a in scenario.arrangements})
     if scenario.workload.n_requests_per_gpu is None:
         stream = make_requests(scenario, seed)
         return dict.fromkeys(sizes, stream)
-    return {n: make_requests(for_gpus(scenario, n), seed) for n in sizes}
+    return {n: make_requests(scenario, seed, n_gpus=n) for n in sizes}
 
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
@@ -123,7 +125,7 @@ def check_stream(scenario: Scenario, stream: Requests) -> None:
         raise InputError(f"{scenario.source}: cost.iteration_ms: {problem}")
 
 
-def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
+def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "n_requests") -> Requests:
     """Arrivals until past the cap (or exactly n_requests), then each request's class and lengths
     from one uniform each, in arrival order (`lengths.py`)."""
     rng = make_streams(seed)
@@ -132,12 +134,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int) -> Requests:
     assert w.rate_per_s is not None  # (schema: a constant rate without a schedule or curve)
     if w.n_requests is not None:
         arrived = _arrival_times(w, rng["arrivals"], 0, 0.0, w.n_requests)
-        cap_s = scenario.cap_s(float(arrived[-1]))
-        if arrived[-1] > cap_s:
-            raise InputError(
-                f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {w.n_requests:,} of n_requests arrives at "
-                f"{arrived[-1]:.6g} s; expected at least that (n_requests sends every request)"
-            )
+        cap_s = counted_cap(scenario, float(arrived[-1]), w.n_requests, key)
         n = w.n_requests
     else:
         cap_s = scenario.cap_s(None)
@@ -302,7 +299,7 @@ def _window(arrived_ns: np.ndarray, warmup_s: float, measure_s: float | None) ->
     return measured
 
 
-def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
+def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int, key: str = "n_requests") -> Requests:
     path = resolve_trace(w.trace, w.format, scenario.folder, f"{scenario.source}: workload")
     problem = "no such file" if not path.exists() else "a directory" if path.is_dir() else None
     if problem:
@@ -325,7 +322,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
         rng = make_streams(seed)
         arrived_ns = lengths_arrivals(n, w.rate_per_s, w.burstiness_cv, rng["arrivals"], source=scenario.source)
         if w.n_requests is not None:  # exactly n, every one sent: the cap must pass the last
-            cap_s = counted_cap(scenario, arrived_ns, w.n_requests)
+            cap_s = counted_cap(scenario, last_arrival_s(arrived_ns), w.n_requests, key)
         # E4f: any row of the table may be drawn
         check_capacity(scenario, path, np.arange(1, len(table) + 1),
                        clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)[0])
@@ -352,7 +349,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int) -> Requests:
             blocks = blocks.take(picked) if blocks is not None else None
             info.update(n_requests=w.n_requests, pick=w.pick)
         cap_s = (scenario.cap_s(float(arrived_ns[-1]) / NS_PER_S) if w.n_requests is None
-                 else counted_cap(scenario, arrived_ns, w.n_requests))
+                 else counted_cap(scenario, last_arrival_s(arrived_ns), w.n_requests, key))
     rows = keep + 1 if w.format != "lengths" else None  # data rows kept, from 1
     table, clips = clip_lengths(table, w.reply_words_max, w.prompt_tokens_max)
     info.update(clips)

@@ -97,3 +97,18 @@ def test_compare_refuses_an_unknown_or_old_name_in_one_line(capsys):
     err = capsys.readouterr().err
     assert "presets compare: B: got 'a100-80gb/opt-13b/tp1', a name from before presets named their engine; " \
            f"did you mean '{DS}'?" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("flags", "fragment"), [
+    (["--out", "{file}"], "--out: {file} is a file, expected a folder"),
+    (["--out", "{file}/sub"], "--out: cannot create {file}/sub"),
+    (["--format", "parquet"], "--format: got parquet without --out, expected --out DIR"),
+])
+def test_compare_refuses_a_bad_out_or_format_in_one_line(capsys, tmp_path, flags, fragment):
+    """`presets compare --out` is checked as every command's: one line, exit 2 (a file in the way
+    was exit 1 with the raw 'File exists'; --format without --out was silently ignored)."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["presets", "compare", DS, VLLM, *(f.format(file=afile) for f in flags)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment.format(file=afile) in err, err

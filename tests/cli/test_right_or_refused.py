@@ -184,13 +184,19 @@ def test_goodput_with_n_requests_stretches_max_sim_s_at_lower_rates(tmp_path, ca
 
 
 def test_plan_refusing_an_option_it_cannot_carry_writes_nothing(tmp_path, capsys):
-    """Item 2 at the command line: one line naming the key, exit 2, before any run."""
+    """Item 2 at the command line: one line naming the key, exit 2, before any run; the remedy
+    the line gives (a same-GPU arrangement saying how that engine runs) works."""
+    split = {"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
+             "reading_kv_capacity_tokens": 100_000, "writing_kv_capacity_tokens": 300_000}
     path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump({"name": "m", "workload": dict(SMALL_TRAFFIC), "max_sim_s": 20, "arrangements": [
-        {"name": "same", "kind": "colocated", "gpus": 2, "mixed_iterations": False}]}))
+    path.write_text(yaml.safe_dump({"name": "m", "workload": dict(SMALL_TRAFFIC), "max_sim_s": 20,
+                                    "arrangements": [split]}))
     out = tmp_path / "o"
     err = _refused(["plan", str(path), "--gpus", "2", "--out", str(out)], capsys)
-    assert "arrangements.same.mixed_iterations: got False" in err and "split-1-1" in err
+    assert "arrangements.split.reading_kv_capacity_tokens: got 100000" in err and "same-gpu" in err
+    assert "add a colocated arrangement to the scenario" in err
     assert not out.exists()
-    assert main(["plan", str(path), "--gpus", "2", "--splits", "none", "--chunks", "none", "--seeds", "1",
+    path.write_text(yaml.safe_dump({"name": "m", "workload": dict(SMALL_TRAFFIC), "max_sim_s": 20, "arrangements": [
+        split, {"name": "same", "kind": "colocated", "gpus": 2}]}))
+    assert main(["plan", str(path), "--gpus", "2", "--chunks", "none", "--seeds", "1",
                  "--no-plots", "--out", str(tmp_path / "ok")]) == 0

@@ -95,6 +95,16 @@ def test_sarathi_serve_judges_p99_of_every_gap_and_the_median_delay(tmp_path):
     assert not bool(summary(tmp_path, {"preset": "sarathi-serve", "delay_s": 0.2, "percentile_of": {}})["slo_met"])
 
 
+def test_turning_off_a_preset_limit_drops_its_percentile_too():
+    """`slo: {preset: sarathi-serve, delay_s: null}` judges P99 TBT alone (review F6: it was
+    refused about the preset's own `percentile_of: {delay_s: 50}`, a key the file never wrote);
+    a `percentile_of` written beside the preset is kept as written."""
+    slo = Slo.model_validate({"preset": "sarathi-serve", "delay_s": None})
+    assert list(slo.on) == ["gap_ms"] and not slo.percentile_of
+    with pytest.raises(ValueError, match="percentile_of: got delay_s whose limit is off"):
+        Slo.model_validate({"preset": "sarathi-serve", "delay_s": None, "percentile_of": {"delay_s": 50}})
+
+
 def test_mlperf_server_and_interactive_judge_p99_ttft_and_tpot(tmp_path):
     for preset in ("mlperf-llama2-70b-server", "mlperf-llama2-70b-interactive"):
         row = summary(tmp_path, {"preset": preset})

@@ -100,3 +100,13 @@ def test_ranked_per_unit_the_winner_is_the_best_per_unit_and_its_bands_hold_its_
                    "next: split-1-2)"
     assert set(bands) == {"split-1-2", "split-2-1"}
     assert all(lo <= g[n] <= hi and lo < hi for n, (lo, hi) in bands.items())
+
+
+def test_one_arrangement_says_there_is_nothing_to_overturn(tmp_path):
+    """With one arrangement there is no winner to check: the line says so (it printed
+    'cost error (...): ' and nothing after the colon)."""
+    from disagg_simpy.sweep.cost_error import robustness
+
+    table = pd.DataFrame({"arrangement": ["only"], "goodput_per_s": [3.0]})
+    assert robustness(None, None, (1,), 90.0, 0.1, table, {"reading": 10, "writing": 10}) == (
+        "not checked (one arrangement: no winner to overturn)")

@@ -62,9 +62,12 @@ REFUSED = {("disaggregated", "roles"): "static arrangements"}
 #: keys of one kind only: a candidate of the other kind refuses them, when the scenario has no
 #: arrangement of that kind to take its own settings from (a colocated `cost` or `gpu` maps to both
 #: sides; a split's sides map back only when the same)
-OTHER_KIND_REFUSED = {"mixed_iterations", "kv_link", "local_prompt_max_tokens", "reading_kv_capacity_tokens",
-                      "writing_kv_capacity_tokens", "kv_path", "kv_ship_ms_per_token", "writing_cost", "reading_cost",
+OTHER_KIND_REFUSED = {"reading_kv_capacity_tokens", "writing_kv_capacity_tokens", "writing_cost", "reading_cost",
                       "reading_gpu", "writing_gpu"}
+#: keys that mean nothing on the other kind (a colocated GPU ships no KV; a split's reading GPUs never
+#: write, so nothing mixes): the other kind's candidates go without them, its own keep them (review F7:
+#: a split-only scenario writing kv_path could not be planned, and the refusal's remedy did not work)
+NO_MEANING = {"mixed_iterations", "kv_link", "local_prompt_max_tokens", "kv_path", "kv_ship_ms_per_token"}
 #: a key that needs a preset in the scenario's cost
 PRESET = {"kv_path": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"}}
 SAME = {"name": "same", "kind": "colocated", "gpus": 2}
@@ -140,9 +143,12 @@ def test_a_scenario_of_one_kind_lends_its_keys_to_the_other_or_refuses_them(tmp_
         assert any(f".{k}:" in text for k in own), text
         return
     planned = with_candidates(scenario, candidates(4, (512,)), "--gpus")
+    assert {a.kind for a in planned.arrangements} == set(KINDS)
     for a in planned.arrangements:
         for k in own:
-            if k == "cost" and a.is_split:  # the same GPU's costs are both sides' on a split
+            if k in NO_MEANING and a.kind != kind:
+                assert k not in _schema_keys(a.kind)  # (nothing to carry it to)
+            elif k == "cost" and a.is_split:  # the same GPU's costs are both sides' on a split
                 assert a.reading_cost == a.writing_cost == written.cost
             elif k == "gpu" and a.is_split:  # and its GPU kind
                 assert a.reading_gpu == a.writing_gpu == written.gpu

@@ -189,9 +189,9 @@ def test_each_kind_takes_its_own_presets_kv_capacity_not_the_scenarios(tmp_path,
     """A KV capacity the scenario writes is its own GPU's memory: a candidate of another kind (or
     of the same kind) takes each side's capacity from its side's preset, and the plan says on
     stderr that the written one is not carried (review F8: B200 planned with the H100's 50,000)."""
-    path = preset_scenario(tmp_path, "kv", {"rate_per_s": 2.0, "n_requests": 40, "prompt_mix": [
-        {"share": 1, "tokens": [100, 2000]}], "reply_words": [10, 300]},
-        [{"name": "same", "kind": "colocated", "gpus": 2, "kv_capacity_tokens": 50000}],
+    path = preset_scenario(tmp_path, "kv", {"rate_per_s": 2.0, "measure_s": 20, "prompt_mix": [
+        {"share": 1, "tokens": [100, 2000]}], "reply_words": [10, 300]},  # (a window: 40 counted requests at
+        [{"name": "same", "kind": "colocated", "gpus": 2, "kv_capacity_tokens": 50000}],  # once bound no goodput)
         preset="h100-80gb/llama-3.1-8b/tp1/vllm-0.24")
     s = load_scenario(path)
     presets = side_presets(s, ("h100-80gb", "b200"))

@@ -132,3 +132,27 @@ def test_a_closed_loop_sends_each_request_when_its_clients_last_one_ends():
     alone = closed_loop(scenario, "tp2", clients=1, per_client=3)
     assert alone.ttft_ms == pytest.approx(alone.first_ttft_ms, rel=1e-12)  # nobody ahead of it, every time
     assert loop.ttft_ms > 2 * alone.ttft_ms  # five equal clients stay in step: each prompt waits for the others
+
+
+@pytest.mark.parametrize("html", ["", "{tmp}"])
+def test_a_bad_page_path_is_refused_before_any_run_and_nothing_is_written(tmp_path, capsys, html):
+    """`--html` is checked as every command's is: before any figure runs, one line, exit 2, no
+    --out folder left (it was found only after every run, exit 1, with validate.csv written)."""
+    assert main(["validate", "--fast", "--out", str(tmp_path / "v"), "--html", html.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --html: got "), err
+    assert not (tmp_path / "v").exists()
+
+
+def test_seeds_count_from_each_scenario_s_own_seed(monkeypatch):
+    """`validate --seeds N` means what it means in run, goodput and sweep: N seeds from the
+    scenario's seed (it ran seeds 1..N, whatever the scenario's seed)."""
+    import disagg_simpy.sweep.goodput as goodput_module
+
+    seen = []
+    monkeypatch.setattr(goodput_module, "goodput", lambda scenario, runner, seeds, *a, **k: seen.append((scenario.seed, seeds))
+                        or __import__("pandas").DataFrame({"goodput_per_s": [1.0]}))
+    figure = next(f for f in load_catalog()[1] if f.how == "goodput")
+    measure(figure, runner=None, seeds=3)
+    (seed, seeds), = seen
+    assert seeds == (seed, seed + 1, seed + 2)

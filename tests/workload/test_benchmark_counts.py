@@ -75,6 +75,50 @@ def test_trace_n_requests_per_gpu(tmp_path):
         "one": [100, 200, 300], "three": [100 * (i + 1) for i in range(9)]}
 
 
+def test_trace_n_requests_per_gpu_sampled_smaller_rows_are_the_larger_ones(tmp_path):
+    """With `pick: sampled`, every size draws from one seeded order of the rows, so the 1-GPU
+    arrangement runs a subset of the 3-GPU one's requests (each at its own trace time), and what
+    run.json holds (the largest stream) says which: review finding F1, a separate draw per size."""
+    for seed in (1, 2, 3, 4, 5):
+        r = run_rows(tmp_path, TEN, arrangements=ONE_AND_THREE, seed=seed,
+                     workload={"n_requests_per_gpu": 3, "pick": "sampled"}).requests
+        one = set(r[r.arrangement == "one"]["n_prompt_tokens"])
+        three = set(r[r.arrangement == "three"]["n_prompt_tokens"])
+        assert len(one) == 3 and len(three) == 9 and one < three, (seed, one, three)
+
+
+def test_n_requests_per_gpu_stretches_max_sim_s_below_the_rate_as_n_requests_does(tmp_path, capsys):
+    """goodput probes rates below the scenario's: with `n_requests_per_gpu` and `max_sim_s` the cap
+    is stretched as with `n_requests` (docs/traffic.md), not the search refused (finding F2)."""
+    spec = {"name": "per-gpu-cap", "seed": 3, "max_sim_s": 10,
+            "workload": {"rate_per_s": 200, "n_requests_per_gpu": 30, "prompt_mix": [{"share": 1, "tokens": [100, 2000]}],
+                         "reply_words": [10, 300]},
+            "cost": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"},  # capacity below 200/s: probes below it
+            "arrangements": ONE_AND_THREE}
+    path = tmp_path / "cap.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tmp_path / "out"
+    assert main(["goodput", str(path), "--out", str(out), "--no-plots", "--workers", "1"]) == 0, capsys.readouterr().err
+    assert (out / "goodput.csv").exists()
+
+
+def test_a_count_every_rate_carries_is_refused_not_answered_with_a_huge_rate(tmp_path, capsys):
+    """40 requests that 2 GPUs serve on time even all at once: with a count, a faster rate only
+    packs the same requests closer, so goodput's search stepped up to 4.7e207 requests/s and
+    printed it. Now refused in one line, nothing written."""
+    spec = {"name": "forty", "seed": 1,
+            "workload": {"rate_per_s": 2, "n_requests": 40, "prompt_mix": [{"share": 1, "tokens": [100, 2000]}],
+                         "reply_words": [10, 300]},
+            "cost": {"preset": "a100-80gb/llama-3-8b/tp1/vidur-sarathi"},
+            "arrangements": [{"name": "co", "kind": "colocated", "gpus": 2, "chunk_tokens": 256}]}
+    path = tmp_path / "forty.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert main(["goodput", str(path), "--out", str(tmp_path / "out"), "--no-plots", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "all 40 counted requests arrive within nanoseconds" in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_lengths_trace_n_requests_draws_exactly_n(tmp_path):
     shutil.copy(ROOT / "tests" / "data" / "sample_lengths.csv", tmp_path / "lengths.csv")
     spec = {"name": "lengths", "seed": 2,
