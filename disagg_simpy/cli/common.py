@@ -20,7 +20,12 @@ class NotWritten(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag as one line (no usage dump) via InputError."""
+    """argparse that reports a bad flag as one line (no usage dump) via InputError, and takes
+    no abbreviations (`--seed` must not become another command's `--seeds`)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise InputError(f"{self.prog}: {message} (see --help)")
@@ -30,6 +35,17 @@ def positive_float(flag: str):
     from ..sweep.grid import positive_number
 
     return lambda text: positive_number(text, flag, "a number")
+
+
+def cost_error_flag(text: str) -> float:
+    """`--cost-error PCT`: a percentage above 0 and below 100 (costs scaled by 1 - PCT/100 stay > 0)."""
+    from ..sweep.grid import positive_number
+
+    expected = "a percentage above 0 and below 100 (each side's costs off by up to that much either way)"
+    value = positive_number(text, "--cost-error", expected)
+    if value >= 100:
+        raise InputError(f"--cost-error: got {text!r}, expected {expected}")
+    return value
 
 
 def int_list_flag(flag: str, example: str, what: str, none_ok: bool = True):

@@ -37,7 +37,7 @@ def explain(argv: Sequence[str]) -> int:
     """Tell one request's story: where its time went, what froze it, which limit it broke."""
     from ..api import run as run_scenario
     from ..results.story import story_facts, story_text
-    from ..workload.stream import make_requests
+    from ..workload.stream import streams_by_gpus
     from .run import load
 
     args = build_explain_parser().parse_args(argv)
@@ -51,15 +51,20 @@ def explain(argv: Sequence[str]) -> int:
             raise InputError(f"--arrangement: got {args.arrangement!r}, expected one of {', '.join(names)}{hint}")
         picked = [a for a in scenario.arrangements if a.name == args.arrangement]
         scenario = scenario.model_copy(update={"arrangements": picked})
-    stream = make_requests(scenario)
-    measured = stream.measured.nonzero()[0]
-    if args.request >= len(stream.measured) or not stream.measured[args.request]:
+    streams = streams_by_gpus(scenario, scenario.seed)  # (n_requests_per_gpu: a stream per size)
+    sent = lambda a: (args.request < len(streams[a.n_gpus].measured)  # noqa: E731
+                      and bool(streams[a.n_gpus].measured[args.request]))
+    if not any(sent(a) for a in scenario.arrangements):
+        stream = streams[max(streams)]
+        measured = stream.measured.nonzero()[0]
         raise InputError(
             f"--request: got {args.request}, expected the id of a measured request "
             + (f"({measured.min()} to {measured.max()} in {scenario.name}, seed {scenario.seed})" if len(measured)
                else f"(none is measured in {scenario.name}, seed {scenario.seed})")
         )
     result = run_scenario(scenario)
-    stories = [story_text(story_facts(result, a.name, args.request)) for a in scenario.arrangements]
+    stories = [story_text(story_facts(result, a.name, args.request)) if sent(a) else
+               f"{a.name}: request {args.request} is not sent to it (n_requests_per_gpu sends its {a.n_gpus} GPU"
+               f"{'s' * (a.n_gpus > 1)} {len(streams[a.n_gpus])} requests)" for a in scenario.arrangements]
     print("\n\n".join(stories))
     return 0

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..texts import aligned
 from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
-from .common import positive_float
+from .common import cost_error_flag, positive_float
 
 OUTPUT_FILES = output_files("goodput")
 
@@ -23,7 +23,7 @@ def build_goodput_parser():
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=None, metavar="PER_S",
                    help="stop when the passing and failing rates are this close (default 0.1 requests/s; "
                    "with --vary slo, scales: default 0.01)")
-    p.add_argument("--cost-error", type=positive_float("--cost-error"), metavar="PCT",
+    p.add_argument("--cost-error", type=cost_error_flag, metavar="PCT",
                    help="re-run the two best with each side's costs off by up to PCT %% (one side at a time) and say "
                    "whether the winner holds or which cost error flips it (default: the cost preset's stated errors, "
                    "when the scenario names a preset)")

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..scenario.roles import DEFAULT_SWITCH_S
 from ..texts import aligned
 from .batch import Batch, Job, batch_parser, output_files, refuse_varying_traffic, run_batch, target_flag
-from .common import int_at_least, int_list_flag, positive_float
+from .common import cost_error_flag, int_at_least, int_list_flag, positive_float
 from .plan_kinds import add_kinds_flags, check_kinds, plan_kinds, wants_kinds
 from .plan_over_time import switch_seconds
 
@@ -40,7 +40,7 @@ def build_plan_parser():
     p.add_argument("--target", type=target_flag, default=90.0, metavar="PCT", help="on-time share to meet (default 90)")
     p.add_argument("--tolerance", type=positive_float("--tolerance"), default=0.1, metavar="PER_S",
                    help="bisection tolerance of each goodput (default 0.1 requests/s)")
-    p.add_argument("--cost-error", type=positive_float("--cost-error"), metavar="PCT",
+    p.add_argument("--cost-error", type=cost_error_flag, metavar="PCT",
                    help="re-run the two best with each side's costs off by up to PCT %% (one side at a time) and say "
                    "whether the winner holds or which cost error flips it (default: the cost preset's stated errors, "
                    "when the scenario names a preset)")

@@ -33,9 +33,18 @@ def build_sweep_parser():
 
 
 def _grid(args, scenario):
-    from ..sweep.grid import make_grid
+    from ..errors import InputError
+    from ..sweep.grid import make_grid, resolve
 
-    return make_grid(scenario, args.rate, args.set, args.slo_scale, args.rate_per_gpu)
+    grid = make_grid(scenario, args.rate, args.set, args.slo_scale, args.rate_per_gpu)
+    varied = [k for k, _ in grid.sets if k.startswith("slo.")]
+    slos = {tuple((k, repr(v)) for k, v in p.items() if k in varied): p for p in grid.points()}.values()
+    criteria = dict.fromkeys(resolve(scenario, {k: p[k] for k in varied}).slo.criterion for p in slos)
+    if len(criteria) > 1:
+        raise InputError(f"--set {', '.join(varied)}: got points judged by {' and '.join(criteria)}, expected one "
+                         "criterion (the table shows on-time shares or the percentiles' ratio, not both): sweep "
+                         "each criterion apart")
+    return grid
 
 
 def _sweep(job: Job) -> Batch:
@@ -69,7 +78,8 @@ def _sweep(job: Job) -> Batch:
         table,
         info={"grid": {grid.rate_key: list(grid.rates), **{k: list(v) for k, v in grid.sets}}},
         lines=[f"{scenario.name}: {counts}; {what}" + (", mean and 95% interval over seeds" if len(seeds) > 1 else ""),
-               f"limits: {scenario.slo.words()}", format_bands(bands, grid.keys)],
+               f"limits: {scenario.slo.words()}" + "".join(f"; {k} as each row sets it" for k, _ in grid.sets
+                                                          if k.startswith("slo.")), format_bands(bands, grid.keys)],
         picture=picture,
         page=lambda path: sweep_page(path, on_time, grid.keys, title, args.target,
                                      x=SLO_SCALE if len(grid.rates) == 1 and args.slo_scale is not None else grid.rate_key,

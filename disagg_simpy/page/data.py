@@ -27,13 +27,14 @@ import pandas as pd
 from ..errors import InputError
 from ..results.columns import PAGE_COLUMNS, SHARE
 from ..results.pooled import FIRST_WORD_GRID_S, GAP_GRID_MS, Pooled
+from ..results.report import json_figure
 from ..units import NS_PER_S
 
 FORMAT_VERSION = 1
 #: Longest stretch of iterations the page embeds by default (a one-hour run stays small).
 MAX_SPAN_S = 60.0
 #: Late-reason bits: which limit a reply broke.
-LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED = 1, 2, 4, 8
+LATE_FIRST_WORD, LATE_MEAN_GAP, FROZE, UNFINISHED, LATE_E2E, LATE_DELAY = 1, 2, 4, 8, 16, 32
 
 
 def _ns(seconds) -> np.ndarray:
@@ -53,12 +54,9 @@ def _since(later: np.ndarray, earlier: np.ndarray) -> list[int]:
 
 
 def _clean(value):
-    """A summary value for JSON: NaN becomes None, numpy scalars become Python numbers."""
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else round(float(value), 6)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    return value
+    """A summary value for JSON (`json_figure`: NaN null, infinity "inf"), rounded."""
+    value = json_figure(value)
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def default_span_s(result) -> tuple[float, float]:
@@ -85,6 +83,9 @@ def late_bits(gaps) -> np.ndarray:
     bits |= np.where(gaps.late_mean_gap & finished, LATE_MEAN_GAP, 0)
     bits |= np.where(gaps.froze & finished, FROZE, 0)
     bits |= np.where(~finished, UNFINISHED, 0)
+    for late, bit in ((gaps.late_e2e, LATE_E2E), (gaps.late_delay, LATE_DELAY)):  # (limits of a named rule)
+        if late is not None:
+            bits |= np.where(late & finished, bit, 0)
     return bits
 
 
@@ -253,16 +254,25 @@ def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
 
 def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
     """What the player shows of one seed's run, from each arrangement's `arrangement_rows`: the
-    requests in progress during [lo_ns, hi_ns) in any arrangement (the same requests in each)
-    and each arrangement's times for them and iterations."""
+    requests in progress during [lo_ns, hi_ns) in any arrangement, among those every arrangement
+    was sent alike (with `n_requests_per_gpu` a smaller arrangement gets fewer requests: the
+    player shows the ones they share), and each arrangement's times for them and iterations."""
     names = list(parts)
     empty = np.zeros(0, dtype=np.int64)
     base = parts[names[0]] if names else {"id": empty, "arrived": empty, "prompt": empty, "words": empty}
+    shared = np.ones(len(base["id"]), dtype=bool)
+    rows = {}
+    for name, part in parts.items():
+        at = pd.Index(part["id"]).get_indexer(base["id"])
+        found = at >= 0
+        same = found.copy()
+        for key in ("arrived", "prompt", "words"):
+            same[found] &= np.asarray(part[key])[at[found]] == np.asarray(base[key])[found]
+        shared &= same
+        rows[name] = at
     keep = np.zeros(len(base["id"]), dtype=bool)
     for name, part in parts.items():
-        if not np.array_equal(part["id"], base["id"]):
-            raise ValueError(f"{name}: measured requests differ from {names[0]}'s")
-        keep |= part["in_span"]
+        keep[shared] |= np.asarray(part["in_span"])[rows[name][shared]]
     return {
         "span_ns": [lo_ns, hi_ns],
         "requests": {
@@ -271,7 +281,8 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
             "prompt": base["prompt"][keep].tolist(),
             "words": base["words"][keep].tolist(),
         },
-        "arrangements": [{"requests": {k: v[keep].tolist() for k, v in parts[n]["requests"].items()},
+        "arrangements": [{"requests": {k: np.asarray(v)[rows[n][keep]].tolist()
+                                       for k, v in parts[n]["requests"].items()},
                           "iterations": parts[n]["iterations"]} for n in names],
     }
 
@@ -327,7 +338,8 @@ def page_data(result, reference=None, span_s: tuple[float, float] | None = None,
             "seeds": sorted(int(s) for s in by_seed["seed"].unique()) if by_seed is not None else [int(result.seed)],
             "rate_per_s": getattr(w, "rate_per_s", None),
             "measured_s": list(result.measured_span_s),
-            "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms},
+            "slo": {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms,
+                    "e2e_s": slo.e2e_s, "delay_s": slo.delay_s, "tpot": slo.tpot},
         },
         "span_ns": shown["span_ns"],
         "reference": {str(k): float(v) for k, v in reference.items()} if reference else None,

@@ -7,9 +7,12 @@ const SLO = D.scenario.slo;
 const FREEZE_NS = SLO.freeze_ms == null ? Infinity : Math.floor(SLO.freeze_ms * 1e6 + 0.5);  // null: off
 // the limits that are on, in words (a null limit is off)
 const LIMIT_WORDS = [SLO.first_word_s != null ? `first word within ${SLO.first_word_s} s` : "",
-  SLO.mean_gap_ms != null ? `mean gap within ${SLO.mean_gap_ms} ms` : "",
-  SLO.freeze_ms != null ? `no gap over ${SLO.freeze_ms} ms (a freeze)` : ""].filter(Boolean).join(", ");
-const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8};
+  SLO.mean_gap_ms != null ? (SLO.tpot === "inclusive" ? `TPOT with word 1 within ${SLO.mean_gap_ms} ms`
+                                                      : `mean gap within ${SLO.mean_gap_ms} ms`) : "",
+  SLO.freeze_ms != null ? `no gap over ${SLO.freeze_ms} ms (a freeze)` : "",
+  SLO.e2e_s != null ? `last word within ${SLO.e2e_s} s of arrival (end-to-end)` : "",
+  SLO.delay_s != null ? `reading started within ${SLO.delay_s} s of arrival (delay)` : ""].filter(Boolean).join(", ");
+const LATE = {FIRST: 1, MEAN: 2, FROZE: 4, UNFINISHED: 8, E2E: 16, DELAY: 32};
 // Okabe-Ito, in the order the PNG figures use (orange marks reading, vermillion freezes).
 const COLOURS = ["#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#E69F00", "#F0E442"];
 const DASHES = ["", "6 3", "8 3 2 3", "2 3", "10 3 2 3 2 3"];
@@ -30,7 +33,13 @@ function el(tag, attrs, parent, text) {
   return e;
 }
 
+/** A figure from the data: JSON has no infinity, so an infinite one comes as "inf" (a reply
+ *  never finished under a percentiles rule; dollars per million with nothing on time). */
+function num(x) { return x === "inf" ? Infinity : x === "-inf" ? -Infinity : x; }
+
 function fmt(x, digits) {
+  x = num(x);
+  if (x === Infinity || x === -Infinity) return x > 0 ? "∞" : "−∞";
   return x === null || x === undefined || Number.isNaN(x) ? "–" : x.toFixed(digits);
 }
 
@@ -123,13 +132,13 @@ const MANY = SEEDS.length > 1;
 function cell(a, key) {
   if (key === "arrangement") return a.name;
   if (key === "reference") return D.reference[a.name] ?? null;
-  return MANY ? a.means[key] ?? null : a.summary[key];
+  return num(MANY ? a.means[key] ?? null : a.summary[key]);
 }
 
 /** " ±1.2" or " −2.9/+1.4" (the 95% interval's sides, as the terminal's --wide prints them). */
 function intervalText(a, key, f) {
   const span = MANY && a.interval ? a.interval[key] : null, m = cell(a, key);
-  if (!span || m === null) return "";
+  if (!span || m === null || !Number.isFinite(m) || !Number.isFinite(num(span[1]))) return "";
   const below = m - span[0], above = span[1] - m;
   const lo = f(below), hi = f(above);
   return lo === hi || Math.max(below, above) <= 1.25 * Math.min(below, above) ? ` ±${f(Math.max(below, above))}` : ` −${lo}/+${hi}`;

@@ -25,8 +25,10 @@ function lateText(bits, nfz) {
   const why = [];
   if (bits & LATE.UNFINISHED) why.push("unfinished when the run stopped");
   if (bits & LATE.FIRST) why.push(`first word after ${SLO.first_word_s} s`);
-  if (bits & LATE.MEAN) why.push(`mean gap over ${SLO.mean_gap_ms} ms`);
+  if (bits & LATE.MEAN) why.push(SLO.tpot === "inclusive" ? `TPOT with word 1 over ${SLO.mean_gap_ms} ms` : `mean gap over ${SLO.mean_gap_ms} ms`);
   if (bits & LATE.FROZE && !(bits & LATE.UNFINISHED)) why.push(`froze (${nfz} gap${nfz === 1 ? "" : "s"} over ${SLO.freeze_ms} ms)`);
+  if (bits & LATE.E2E) why.push(`end-to-end over ${SLO.e2e_s} s`);
+  if (bits & LATE.DELAY) why.push(`delay over ${SLO.delay_s} s`);
   return "late: " + why.join("; ");
 }
 
@@ -37,6 +39,8 @@ function shortLate(bits) {
   if (bits & LATE.FIRST) why.push("slow 1st word");
   if (bits & LATE.MEAN) why.push("slow words");
   if (bits & LATE.FROZE) why.push("froze");
+  if (bits & LATE.E2E) why.push("slow end-to-end");
+  if (bits & LATE.DELAY) why.push("slow start");
   return "✗ " + why.join(", ");
 }
 

@@ -97,8 +97,8 @@ def interval(values: Iterable[float], bounds: tuple[float, float] | None = None)
     if n == 0:
         return Interval(math.nan, math.nan, math.nan, 0)
     mean = float(v.mean())
-    if n == 1:
-        return Interval(mean, math.nan, math.nan, 1)
+    if n == 1 or math.isinf(mean):  # (a seed's figure infinite, e.g. $/M with nothing on time: no spread)
+        return Interval(mean, math.nan, math.nan, n)
     half = t975(n - 1) * float(v.std(ddof=1)) / math.sqrt(n)
     low, high = mean - half, mean + half
     if half > 0:
@@ -114,13 +114,17 @@ def interval(values: Iterable[float], bounds: tuple[float, float] | None = None)
 
 SHARE = (0.0, 100.0)  # the bounds of a share in percent
 DIFFERENCE = (-100.0, 100.0)  # the bounds of a difference of two shares, in points
+NOT_NEGATIVE = (0.0, math.inf)  # the bounds of a cost, a power or a rate
 
 
 def bounds_of(column: str) -> tuple[float, float] | None:
     """Where a summary column's figure must lie: a share (`*_pct`) 0-100; the paired difference
-    `on_time_vs_best_pct` -100 to 100 points (an interval past them is cut, as for a share)."""
+    `on_time_vs_best_pct` -100 to 100 points; a cost, power or rate per unit (`dollars_*`,
+    `power_kw`, `on_time_per_*`) at least 0 (an interval past them is cut, as for a share)."""
     if column == "on_time_vs_best_pct":
         return DIFFERENCE
+    if column.startswith(("dollars_", "on_time_per_")) or column == "power_kw":
+        return NOT_NEGATIVE
     return SHARE if column.endswith("_pct") else None
 
 

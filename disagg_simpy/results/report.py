@@ -81,14 +81,27 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
     return "\n".join(lines)
 
 
+INFINITE = "inf"  # an infinite figure in JSON (JSON has no infinity): see json_figure
+
+
+def json_figure(value):
+    """A figure as JSON can hold it: NaN (no figure) becomes None (null); +inf (a reply never
+    finished under a percentiles rule, or dollars per million with nothing on time) becomes the
+    string "inf" ("-inf" below); numpy scalars become Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return INFINITE if value > 0 else "-" + INFINITE
+    return value
+
+
 def summary_json(summary: pd.DataFrame) -> list[dict]:
-    """Summary rows as JSON-ready dicts (NaN becomes null)."""
+    """Summary rows as JSON-ready dicts (`json_figure`: NaN null, infinity "inf")."""
     records = summary.astype(object).where(summary.notna(), None).to_dict("records")
-    for row in records:
-        for k, v in row.items():
-            if isinstance(v, np.generic):
-                row[k] = v.item()
-    return records
+    return [{k: json_figure(v) for k, v in row.items()} for row in records]
 
 
 def summary_means_json(summary: pd.DataFrame) -> list[dict]:
@@ -105,8 +118,8 @@ def summary_means_json(summary: pd.DataFrame) -> list[dict]:
         spans = {}
         for col in figures:
             i = interval(block[col], bounds_of(col))
-            row[col] = None if math.isnan(i.mean) else i.mean
-            spans[col] = None if math.isnan(i.low) else [i.low, i.high]
+            row[col] = json_figure(i.mean)
+            spans[col] = None if math.isnan(i.low) else [json_figure(i.low), json_figure(i.high)]
         row["interval"] = spans
         row["per_seed"] = summary_json(block)
         out.append(row)

@@ -39,7 +39,12 @@ def story_facts(result, arrangement: str, request_id: int) -> dict:
     facts["late_mean_gap"] = bool(gaps.late_mean_gap[at])
     facts["froze"] = bool(gaps.froze[at])
     slo = result.scenario.slo
-    facts["limits"] = {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms}
+    for key, late, figure in (("late_e2e", gaps.late_e2e, gaps.e2e_ns), ("late_delay", gaps.late_delay, gaps.delay_ns)):
+        facts[key] = bool(late[at]) if late is not None else False
+        facts[key[5:] + "_s"] = int(figure[at]) / NS_PER_S if figure is not None and figure[at] >= 0 else None
+    facts["tpot_inclusive"] = slo.tpot == "inclusive"
+    facts["limits"] = {"first_word_s": slo.first_word_s, "mean_gap_ms": slo.mean_gap_ms, "freeze_ms": slo.freeze_ms,
+                       "e2e_s": slo.e2e_s, "delay_s": slo.delay_s}
 
     # what its reading GPU was busy with while it queued, and what it read alongside it
     gpu = row["reading_gpu"]
@@ -146,11 +151,18 @@ def _verdict(facts: dict) -> str:
         wait = facts["first_word_s"]
         why.append(f"first word after {seconds_text(wait)} (limit {lim['first_word_s']:g} s)" if wait is not None
                    else "no first word")
-    if facts["late_mean_gap"]:
+    if facts["late_mean_gap"] and facts.get("tpot_inclusive"):  # (TPOT with word 1: end-to-end / words)
+        tpot = facts["e2e_s"] * 1e3 / facts["n_reply_words"]
+        why.append(f"TPOT with word 1 {ms_text(tpot)} (limit {lim['mean_gap_ms']:g} ms)")
+    elif facts["late_mean_gap"]:
         why.append(f"mean gap {ms_text(facts['mean_gap_ms'])} (limit {lim['mean_gap_ms']:g} ms)")
     if facts["froze"]:
         n = facts["n_freezes"]
         why.append(f"{'one freeze' if n == 1 else f'{n} freezes'} over {lim['freeze_ms']:g} ms")
+    if facts.get("late_e2e"):
+        why.append(f"end-to-end {seconds_text(facts['e2e_s'])} (limit {lim['e2e_s']:g} s)")
+    if facts.get("late_delay"):
+        why.append(f"delay {seconds_text(facts['delay_s'])} (limit {lim['delay_s']:g} s)")
     return "late: " + "; ".join(why)
 
 

@@ -104,6 +104,16 @@ class Slo(_Strict):
                                  f"({', '.join(self.on) or 'none'})")
         return self
 
+    def with_preset(self, name: str) -> dict[str, Any]:
+        """This rule's block with `preset: name` written in it: the named rule's values under the
+        keys this rule sets apart from where it starts (its own preset's values, or the defaults),
+        as a file that writes `preset: name` beside them gets; what `--set slo.preset=NAME` means."""
+        start = {k: f.default for k, f in type(self).model_fields.items()}
+        if self.preset is not None:
+            start |= {k: v for k, v in SLO_PRESETS[self.preset].items() if k != "source"}
+        return {"preset": name} | {k: v for k, v in self.model_dump(mode="python").items()
+                                   if k != "preset" and v != start.get(k)}
+
     @property
     def on(self) -> dict[str, float]:
         """The limits that are on, by key, in order."""

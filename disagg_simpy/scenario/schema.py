@@ -347,9 +347,9 @@ class Scenario(SpeculativeKeys):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic traffic, a `lengths` trace) or their E16 draws (rules.md#r87)."""
-        w = self.workload
-        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or self.speculative is not None
+        """Whether the seed draws the requests (synthetic, `lengths`, `pick: sampled`) or their E16 draws (rules.md#r87)."""
+        w, drawn = self.workload, self.speculative is not None
+        return drawn or isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 from ..errors import InputError
 from ..scenario.counts import counted_requests_set
-from ..scenario.schema import DROP, Scenario, TraceWorkload
+from ..scenario.presets import unfill
+from ..scenario.schema import DROP, Scenario, TraceWorkload, has_attention_term
 
 RATE = "rate_per_s"  # the grid column of the offered rate
 RATE_PER_GPU = "rate_per_gpu"  # ... or of the offered rate per GPU (--rate-per-gpu: each arrangement at its own rate)
@@ -204,10 +205,14 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
                 changes["max_sim_s"] = stretched
             if isinstance(scenario.workload, TraceWorkload):
                 changes["workload.time_scale"] = DROP
+        elif key == "slo.preset":  # the named rule, as the file writing it gets (not only its name)
+            changes["slo"] = scenario.slo.with_preset(value)
+            flags["slo"] = f"--set {key}={shown(value)}"
         elif key.startswith("arrangements."):
             name, field = arrangement_key(scenario, key) or key[len("arrangements."):].rpartition(".")[::2]
-            if arrangements is None:
-                arrangements = [a.model_dump(mode="python", exclude_none=True) for a in scenario.arrangements]
+            if arrangements is None:  # (as the file wrote them: a new GPU kind fills its own KV capacity)
+                arrangements = unfill(scenario.model_dump(mode="python", exclude_none=True),
+                                      has_attention_term())["arrangements"]
             for a in arrangements:
                 if a["name"] == name:
                     *parents, leaf = field.split(".")
@@ -221,6 +226,8 @@ def resolve(scenario: Scenario, point: dict[str, Any]) -> Scenario:
             flags[key] = f"--set {key}={shown(value)}"
     if arrangements is not None:
         changes["arrangements"] = arrangements
+    if "slo" in changes:  # (the rule first, then any slo.KEY given beside it)
+        changes = {"slo": changes.pop("slo")} | changes
     return scenario.with_overrides(flags=flags, **changes)
 
 

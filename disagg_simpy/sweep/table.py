@@ -33,9 +33,10 @@ def sweep_tasks(scenario: Scenario, grid: Grid, seeds: tuple[int, ...]) -> list[
 def sweep(scenario: Scenario, grid: Grid, seeds: tuple[int, ...], runner: Runner) -> pd.DataFrame:
     """Every point x seed x arrangement: the grid keys, `seed`, `arrangement`, then every
     summary column."""
-    rows = [row for rows in runner.run(sweep_tasks(scenario, grid, seeds), "runs (points x seeds)") for row in rows]
+    tasks = sweep_tasks(scenario, grid, seeds)
+    rows = [row for rows in runner.run(tasks, "runs (points x seeds)") for row in rows]
     columns = [*grid.keys, *([RATE] if grid.per_gpu else []), SEED.name, *SUMMARY_COLUMNS]
-    columns += rule_columns(scenario.slo)
+    columns += list(dict.fromkeys(c for t in tasks for c in rule_columns(t.scenario.slo)))  # (--set slo.*: each point's)
     if any(PREFIX_COLUMNS[0] in row for row in rows):  # E13 on at some point (a key of --set)
         columns += list(PREFIX_COLUMNS)
     return pd.DataFrame(rows).reindex(columns=columns)

@@ -302,6 +302,9 @@ CATALOGUE = [
     ("roles-out-of-order", text("reading_gpus: 1, writing_gpus: 1}", "reading_gpus: 1, writing_gpus: 2, roles: {schedule: "
                                 "[{from_s: 9, reading_gpus: 2}, {from_s: 5, reading_gpus: 1}]}}"), {}, [],
      ["arrangements[1].roles.schedule[1].from_s: got 5 after 9, expected entries in increasing from_s"]),
+    ("roles-on-a-mixed-pool", text("writing_gpus: 1}", "writing_gpus: 1, reading_gpu: h100-80gb, writing_gpu: a100-80gb, "
+                                   "roles: {policy: queue}}"), {}, [],
+     ["arrangements[1].roles: got reading GPUs h100-80gb and writing GPUs a100-80gb, expected one GPU kind on both sides"]),
     ("roles-negative-switch", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: queue, switch_s: -1}}"), {}, [],
      ["arrangements[1].roles.switch_s: got -1, expected a number of seconds >= 0, up to 1e+09 (a move's warm-up)"]),
     ("roles-unknown-policy", text("writing_gpus: 1}", "writing_gpus: 1, roles: {policy: magic}}"), {}, [],
@@ -463,3 +466,34 @@ def test_the_iteration_limit_counts_instances_not_gpus(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(spec(lambda d: d.update(arrangements=[{"name": "big", "kind": "colocated", "gpus": 256, "tp": 8}])))
     assert load_scenario(path).arrangements[0].n_instances == 32
+
+
+@pytest.mark.parametrize("command", ["goodput", "plan"])
+@pytest.mark.parametrize("pct", ["100", "150"])
+def test_cost_error_of_100_or_more_is_refused_before_any_run(tmp_path, capsys, command, pct):
+    """F28: costs off by 100% or more go to zero or below; it was a pydantic dump after the
+    whole search (exit 1, a store left behind)."""
+    _make(tmp_path, "s.yaml", BASE_TEXT)
+    extra = ["--gpus", "2"] if command == "plan" else []
+    argv = [command, str(tmp_path / "s.yaml"), *extra, "--cost-error", pct, "--out", str(tmp_path / "out"), "--no-plots"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--cost-error: got '{pct}', expected a percentage above 0 and below 100" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["validate", "--seed", "5"], "unrecognized arguments: --seed"),  # (was --seeds 5)
+    (["goodput", "{s}", "--rate", "10"], "unrecognized arguments: --rate"),  # (was --rate-per-gpu 10)
+    (["presets", "build", "--model", "cfg.json", "--gpu", "h100-80gb", "--engine", "vllm-0.24", "--tp", "1"],
+     "required: --model-config"),  # (was --model-config cfg.json)
+    (["{s}", "--see", "2"], "unrecognized arguments: --see"),  # (was --seed 2)
+])
+def test_a_flag_is_never_taken_for_a_longer_one(tmp_path, capsys, argv, said):
+    """F29: argparse's prefix matching made a flag one command lacks silently another one."""
+    _make(tmp_path, "s.yaml", BASE_TEXT)
+    argv = [a.replace("{s}", str(tmp_path / "s.yaml")) for a in argv]
+    assert main([*argv, "--out", str(tmp_path / "out")] if argv[0] != "presets" else argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err
+    assert not (tmp_path / "out").exists()

@@ -138,3 +138,44 @@ def test_a_reply_that_waited_for_kv_memory_says_so(tmp_path):
     waited = f"waited {seconds_text(row.handoff_wait_s)} for memory"
     assert f"its KV cache reached GPU 1 in {seconds_text(row.shipping_s)} ({waited})" in text
     assert f"most of it getting its KV cache across ({seconds_text(row.shipping_s)}: {waited})" in text
+
+
+def test_per_gpu_counts_tell_the_story_where_the_request_was_sent(tmp_path, capsys):
+    """F24: with n_requests_per_gpu an id only the larger arrangement gets was an internal
+    error (IndexError); the smaller one now says it never got it."""
+    spec = {"name": "per-gpu", "seed": 3,
+            "workload": {"rate_per_s": 5, "n_requests_per_gpu": 6, "prompt_mix": [{"share": 1, "tokens": [100, 800]}],
+                         "reply_words": [5, 30]},
+            "arrangements": [{"name": "one", "kind": "colocated", "gpus": 1},
+                             {"name": "three", "kind": "colocated", "gpus": 3}]}
+    path = tmp_path / "per-gpu.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert main(["explain", str(path), "--request", "10"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("one: request 10 is not sent to it (n_requests_per_gpu sends its 1 GPU 6 requests)")
+    assert "three: request 10 (" in out
+    assert main(["explain", str(path), "--request", "18"]) == 2
+    assert "--request: got 18, expected the id of a measured request (0 to 17" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("slo, said", [
+    ({"first_word_s": None, "mean_gap_ms": None, "freeze_ms": None, "e2e_s": 0.2}, "end-to-end {e2e} (limit 0.2 s)"),
+    ({"first_word_s": None, "mean_gap_ms": 1, "freeze_ms": None, "tpot": "inclusive"},
+     "TPOT with word 1 {tpot} (limit 1 ms)"),
+])
+def test_the_verdict_names_the_rules_own_limits(tmp_path, slo, said):
+    """F11: a request late on end-to-end alone read "late: " with no reason, and under
+    tpot: inclusive the verdict gave the exclusive mean gap."""
+    spec = {"name": "rule", "seed": 2,
+            "workload": {"rate_per_s": 5, "n_requests": 8, "prompt_mix": [{"share": 1, "tokens": [100, 800]}],
+                         "reply_words": [5, 30]},
+            "slo": slo, "arrangements": [{"name": "one", "kind": "colocated", "gpus": 1}]}
+    path = tmp_path / "rule.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    res = run(load_scenario(path))
+    late = res.requests[~res.requests["on_time"].astype(bool)]
+    assert len(late)
+    for row in late.itertuples():
+        e2e = row.finished_at_s - row.arrived_at_s
+        text = flat(story_text(story_facts(res, "one", row.request_id)))
+        assert said.format(e2e=seconds_text(e2e), tpot=ms_text(e2e * 1e3 / row.n_reply_words)) in text

@@ -145,3 +145,51 @@ def test_seeds_on_a_fixed_trace_warn_and_run_once(tmp_path, capsys):
     assert err.startswith("warning: 3 seeds:") and err.count("\n") == 1 and "same figures" in err
     assert "±" not in out and "seed 1;" in out
     assert "seed" not in pd.read_csv(tmp_path / "out" / "summary.csv").columns
+
+
+OVERLOADED = """name: inf
+seed: 1
+max_sim_s: 3
+prices: {{a100-80gb: 2}}
+workload:
+  rate_per_s: 400
+  measure_s: 1
+  prompt_mix:
+    - {{share: 1, tokens: [100, 2000]}}
+  reply_words: [10, 300]
+{slo}cost:
+  preset: a100-80gb/llama-3-8b/tp1/vidur-sarathi
+arrangements:
+  - {{name: one, kind: colocated, gpus: 1}}
+  - {{name: three, kind: colocated, gpus: 3}}
+"""
+
+
+def _strict(text: str):
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("slo, infinite", [
+    ("", "dollars_per_million_on_time"),  # nothing on time at a price
+    ("slo: {preset: sarathi-serve}\n", "slo_gap_ms"),  # a reply never finished, judged on percentiles
+])
+@pytest.mark.parametrize("seeds", ["1", "2"])
+def test_infinite_figures_reach_the_page_and_json_as_inf(tmp_path, capsys, slo, infinite, seeds):
+    """F26: an infinite figure is written "inf" in --json and on the page (it crashed the page,
+    and --json printed the bare token Infinity)."""
+    from disagg_simpy.page import embedded_data
+
+    path = tmp_path / "inf.yaml"
+    path.write_text(OVERLOADED.format(slo=slo), encoding="utf-8")
+    page = tmp_path / "page.html"
+    argv = [str(path), "--out", str(tmp_path / "out"), "--no-plots", "--seeds", seeds]
+    assert main([*argv, "--html", str(page)]) == 0
+    data = embedded_data(page.read_text(encoding="utf-8"))
+    one = data["arrangements"][0]
+    assert (one["means"] if seeds == "2" else one["summary"])[infinite] == "inf"
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    rows = _strict(capsys.readouterr().out)
+    assert rows[0][infinite] == "inf"

@@ -13,6 +13,8 @@ from disagg_simpy.page.data import (
     FIRST_WORD_GRID_S,
     FROZE,
     GAP_GRID_MS,
+    LATE_DELAY,
+    LATE_E2E,
     LATE_FIRST_WORD,
     LATE_MEAN_GAP,
     UNFINISHED,
@@ -269,4 +271,59 @@ def test_one_word_and_unfinished_replies(micro):
     assert r["late"].tolist()[:2] == [0, 0] and r["late"][2] & UNFINISHED
     assert r["fin"][2] == -1 and r["nfz"][2] == -1
     assert a["summary"]["n_unfinished"] == 1
+    check_requests(res, data)
+
+
+PER_GPU = """name: per-gpu
+seed: 3
+workload:
+  rate_per_s: 5
+  n_requests_per_gpu: 12
+  prompt_mix:
+    - {share: 1, tokens: [100, 2000]}
+  reply_words: [10, 100]
+cost:
+  preset: a100-80gb/llama-3-8b/tp1/vidur-sarathi
+arrangements:
+  - {name: one, kind: colocated, gpus: 1}
+  - {name: three, kind: colocated, gpus: 3}
+"""
+
+
+def test_per_gpu_counts_page_shows_the_requests_every_arrangement_got(tmp_path, capsys):
+    """F25: with n_requests_per_gpu the arrangements get 12 and 36 requests; the page (and
+    `run --html`) shows the 12 they share, each with its own arrangement's times."""
+    from disagg_simpy.cli import main
+
+    path = tmp_path / "per-gpu.yaml"
+    path.write_text(PER_GPU, encoding="utf-8")
+    res = run(load_scenario(path))
+    counts = res.requests.groupby("arrangement").size()
+    assert counts["one"] < counts["three"]
+    data = embedded_data(page_html(res))
+    ids = np.cumsum(data["requests"]["id"])
+    assert 0 < len(ids) <= counts["one"]
+    assert set(ids) <= set(res.requests.loc[res.requests["arrangement"] == "one", "request_id"])
+    check_requests(res, data)
+    page = tmp_path / "page.html"
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]) == 0
+    assert embedded_data(page.read_text(encoding="utf-8"))["requests"]["id"]
+    capsys.readouterr()
+
+
+def test_end_to_end_and_delay_limits_mark_late_requests_on_the_page(tmp_path):
+    """F11: a request late only on end-to-end latency (or delay) was shown "ok" on the page,
+    while on_time_pct counted it late."""
+    path = tmp_path / "rule.yaml"
+    path.write_text(PER_GPU.replace("n_requests_per_gpu: 12", "n_requests: 20")
+                    + "slo: {first_word_s: null, mean_gap_ms: null, freeze_ms: null, e2e_s: 0.6, delay_s: 0.05}\n")
+    res = run(load_scenario(path))
+    data = embedded_data(page_html(res))
+    assert data["scenario"]["slo"]["e2e_s"] == 0.6 and data["scenario"]["slo"]["delay_s"] == 0.05
+    for a in data["arrangements"]:
+        late, s = np.array(a["requests"]["late"]), a["summary"]
+        assert s["on_time_pct"] == pytest.approx(100 * float(np.mean(late == 0)))
+        assert round(100 * float(np.mean((late & (LATE_E2E | UNFINISHED)) > 0)), 6) == pytest.approx(s["late_e2e_pct"])
+        assert round(100 * float(np.mean((late & (LATE_DELAY | UNFINISHED)) > 0)), 6) == pytest.approx(s["late_delay_pct"])
+    assert any((np.array(a["requests"]["late"]) & LATE_E2E).any() for a in data["arrangements"])
     check_requests(res, data)

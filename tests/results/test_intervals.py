@@ -101,3 +101,25 @@ def test_goodput_lies_in_its_own_interval(three_seed_goodput):
         assert row.goodput_low_per_s <= row.goodput_per_s <= row.goodput_high_per_s, row
         assert row.goodput_high_per_s > row.goodput_low_per_s
         assert row.passing_on_time_low_pct <= row.passing_on_time_pct <= row.passing_on_time_high_pct
+
+
+def test_an_infinite_seed_figure_has_no_spread_and_no_numpy_warning():
+    """F19: $/M is inf for a seed with nothing on time; the mean is inf, its interval empty, and
+    numpy's 'invalid value encountered in subtract' is not printed into the report."""
+    import warnings
+
+    from disagg_simpy.results.intervals import bounds_of
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        i = interval([100.0, math.inf, 250.0], bounds_of("dollars_per_million"))
+    assert i.mean == math.inf and math.isnan(i.low) and math.isnan(i.high) and i.n == 3
+
+
+@pytest.mark.parametrize("column", ["dollars_per_million", "dollars_per_hour", "power_kw", "on_time_per_gpu_hour"])
+def test_a_cost_interval_stays_at_or_above_zero(column):
+    """F19: skewed seeds' costs gave '2246.73 (-2333 to 6826)' dollars per million."""
+    from disagg_simpy.results.intervals import bounds_of
+
+    i = interval([100.0, 9000.0, 50.0], bounds_of(column))
+    assert i.low == 0.0 and i.high > i.mean

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from helpers import DEFAULT, ROOT, write_scenario
+from helpers import DEFAULT, ROOT, SMALL_TRAFFIC, scenario_text, write_scenario
 
 from disagg_simpy import load_scenario, run
 from disagg_simpy.cli import main
@@ -360,3 +360,66 @@ def test_a_bad_slo_scale_is_refused_as_a_scale_not_a_rate(tmp_path, capsys, valu
     assert err.count("\n") == 1 and f"--slo-scale: got '{value.split(':')[0]}', expected " in err, err
     assert "> 0 (every SLO limit that is on multiplied by it; 1: as the scenario states them)" in err
     assert "requests/s" not in err
+
+
+@pytest.mark.parametrize("written, beside", [
+    (None, {}),  # no slo block: the explainer's limits
+    ({"first_word_s": 5}, {"first_word_s": 5}),  # the explainer's rule with one limit changed
+    ({"preset": "vllm-bench", "first_word_s": 5, "e2e_s": 30}, {"first_word_s": 5, "e2e_s": 30}),
+    ({"preset": "sarathi-serve"}, {}),
+])
+@pytest.mark.parametrize("name", ["distserve", "mlperf-llama2-70b-server"])
+def test_set_slo_preset_gives_the_named_rule_as_the_file_writing_it(tmp_path, written, beside, name):
+    """F22: `--set slo.preset=NAME` kept every old limit under the new name; it means what
+    writing `preset: NAME` in the file's slo block means (keys written beside it stay)."""
+    from disagg_simpy.sweep.grid import apply_sets
+
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, slo=written))
+    got = apply_sets(load_scenario(path), [f"slo.preset={name}"]).slo
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, slo={"preset": name, **beside}))
+    assert got == load_scenario(path).slo
+
+
+KINDS_PRESET = "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"
+
+
+@pytest.mark.parametrize("arrangement, key, kind", [
+    ({"name": "a", "kind": "colocated", "gpus": 1}, "gpu", "h200"),
+    ({"name": "a", "kind": "colocated", "gpus": 1, "gpu": "h200"}, "gpu", "b200"),
+    ({"name": "a", "kind": "colocated", "gpus": 1, "kv_capacity_tokens": 50000}, "gpu", "h200"),  # written: kept
+    ({"name": "a", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 2, "kv_path": "inter_node"},
+     "reading_gpu", "b200"),
+])
+def test_set_gpu_kind_fills_that_kinds_kv_capacity_as_the_file_does(tmp_path, arrangement, key, kind):
+    """F23: `--set arrangements.NAME.gpu=KIND` swapped the preset but kept the old GPU's KV
+    capacity (480,399 tokens of the H100 for an H200's 940,134)."""
+    from disagg_simpy.sweep.grid import apply_sets
+
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, cost={"preset": KINDS_PRESET}, arrangements=[arrangement]))
+    got = apply_sets(load_scenario(path), [f"arrangements.a.{key}={kind}"]).arrangements[0]
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, cost={"preset": KINDS_PRESET},
+                                  arrangements=[{**arrangement, key: kind}]))
+    want = load_scenario(path).arrangements[0]
+    assert got == want
+    assert (want.kv_capacity_tokens or want.reading_kv_capacity_tokens) != 480399
+
+
+def test_sweep_over_slo_keys_keeps_each_points_rule_columns(tmp_path, capsys):
+    """F14: sweep.csv took the rule columns of the base scenario, so `--set slo.e2e_s=...`
+    dropped late_e2e_pct; points judged by two criteria are refused (the table shows one)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(scenario_text("s", SMALL_TRAFFIC, max_sim_s=20))
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--rate", "6", "--set", "slo.e2e_s=0.05,50", "--out", str(out), "--no-plots",
+                 "--workers", "1"]) == 0
+    table = pd.read_csv(out / "sweep.csv")
+    late = table.groupby("slo.e2e_s")["late_e2e_pct"].mean()
+    assert late[50] == 0 and late[0.05] > 0
+    assert "slo.e2e_s as each row sets it" in capsys.readouterr().out
+    argv = ["sweep", str(path), "--rate", "6", "--set", "slo.preset=distserve,sarathi-serve", "--out", str(tmp_path / "o2")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--set slo.preset: got points judged by per_request and percentiles" in err
+    assert not (tmp_path / "o2").exists()

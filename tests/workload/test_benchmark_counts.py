@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from helpers import ROOT, run_rows, write_scenario
@@ -35,6 +36,22 @@ def test_trace_n_requests_sampled_draws_n_rows_with_the_seed_in_time_order(tmp_p
         assert r["arrived_at_s"].tolist() == pytest.approx([(p / 100 - 1) * 0.1 for p in prompts])  # each its own row's time
         assert picks.setdefault(seed, prompts) == prompts  # the same seed: the same rows
     assert picks[1] != picks[2]
+
+
+def test_seeds_run_each_seed_on_a_sampled_trace(tmp_path, capsys):
+    """F30: `pick: sampled` draws with the seed, so --seeds 3 runs three seeds (it said the
+    trace 'fixes every request' and ran seed 1 only); `pick: first` still runs one."""
+    prompts = {}
+    for pick in ("sampled", "first"):
+        path = write_scenario(tmp_path, TEN, workload={"n_requests": 4, "pick": pick})
+        out = tmp_path / f"out-{pick}"
+        assert main([str(path), "--seeds", "3", "--out", str(out), "--no-plots"]) == 0
+        assert ("fixes every request" in capsys.readouterr().err) == (pick == "first")
+        requests = pd.read_csv(out / "requests.csv")
+        seeds = requests["seed"] if "seed" in requests else pd.Series(1, index=requests.index)
+        prompts[pick] = {s: tuple(requests.loc[seeds == s, "n_prompt_tokens"]) for s in seeds.unique()}
+    assert sorted(prompts["sampled"]) == [1, 2, 3] and len(set(prompts["sampled"].values())) > 1
+    assert list(prompts["first"]) == [1]
 
 
 def test_n_requests_per_gpu_gives_each_arrangement_its_share_of_one_stream(tmp_path):
