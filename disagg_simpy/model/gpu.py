@@ -21,7 +21,7 @@ import simpy
 from ..workload.speculative import IterationCounts
 from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
-from .kv_take import take_with_options
+from .kv_take import take_prompt_tokens, take_with_options
 from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
@@ -245,43 +245,7 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                            ) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
-        if given, E8), and how many. They stop counting as queued (D1)."""
-        if taken is not None:
-            pass
-        elif self.chunk_tokens is None:
-            taken = []
-            for r in self.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
-                taken.append((r, r.unread_tokens))
-            self.waiting.clear()
-        else:
-            taken, budget = [], self.chunk_tokens if budget is None else budget
-            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
-                self.queued_tokens -= budget
-                return [(r, budget)], budget
-            while self.waiting and budget:
-                r = self.waiting[0]
-                n = min(r.unread_tokens, budget)
-                taken.append((r, n))
-                budget -= n
-                if n == r.unread_tokens:
-                    self.waiting.popleft()
-                else:
-                    break
-        n_tokens = n_cached = 0
-        for r, n in taken:
-            if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                r.read_started_at_ns = now
-                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-                n_cached += r.cached_tokens
-            r.unread_tokens -= n
-            n_tokens += n
-        self.queued_tokens -= n_tokens + n_cached
-        return taken, n_tokens
-
+    _take_prompt_tokens = take_prompt_tokens  # (model/kv_take.py)
     _take_with_options = take_with_options  # (model/kv_take.py)
 
     def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:

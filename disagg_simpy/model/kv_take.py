@@ -1,5 +1,5 @@
-"""D4's choice of prompts under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`:
-kept out of model/gpu.py (near its size limit) so E9's work on it stays in its own module."""
+"""D4's choice of prompts: plain (`take_prompt_tokens`, `Gpu._take_prompt_tokens`) and under the options (E4d, E8,
+E13; E9's admission), `Gpu._take_with_options`: kept out of model/gpu.py (near its size limit)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,44 @@ if TYPE_CHECKING:
 
     from .gpu_state import GpuState
     from .request import Request
+
+
+def take_prompt_tokens(gpu: GpuState, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
+                        ) -> tuple[list[tuple[Request, int]], int]:
+    """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
+    if given, E8), and how many. They stop counting as queued (D1)."""
+    if taken is not None:
+        pass
+    elif gpu.chunk_tokens is None:
+        taken = []
+        for r in gpu.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
+            taken.append((r, r.unread_tokens))
+        gpu.waiting.clear()
+    else:
+        taken, budget = [], gpu.chunk_tokens if budget is None else budget
+        if gpu.waiting and (r := gpu.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
+            r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+            gpu.queued_tokens -= budget
+            return [(r, budget)], budget
+        while gpu.waiting and budget:
+            r = gpu.waiting[0]
+            n = min(r.unread_tokens, budget)
+            taken.append((r, n))
+            budget -= n
+            if n == r.unread_tokens:
+                gpu.waiting.popleft()
+            else:
+                break
+    n_tokens = n_cached = 0
+    for r, n in taken:
+        if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
+            r.read_started_at_ns = now
+            r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+            n_cached += r.cached_tokens
+        r.unread_tokens -= n
+        n_tokens += n
+    gpu.queued_tokens -= n_tokens + n_cached
+    return taken, n_tokens
 
 
 def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:

@@ -19,15 +19,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..workload.speculative import writing_iterations
 from .words import STRETCH_LOG_FIELDS, Stretches, WriteView
-
-if TYPE_CHECKING:
-    from .memory import Memory
 
 REQUEST_FIELDS = (
     "request_id",
@@ -112,6 +109,16 @@ class GpuLog:
         self.kv_used_tokens.extend(array("q", (used,)) * k)
 
 
+class Held(Protocol):
+    """E4: what `collect` reads of a GPU's KV memory (model/memory.py's `Memory`)."""
+
+    @property
+    def used(self) -> int: ...
+
+    @property
+    def peak(self) -> int: ...
+
+
 class Recorded(Protocol):
     """What `collect` reads of a GPU: its role, its records and its KV memory's peak and tokens held (E4)."""
 
@@ -122,7 +129,7 @@ class Recorded(Protocol):
     def log(self) -> GpuLog: ...
 
     @property
-    def memory(self) -> Memory: ...
+    def memory(self) -> Held: ...
 
 
 @dataclass

@@ -79,13 +79,27 @@ def owners() -> dict[str, str]:
     return owner
 
 
+METHOD_SELF: set[int] = set()  # ids of the `self` names inside methods of a class of the module being checked
+
+
 def _guarded(node: ast.AST, owner: dict[str, str], module: str) -> str | None:
-    """`E.X` with X a name guarded by another module, E not `self`: X; else None."""
+    """`E.X` with X a name guarded by another module, E not a method's `self`: X; else None."""
     if isinstance(node, ast.Attribute) and node.attr in owner and owner[node.attr] != module and (
             (module, node.attr) not in EXCEPTIONS) and node.attr not in PENDING:
-        if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        if id(node.value) not in METHOD_SELF:
             return node.attr
     return None
+
+
+def _method_selves(tree: ast.Module) -> set[int]:
+    """The `self` names used inside the methods of the module's classes (a method's first argument)."""
+    found = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args and (
+                    method.args.args[0].arg == "self"):
+                found |= {id(n) for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == "self"}
+    return found
 
 
 def _targets(node: ast.AST) -> list[ast.AST]:
@@ -126,6 +140,8 @@ def _aliases(func: ast.AST, owner: dict[str, str], module: str) -> tuple[dict[st
 def writes(module: str, source: str, owner: dict[str, str]) -> list[str]:
     """Every write of another module's guarded name in `source` (module `module`): 'line: what'."""
     tree = ast.parse(source)
+    METHOD_SELF.clear()
+    METHOD_SELF.update(_method_selves(tree))
     found = []
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     scopes = [(f, *_aliases(f, owner, module)) for f in funcs] + [(tree, {}, {})]
@@ -199,6 +215,7 @@ def test_no_module_of_the_model_writes_another_modules_part():
     "def f(g):\n    g.draining = True\n",  # the GPU's own
     "def f(g):\n    g.has_work = lambda: True\n",  # a method replaced per instance
     "def f(g):\n    setattr(g, 'draining', True)\n",
+    "def f(self):\n    self.memory.used = 0\n    self.draining = True\n",  # `self` outside a method of this module
 ])
 def test_a_planted_write_fails(planted):
     """Each kind of write, planted in a module that owns no part (planner.py's name), is found."""
