@@ -21,7 +21,7 @@ import simpy
 from ..workload.speculative import IterationCounts
 from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
-from .kv_take import take_prompt_tokens, take_with_options
+from .kv_take import PromptQueue, take_with_options
 from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
@@ -73,10 +73,8 @@ class Gpu:
         self.number = number
         self.reads = reads
         self.writes = writes
-        self.chunk_tokens = chunk_tokens
         self.cost = cost  # this GPU's side's figures (E1)
-        self.waiting: deque[Request] = deque()  # prompts routed here, not fully read (front may be partly read)
-        self.queued_tokens = 0  # D1
+        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/kv_take.py)
         self.n_replies = 0  # replies that get a word from the next iteration
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
@@ -120,22 +118,22 @@ class Gpu:
 
     def has_work(self) -> bool:
         """A reply in progress, or a waiting prompt it can take (E4d: the head fits, or is partly read)."""
-        if self.n_replies > 0 or not self.waiting:
+        if self.n_replies > 0 or not self.queue.waiting:
             return self.n_replies > 0
         if self.memory.capacity is None:
             return True
-        head = self.waiting[0]
+        head = self.queue.waiting[0]
         return head.unread_tokens < head.read_size or self.memory.need(head) <= self.memory.capacity - self.memory.used
 
     def _has_work_unlimited(self) -> bool:
         """`has_work` without a memory limit (the explainer's rules), chosen once by `run`, for speed."""
-        return self.n_replies > 0 or bool(self.waiting)
+        return self.n_replies > 0 or bool(self.queue.waiting)
 
     def reserve(self, tokens: int) -> None:
         """Hold `tokens` more KV memory (E4), at a start or (E4e: the handoff) maybe mid-repeat: that cuts it."""
         if self.repeat is not None:
             self.repeat.cut()
-        self.memory.take(tokens)
+        self.memory.hold(tokens)
 
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU looks again in step 3 (E4d)."""
@@ -165,7 +163,8 @@ class Gpu:
 
     def serve(self, reading: bool, cost: CostNs, chunk_tokens: int | None) -> None:
         """E12: it joins its new side, reading or writing, with that side's cost and chunk, never assigned there (D2)."""
-        self.reads, self.writes, self.cost, self.chunk_tokens = reading, not reading, cost, chunk_tokens
+        self.reads, self.writes, self.cost = reading, not reading, cost
+        self.queue.set_chunk(chunk_tokens)
         self.memory.set_reserve_reply(not reading)
         self.track_context = cost.writing_grows
         self.last_assignment = -1
@@ -198,8 +197,7 @@ class Gpu:
     def add_prompt(self, request: Request) -> None:
         """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from the next iteration end on
         (a repeat reading chunks takes it after the head, unchanged)."""
-        self.waiting.append(request)
-        self.queued_tokens += request.n_prompt_tokens
+        self.queue.add(request)
         if self.repeat is not None and self.repeat.head is None:
             self.repeat.cut(ahead=True)
         self._wake()
@@ -245,7 +243,6 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    _take_prompt_tokens = take_prompt_tokens  # (model/kv_take.py)
     _take_with_options = take_with_options  # (model/kv_take.py)
 
     def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
@@ -281,6 +278,7 @@ class Gpu:
         give_back = self.memory.give_back
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
+        waiting, take = self.queue.waiting, self.queue.take  # D4 (model/kv_take.py)
         log_iteration, log_read = self.log.iteration, self.log.read  # the records: a run of one iteration at each end
         tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
@@ -302,7 +300,7 @@ class Gpu:
                     continue
             else:
                 n_replies = self.n_replies
-                taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
+                taken, n_tokens = take(started) if waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
                 repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies, taken[0][0] if taken else None,
@@ -365,7 +363,7 @@ class Gpu:
         the batch before a change known now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
         if taken:  # (first: most reading starts read whole prompts, or several)
             head, tokens = taken[0]
-            if len(taken) > 1 or tokens != self.chunk_tokens:
+            if len(taken) > 1 or tokens != self.queue.chunk_tokens:
                 return 1
             n = 1 + head.unread_tokens // tokens
             if self.leaving_order:
@@ -385,7 +383,7 @@ class Gpu:
         if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
-            taken, n_tokens = self._take_prompt_tokens(at)
+            taken, n_tokens = self.queue.take(at)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
         _, reads, n_tokens, duration = self._start(at, self.n_started, host)
         return reads, n_tokens, duration

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .costs import CostNs
+    from .kv_take import PromptQueue
     from .memory import Memory
     from .prefix_cache import PrefixCache
     from .records import GpuLog
@@ -32,9 +33,7 @@ class GpuState(Protocol):
     number: int
     cost: CostNs
     # the queue (D1, D4)
-    waiting: deque[Request]
-    queued_tokens: int
-    chunk_tokens: int | None
+    queue: PromptQueue  # its prompts (model/kv_take.py)
     max_tokens: int | None  # E8's token budget
     max_requests: int | None  # E8 per side (R90): prompts a reading iteration reads
     prefix: PrefixCache | None  # E13
@@ -58,9 +57,6 @@ class GpuState(Protocol):
     memory: Memory
     paged: Any
     log: GpuLog  # its records (model/records.py): E4's memory log at each start
-
-    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                            ) -> tuple[list[tuple[Request, int]], int]: ...
 
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]: ...
 

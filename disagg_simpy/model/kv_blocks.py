@@ -118,7 +118,7 @@ class BlockSchedule:
             used += len(phase) * block
             held.append(used)
         log.kv_each(held)
-        gpu.memory.take(used - was)
+        gpu.memory.hold(used - was)
 
 
 def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)

@@ -1,8 +1,9 @@
-"""D4's choice of prompts: plain (`take_prompt_tokens`, `Gpu._take_prompt_tokens`) and under the options (E4d, E8,
-E13; E9's admission), `Gpu._take_with_options`: kept out of model/gpu.py (near its size limit)."""
+"""A GPU's prompt queue (`PromptQueue`, the queue part of its state) and D4's choice of prompts from it: plain
+(`PromptQueue.take`) and under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -12,42 +13,96 @@ if TYPE_CHECKING:
     from .request import Request
 
 
-def take_prompt_tokens(gpu: GpuState, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                        ) -> tuple[list[tuple[Request, int]], int]:
-    """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
-    if given, E8), and how many. They stop counting as queued (D1)."""
-    if taken is not None:
-        pass
-    elif gpu.chunk_tokens is None:
-        taken = []
-        for r in gpu.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
-            taken.append((r, r.unread_tokens))
-        gpu.waiting.clear()
-    else:
-        taken, budget = [], gpu.chunk_tokens if budget is None else budget
-        if gpu.waiting and (r := gpu.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-            r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
-            gpu.queued_tokens -= budget
-            return [(r, budget)], budget
-        while gpu.waiting and budget:
-            r = gpu.waiting[0]
-            n = min(r.unread_tokens, budget)
+class PromptQueue:
+    """A GPU's prompt queue, the queue part of its state (docs/architecture.md, "Owned parts"): the prompts routed
+    to it and not fully read (the front may be partly read), their tokens still queued (D1), and the chunk it reads
+    them in (None: whole). Only this module writes it: the GPU, its repeats and E9 call its methods; the options'
+    choices of prompts below (`take_with_options`, `paged_take`) are this module's too."""
+
+    __slots__ = ("waiting", "queued_tokens", "chunk_tokens")
+
+    def __init__(self, chunk_tokens: int | None):
+        self.waiting: deque[Request] = deque()
+        self.queued_tokens = 0  # D1
+        self.chunk_tokens = chunk_tokens
+
+    def add(self, request: Request) -> None:
+        """A prompt is routed here (D5 step 2)."""
+        self.waiting.append(request)
+        self.queued_tokens += request.n_prompt_tokens
+
+    def requeue(self, at: int, request: Request) -> None:
+        """E9: a preempted reply queues at place `at` to be read again (its `read_size` tokens)."""
+        self.waiting.insert(at, request)
+        self.queued_tokens += request.read_size
+
+    def take_chunks(self, head: Request, tokens: int) -> None:
+        """A repeat's iterations read `tokens` more of the head prompt, in chunks (model/repeats.py); its last leaves the queue."""
+        head.unread_tokens -= tokens
+        self.queued_tokens -= tokens
+        if head.unread_tokens == 0:
+            self.waiting.popleft()
+
+    def set_chunk(self, chunk_tokens: int | None) -> None:
+        """E12: a GPU that changes role reads in its new side's chunks."""
+        self.chunk_tokens = chunk_tokens
+
+    def take_whole(self, now: int, n_written: int, limit: int) -> tuple[list[tuple[Request, int]], int]:
+        """E8, whole prompts (`take_with_options` with no KV limit and no prefix cache): the head is read whole if it
+        fits the room `limit - n_written`, else it waits, unless larger than the whole budget (or begun), when it is
+        read in pieces of the room."""
+        waiting = self.waiting
+        taken, room = [], limit - n_written
+        while waiting:
+            r = waiting[0]
+            n = r.unread_tokens
+            if n > room:
+                if room == 0 or n == r.read_size and n <= limit:
+                    break
+                n = room
             taken.append((r, n))
-            budget -= n
-            if n == r.unread_tokens:
-                gpu.waiting.popleft()
-            else:
+            room -= n
+            if n < r.unread_tokens:
                 break
-    n_tokens = n_cached = 0
-    for r, n in taken:
-        if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-            r.read_started_at_ns = now
-            r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-            n_cached += r.cached_tokens
-        r.unread_tokens -= n
-        n_tokens += n
-    gpu.queued_tokens -= n_tokens + n_cached
-    return taken, n_tokens
+            waiting.popleft()
+        return self.take(now, taken)
+
+    def take(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
+             ) -> tuple[list[tuple[Request, int]], int]:
+        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
+        if given, E8), and how many. They stop counting as queued (D1)."""
+        if taken is not None:
+            pass
+        elif self.chunk_tokens is None:
+            taken = []
+            for r in self.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
+                taken.append((r, r.unread_tokens))
+            self.waiting.clear()
+        else:
+            taken, budget = [], self.chunk_tokens if budget is None else budget
+            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
+                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+                self.queued_tokens -= budget
+                return [(r, budget)], budget
+            while self.waiting and budget:
+                r = self.waiting[0]
+                n = min(r.unread_tokens, budget)
+                taken.append((r, n))
+                budget -= n
+                if n == r.unread_tokens:
+                    self.waiting.popleft()
+                else:
+                    break
+        n_tokens = n_cached = 0
+        for r, n in taken:
+            if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
+                r.read_started_at_ns = now
+                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+                n_cached += r.cached_tokens
+            r.unread_tokens -= n
+            n_tokens += n
+        self.queued_tokens -= n_tokens + n_cached
+        return taken, n_tokens
 
 
 def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
@@ -59,10 +114,10 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
       waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
       E8 per side (R90): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
-    waiting = gpu.waiting
+    waiting = gpu.queue.waiting
     capacity, limit, paged = gpu.memory.capacity, gpu.max_tokens, gpu.paged
     free = 0 if capacity is None else capacity - gpu.memory.used
-    budget = gpu.chunk_tokens  # tokens left to read this iteration when chunked
+    budget = gpu.queue.chunk_tokens  # tokens left to read this iteration when chunked
     room = None if limit is None else limit - n_written  # E8, whole prompts
     if budget is not None and room is not None:
         budget, room = min(budget, room), None
@@ -107,7 +162,7 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     reply swapped out, nothing preempted at this start, its blocks plus one free); else nothing,
     without a call (most starts under load). (`kv` typed Any: a type would close the circle
     paged_kv -> gpu -> planner -> kv_take.)"""
-    waiting, gpu = kv.gpu.waiting, kv.gpu
+    waiting, gpu = kv.gpu.queue.waiting, kv.gpu
 
     def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
         head = waiting[0]
@@ -137,10 +192,10 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     branch reads chunks with or without it). With a prefix cache (E13), those two."""
     gpu = kv.gpu
     if gpu.prefix is not None:
-        both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+        both: tuple[list[tuple[Request, int]], int] = gpu.queue.take(now, gpu._take_with_options(n_written))
         return both
-    waiting, block, used = gpu.waiting, kv.block, gpu.memory.used
-    budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
+    waiting, block, used = gpu.queue.waiting, kv.block, gpu.memory.used
+    budget, limit, cap = gpu.queue.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
     r = waiting[0]
@@ -203,7 +258,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
                 break
             room -= n
             r = waiting[0]
-    gpu.queued_tokens -= n_tokens
+    gpu.queue.queued_tokens -= n_tokens
     if used != gpu.memory.used:  # (`Gpu.reserve`; no repeat runs at a start)
-        gpu.memory.take(used - gpu.memory.used)
+        gpu.memory.hold(used - gpu.memory.used)
     return taken, n_tokens

@@ -62,7 +62,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
     r.kv_blocks = 0
     r.read_size = r.unread_tokens = r.n_prompt_tokens + words  # the re-read ends with word words + 1
     r.returning = True
-    waiting = gpu.waiting
+    waiting = gpu.queue.waiting
     if kv.queue_at < 0:
         at = 0
         for w in waiting:
@@ -71,8 +71,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
             else:
                 break
         kv.queue_at = at
-    waiting.insert(kv.queue_at, r)
-    gpu.queued_tokens += r.read_size
+    gpu.queue.requeue(kv.queue_at, r)
 
 
 def unseat(kv: Any, r: Request) -> None:

@@ -115,7 +115,7 @@ class PagedKv:
     def can_take(self) -> bool:
         """Whether D4 may take a waiting prompt now: the head is begun, or its blocks plus one are
         free and it may be admitted (`admit`); else `Gpu._take_with_options` would take nothing."""
-        head = self.gpu.waiting[0]
+        head = self.gpu.queue.waiting[0]
         if head.unread_tokens < head.read_size:
             return True
         block = self.block
@@ -125,7 +125,7 @@ class PagedKv:
     def head_waits(self) -> bool:
         """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
         E10's writing iterations runs, memory held only grows, so no start of it could read the head either."""
-        head = self.gpu.waiting[0]
+        head = self.gpu.queue.waiting[0]
         return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.memory.used)
 
     def handoff_need(self, r: Request) -> int:
@@ -156,7 +156,7 @@ class PagedKv:
         if due:
             more = len(due) * self.block
             if gpu.memory.used + more <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
-                gpu.memory.take(more)
+                gpu.memory.hold(more)
             else:
                 self._short(due, key, now)
                 n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
@@ -203,7 +203,7 @@ class PagedKv:
 def work_test(kv: PagedKv) -> Callable[[], bool]:
     """`Gpu.has_work` under E9 for one GPU, what it reads bound once (it runs at every iteration end):
     a reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
-    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.waiting, kv.swapped, kv.block, kv.capacity
+    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.queue.waiting, kv.swapped, kv.block, kv.capacity
 
     def has_work() -> bool:
         if gpu.n_replies:

@@ -59,7 +59,7 @@ def planner(gpu: GpuState) -> Start:
 def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
             paged: Paged | None = None) -> Start:
     """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first)."""
-    waiting = gpu.waiting
+    waiting = gpu.queue.waiting
 
     if not gpu.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
         by_write, leaving, leaving_order = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order
@@ -162,27 +162,12 @@ def admission(gpu: GpuState) -> Admit:
         return paged_admission(gpu.paged)
     if gpu.memory.capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
         return lambda now, n_written: take(gpu, now, n_written)
-    take_tokens = gpu._take_prompt_tokens
-    limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
+    take_tokens = gpu.queue.take
+    limit, chunk, take_whole = gpu.max_tokens, gpu.queue.chunk_tokens, gpu.queue.take_whole
     if limit is None:
         return lambda now, n_written: take_tokens(now)
-    if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)
-        def whole(now: int, n_written: int) -> tuple[Reads, int]:
-            taken, room = [], limit - n_written
-            while waiting:
-                r = waiting[0]
-                n = r.unread_tokens
-                if n > room:  # the head is read whole if it fits the room, else it waits, unless larger than
-                    if room == 0 or n == r.read_size and n <= limit:  # the whole budget (or begun): pieces of the room
-                        break
-                    n = room
-                taken.append((r, n))
-                room -= n
-                if n < r.unread_tokens:
-                    break
-                waiting.popleft()
-            return take_tokens(now, taken)
-        return whole
+    if chunk is None:  # E8, whole prompts (model/kv_take.py)
+        return lambda now, n_written: take_whole(now, n_written, limit)
 
     def chunked(now: int, n_written: int) -> tuple[Reads, int]:
         room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)

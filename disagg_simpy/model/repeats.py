@@ -172,12 +172,8 @@ class Repeat:
 
     def _take(self, n_iterations: int) -> None:
         if n_iterations > 0 and self.head is not None:
-            tokens = n_iterations * self.n_tokens
-            self.head.unread_tokens -= tokens
-            self.gpu.queued_tokens -= tokens
+            self.gpu.queue.take_chunks(self.head, n_iterations * self.n_tokens)  # (its last chunk leaves the queue, D4)
             self.n_taken += n_iterations
-            if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
-                self.gpu.waiting.popleft()
 
     def _apply(self, n_started: int) -> None:
         """The policies' work at the starts of the first `n_started` iterations, those not done yet at

@@ -31,6 +31,7 @@ MODEL = Path(__file__).resolve().parents[2] / "disagg_simpy" / "model"
 # guarded class -> the module (file stem in model/) that defines and so owns it
 PARTS = {
     "Gpu": "gpu",  # the GPU's own state: its identity, role, flags and run (model/gpu.py)
+    "PromptQueue": "kv_take",  # queue: prompts waiting, tokens queued, the chunk (D1, D4)
     "Memory": "memory",  # memory: E4's KV counter (tokens held, peak)
     "GpuLog": "records",  # log: the records a run leaves (runs, reads, E4's memory log)
 }
@@ -40,7 +41,7 @@ HEAP_WRITERS = {"heappush", "heappop", "heapify", "heapreplace", "heappushpop"}
 # (module, guarded name) -> why that module may write it
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 # names still on `Gpu` that other modules write until the queue and batch parts are split off (issue 36's next step)
-PENDING = {"waiting", "queued_tokens", "n_replies", "n_seated", "seat_queue", "n_writes", "context_base", "leaving",
+PENDING = {"n_replies", "n_seated", "seat_queue", "n_writes", "context_base", "leaving",
            "leaving_order", "leaving_by_write", "write_order", "track_context"}
 
 
@@ -212,6 +213,8 @@ def test_no_module_of_the_model_writes_another_modules_part():
     "def f(gpu):\n    log = gpu.log.kv_used_tokens\n    def g():\n        log.append(3)\n    return g\n",  # alias
     "def f(gpu):\n    add = gpu.log.runs_start.append\n    add(3)\n",  # alias of a mutator
     "import heapq\ndef f(gpu):\n    heapq.heappush(gpu.ships_due, 3)\n",  # heap
+    "def f(gpu):\n    gpu.queue.queued_tokens -= 5\n",
+    "def f(gpu):\n    waiting = gpu.queue.waiting\n    waiting.insert(0, None)\n",
     "def f(g):\n    g.draining = True\n",  # the GPU's own
     "def f(g):\n    g.has_work = lambda: True\n",  # a method replaced per instance
     "def f(g):\n    setattr(g, 'draining', True)\n",
