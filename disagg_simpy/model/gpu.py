@@ -21,12 +21,13 @@ import simpy
 from ..workload.speculative import IterationCounts
 from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
-from .kv_take import PromptQueue, take_with_options
+from .kv_take import take_with_options
 from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .planner import Start
 from .prefix_cache import PrefixCache
+from .prompts import PromptQueue
 from .records import GpuLog
 from .repeats import Repeat, Work, repeat_work
 from .request import Request
@@ -74,7 +75,7 @@ class Gpu:
         self.reads = reads
         self.writes = writes
         self.cost = cost  # this GPU's side's figures (E1)
-        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/kv_take.py)
+        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
         self.n_replies = 0  # replies that get a word from the next iteration
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
@@ -243,7 +244,7 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    _take_with_options = take_with_options  # (model/kv_take.py)
+    _take_with_options = take_with_options  # (model/prompts.py)
 
     def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
@@ -278,7 +279,7 @@ class Gpu:
         give_back = self.memory.give_back
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
-        waiting, take = self.queue.waiting, self.queue.take  # D4 (model/kv_take.py)
+        waiting, take = self.queue.waiting, self.queue.take  # D4 (model/prompts.py)
         log_iteration, log_read = self.log.iteration, self.log.read  # the records: a run of one iteration at each end
         tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build

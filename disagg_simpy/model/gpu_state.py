@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .costs import CostNs
-    from .kv_take import PromptQueue
     from .memory import Memory
     from .prefix_cache import PrefixCache
+    from .prompts import PromptQueue
     from .records import GpuLog
     from .request import Request
 
@@ -33,7 +33,7 @@ class GpuState(Protocol):
     number: int
     cost: CostNs
     # the queue (D1, D4)
-    queue: PromptQueue  # its prompts (model/kv_take.py)
+    queue: PromptQueue  # its prompts (model/prompts.py)
     max_tokens: int | None  # E8's token budget
     max_requests: int | None  # E8 per side (R90): prompts a reading iteration reads
     prefix: PrefixCache | None  # E13

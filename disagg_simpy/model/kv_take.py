@@ -1,9 +1,8 @@
-"""A GPU's prompt queue (`PromptQueue`, the queue part of its state) and D4's choice of prompts from it: plain
-(`PromptQueue.take`) and under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`."""
+"""D4's choice of prompts under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`, from the
+GPU's prompt queue (model/prompts.py's `PromptQueue`, whose methods it calls), kept out of model/gpu.py."""
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -11,98 +10,6 @@ if TYPE_CHECKING:
 
     from .gpu_state import GpuState
     from .request import Request
-
-
-class PromptQueue:
-    """A GPU's prompt queue, the queue part of its state (docs/architecture.md, "Owned parts"): the prompts routed
-    to it and not fully read (the front may be partly read), their tokens still queued (D1), and the chunk it reads
-    them in (None: whole). Only this module writes it: the GPU, its repeats and E9 call its methods; the options'
-    choices of prompts below (`take_with_options`, `paged_take`) are this module's too."""
-
-    __slots__ = ("waiting", "queued_tokens", "chunk_tokens")
-
-    def __init__(self, chunk_tokens: int | None):
-        self.waiting: deque[Request] = deque()
-        self.queued_tokens = 0  # D1
-        self.chunk_tokens = chunk_tokens
-
-    def add(self, request: Request) -> None:
-        """A prompt is routed here (D5 step 2)."""
-        self.waiting.append(request)
-        self.queued_tokens += request.n_prompt_tokens
-
-    def requeue(self, at: int, request: Request) -> None:
-        """E9: a preempted reply queues at place `at` to be read again (its `read_size` tokens)."""
-        self.waiting.insert(at, request)
-        self.queued_tokens += request.read_size
-
-    def take_chunks(self, head: Request, tokens: int) -> None:
-        """A repeat's iterations read `tokens` more of the head prompt, in chunks (model/repeats.py); its last leaves the queue."""
-        head.unread_tokens -= tokens
-        self.queued_tokens -= tokens
-        if head.unread_tokens == 0:
-            self.waiting.popleft()
-
-    def set_chunk(self, chunk_tokens: int | None) -> None:
-        """E12: a GPU that changes role reads in its new side's chunks."""
-        self.chunk_tokens = chunk_tokens
-
-    def take_whole(self, now: int, n_written: int, limit: int) -> tuple[list[tuple[Request, int]], int]:
-        """E8, whole prompts (`take_with_options` with no KV limit and no prefix cache): the head is read whole if it
-        fits the room `limit - n_written`, else it waits, unless larger than the whole budget (or begun), when it is
-        read in pieces of the room."""
-        waiting = self.waiting
-        taken, room = [], limit - n_written
-        while waiting:
-            r = waiting[0]
-            n = r.unread_tokens
-            if n > room:
-                if room == 0 or n == r.read_size and n <= limit:
-                    break
-                n = room
-            taken.append((r, n))
-            room -= n
-            if n < r.unread_tokens:
-                break
-            waiting.popleft()
-        return self.take(now, taken)
-
-    def take(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-             ) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
-        if given, E8), and how many. They stop counting as queued (D1)."""
-        if taken is not None:
-            pass
-        elif self.chunk_tokens is None:
-            taken = []
-            for r in self.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
-                taken.append((r, r.unread_tokens))
-            self.waiting.clear()
-        else:
-            taken, budget = [], self.chunk_tokens if budget is None else budget
-            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
-                self.queued_tokens -= budget
-                return [(r, budget)], budget
-            while self.waiting and budget:
-                r = self.waiting[0]
-                n = min(r.unread_tokens, budget)
-                taken.append((r, n))
-                budget -= n
-                if n == r.unread_tokens:
-                    self.waiting.popleft()
-                else:
-                    break
-        n_tokens = n_cached = 0
-        for r, n in taken:
-            if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                r.read_started_at_ns = now
-                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-                n_cached += r.cached_tokens
-            r.unread_tokens -= n
-            n_tokens += n
-        self.queued_tokens -= n_tokens + n_cached
-        return taken, n_tokens
 
 
 def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
@@ -114,7 +21,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
       waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
       E8 per side (R90): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
-    waiting = gpu.queue.waiting
+    waiting, pop = gpu.queue.waiting, gpu.queue.pop
     capacity, limit, paged = gpu.memory.capacity, gpu.max_tokens, gpu.paged
     free = 0 if capacity is None else capacity - gpu.memory.used
     budget = gpu.queue.chunk_tokens  # tokens left to read this iteration when chunked
@@ -148,7 +55,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
         elif room is not None:
             room -= n
         if n == r.unread_tokens - hit:
-            waiting.popleft()
+            pop()
         else:
             break
     if capacity is not None:
@@ -194,7 +101,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     if gpu.prefix is not None:
         both: tuple[list[tuple[Request, int]], int] = gpu.queue.take(now, gpu._take_with_options(n_written))
         return both
-    waiting, block, used = gpu.queue.waiting, kv.block, gpu.memory.used
+    waiting, pop, block, used = gpu.queue.waiting, gpu.queue.pop, kv.block, gpu.memory.used
     budget, limit, cap = gpu.queue.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
@@ -216,7 +123,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             r.unread_tokens = unread - n
             if n < unread:
                 break
-            waiting.popleft()
+            pop()
             budget -= n
             if not (waiting and budget) or len(taken) == cap:
                 break
@@ -232,7 +139,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             taken.append((r, unread))
             n_tokens += unread
             r.unread_tokens = 0
-            waiting.popleft()
+            pop()
             if not waiting or len(taken) == cap:
                 break
             r = waiting[0]
@@ -253,12 +160,12 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             r.unread_tokens = unread - n
             if n < unread:
                 break
-            waiting.popleft()
+            pop()
             if not waiting or len(taken) == cap:
                 break
             room -= n
             r = waiting[0]
-    gpu.queue.queued_tokens -= n_tokens
+    gpu.queue.count_taken(n_tokens)
     if used != gpu.memory.used:  # (`Gpu.reserve`; no repeat runs at a start)
         gpu.memory.hold(used - gpu.memory.used)
     return taken, n_tokens

@@ -13,8 +13,8 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
-    from .kv_take import PromptQueue
     from .memory import Memory
+    from .prompts import PromptQueue
 
 # min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
 # also break the last tie (never-assigned GPUs) by lowest number (D2).

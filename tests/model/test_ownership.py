@@ -31,7 +31,7 @@ MODEL = Path(__file__).resolve().parents[2] / "disagg_simpy" / "model"
 # guarded class -> the module (file stem in model/) that defines and so owns it
 PARTS = {
     "Gpu": "gpu",  # the GPU's own state: its identity, role, flags and run (model/gpu.py)
-    "PromptQueue": "kv_take",  # queue: prompts waiting, tokens queued, the chunk (D1, D4)
+    "PromptQueue": "prompts",  # queue: prompts waiting, tokens queued, the chunk (D1, D4)
     "Memory": "memory",  # memory: E4's KV counter (tokens held, peak)
     "GpuLog": "records",  # log: the records a run leaves (runs, reads, E4's memory log)
 }
