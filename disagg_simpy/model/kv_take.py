@@ -91,7 +91,7 @@ def _admit(r: Request, unread: int, block: int, now: int) -> int:
 
 
 def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, Any as in paged_admission)
-    """E9: `take_with_options` then `Gpu._take_prompt_tokens` in one pass (the same choice, the same
+    """E9: `take_with_options` then `PromptQueue.take` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
     blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped
     out, nothing preempted at this start) or else D4 stops there; E8's budget as

@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    from .batch import Batch
     from .memory import Memory
     from .prompts import PromptQueue
 
@@ -24,7 +25,7 @@ _READING_KEY = attrgetter("queue.queued_tokens", "last_assignment")
 class Routable(Protocol):
     number: int
     queue: PromptQueue  # D1: its `queued_tokens`, prompt tokens not yet read, less those being read now
-    n_replies: int  # replies in progress on it
+    batch: Batch  # its `n_replies`, replies in progress on it (model/batch.py)
     n_shipping: int  # replies whose KV cache is shipping to it
     n_local: int  # E6: local prompts routed to it whose reading has not finished
     memory: Memory  # E4: its KV memory (model/memory.py)
@@ -106,7 +107,7 @@ class Side(Generic[G]):
             if need is not None and (g.memory.capacity - g.memory.used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
                                      or (away and g.paged.n_away)):
                 continue
-            load = g.n_replies + g.n_shipping + g.n_local
+            load = g.batch.n_replies + g.n_shipping + g.n_local
             if best is None or load < least or (load == least and g.last_assignment < best.last_assignment):
                 best, least = g, load
         return None if best is None else self._assign(best)

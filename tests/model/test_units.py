@@ -19,7 +19,7 @@ class FakeGpu:
     def __init__(self, number, queued=0, replies=0, shipping=0):
         self.number = number
         self.queue = SimpleNamespace(queued_tokens=queued)
-        self.n_replies = replies
+        self.batch = SimpleNamespace(n_replies=replies)
         self.n_shipping = shipping
         self.n_local = 0
         self.last_assignment = -1
