@@ -230,7 +230,7 @@ def main() -> None:
         loop = closed_loop(scenario, e.arrangement, e.concurrency, PER_CLIENT)
         open_cell = "-"
         if not args.no_open_loop and r["mode"] == "agg":
-            ttft, tpot = at_concurrency(scenario, e.concurrency, 1)
+            ttft, tpot = at_concurrency(scenario, e.arrangement, e.concurrency, 1)
             open_cell = f"{ttft / r.silicon_ttft_ms - 1:+.0%} / {tpot / r.silicon_tpot_ms - 1:+.0%}"
         rows.append(f"| {i + 1} | `{r.id[:60]}` | {r.backend} {r.backend_version}; {C.ENGINE_LABELS[r.backend]} "
                     f"{O.ENGINES[ENGINE_OF[(r.backend, SYSTEMS[r.system])]][1]} | {r.model_path.split('/')[1]}, {e.quant} | "
