@@ -34,6 +34,7 @@ from .limits import (
     MIN_BURSTINESS,
     MIN_ITERATION_MS,
 )
+from .limits_slo import LIMIT_KEYS
 from .limits_slo import PRESET_NAMES as SLO_PRESET_NAMES
 from .schedule import MAX_PERIODS, Diurnal, Period, RateCurve
 from .schema import (
@@ -65,13 +66,11 @@ _EXPECT = {
     "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
              "per_context_token_ms, per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, "
              "per_token_tile_ms (or a preset)"),
-    "slo": ("a mapping of first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s, tpot, criterion, "
-            "percentile, percentile_of, preset"),
+    "slo": f"a mapping of {', '.join(LIMIT_KEYS)}, tpot, criterion, percentile, percentile_of, preset",
     "tpot": "exclusive (without the first word, as vLLM and DistServe) or inclusive (end-to-end / words)",
     "e2e_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
     "delay_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
-    "percentile_of": ("a mapping of limit keys (first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s) to "
-                      "percentiles above 0 and below 100"),
+    "percentile_of": f"a mapping of limit keys ({', '.join(LIMIT_KEYS)}) to percentiles above 0 and below 100",
     "criterion": "per_request or percentiles",
     "percentile": "a number above 0 and below 100",
     "arrangements": f"a list of 1 to {MAX_ARRANGEMENTS} arrangements like {{name: same-gpu, kind: colocated, gpus: 4}}",
