@@ -115,7 +115,7 @@ def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callab
 
     preset = scenario.cost.preset or _arrangements_preset(scenario)
     found = parts(preset) if preset else None
-    if found is None:
+    if preset is None or found is None:
         got = f"the cost {preset}" if preset else "no preset"
         raise InputError(f"--tp: got {','.join(map(str, args.tp))} with {got} in the scenario's cost:, expected a "
                          "preset there (its GPU, model and engine give each TP degree's costs; python -m "
