@@ -327,9 +327,9 @@ class Scenario(SpeculativeKeys):
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
-            for problem in (preset_tp_problem(a, self.cost), roles_kinds_problem(self, a)):  # (F33: kinds by side)
-                if problem is not None:
-                    raise ValueError(f"@arrangements[{i}].{problem[0]}: {problem[1]}")
+            for side_problem in (preset_tp_problem(a, self.cost), roles_kinds_problem(self, a)):  # (F33: kinds)
+                if side_problem is not None:
+                    raise ValueError(f"@arrangements[{i}].{side_problem[0]}: {side_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
                 problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b))), default=None,
                               key=lambda p: p[4])
