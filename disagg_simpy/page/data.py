@@ -292,13 +292,14 @@ def _sent_rows(requests: dict, at: np.ndarray) -> dict:
     field is -1 (a list field: empty) and `sent` says which (only when some were not sent)."""
     if (at >= 0).all():
         return {k: np.asarray(v)[at].tolist() for k, v in requests.items()}
+    sent = at >= 0
     out: dict = {}
     for k, v in requests.items():
-        got = [v[j] for j in at[at >= 0]]
-        filler = [] if got and isinstance(got[0], list) else -1
-        values = iter(np.asarray(v)[at[at >= 0]].tolist() if not isinstance(filler, list) else got)
-        out[k] = [next(values) if j >= 0 else filler for j in at]
-    out["sent"] = (at >= 0).astype(int).tolist()
+        listed = isinstance(v, list) and any(isinstance(x, list) for x in v)  # a list per request (E9's pieces)
+        got = iter([v[j] for j in at[sent]] if listed else np.asarray(v)[at[sent]].tolist())
+        filler: list | int = [] if listed else -1
+        out[k] = [next(got) if s else filler for s in sent]
+    out["sent"] = sent.astype(int).tolist()
     return out
 
 
