@@ -22,6 +22,7 @@ def test_every_figure_has_a_source_a_reasoned_tolerance_and_a_scenario():
         assert f.published > 0 and 0 < f.tolerance_pct <= 50 and len(f.tolerance_why) > 40, f.id
         assert (SCENARIOS / f.scenario).is_file(), f.scenario
         assert f.how in ("goodput", "slo_scale", "concurrency", "closed_loop", "run")
+        assert f.grid is None or (f.how in ("goodput", "slo_scale") and len(f.grid) >= 2), f.id
         assert f.metric in {"goodput": ("goodput_per_s", "goodput_per_gpu_per_s"), "slo_scale": ("slo_scale",),
                             "concurrency": ("ttft_ms", "tpot_ms"), "closed_loop": ("ttft_ms", "tpot_ms"),
                             "run": ("ttft_ms", "tpot_ms")}[f.how]
@@ -130,6 +131,26 @@ def test_a_slo_scale_figure_is_the_smallest_scale_meeting_the_rule_and_a_per_gpu
     per_gpu = measure(Figure(id="gpu", metric="goodput_per_gpu_per_s", how="goodput", **common), runner,
                       folder=tmp_path)
     assert total > 0 and per_gpu == pytest.approx(total / 2)
+
+
+def test_a_grid_figure_is_read_off_the_panel_s_points_as_distserve_read_them(tmp_path, runner):
+    """DistServe's notebook reads a 90% crossing by linear interpolation between the panel's measured
+    points, the first pair that crosses (plot.ipynb `find_intersection`). By hand on the idle scenario
+    (every first word 60 ms): scales 1.0, 0.8, 0.7 meet a 0.1 s limit (100%), 0.5 does not (0%), so the
+    reading is 0.7 + (90 - 100) x (0.5 - 0.7) / (0 - 100) = 0.68, where the search gives 0.6; a panel
+    that never crosses 90% is searched instead (the notebook would draw its first point)."""
+    from disagg_simpy.validation import Figure, first_crossing
+
+    assert first_crossing([0.25, 0.5, 1.0], [100, 95, 80], 90) == pytest.approx(0.5 + 0.5 * 5 / 15)
+    assert first_crossing([1, 2, 3, 4], [95, 85, 95, 80], 90) == pytest.approx(1.5)  # the first crossing
+    assert first_crossing([1, 2, 3], [80, 95, 99], 90) == pytest.approx(1 + 10 / 15)  # upwards too
+    assert first_crossing([1, 2], [95, 91], 90) is None
+    (tmp_path / "idle.yaml").write_text(IDLE, encoding="utf-8")
+    common = dict(id="scale", source="s", where="w", setup="s", metric="slo_scale", published=1.0, tolerance_pct=15,
+                  tolerance_why="w", scenario="idle.yaml", arrangement="two", how="slo_scale")
+    read = measure(Figure(grid=(0.5, 1.0, 0.7, 0.8), **common), runner, folder=tmp_path)  # (any order: largest first)
+    assert read == pytest.approx(0.68)
+    assert 0.6 <= measure(Figure(grid=(1.0, 0.8), **common), runner, folder=tmp_path) <= 0.61  # no crossing: searched
 
 
 def test_a_closed_loop_sends_each_request_when_its_clients_last_one_ends():
