@@ -96,7 +96,13 @@ def out_folder(args: argparse.Namespace, scenario, names: list[str], command: st
     inputs = {"scenario file": Path(args.scenario)}
     w = scenario.workload
     if isinstance(w, TraceWorkload) and w.trace not in CATALOG:  # a path, not a public trace's id
-        inputs["trace file"] = Path(w.trace) if Path(w.trace).is_absolute() else scenario.folder / w.trace
+        trace = inputs["trace file"] = Path(w.trace) if Path(w.trace).is_absolute() else scenario.folder / w.trace
+        if trace.exists() and not trace.is_dir():  # (a missing one: the run's own line names the key)
+            from ..inputs import open_input
+            from ..scenario.limits import MAX_TRACE_BYTES
+
+            with open_input(trace, "a trace file", MAX_TRACE_BYTES, key="file: "):
+                pass  # a pipe or a device is refused here, before any worker process starts
     check_outputs_apart(outputs, inputs)
     return out
 

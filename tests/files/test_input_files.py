@@ -59,11 +59,17 @@ def test_a_fit_table_that_is_a_named_pipe_is_refused_at_once(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
 
 
-def test_sweep_with_a_trace_that_is_a_named_pipe_is_refused_at_once(tmp_path, capsys):
-    """The sweep's store hashes the trace before any run reads it: that read must not wait either."""
+def test_sweep_with_a_trace_that_is_a_named_pipe_is_refused_at_once(tmp_path, capsys, monkeypatch):
+    """The sweep's store hashes the trace before any run reads it: that read must not wait either.
+    The file is refused before any run starts (no worker process is forked for bad input)."""
     path = write_scenario(tmp_path, [(0.0, 100, 3)])
     (tmp_path / "micro.csv").unlink()
     os.mkfifo(tmp_path / "micro.csv")
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("a run started before the trace was checked")
+
+    monkeypatch.setattr("disagg_simpy.sweep.runner.LocalPool.run", no_runs)
     _refused(capsys, ["sweep", path, "--rate", "1,2", "--out", tmp_path / "out"],
              "micro.csv: file: got a named pipe (not a regular file), expected a trace file")
 

@@ -182,3 +182,35 @@ def test_seeds_count_from_each_scenario_s_own_seed(monkeypatch):
     measure(figure, runner=None, seeds=3)
     (seed, seeds), = seen
     assert seeds == (seed, seed + 1, seed + 2)
+
+
+def test_a_model_change_after_a_validate_is_seen_by_the_next_one_into_the_same_folder(tmp_path, monkeypatch):
+    """Review F20: validate kept its runs in DIR/store.sqlite keyed by the package version, so after
+    a model change the next validate (and --record) read yesterday's figures. The idle scenario's
+    first word takes 10 + 500 x 0.1 = 60 ms (SLO scale 0.6 of a 0.1 s limit); a model whose every
+    iteration costs 20 ms more takes 80 ms (scale 0.8), and the second validate must say so."""
+    import functools
+
+    from disagg_simpy import validation
+    from disagg_simpy.cli.validate import run_validate
+    from disagg_simpy.model.costs import CostNs
+    from disagg_simpy.validation import Figure
+
+    (tmp_path / "idle.yaml").write_text(IDLE, encoding="utf-8")
+    figure = Figure(id="idle-scale", source="s", where="w", setup="s", metric="slo_scale", published=0.7,
+                    tolerance_pct=50, tolerance_why="w", scenario="idle.yaml", arrangement="two", how="slo_scale")
+    monkeypatch.setattr(validation, "load_catalog", lambda: ({"s": {"group": "g", "cite": "c"}}, [figure]))
+    monkeypatch.setattr(validation, "measure", functools.partial(validation.measure, folder=tmp_path))
+
+    def ours() -> float:
+        run_validate(False, tmp_path / "v", None, False, "csv", None, 1)
+        return json.loads((tmp_path / "v" / "validate.json").read_text())["rows"][0]["ours"]
+
+    assert 0.6 <= ours() <= 0.61
+    slower = CostNs.from_ms.__func__
+
+    def from_ms(cls, iteration_ms, *rest, **named):
+        return slower(cls, iteration_ms + 20.0, *rest, **named)
+
+    monkeypatch.setattr(CostNs, "from_ms", classmethod(from_ms))
+    assert 0.8 <= ours() <= 0.81  # the changed model, not the stored run of the old one
