@@ -5,7 +5,8 @@ setup, value and a tolerance fixed from the source's own variability before our 
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
 `slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
-as DistServe's "SLO scale" panels), `concurrency` (the mean TTFT or TPOT at the rate whose
+as DistServe's "SLO scale" panels; with a `grid`, either is read off the panel's own measured
+points as its source read them: `grid_crossing`), `concurrency` (the mean TTFT or TPOT at the rate whose
 requests in flight, by Little's law, equal the measurement's concurrency), `closed_loop` (the
 benchmark's own clients: `concurrency` clients, each sending its next request when its last reply
 ends: `closed_loop`) or `run` (the scenario as written: one engine step measured, `as_written`).
@@ -57,12 +58,13 @@ class Figure:
     fast: bool = False
     concurrency: int | None = None
     requests_per_client: int = 10  # closed_loop: requests each client sends in turn
+    grid: tuple[float, ...] | None = None  # goodput, slo_scale: the panel's measured points, read as its source read them
 
 
 def load_catalog(path: Path = HERE / "catalog.yaml") -> tuple[dict[str, dict], list[Figure]]:
     """The catalog's sources (by id: group, cite) and figures, in order."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    figures = [Figure(**f) for f in raw["figures"]]
+    figures = [Figure(**(f | ({"grid": tuple(f["grid"])} if f.get("grid") else {}))) for f in raw["figures"]]
     return raw["sources"], figures
 
 
@@ -86,6 +88,10 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
     else:
         n = seeds if isinstance(seeds, int) else scenario.seeds
         picked = tuple(range(scenario.seed, scenario.seed + n))
+    if figure.how in ("goodput", "slo_scale") and figure.grid:  # (no crossing within the panel: searched)
+        read = grid_crossing(scenario, figure.arrangement, runner, picked, figure.how, figure.grid)
+        if read is not None:
+            return read
     if figure.how == "goodput":
         from ..sweep.goodput import goodput
 
@@ -97,7 +103,7 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
         return float(slo_scales(scenario, runner, picked, 90.0).set_index("arrangement").loc[figure.arrangement, "slo_scale"])
     if figure.how == "concurrency":
         assert figure.concurrency is not None
-        ttft, tpot = at_concurrency(scenario, figure.concurrency, picked[0])
+        ttft, tpot = at_concurrency(scenario, figure.arrangement, figure.concurrency, picked[0])
         return ttft if figure.metric == "ttft_ms" else tpot
     if figure.how == "closed_loop":
         assert figure.concurrency is not None
@@ -107,6 +113,39 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
         return as_written(scenario, figure.arrangement, figure.metric, picked[0])
     raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale, concurrency, "
                      "closed_loop or run")
+
+
+def first_crossing(xs: list[float], ys: list[float], target: float) -> float | None:
+    """The x where the curve through (xs, ys) first crosses `target`, read as DistServe's artifact
+    reads its Figures 8-9 (`find_intersection` in evaluation/2-benchmark-serving/plot.ipynb,
+    LLMServe/DistServe @ 82831f1): the first pair of neighbouring points with one below the target
+    and the other not, linearly interpolated. None when no pair crosses (the notebook then draws
+    xs[0] with a warning, a value that says nothing: `measure` searches instead)."""
+    for x0, x1, y0, y1 in zip(xs, xs[1:], ys, ys[1:]):
+        if (y0 < target) != (y1 < target):
+            return (target - y0) * (x1 - x0) / (y1 - y0) + x0
+    return None
+
+
+def grid_crossing(scenario: Scenario, arrangement: str, runner, seeds: tuple[int, ...], how: str,
+                  grid: tuple[float, ...], target: float = 90.0) -> float | None:
+    """A published panel read the way its source read it: the arrangement's share on time (its
+    rule: every request judged, the mean over `seeds`) at each of the panel's measured points,
+    per-GPU rates in the order given (`how: goodput`) or SLO scales from the largest down
+    (`how: slo_scale`), and the first crossing of `target` between them (`first_crossing`; None
+    when the curve does not cross it within the panel)."""
+    from ..sweep.grid import ONLY, RATE_PER_GPU, SLO_SCALE, resolve
+    from ..sweep.runner import Task
+
+    if scenario.slo.criterion == "percentiles":
+        raise InputError(f"{scenario.source}: a grid figure reads the share of requests meeting the rule; expected "
+                         "slo.criterion per_request")
+    key, xs = (RATE_PER_GPU, list(grid)) if how == "goodput" else (SLO_SCALE, sorted(grid, reverse=True))
+    points = [resolve(scenario, {key: x, ONLY: arrangement}) for x in xs]
+    rows = runner.run([Task(p, s) for p in points for s in seeds])
+    shares = [statistics.fmean(r[0]["on_time_pct"] for r in rows[i * len(seeds):(i + 1) * len(seeds)])
+              for i in range(len(xs))]
+    return first_crossing(xs, shares, target)
 
 
 def as_written(scenario: Scenario, arrangement: str, metric: str, seed: int) -> float:
@@ -198,14 +237,20 @@ def closed_loop(scenario: Scenario, arrangement: str, clients: int, per_client: 
                      "(each pass moves it on by an iteration at least); expected fewer requests_per_client")
 
 
-def at_concurrency(scenario: Scenario, concurrency: int, seed: int, halvings: int = 10) -> tuple[float, float]:
-    """(mean TTFT ms, mean TPOT ms) of the measured requests at the rate whose requests in flight
-    (Little's law: rate x (TTFT + (words - 1) x TPOT)) equal `concurrency`: bisection from an idle
-    run's rate, `halvings` steps, the largest rate below it (a closed loop holds that many; open
-    Poisson arrivals bunch, so TTFT near saturation is the least comparable figure)."""
+def at_concurrency(scenario: Scenario, arrangement: str, concurrency: int, seed: int,
+                   halvings: int = 10) -> tuple[float, float]:
+    """(mean TTFT ms, mean TPOT ms) of `arrangement`'s measured requests at the rate whose requests
+    in flight (Little's law: rate x (TTFT + (words - 1) x TPOT)) equal `concurrency`: bisection
+    from an idle run's rate, `halvings` steps, the largest rate below it (a closed loop holds that
+    many; open Poisson arrivals bunch, so TTFT near saturation is the least comparable figure).
+    Only that arrangement's requests are measured: the figure is of one published deployment."""
     from ..api import run
     from ..scenario.schema import SyntheticWorkload
 
+    named = [a.name for a in scenario.arrangements]
+    if arrangement not in named:
+        raise InputError(f"{scenario.source}: no arrangement {arrangement!r} (the catalog's arrangement); expected "
+                         f"one of {', '.join(named)}")
     w = scenario.workload
     fixed = getattr(w.reply_words, "fixed", None) if isinstance(w, SyntheticWorkload) else None
     if fixed is None:
@@ -216,6 +261,7 @@ def at_concurrency(scenario: Scenario, concurrency: int, seed: int, halvings: in
     def at(rate: float) -> tuple[float, float, float]:
         changes: dict[str, Any] = {"workload.rate_per_s": float(f"{rate:.6g}")}
         req = run(scenario.with_overrides(**changes), seed).requests
+        req = req[req["arrangement"] == arrangement]
         ttft, tpot = 1e3 * float(req.first_word_s.mean()), float(req.mean_gap_ms.mean())
         return ttft, tpot, rate * (ttft + (words - 1) * tpot) / 1e3
 
