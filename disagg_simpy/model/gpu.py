@@ -245,7 +245,8 @@ class Gpu:
         start_priority = PHASE_START + self.number
         waiting, take = self.queue.waiting, self.queue.take  # D4 (model/prompts.py)
         leaving_at, leave = batch.leaving, batch.leave  # replies whose last word an iteration writes (model/batch.py)
-        log_iteration, log_read = self.log.iteration, self.log.read  # the records: a run of one iteration at each end
+        # the records, a run of one iteration at each end: the log's own writers (model/records.py's `GpuLog.writers`)
+        record_start, record_duration, record_stop, record_replies, record_tokens, log_read = self.log.writers()
         tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
@@ -290,7 +291,11 @@ class Gpu:
             else:
                 yield again(tick, duration, end_priority)
                 now = started + duration
-            log_iteration(started, duration, index + 1, n_replies, n_tokens)
+            record_start(started)
+            record_duration(duration)
+            record_stop(index + 1)
+            record_replies(n_replies)
+            record_tokens(n_tokens)
             if index in leaving_at and (leaving := leave(index)):  # (a read first: most iterations none leaves)
                 if release is not None:
                     release(leaving)
@@ -298,7 +303,7 @@ class Gpu:
             if taken:
                 finished_reading = []
                 for r, n in taken:
-                    log_read(index, r.request_id, n)
+                    log_read([index, r.request_id, n])
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:

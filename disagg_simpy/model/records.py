@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -66,17 +66,14 @@ class GpuLog:
         self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
         self.kv_used_tokens = array("q")  # E4: tokens held once each iteration's own reservations are made
 
-    def iteration(self, started: int, duration: int, stop: int, n_replies: int, n_tokens: int) -> None:
-        """A run of one iteration (the GPU's loop, at each end)."""
-        self.runs_start.append(started)
-        self.runs_duration.append(duration)
-        self.runs_stop.append(stop)
-        self.runs_replies.append(n_replies)
-        self.runs_tokens.append(n_tokens)
-
-    def read(self, index: int, request_id: int, n_tokens: int) -> None:
-        """Iteration `index` read `n_tokens` of a prompt."""
-        self.reads_log.fromlist([index, request_id, n_tokens])  # (a list: half extend's cost with a tuple)
+    def writers(self) -> tuple[Callable[[int], None], Callable[[int], None], Callable[[int], None], Callable[[int], None],
+                               Callable[[int], None], Callable[[list[int]], None]]:
+        """The writers of a run of one iteration (its start, duration, stop, replies, tokens) and of its reads
+        ([iteration, request id, tokens], a list: half extend's cost with a tuple), handed out by this part to the
+        GPU's loop, the hottest path, which calls them at each iteration end: one method call more there costs
+        2-3% of a run's Python opcodes (`benchmarks/ab.py --opcodes`). This module still chooses what they write."""
+        return (self.runs_start.append, self.runs_duration.append, self.runs_stop.append, self.runs_replies.append,
+                self.runs_tokens.append, self.reads_log.fromlist)
 
     def iterations(self, started: int, duration: int, ends: list[int] | None, index: int, count: int, n_replies: int,
             n_tokens: int, head: int) -> None:

@@ -16,7 +16,10 @@ What it checks, on the source of every module of `disagg_simpy/model/` (its AST,
     to `E.X` or to `E.X.<mutator>` (e.g. `waiting = gpu.queue.waiting` then `waiting.popleft()`, or
     `append = gpu.log.runs_start.append` then `append(t)`);
   - any `setattr(...)` call (it could write any name).
-- Allowed exceptions: `EXCEPTIONS` below, each with its reason (none for the GPU's parts).
+- Allowed exceptions: `EXCEPTIONS` below, each with its reason (none for the GPU's parts). Not a write of
+  another module, so not flagged: a part's own method that hands out bound writers of its fields, which the
+  owner chooses (`GpuLog.writers`, the GPU loop's records at each iteration end: a method call there costs
+  2-3% of a run's Python opcodes, `benchmarks/ab.py --opcodes`, on a path at the edge of issue 36's speed target).
 `test_a_planted_write_fails` plants writes from another module and sees each fail."""
 
 from __future__ import annotations
