@@ -232,9 +232,10 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
 
 def seeds_to_run(scenario) -> tuple[tuple[int, ...], str]:
     """The seeds to run (`seed`, `seeds`), and a note when they collapse to one: a trace with its
-    own arrival times gives the same requests whatever the seed (`Scenario.draws_requests`)."""
+    own arrival times gives the same requests whatever the seed, unless a rule draws per request
+    (`Scenario.seed_matters`)."""
     seeds = tuple(range(scenario.seed, scenario.seed + scenario.seeds))
-    if scenario.draws_requests or len(seeds) == 1:
+    if scenario.seed_matters or len(seeds) == 1:
         return seeds, ""
     w = scenario.workload
     return seeds[:1], (f"warning: {len(seeds)} seeds: the {w.format} trace {w.trace} fixes every request, so every "

@@ -347,9 +347,15 @@ class Scenario(SpeculativeKeys):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic, `lengths`, `pick: sampled`) or their E16 draws (rules.md#r87)."""
-        w, drawn = self.workload, self.speculative is not None
-        return drawn or isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
+        """Whether the seed draws the requests themselves (synthetic, `lengths`, `pick: sampled`)."""
+        w = self.workload
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
+
+    @property
+    def seed_matters(self) -> bool:
+        """Whether the seed moves a figure: it draws the requests, or a per-request draw of a rule
+        (E13's power-of-two router, E16's acceptance keys; rules.md#r87)."""
+        return self.draws_requests or self.speculative is not None or self.router == "power_of_two"
 
     @property
     def cap_known(self) -> bool:

@@ -48,6 +48,8 @@ class Requests:
     blocks: BlockIds | None = None  # E13: prompt block ids (a trace's hash_ids, drawn prefixes)
     router_draws: np.ndarray | None = None  # E13: one uniform per request for power_of_two
     draft_keys: np.ndarray | None = None  # E16: one uint64 key per request (workload/speculative.py)
+    ident: np.ndarray | None = None  # what names a request in every size's stream (a trace row, a session's turn); None: its position
+    origin: np.ndarray | None = None  # n_requests_per_gpu: each request's id in the largest arrangement's stream; None: the same id
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -104,7 +106,34 @@ def streams_by_gpus(scenario: Scenario, seed: int) -> dict[int, Requests]:
     if scenario.workload.n_requests_per_gpu is None:
         stream = make_requests(scenario, seed)
         return dict.fromkeys(sizes, stream)
-    return {n: make_requests(scenario, seed, n_gpus=n) for n in sizes}
+    largest = make_requests(scenario, seed, n_gpus=sizes[-1])
+    return {n: _within(make_requests(scenario, seed, n_gpus=n), largest) if n != sizes[-1] else largest for n in sizes}
+
+
+def own_id(stream: Requests, request_id: int) -> int | None:
+    """The id in `stream` of the request `request_id` names in the largest arrangement's stream
+    (n_requests_per_gpu), None if `stream` does not send it."""
+    if stream.origin is None:
+        return request_id if request_id < len(stream) else None
+    hit = np.flatnonzero(stream.origin == request_id)
+    return int(hit[0]) if hit.size else None
+
+
+def _within(stream: Requests, largest: Requests) -> Requests:
+    """A smaller arrangement's stream with each request's place in the largest stream (`origin`)
+    and the largest stream's per-request draws (E13's router, E16's keys): a request drawn once
+    is the same request, with the same luck, in every arrangement (M6), even where the smaller
+    stream is a subset in another order (`pick: sampled`, sessions) and not a prefix."""
+    mine = stream.ident if stream.ident is not None else np.arange(len(stream))
+    theirs = largest.ident if largest.ident is not None else np.arange(len(largest))
+    order = np.argsort(theirs, kind="stable")
+    at = np.minimum(np.searchsorted(theirs[order], mine), max(len(theirs) - 1, 0))
+    if len(mine) and (not len(theirs) or not np.array_equal(theirs[order][at], mine)):
+        raise AssertionError("n_requests_per_gpu: a smaller arrangement's stream is not within the largest one's")
+    origin = order[at]
+    taken = {name: getattr(largest, name)[origin] for name in ("router_draws", "draft_keys")
+             if getattr(largest, name) is not None}
+    return replace(stream, origin=origin, **taken)
 
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
@@ -159,6 +188,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "
         prompts, replies, arrived, parent, turns = _session_order(turns, prompts, replies, arrived, cap_s)
         n = len(prompts)
     block_ids = _drawn_blocks(w, scenario, seed, prompts, turns, parent)
+    ident = None if turns is None else turns[2]  # a turn's place in session order
     arrived_ns = seconds_to_ns(arrived)
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
     info = {"kind": "synthetic", "seed": seed, "n_generated": n}
@@ -172,6 +202,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "
         cap_ns=int(seconds_to_ns(cap_s)),
         info=info,
         blocks=block_ids,
+        ident=ident,
     )
 
 
@@ -211,7 +242,8 @@ def _check_blocks(scenario: Scenario, prompts: np.ndarray, unit: int, block: int
 def _session_order(turns, new, replies, at, cap_s):
     """E13 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
     own new tokens), then every turn in arrival order (stable: a session's turns keep their
-    order), those arriving after the cap left out; each turn's previous turn's index (-1: none)."""
+    order), those arriving after the cap left out; each turn's previous turn's index (-1: none);
+    with the turns, each one's place in session order (the same in every size's stream)."""
     session, turn = turns
     first = np.flatnonzero(turn == 0)
     k = np.diff(np.append(first, len(turn)))
@@ -224,7 +256,7 @@ def _session_order(turns, new, replies, at, cap_s):
     where[order] = np.arange(len(order))
     previous = np.where(turn > 0, np.arange(len(turn)) - 1, -1)
     parent = np.where(previous[order] >= 0, where[np.maximum(previous[order], 0)], -1)
-    return prompts[order], replies[order], at[order], parent, (session[order], turn[order])
+    return prompts[order], replies[order], at[order], parent, (session[order], turn[order], order)
 
 
 def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str, np.random.Generator]) -> Requests:
@@ -371,6 +403,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int, key: str = "n_r
         cap_ns=cap_ns,
         info=info,
         blocks=blocks.take(keep) if blocks is not None else None,
+        ident=rows[keep] if rows is not None else None,
     )
 
 
