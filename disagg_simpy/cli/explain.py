@@ -68,7 +68,7 @@ def explain(argv: Sequence[str]) -> int:
         return "" if own == args.request else (f"{a.name}: request {args.request} (of the largest arrangement's "
                                                f"stream) is its request {own}\n")
 
-    stories = [renumbered(a) + story_text(story_facts(result, a.name, ids[a.name])) if sent(a) else
+    stories = [renumbered(a) + story_text(story_facts(result, a.name, int(ids[a.name] or 0))) if sent(a) else
                f"{a.name}: request {args.request} is not sent to it (n_requests_per_gpu sends its {a.n_gpus} GPU"
                f"{'s' * (a.n_gpus > 1)} {len(streams[a.n_gpus])} requests)" for a in scenario.arrangements]
     print("\n\n".join(stories))
