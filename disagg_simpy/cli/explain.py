@@ -37,7 +37,8 @@ def explain(argv: Sequence[str]) -> int:
     """Tell one request's story: where its time went, what froze it, which limit it broke."""
     from ..api import run as run_scenario
     from ..results.story import story_facts, story_text
-    from ..workload.stream import own_id, streams_by_gpus
+    from ..workload.counted import own_id
+    from ..workload.stream import streams_by_gpus
     from .run import load
 
     args = build_explain_parser().parse_args(argv)
@@ -52,7 +53,7 @@ def explain(argv: Sequence[str]) -> int:
         picked = [a for a in scenario.arrangements if a.name == args.arrangement]
         scenario = scenario.model_copy(update={"arrangements": picked})
     streams = streams_by_gpus(scenario, scenario.seed)  # (n_requests_per_gpu: a stream per size)
-    ids = {a.name: own_id(streams[a.n_gpus], args.request) for a in scenario.arrangements}  # (the same request in each)
+    ids = {a.name: own_id(streams[a.n_gpus].origin, len(streams[a.n_gpus]), args.request) for a in scenario.arrangements}
     sent = lambda a: ids[a.name] is not None and bool(streams[a.n_gpus].measured[ids[a.name]])  # noqa: E731
     if not any(sent(a) for a in scenario.arrangements):
         stream = streams[max(streams)]

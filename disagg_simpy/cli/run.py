@@ -23,6 +23,7 @@ from .common import (
     NotWritten,
     Parser,
     add_price_flag,
+    check_follow_is_one_request,
     check_own_folder,
     earlier_run_json,
     int_at_least,
@@ -151,7 +152,7 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
 
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
         if args.follow is not None and scenario.workload.n_requests_per_gpu is not None:
-            _check_follow_is_one_request(scenario, args.follow)
+            check_follow_is_one_request(scenario, args.follow)
         for name in plot_file_names([a.name for a in scenario.arrangements], args.follow, f"over_time.{args.format}" in names):
             outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
     for flag, path in (("--save-trace", args.save_trace), ("--html", args.html)):
@@ -283,21 +284,6 @@ def simulate_and_write(args: argparse.Namespace, argv, outputs: Outputs, scenari
                 f"cannot write the results: {err.strerror or err}{where}; earlier results were left as they were"
             ) from None
     return summary, kept, run_info
-
-
-def _check_follow_is_one_request(scenario, request_id: int) -> None:
-    """`--follow N` draws id N in every arrangement: refused where n_requests_per_gpu gives an
-    arrangement another request under that id (a subset in another order: `pick: sampled`,
-    sessions), rather than show two requests as one (`explain` follows one by identity)."""
-    from ..workload.stream import own_id, streams_by_gpus
-
-    streams = streams_by_gpus(scenario, scenario.seed)
-    for a in scenario.arrangements:
-        own = own_id(streams[a.n_gpus], request_id)
-        if own is not None and own != request_id:
-            raise InputError(f"--follow: got {request_id}, but with n_requests_per_gpu that request is request {own} "
-                             f"in arrangement {a.name!r} and id {request_id} another one; expected a request with "
-                             f"one id everywhere, or use `explain --request {request_id}`, which follows it by identity")
 
 
 def _after_first(args: argparse.Namespace, outputs: Outputs, first, n_rows: int, n_seeds: int) -> None:

@@ -352,12 +352,6 @@ class Scenario(SpeculativeKeys):
         return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
-    def seed_matters(self) -> bool:
-        """Whether the seed moves a figure: it draws the requests, or a per-request draw of a rule
-        (E13's power-of-two router, E16's acceptance keys; rules.md#r87)."""
-        return self.draws_requests or self.speculative is not None or self.router == "power_of_two"
-
-    @property
     def cap_known(self) -> bool:
         """Whether the cap is known without drawing or reading the requests."""
         return self.max_sim_s is not None or self.workload.measure_s is not None

@@ -24,7 +24,7 @@ from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
-from .counted import counted_cap, last_arrival_s, picked_rows
+from .counted import counted_cap, last_arrival_s, origin_in, picked_rows
 from .lengths import draw_lengths
 from .periods import period_of, thinned_arrivals
 from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
@@ -110,27 +110,10 @@ def streams_by_gpus(scenario: Scenario, seed: int) -> dict[int, Requests]:
     return {n: _within(make_requests(scenario, seed, n_gpus=n), largest) if n != sizes[-1] else largest for n in sizes}
 
 
-def own_id(stream: Requests, request_id: int) -> int | None:
-    """The id in `stream` of the request `request_id` names in the largest arrangement's stream
-    (n_requests_per_gpu), None if `stream` does not send it."""
-    if stream.origin is None:
-        return request_id if request_id < len(stream) else None
-    hit = np.flatnonzero(stream.origin == request_id)
-    return int(hit[0]) if hit.size else None
-
-
 def _within(stream: Requests, largest: Requests) -> Requests:
-    """A smaller arrangement's stream with each request's place in the largest stream (`origin`)
-    and the largest stream's per-request draws (E13's router, E16's keys): a request drawn once
-    is the same request, with the same luck, in every arrangement (M6), even where the smaller
-    stream is a subset in another order (`pick: sampled`, sessions) and not a prefix."""
-    mine = stream.ident if stream.ident is not None else np.arange(len(stream))
-    theirs = largest.ident if largest.ident is not None else np.arange(len(largest))
-    order = np.argsort(theirs, kind="stable")
-    at = np.minimum(np.searchsorted(theirs[order], mine), max(len(theirs) - 1, 0))
-    if len(mine) and (not len(theirs) or not np.array_equal(theirs[order][at], mine)):
-        raise AssertionError("n_requests_per_gpu: a smaller arrangement's stream is not within the largest one's")
-    origin = order[at]
+    """A smaller arrangement's stream with each request's place in the largest stream and that
+    stream's per-request draws (E13's router, E16's keys: `counted.origin_in`)."""
+    origin = origin_in(stream.ident, len(stream), largest.ident, len(largest))
     taken = {name: getattr(largest, name)[origin] for name in ("router_draws", "draft_keys")
              if getattr(largest, name) is not None}
     return replace(stream, origin=origin, **taken)

@@ -15,6 +15,7 @@ from test_reference import compare, speculative_scenario
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run, run_arrangement
 from disagg_simpy.errors import InputError
+from disagg_simpy.scenario.counts import seed_matters
 from disagg_simpy.workload.speculative import uniforms, writing_iterations
 from disagg_simpy.workload.stream import make_requests, make_streams
 
@@ -121,7 +122,7 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
     still draws their keys (so `seed_matters` is true and --seeds samples acceptance)."""
     path = write_scenario(tmp_path, [("0", 40, 30), ("0.01", 40, 30)], cost=HAND, speculative=SPEC)
     scenario = load_scenario(path)
-    assert scenario.seed_matters and not scenario.draws_requests
+    assert seed_matters(scenario) and not scenario.draws_requests
     a, b = (make_requests(scenario, seed) for seed in (1, 2))
     assert a.n_reply_words.tolist() == b.n_reply_words.tolist() and a.draft_keys.tolist() != b.draft_keys.tolist()
 
