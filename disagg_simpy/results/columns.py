@@ -298,8 +298,8 @@ COST_COLUMNS = tuple(c.name for c in COST)
 #: `power_kw`, per request on time in the run (measured requests on time over the measured window)
 SUMMARY_COST = (
     Column("dollars_per_million_on_time", "USD", "$/M on time", "dollars per million on-time requests: "
-           "dollars_per_hour / (measured requests on time per second x 3,600) x 1e6 (empty for n_requests traffic; "
-           "inf: none on time)", family="cost", decimals=2, console=True),
+           "dollars_per_hour / (measured requests on time per second x 3,600) x 1e6 (over seeds: at the mean rate, "
+           "its interval from the rate's; empty for n_requests traffic; inf: none on time)", family="cost", decimals=2, console=True),
     Column("on_time_per_gpu_hour", "requests", "on time per GPU-h", "on-time requests per GPU-hour: measured "
            "requests on time per second x 3,600 / GPUs", family="cost", decimals=0),
     Column("on_time_per_kwh", "requests", "on time per kWh", "on-time requests per kWh of GPU board power",
@@ -363,9 +363,10 @@ FIGURE_COLUMNS = names("summary", "figures", "options")
 OPTION_COLUMNS = names("summary", "options")
 #: which limit late requests broke, and freezes (`breakdown.why_late_row`)
 WHY_LATE_COLUMNS = names("summary", "why_late")
-#: the console table's columns unless `--wide` (and the costs' console ones, when shown)
+#: the console table's columns unless `--wide` (and the costs' console ones, when shown: summary.csv's
+#: are `SUMMARY_COST`'s, so both families are read)
 CONSOLE_COLUMNS = tuple(c.name for c in columns("summary") if c.console)
-COST_CONSOLE_COLUMNS = tuple(c.name for c in COST if c.console)
+COST_CONSOLE_COLUMNS = tuple(c.name for c in (*COST, *SUMMARY_COST) if c.console)
 #: the page's table, in this order (each with its `page_digits`)
 PAGE_ORDER = ("arrangement", "on_time_pct", "late_first_word_pct", "late_mean_gap_pct", "froze_pct",
               "first_word_p50_s", "first_word_p90_s", "median_mean_gap_ms", "longest_gap_ms", "p99_gap_ms",
