@@ -286,7 +286,7 @@ COST = (
            "interval's high end; empty without an interval)", family="cost", decimals=2),
     Column("dollars_per_million_high", "USD", "high", "the same interval's high end (from the goodput's low end)",
            family="cost", decimals=2),
-    Column("requests_per_gpu_hour", "requests", "requests per GPU-h", "requests per GPU-hour at the goodput: "
+    Column("requests_per_gpu_hour", "requests", "requests/GPU-h", "requests per GPU-hour at the goodput: "
            "goodput_per_s x 3,600 / GPUs", family="cost", decimals=0),
     Column("power_kw", "kW", "kW", "the GPUs' board power (costs/gpus.py; GPUs only: no host, network or cooling)",
            family="cost", decimals=1),
@@ -294,6 +294,17 @@ COST = (
            family="cost", decimals=0),
 )
 COST_COLUMNS = tuple(c.name for c in COST)
+#: the goodput and plan tables' cost cells, console and page (cli/cost_text.py, page/commands.py), in order
+COST_CELLS = ("dollars_per_hour", "dollars_per_million", "requests_per_gpu_hour", "power_kw")
+
+
+def cost_heading(name: str) -> str:
+    """Cost column `name`'s heading in those tables: its label, and "(95% interval)" where the cell
+    carries one (the column has `_low` and `_high`)."""
+    label = next(c.label for c in COST if c.name == name)
+    return f"{label} (95% interval)" if f"{name}_low" in COST_COLUMNS else label
+
+
 #: summary.csv's costs (results/costs.py `on_time_figures`): besides `dollars_per_hour` and
 #: `power_kw`, per request on time in the run (measured requests on time over the measured window)
 SUMMARY_COST = (
