@@ -232,7 +232,7 @@ def plan_kinds(job: Job, format_plan) -> Batch | None:
               "tolerance_per_s": args.tolerance, "max_gpus": args.max_gpus, "recommendation": line,
               **{k: getattr(args, k) for k in BUDGETS if getattr(args, k) is not None},
               **({"rate_per_s": rate} if rate is not None else {}), **({"cost_error": sure} if sure else {})},
-        lines=[title, criterion, format_plan(table, scenario.slo.share_header()), line, *([sure] if sure else []),
+        lines=[title, criterion, format_plan(table, scenario.slo.share_header(), pools="pool" in table.columns), line, *([sure] if sure else []),
                *([f"as a scenario arrangement: {block}"] if block else [])],
         picture=picture,
         page=lambda path: plan_page(path, table, title, line, args.target),
