@@ -33,6 +33,11 @@ def _side(cost: Cost, factors: dict[str, float], own: SideCost | None) -> SideCo
     return SideCost.model_validate(scaled | ({"preset": own.preset} if own is not None and own.preset else {}))
 
 
+def _own(a, key: str) -> SideCost | None:
+    """The arrangement's own cost block `key` (`cost`, `reading_cost` or `writing_cost`), if it writes one."""
+    return getattr(a, key, None)
+
+
 def scaled_costs(scenario: Scenario, reading: float = 1.0, writing: float = 1.0) -> Scenario:
     """`scenario` with every arrangement's reading costs x `reading` and writing costs x `writing`."""
     if reading == 1.0 and writing == 1.0:
@@ -42,11 +47,11 @@ def scaled_costs(scenario: Scenario, reading: float = 1.0, writing: float = 1.0)
         r, w = a.side_costs(scenario.cost)
         if a.is_split:
             a = a.model_copy(update={
-                "reading_cost": _side(r, dict.fromkeys(READING_TERMS + WRITING_TERMS, reading), a.reading_cost),
-                "writing_cost": _side(w, dict.fromkeys(READING_TERMS + WRITING_TERMS, writing), a.writing_cost)})
+                "reading_cost": _side(r, dict.fromkeys(READING_TERMS + WRITING_TERMS, reading), _own(a, "reading_cost")),
+                "writing_cost": _side(w, dict.fromkeys(READING_TERMS + WRITING_TERMS, writing), _own(a, "writing_cost"))})
         else:
             a = a.model_copy(update={"cost": _side(r, dict.fromkeys(READING_TERMS, reading)
-                                                    | dict.fromkeys(WRITING_TERMS, writing), a.cost)})
+                                                    | dict.fromkeys(WRITING_TERMS, writing), _own(a, "cost"))})
         arrangements.append(a)
     # re-validated here, so that a copy the file's rules refuse says so without a probe's rate flag in it
     return scenario.model_copy(update={"arrangements": tuple(arrangements)}).with_overrides()
