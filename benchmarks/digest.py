@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGED = {"kv_policy": "paged", "kv_capacity_tokens": 60_000}
 TIGHT = {"kv_policy": "paged", "kv_capacity_tokens": 14_000, "kv_block_tokens": 16}
 
-#: Option sets covering E1-E16 (keys an arrangement does not have are left out for it): `cost.KEY`
+#: Option sets covering E1-E17 (keys an arrangement does not have are left out for it): `cost.KEY`
 #: sets the scenario's cost, `scenario.` before a key a scenario key, `ff` False runs one iteration at a time.
 OPTION_SETS: dict[str, dict] = {
     "off": {},
@@ -97,6 +97,10 @@ OPTION_SETS: dict[str, dict] = {
     "e16-e4-e8-e10-e15": {"scenario.speculative": {"tokens": 2, "acceptance": 0.5}, "kv_capacity_tokens": 30_000,
                           "max_batch_replies": 24, "mixed_iterations": False, "cost.token_tile": 64,
                           "cost.per_token_tile_ms": 0.25},
+    "e17-experts": {"cost.per_expert_ms": 0.2, "cost.experts": 64, "cost.experts_per_token": 8},
+    "e17-e16-e15-chunk": {"cost.per_expert_ms": 0.0000003, "cost.experts": 128, "cost.experts_per_token": 8,
+                          "scenario.speculative": {"tokens": 2, "acceptance": 0.6}, "cost.token_tile": 64,
+                          "cost.per_token_tile_ms": 0.25, "chunk_tokens": 512},
 }
 #: records fields added by a later option, left out of the hash while off (so older digests still match)
 OFF_WHEN_NONE = ("speculative",)

@@ -268,7 +268,7 @@ def check_arrangement(result, arrangement, summary_row) -> None:  # noqa: C901 (
 
 
 def check_costs(result, arrangement, roles, rec, context) -> None:
-    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, E7, D10), rounded once."""
+    """Each iteration lasts exactly its side's cost formula (M1, E1-E3, E7, E14, E15, E17, D10), rounded once."""
     it, rd, offsets = rec.iterations, rec.reads, rec.gpu_offsets
     started, ended = it["started_at_ns"], it["ended_at_ns"]
     # E2: each read pays for the tokens of its prompt read by earlier iterations
@@ -296,6 +296,9 @@ def check_costs(result, arrangement, roles, rec, context) -> None:
             (_exact_ns_per(side.per_attention_pair_ms), pairs[rows]),
             (_exact_ns_per(side.per_token_tile_ms or 0.0),  # E15: started tiles of tokens read + replies written
              -(-(it["n_prompt_tokens_read"][rows] + it["n_replies_written"][rows]) // (side.token_tile or 1))),
+            (_exact_ns_per(side.per_expert_ms or 0.0),  # E17: experts touched by tokens read + replies written
+             np.minimum(side.experts or 0, (side.experts_per_token or 0)
+                        * (it["n_prompt_tokens_read"][rows] + it["n_replies_written"][rows]))),
         ]), dtype=np.int64)
     duration = ended - started
     bad = np.flatnonzero(duration != expected)

@@ -1,5 +1,5 @@
 """A plain reference implementation of the model's rules, written only from the spec
-(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13-E16 and their readings; E9 in reference_paged.py), to check the
+(docs/rules.md: M1-M7, D1-D10, E1-E8, E10, E13-E17 and their readings; E9 in reference_paged.py), to check the
 simulator's records for exact equality (tests/model/test_reference.py).
 
 No SimPy, no numpy in the rules: integer nanoseconds, exact costs (Fractions of the decimal
@@ -25,13 +25,20 @@ from disagg_simpy.workload.speculative import uniforms
 NONE = -1
 COST_KEYS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_reread_token_ms", "per_context_token_ms",
              "per_attention_pair_ms", "per_cached_token_ms", "prompt_iteration_ms", "free_prompt_tokens",
-             "per_token_tile_ms", "token_tile")
+             "per_token_tile_ms", "token_tile", "per_expert_ms", "experts", "experts_per_token")
 
 
 def tiles(c, n_rows: int):
     """E15: per_token_tile_ms for each started tile of token_tile rows (prompt tokens read + replies written)."""
     size = int(c["token_tile"]) or 1
     return c["per_token_tile_ms"] * ((n_rows + size - 1) // size)
+
+
+def experts_touched(c, n_tokens: int):
+    """E17: per_expert_ms for each distinct expert the iteration's tokens reach, at most all of
+    them: each token (a prompt token read, a reply written, a draft token verified) routed to
+    experts_per_token of them."""
+    return c["per_expert_ms"] * min(c["experts"], c["experts_per_token"] * n_tokens)
 
 
 def exact(ms) -> Fraction:
@@ -313,6 +320,7 @@ class Reference:
         ms += c["per_cached_token_ms"] * n_cached  # E13
         verify_ms, drafts = self.verified(c, len(writes))  # E16: k draft tokens per reply, each read, and drafted
         ms += verify_ms + tiles(c, read + len(writes) + drafts)  # E15 (E16: a verified draft token is a row)
+        ms += experts_touched(c, read + len(writes) + drafts)  # E17 (its tokens: E15's rows)
         index = len(g.iterations)
         for r, n in reads:
             if r.pending == r.prompt:

@@ -9,7 +9,7 @@ it seat, grow, preempt, swap in and write.
 
 from __future__ import annotations
 
-from reference_model import NONE, Gpu, Reference, exact, tiles, to_ns
+from reference_model import NONE, Gpu, Reference, exact, experts_touched, tiles, to_ns
 
 
 def blocks(tokens: int, block: int) -> int:
@@ -121,6 +121,7 @@ class PagedReference(Reference):
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)
         ms += tiles(c, read + len(writes))  # E15 (a recompute's re-read counts: it is read)
+        ms += experts_touched(c, read + len(writes))  # E17 (the same tokens)
         for r, n in reads:
             if r.pending == r.size:
                 if r.read_started == NONE:

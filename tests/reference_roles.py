@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
-from reference_model import NONE, Reference, exact, tiles, to_ns
+from reference_model import NONE, Reference, exact, experts_touched, tiles, to_ns
 
 
 def s_to_ns(s) -> int:
@@ -80,7 +80,9 @@ class RolesReference(Reference):
         gap = exact(spec.setting("gap_ms")) * 1_000_000
         write_gap = any(to_ns(g.cost["iteration_ms"] + g.cost["per_reply_ms"] * (len(g.replies) + g.shipping)
                               + self.verified(g.cost, len(g.replies) + g.shipping)[0]  # (E15, E16 too, as model/roles.py)
-                              + tiles(g.cost, (len(g.replies) + g.shipping) + self.verified(g.cost, len(g.replies) + g.shipping)[1]))
+                              + tiles(g.cost, (len(g.replies) + g.shipping) + self.verified(g.cost, len(g.replies) + g.shipping)[1])
+                              + experts_touched(g.cost, (len(g.replies) + g.shipping)  # (E17 too)
+                                                + self.verified(g.cost, len(g.replies) + g.shipping)[1]))
                         >= gap for g in self.writing)
         write_pressure = write_gap or bool(self.handoff)
         if read_wait and not write_pressure and len(self.writing) > 1:

@@ -1,4 +1,4 @@
-"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13-E16): the one cost object.
+"""Costs in exact integer nanoseconds (M1, M4, D10; E1-E3, E7, E13-E17): the one cost object.
 
 Every term of an iteration's cost is written here once (`total_full`, `pairs`, `context`, `step`),
 rounded once (`rounded`, D10); the rest of the model asks this object for durations (`duration`,
@@ -82,6 +82,9 @@ class CostNs:
     token_tile: int = 1  # E15: a count, not a cost
     draft_tokens: int = 0  # E16: a count, not a cost: draft tokens each written reply verifies (0: off)
     per_draft_token: int = 0  # E16: drafting one of them
+    per_expert: int = 0  # E17: per expert of a MoE layer the iteration's tokens touch
+    experts: int = 0  # E17: a count, not a cost: the model's experts (of a MoE layer)
+    experts_per_token: int = 0  # E17: a count, not a cost: the experts each token is routed to (top-k)
 
     @classmethod
     def from_ms(cls, iteration_ms: float, per_reply_ms: float, per_prompt_token_ms: float,
@@ -89,14 +92,16 @@ class CostNs:
                 per_context_token_ms: float = 0.0, per_attention_pair_ms: float = 0.0,
                 per_cached_token_ms: float = 0.0, prompt_iteration_ms: float = 0.0,
                 free_prompt_tokens: int = 0, per_token_tile_ms: float = 0.0, token_tile: int = 1,
-                draft_tokens: int = 0, per_draft_token_ms: float = 0.0) -> CostNs:
+                draft_tokens: int = 0, per_draft_token_ms: float = 0.0, per_expert_ms: float = 0.0,
+                experts: int = 0, experts_per_token: int = 0) -> CostNs:
         parts = [exact_ns(x) for x in (iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token,
                                        per_reread_token_ms, per_context_token_ms, per_attention_pair_ms,
-                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms, per_draft_token_ms)]
+                                       per_cached_token_ms, prompt_iteration_ms, per_token_tile_ms, per_draft_token_ms,
+                                       per_expert_ms)]
         den = math.lcm(*(p.denominator for p in parts))
-        it, reply, token, ship, reread, context, pair, cached, read_it, tile, draft = (int(p * den) for p in parts)
+        it, reply, token, ship, reread, context, pair, cached, read_it, tile, draft, expert = (int(p * den) for p in parts)
         return cls(it, reply, token, ship, den, reread, context, pair, cached, read_it, int(free_prompt_tokens),
-                   tile, int(token_tile), int(draft_tokens), draft)
+                   tile, int(token_tile), int(draft_tokens), draft, expert, int(experts), int(experts_per_token))
 
     @classmethod
     def from_cost(cls, cost: Cost, kv_ship_ms_per_token: float, speculative: Speculative | None = None) -> CostNs:
@@ -106,7 +111,8 @@ class CostNs:
         return cls.from_ms(cost.iteration_ms, cost.per_reply_ms, cost.per_prompt_token_ms, kv_ship_ms_per_token,
                            cost.per_reread_token_ms, cost.per_context_token_ms, cost.per_attention_pair_ms,
                            cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
-                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1, *spec)
+                           cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1, *spec,
+                           cost.per_expert_ms or 0.0, cost.experts or 0, cost.experts_per_token or 0)
 
     @classmethod
     def from_scenario(cls, scenario: Scenario) -> CostNs:
@@ -136,10 +142,10 @@ class CostNs:
 
     @cached_property
     def attention_alone(self) -> bool:
-        """Whether E7's attention pairs are the only term on beside M1 (E2, E3, E13, E14, E15 off)."""
+        """Whether E7's attention pairs are the only term on beside M1 (E2, E3, E13, E14, E15, E17 off)."""
         return bool(self.per_attention_pair) and not (
             self.per_reread_token or self.per_context_token or self.per_cached_token or self.prompt_iteration
-            or self.free_prompt_tokens or self.per_token_tile)
+            or self.free_prompt_tokens or self.per_token_tile or self.per_expert)
 
     # -- the terms, each written once ---------------------------------------------------------
     def rounded(self, total: int) -> int:
@@ -164,7 +170,7 @@ class CostNs:
                    n_pairs: int = 0, n_cached: int = 0) -> int:
         """The one sum of an iteration's terms, before its rounding, over `denominator`: M1, `n_reread`
         re-read tokens (E2), `n_context` context tokens (E3), `n_pairs` attention pairs (E7), `n_cached`
-        cached prompt tokens (E13), E14, E15 and E16's verification of the replies' draft tokens."""
+        cached prompt tokens (E13), E14, E15, E16's verification of the replies' draft tokens and E17."""
         total = (self.iteration + (self.per_reply + self.per_verified_reply) * n_replies
                  + self.per_prompt_token * n_tokens
                  + self.per_reread_token * n_reread + self.per_context_token * n_context
@@ -173,6 +179,8 @@ class CostNs:
             total += self._unsaturated(n_tokens)
         if self.per_token_tile:
             total += self._tiles(n_replies, n_tokens)
+        if self.per_expert:
+            total += self._experts(n_replies, n_tokens)
         return total
 
     def iteration_ns_full(self, n_replies: int, n_tokens: int, n_reread: int = 0, n_context: int = 0,
@@ -181,13 +189,20 @@ class CostNs:
         return self.rounded(self.total_full(n_replies, n_tokens, n_reread, n_context, n_pairs, n_cached))
 
     def iteration_ns(self, n_replies: int, n_tokens: int) -> int:
-        """M1 (with E14, E15) of an iteration writing `n_replies` replies and reading `n_tokens` prompt tokens."""
+        """M1 (with E14, E15, E17) of an iteration writing `n_replies` replies and reading `n_tokens` prompt tokens."""
         return self.rounded(self.total_full(n_replies, n_tokens))
 
     def _tiles(self, n_replies: int, n_tokens: int) -> int:
         """E15: per_token_tile_ms for each started tile of token_tile rows of the iteration's matrix
         products, one a prompt token read or a reply written (E16: and each draft token it verifies)."""
         return self.per_token_tile * -(-(n_replies * (1 + self.draft_tokens) + n_tokens) // self.token_tile)
+
+    def _experts(self, n_replies: int, n_tokens: int) -> int:
+        """E17: per_expert_ms for each expert the iteration's tokens touch, min(experts,
+        experts_per_token x tokens), its tokens E15's rows: prompt tokens read and replies written
+        (E16: and each draft token it verifies)."""
+        return self.per_expert * min(self.experts,
+                                     self.experts_per_token * (n_replies * (1 + self.draft_tokens) + n_tokens))
 
     def _unsaturated(self, n_tokens: int) -> int:
         """E14, for an iteration reading n_tokens > 0 prompt tokens: its one prompt_iteration_ms,
@@ -244,8 +259,9 @@ class CostNs:
         """`iteration_ns` as a function of (replies written, prompt tokens read), chosen once for a
         GPU's run with every option off (model/gpu.py: its cost is paid each iteration). A kept fusion:
         without E14 and E15 in whole ns, M1's three terms as one expression (tests/model/test_units.py
-        checks it against `iteration_ns`); else `iteration_ns` itself."""
-        if self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile or self.denominator != 1:
+        checks it against `iteration_ns`); else `iteration_ns` itself (E14, E15, E17)."""
+        if (self.prompt_iteration or self.free_prompt_tokens or self.per_token_tile or self.per_expert
+                or self.denominator != 1):
             return self.iteration_ns
         it, reply, token = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token
         return lambda n_replies, n_tokens: it + reply * n_replies + token * n_tokens
@@ -261,7 +277,7 @@ class CostNs:
     def reading_fn(self, gpu: HasContext) -> Callable[[int, int, int, int, Sequence[tuple[Read, int]]], int]:
         """The duration of an iteration of `gpu` that reads `taken` (`n_tokens` tokens, starting `now`)
         and writes `n_replies` replies (`index` counting their words): M1 (E14, E15) alone, M1 with
-        E7's pairs, or `duration`'s terms."""
+        E7's pairs, or `duration`'s terms (E17 beside them, in `total_full`)."""
         if not self.extra_terms:
             m1 = self.iteration_fn()
             return lambda now, index, n_replies, n_tokens, taken: m1(n_replies, n_tokens)
@@ -270,7 +286,7 @@ class CostNs:
             return lambda now, index, n_replies, n_tokens, taken: duration(gpu.context_base, now, index, n_replies,
                                                                             n_tokens, taken)
         read_pairs = self.read_pairs
-        if not self.attention_alone or self.denominator != 1:  # (E14, E15, a fraction of a ns: their terms too)
+        if not self.attention_alone or self.denominator != 1:  # (E14, E15, E17, a fraction of a ns: their terms too)
             full = self.iteration_ns_full
             return lambda now, index, n_replies, n_tokens, taken: full(n_replies, n_tokens, 0, 0, read_pairs(taken))
         it, reply, token, pair = self.iteration, self.per_reply + self.per_verified_reply, self.per_prompt_token, self.per_attention_pair

@@ -92,13 +92,12 @@ class Engine:
             block, preemption, swap_ms, max_preemptions = self.paged
             swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
             for g in self.gpus:
-                PagedKv(g, block, preemption, swap, max_preemptions)
+                g.use_paging(PagedKv(g, block, preemption, swap, max_preemptions))
+        counts, steps = None, None
         if spec is not None:  # E16: each reply's writing iterations, from its draws (workload/speculative.py)
             assert requests.draft_keys is not None  # (drawn with speculative: workload.stream)
             counts = IterationCounts(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)
-            for g in self.gpus:
-                g.writing_iterations = counts
-                g.context_steps = ContextSteps(requests.draft_keys, spec.tokens, spec.acceptance)  # (used with E3)
+            steps = (requests.draft_keys, spec.tokens, spec.acceptance)  # (each GPU's own `ContextSteps`, used with E3)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)
@@ -106,16 +105,16 @@ class Engine:
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order
         self.handoff: deque[Request] | None = deque() if self.split and kv_on else None
+        self._prefix_caches(scenario, requests)
         for g in self.gpus:
-            g.serves_handoff = self.handoff is not None
             # a handoff may reserve memory on (or ship to) a GPU that already ended its iteration
             # at this instant, and a ship started by a link at a ship end may be over at once (a
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled (on a
             # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
-            g.always_defer = (kv_on and self.split) or link != "independent"
+            g.set_up(self.handoff is not None, (kv_on and self.split) or link != "independent",
+                     self.prefix_caches.get(g.number), counts, None if steps is None else ContextSteps(*steps))
         if not self.split:
             self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]  # (its own, bound once: no ships)
-        self._prefix_caches(scenario, requests)
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -151,13 +150,14 @@ class Engine:
         self.load_cap = scenario.router_load_cap_tokens or PREFIX_LOAD_CAP_TOKENS
         self.router_draws = requests.router_draws.tolist() if requests.router_draws is not None else None
         self.blocks: CacheBlockIds | None = None
+        self.prefix_caches: dict[int, PrefixCache] = {}  # GPU number -> its cache (`Gpu.set_up`)
         capacity = scenario.prefix_cache_tokens
         self.prefix_on = capacity is not None
         if capacity is None:
             return
         block = scenario.prefix_block_tokens
         for g in self.reading.gpus:
-            g.prefix = PrefixCache(capacity, block)
+            self.prefix_caches[g.number] = PrefixCache(capacity, block)
         b = requests.blocks
         if b is not None:
             self.blocks = CacheBlockIds(b.ids, b.starts, b.unit, block)
@@ -214,7 +214,7 @@ class Engine:
         iterations write the rest and the last one finishes it (`replies_finished`)."""
         if self.local_max is not None and request.n_prompt_tokens <= self.local_max:
             reader = self.writing.fewest_replies()  # E6: read where it will be written
-            reader.n_local += 1
+            reader.local_routed(1)
         else:
             if self.chunk_readers:  # queued tokens as they stand now (D1), mid-repeat too
                 for g in self.chunk_readers:
@@ -241,7 +241,7 @@ class Engine:
                 self.n_late_first_word += 1
                 self._check_give_up()
             if local:
-                gpu.n_local -= 1
+                gpu.local_routed(-1)
             if r.n_reply_words == 1:
                 self._finished(r, now)
             elif ships:
@@ -282,7 +282,7 @@ class Engine:
                 need = reserve + block
                 if not synced:
                     for g in self.writing.gpus:  # (a writing GPU with room before the due blocks: look closer)
-                        if g.paged.capacity - g.kv_used >= need and not g.paged.n_away:
+                        if g.paged.capacity - g.memory.used >= need and not g.paged.n_away:
                             break
                     else:
                         return
@@ -373,11 +373,11 @@ class Engine:
             stopped_at_ns=self.stopped_at_ns,
             cap_ns=self.requests.cap_ns,
             n_events=self.n_events,
-            kv_capacity_tokens=[g.kv_capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
+            kv_capacity_tokens=[g.memory.capacity or 0 for g in self.gpus] if self.arrangement.kv_limited else None,
             speculative=self._speculative_records(),
             kv_link=self.arrangement.kv_link_mode if self.split else None,
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
-            preemption_logs=None if self.paged is None else [g.paged.log for g in self.gpus],
+            preemption_logs=None if self.paged is None else [g.paged.preemptions for g in self.gpus],
             cached_tokens=[r.cached_tokens for r in self.arrived] if self.prefix_on else None,
         )
         if self.roles is not None:  # E12: roles at the start, and every move

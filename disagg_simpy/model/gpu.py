@@ -5,15 +5,13 @@ prompts are fixed when it starts. Words are not events: a reply that joins when 
 gets its words 2..n at the ends of iterations j .. j+n-2, so the GPU only needs to know, per iteration, which replies
 leave after it.
 
-KV memory (E4) is a plain counter per GPU, not a SimPy `Container`: a reservation is taken whole by the iteration that
-starts a prompt's reading (or by the handoff, E4e), only if it fits at that moment, and the first prompt that does not
-fit blocks those behind it. That is a check at a known point of the instant (D5), not a process waiting in a queue; a
-Container's get/put events would run at SimPy's own priorities and could not keep D5's order."""
+Its state is in parts, each written only by the module that owns it (docs/architecture.md, "Owned parts"): its KV
+memory (`memory`, model/memory.py), its records (`log`, model/records.py's `GpuLog`) and what this module owns
+(its identity, role and run); other modules change them by calling their methods."""
 
 from __future__ import annotations
 
 import heapq
-from array import array
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
@@ -23,11 +21,13 @@ import simpy
 from ..workload.speculative import IterationCounts
 from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
-from .kv_take import take_with_options
+from .kv_take import take_prompt_tokens, take_with_options
+from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .planner import Start
 from .prefix_cache import PrefixCache
+from .records import GpuLog
 from .repeats import Repeat, Work, repeat_work
 from .request import Request
 
@@ -93,11 +93,7 @@ class Gpu:
         self.options = False  # set by `run`: whether any option is on (E2-E4, E7, E8, E12)
         self.ahead = True  # set by `run`: whether a cut repeat may take its next iteration ahead (`start_ahead`)
         self.bound: Bound | None = None  # set by `run`: how the options bound a repeat (E9, E10: `option_starts.bounds`)
-        # E4: tokens of KV cache held; a prompt reserves n_prompt (+ n_reply if `reserve_reply`)
-        self.kv_capacity = kv_capacity  # None: no limit
-        self.reserve_reply = reserve_reply
-        self.kv_used = 0
-        self.kv_peak = 0
+        self.memory = Memory(kv_capacity, reserve_reply)  # E4: tokens of KV cache held (model/memory.py)
         self.prefix: PrefixCache | None = None  # E13: this instance's prefix cache (set by the engine)
         self.serves_handoff = False  # E4e: the engine serves its handoff queue after each iteration end
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
@@ -114,16 +110,9 @@ class Gpu:
         self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
         self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
         self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.writing_bound`)
-        # Records: one row per run of back-to-back iterations of one batch (model/records.py's `GpuLog`), one per
-        # (iteration, prompt) read. Flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan.
-        self.runs_start = array("q")
-        self.runs_duration = array("q")
-        self.runs_stop = array("q")
-        self.runs_replies = array("q")
-        self.runs_tokens = array("q")
-        self.runs_ends = array("q")  # E2, E3, E7: growing runs' ends
-        self.kv_used_tokens = array("q")  # E4 only: one per iteration
-        self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
+        # Records: one row per run of back-to-back iterations of one batch, one per (iteration, prompt) read
+        # (model/records.py's `GpuLog`: flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan)
+        self.log = GpuLog()
 
     @property
     def role(self) -> str:
@@ -133,32 +122,78 @@ class Gpu:
         """A reply in progress, or a waiting prompt it can take (E4d: the head fits, or is partly read)."""
         if self.n_replies > 0 or not self.waiting:
             return self.n_replies > 0
-        if self.kv_capacity is None:
+        if self.memory.capacity is None:
             return True
         head = self.waiting[0]
-        return head.unread_tokens < head.read_size or self.kv_need(head) <= self.kv_capacity - self.kv_used
+        return head.unread_tokens < head.read_size or self.memory.need(head) <= self.memory.capacity - self.memory.used
 
     def _has_work_unlimited(self) -> bool:
         """`has_work` without a memory limit (the explainer's rules), chosen once by `run`, for speed."""
         return self.n_replies > 0 or bool(self.waiting)
 
-    def kv_need(self, request: Request) -> int:
-        """Tokens a prompt read here reserves (E4a, b, E6)."""
-        return request.n_prompt_tokens + (request.n_reply_words if self.reserve_reply else 0)
-
     def reserve(self, tokens: int) -> None:
-        if self.repeat is not None:  # (E4e: the handoff reserves on a writing GPU, maybe mid-repeat)
+        """Hold `tokens` more KV memory (E4), at a start or (E4e: the handoff) maybe mid-repeat: that cuts it."""
+        if self.repeat is not None:
             self.repeat.cut()
-        self.kv_used += tokens
-        if self.kv_used > self.kv_peak:
-            self.kv_peak = self.kv_used
+        self.memory.take(tokens)
 
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU looks again in step 3 (E4d)."""
         if self.repeat is not None:
             self.repeat.cut()
-        self.kv_used -= tokens
+        self.memory.give_back(tokens)
         self._wake()
+
+    # -- what other modules tell the GPU (its own state is written here only) ----------------------
+    def set_up(self, serves_handoff: bool, always_defer: bool, prefix: PrefixCache | None = None,
+               writing_iterations: IterationCounts | None = None, context_steps: ContextSteps | None = None) -> None:
+        """The engine's settings before the run: E4e's handoff, D5 step 3 starts, E13's cache, E16's draws."""
+        self.serves_handoff, self.always_defer, self.prefix = serves_handoff, always_defer, prefix
+        self.writing_iterations, self.context_steps = writing_iterations, context_steps
+
+    def use_paging(self, paged: Any) -> None:
+        """E9: its memory policy (model/paged_kv.py's `PagedKv`), set before the run."""
+        self.paged = paged
+
+    def may_change_role(self) -> None:
+        """E12: its role may change (model/roles.py): it starts only in D5 step 3."""
+        self.changes_role = self.always_defer = True
+
+    def drain(self, on: bool) -> None:
+        """E12: it leaves its side (True: tell the host at each iteration end) or is drained (False)."""
+        self.draining = on
+
+    def serve(self, reading: bool, cost: CostNs, chunk_tokens: int | None) -> None:
+        """E12: it joins its new side, reading or writing, with that side's cost and chunk, never assigned there (D2)."""
+        self.reads, self.writes, self.cost, self.chunk_tokens = reading, not reading, cost, chunk_tokens
+        self.memory.set_reserve_reply(not reading)
+        self.track_context = cost.writing_grows
+        self.last_assignment = -1
+
+    def assigned(self, n: int) -> None:
+        """The router gave it its side's assignment `n` (D2: ties go to the oldest)."""
+        self.last_assignment = n
+
+    def local_routed(self, n: int) -> None:
+        """E6: `n` more (or fewer) local prompts (or preempted replies, E9) counted here for D3."""
+        self.n_local += n
+
+    def ship_requested(self, n: int) -> None:
+        """`n` more (or fewer) replies whose KV cache ships here (M4)."""
+        self.n_shipping += n
+
+    def ship_due(self, end: int) -> None:
+        """A ship under way here ends at `end` (model/kv_link.py): its repeats end by the first."""
+        heapq.heappush(self.ships_due, end)
+
+    def ship_ended(self) -> None:
+        """The first ship under way here ended now (its reply joins next: `add_reply`)."""
+        self.n_shipping -= 1
+        heapq.heappop(self.ships_due)
+
+    def count_started(self, n: int) -> None:
+        """It has started `n` iterations: a repeat's (model/repeats.py), or a start that undid itself (E9d, the planner)."""
+        self.n_started = n
 
     def add_prompt(self, request: Request) -> None:
         """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from the next iteration end on
@@ -210,43 +245,7 @@ class Gpu:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                            ) -> tuple[list[tuple[Request, int]], int]:
-        """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
-        if given, E8), and how many. They stop counting as queued (D1)."""
-        if taken is not None:
-            pass
-        elif self.chunk_tokens is None:
-            taken = []
-            for r in self.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
-                taken.append((r, r.unread_tokens))
-            self.waiting.clear()
-        else:
-            taken, budget = [], self.chunk_tokens if budget is None else budget
-            if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
-                self.queued_tokens -= budget
-                return [(r, budget)], budget
-            while self.waiting and budget:
-                r = self.waiting[0]
-                n = min(r.unread_tokens, budget)
-                taken.append((r, n))
-                budget -= n
-                if n == r.unread_tokens:
-                    self.waiting.popleft()
-                else:
-                    break
-        n_tokens = n_cached = 0
-        for r, n in taken:
-            if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                r.read_started_at_ns = now
-                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-                n_cached += r.cached_tokens
-            r.unread_tokens -= n
-            n_tokens += n
-        self.queued_tokens -= n_tokens + n_cached
-        return taken, n_tokens
-
+    _take_prompt_tokens = take_prompt_tokens  # (model/kv_take.py)
     _take_with_options = take_with_options  # (model/kv_take.py)
 
     def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
@@ -258,7 +257,7 @@ class Gpu:
         `end_hooks` (E4e, E5, E12 at an iteration end), each tested once per iteration (benchmarks/ab.py --opcodes)."""
         cost = self.cost
         extra_terms = cost.extra_terms  # E2, E3, E7
-        kv = self.kv_capacity is not None  # E4
+        kv = self.memory.capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
         options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
             self.max_tokens is not None) or self.max_requests is not None or self.changes_role or self.prefix is not None or not self.mixed
@@ -276,18 +275,13 @@ class Gpu:
         self.ahead = not (end_hooks or self.prefix is not None) and (not kv or (self.paged is not None and not self.mixed))
         self.repeat_work = repeat_work(self) if options else None
         self.bound = bounds(self)
-        has_work = self._has_work_unlimited if self.kv_capacity is None else self.has_work if self.paged is None else (
+        has_work = self._has_work_unlimited if self.memory.capacity is None else self.has_work if self.paged is None else (
             self.paged.has_work)  # (chosen once: it runs at every iteration end)
-        kv_need = self.kv_need if self.paged is None else self.paged.held  # (E9: what a request frees)
+        kv_need = self.memory.need if self.paged is None else self.paged.held  # (E9: what a request frees)
+        give_back = self.memory.give_back
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
-        # the records, a run of one iteration appended at each end (`GpuLog`)
-        record_start = self.runs_start.append
-        record_duration = self.runs_duration.append
-        record_stop = self.runs_stop.append
-        record_replies = self.runs_replies.append
-        record_tokens = self.runs_tokens.append
-        log_read = self.reads_log.fromlist  # (a list: half extend's cost with a tuple)
+        log_iteration, log_read = self.log.iteration, self.log.read  # the records: a run of one iteration at each end
         tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
         while True:
@@ -332,11 +326,7 @@ class Gpu:
             else:
                 yield again(tick, duration, end_priority)
                 now = started + duration
-            record_start(started)
-            record_duration(duration)
-            record_stop(index + 1)
-            record_replies(n_replies)
-            record_tokens(n_tokens)
+            log_iteration(started, duration, index + 1, n_replies, n_tokens)
             leaving = self.leaving.pop(index, None)
             if leaving:
                 heapq.heappop(self.leaving_order)
@@ -347,14 +337,14 @@ class Gpu:
             if taken:
                 finished_reading = []
                 for r, n in taken:
-                    log_read([index, r.request_id, n])
+                    log_read(index, r.request_id, n)
                     if r.unread_tokens == 0:
                         finished_reading.append(r)
                 if finished_reading:
                     if kv:  # E4: a one-word reply ends with its read
                         for r in finished_reading:
                             if r.n_reply_words == 1:
-                                self.kv_used -= kv_need(r)
+                                give_back(kv_need(r))
                     host.prompts_read(self, finished_reading, now)
             if end_hooks:
                 if serves_handoff:
@@ -414,5 +404,5 @@ class Gpu:
             self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else w - r.n_reply_words) for r in leaving)
             if self.context_steps is not None:  # E16: and the accepted words' context added
                 self.context_base -= self.context_steps.leave(leaving)
-        if self.kv_capacity is not None:
-            self.kv_used -= sum(r.n_prompt_tokens + r.n_reply_words for r in leaving)
+        if self.memory.capacity is not None:
+            self.memory.give_back(sum(r.n_prompt_tokens + r.n_reply_words for r in leaving))

@@ -4,14 +4,15 @@ option_paths.py, kv_blocks.py) without those modules importing model/gpu.py, whi
 
 from __future__ import annotations
 
-from array import array
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .costs import CostNs
+    from .memory import Memory
     from .prefix_cache import PrefixCache
+    from .records import GpuLog
     from .request import Request
 
 
@@ -53,12 +54,10 @@ class GpuState(Protocol):
     leaving_order: list[int]
     leaving_by_write: dict[int, list[Request]]
     write_order: list[int]
-    # the memory (E4; E9's `PagedKv`, typed Any here: it names this Protocol's GPU, model/paged_kv.py)
-    kv_capacity: int | None
-    kv_used: int
-    kv_peak: int
+    # the memory (E4, model/memory.py; E9's `PagedKv`, typed Any here: it names this Protocol's GPU, model/paged_kv.py)
+    memory: Memory
     paged: Any
-    kv_used_tokens: array[int]  # E4: logged at each start
+    log: GpuLog  # its records (model/records.py): E4's memory log at each start
 
     def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
                             ) -> tuple[list[tuple[Request, int]], int]: ...
@@ -72,6 +71,6 @@ class GpuState(Protocol):
 
     def _release(self, leaving: list[Request]) -> None: ...
 
-    def kv_need(self, request: Request) -> int: ...
-
     def reserve(self, tokens: int) -> None: ...
+
+    def count_started(self, n: int) -> None: ...

@@ -27,9 +27,8 @@ from heapq import heappop
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from array import array
-
     from .gpu_state import GpuState, Reads
+    from .records import GpuLog
     from .request import Request
 
 
@@ -105,33 +104,33 @@ class BlockSchedule:
                 return k - key
         return n
 
-    def grow(self, gpu: GpuState, key: int, n: int, log: array[int]) -> None:
+    def grow(self, gpu: GpuState, key: int, n: int, log: GpuLog) -> None:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
-        used = gpu.kv_used
-        block, phases, pending, append = self.block, self.phases, self.pending, log.append
+        used = was = gpu.memory.used
+        block, phases, pending = self.block, self.phases, self.pending
+        held: list[int] = []
         for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
             phase = phases[k % block]
             if pending and (first := pending.pop(k, None)):
                 for r in first:
                     phase[r] = None
             used += len(phase) * block
-            append(used)
-        gpu.kv_used = used
-        if used > gpu.kv_peak:
-            gpu.kv_peak = used
+            held.append(used)
+        log.kv_each(held)
+        gpu.memory.take(used - was)
 
 
 def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
     """The options' bound (`option_starts.bounds`, a repeat's bound) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
-    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.kv_capacity
+    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.memory.capacity
 
     def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
             return 1  # E9: a start that preempted admits nothing, the next may; a swap's time is its own
-        free = capacity - gpu.kv_used
+        free = capacity - gpu.memory.used
         if n_replies * block * -(-(n - 1) // block) <= free:  # (each reply at most one block every `block` starts)
             return n
         bounded: int = blocks.run_free(free, index, n)
@@ -159,7 +158,7 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
                 if n < 2:
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
-        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.kv_used:
-            bounded: int = paged.blocks.run_free(paged.capacity - gpu.kv_used, key, n)
+        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.memory.used:
+            bounded: int = paged.blocks.run_free(paged.capacity - gpu.memory.used, key, n)
             return bounded
     return n

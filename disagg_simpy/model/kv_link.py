@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from functools import partial
-from heapq import heappop, heappush
 
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Environment, Slot
@@ -52,7 +51,7 @@ class KvLink:
 
     def start_ship(self, request: Request, writer: Gpu, now: int) -> None:
         """Count `request` against `writer` and start its ship, or queue it for its link (E5)."""
-        writer.n_shipping += 1
+        writer.ship_requested(1)
         if self.key is not None:
             link = self.links.get(k := self.key(request))
             if link is None:
@@ -67,7 +66,7 @@ class KvLink:
         """The ship leaves now; it ends its ship time later, in D5 step 2 (one timeout)."""
         request.ship_started_at_ns = now
         end = now + self.ship_ns(request.n_prompt_tokens)
-        heappush(self.gpus[request.writing_gpu].ships_due, end)  # (its repeats end by it: `Gpu.steady_iterations`)
+        self.gpus[request.writing_gpu].ship_due(end)  # (its repeats end by it: `Gpu.steady_iterations`)
         Slot(self.env, end - now, PHASE_ARRIVE + request.request_id).callbacks.append(partial(self.ended, request))
 
     def ended(self, request: Request, _event: object) -> None:
@@ -83,6 +82,5 @@ class KvLink:
             reader = self.gpus[request.reading_gpu]
             reader.free(request.n_prompt_tokens if reader.paged is None else reader.paged.held(request))  # E4b (E9: blocks)
         writer = self.gpus[request.writing_gpu]
-        writer.n_shipping -= 1
-        heappop(writer.ships_due)  # (its first: the ships here that end now end first)
+        writer.ship_ended()  # (its first: the ships here that end now end first)
         writer.add_reply(request, now)

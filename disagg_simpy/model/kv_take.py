@@ -1,5 +1,5 @@
-"""D4's choice of prompts under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`:
-kept out of model/gpu.py (near its size limit) so E9's work on it stays in its own module."""
+"""D4's choice of prompts: plain (`take_prompt_tokens`, `Gpu._take_prompt_tokens`) and under the options (E4d, E8,
+E13; E9's admission), `Gpu._take_with_options`: kept out of model/gpu.py (near its size limit)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,44 @@ if TYPE_CHECKING:
     from .request import Request
 
 
+def take_prompt_tokens(gpu: GpuState, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
+                        ) -> tuple[list[tuple[Request, int]], int]:
+    """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
+    if given, E8), and how many. They stop counting as queued (D1)."""
+    if taken is not None:
+        pass
+    elif gpu.chunk_tokens is None:
+        taken = []
+        for r in gpu.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
+            taken.append((r, r.unread_tokens))
+        gpu.waiting.clear()
+    else:
+        taken, budget = [], gpu.chunk_tokens if budget is None else budget
+        if gpu.waiting and (r := gpu.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
+            r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+            gpu.queued_tokens -= budget
+            return [(r, budget)], budget
+        while gpu.waiting and budget:
+            r = gpu.waiting[0]
+            n = min(r.unread_tokens, budget)
+            taken.append((r, n))
+            budget -= n
+            if n == r.unread_tokens:
+                gpu.waiting.popleft()
+            else:
+                break
+    n_tokens = n_cached = 0
+    for r, n in taken:
+        if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
+            r.read_started_at_ns = now
+            r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
+            n_cached += r.cached_tokens
+        r.unread_tokens -= n
+        n_tokens += n
+    gpu.queued_tokens -= n_tokens + n_cached
+    return taken, n_tokens
+
+
 def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
     """D4 under the options, in arrival order, no prompt overtaking another:
     - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
@@ -22,8 +60,8 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
       E8 per side (R90): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
     waiting = gpu.waiting
-    capacity, limit, paged = gpu.kv_capacity, gpu.max_tokens, gpu.paged
-    free = 0 if capacity is None else capacity - gpu.kv_used
+    capacity, limit, paged = gpu.memory.capacity, gpu.max_tokens, gpu.paged
+    free = 0 if capacity is None else capacity - gpu.memory.used
     budget = gpu.chunk_tokens  # tokens left to read this iteration when chunked
     room = None if limit is None else limit - n_written  # E8, whole prompts
     if budget is not None and room is not None:
@@ -43,7 +81,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
                 break  # a whole prompt waits for room
             n = room
         if capacity is not None and r.unread_tokens == r.read_size:  # not begun: reserve now, or stop
-            need = gpu.kv_need(r) if paged is None else paged.admit(r, free)  # (E9: -1 if it must wait)
+            need = gpu.memory.need(r) if paged is None else paged.admit(r, free)  # (E9: -1 if it must wait)
             if need < 0 or need > free:
                 break
             free -= need
@@ -59,7 +97,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
         else:
             break
     if capacity is not None:
-        gpu.reserve(capacity - free - gpu.kv_used)
+        gpu.reserve(capacity - free - gpu.memory.used)
     return taken
 
 
@@ -74,7 +112,7 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
         head = waiting[0]
         if head.unread_tokens < head.read_size or not (kv.blocked or kv.swapped) and (
-                head.read_size <= kv.top - gpu.kv_used):
+                head.read_size <= kv.top - gpu.memory.used):
             return paged_take(kv, now, n_written)
         return (), 0
     return admit
@@ -101,7 +139,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     if gpu.prefix is not None:
         both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
         return both
-    waiting, block, used = gpu.waiting, kv.block, gpu.kv_used
+    waiting, block, used = gpu.waiting, kv.block, gpu.memory.used
     budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
@@ -166,8 +204,6 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             room -= n
             r = waiting[0]
     gpu.queued_tokens -= n_tokens
-    if used != gpu.kv_used:  # (`Gpu.reserve`; no repeat runs at a start)
-        gpu.kv_used = used
-        if used > gpu.kv_peak:
-            gpu.kv_peak = used
+    if used != gpu.memory.used:  # (`Gpu.reserve`; no repeat runs at a start)
+        gpu.memory.take(used - gpu.memory.used)
     return taken, n_tokens

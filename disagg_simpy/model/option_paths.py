@@ -17,7 +17,7 @@ def take(gpu: GpuState, now: int, n_written: int) -> tuple[list[tuple[Request, i
     if not gpu.waiting:
         return [], 0
     chunk, limit = gpu.chunk_tokens, gpu.max_tokens
-    if gpu.kv_capacity is None and gpu.prefix is None and gpu.max_requests is None and (chunk is not None or limit is None):
+    if gpu.memory.capacity is None and gpu.prefix is None and gpu.max_requests is None and (chunk is not None or limit is None):
         if limit is not None and chunk is not None and limit - n_written < chunk:
             if limit == n_written:
                 return [], 0

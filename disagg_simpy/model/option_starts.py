@@ -27,7 +27,7 @@ def releaser(gpu: GpuState) -> Callable[[list[Request]], None] | None:
     if gpu.paged is not None:
         paged_release: Callable[[list[Request]], None] = gpu.paged.release
         return paged_release
-    if gpu.track_context or gpu.kv_capacity is not None or gpu.changes_role:
+    if gpu.track_context or gpu.memory.capacity is not None or gpu.changes_role:
         release: Callable[[list[Request]], None] = gpu._release
         return release
     if not gpu.queue_replies:

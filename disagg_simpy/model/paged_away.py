@@ -18,7 +18,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
     else queue it to be read again (recompute) or swap it out."""
     gpu = kv.gpu
     kv.blocked = kv.dirty = True
-    kv.log.extend((r.request_id, now))
+    kv.preemptions.extend((r.request_id, now))
     del kv.running[r]
     gpu.n_replies -= 1
     seat = r.seat_index
@@ -38,9 +38,9 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
         r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
         last_at = last[3]
     else:
-        last_at = (iteration_end(gpu, seat + last[2] - 1) if gpu.mixed else last_write_end(gpu)) if last[2] else last[3]
+        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.mixed else last_write_end(gpu.log)) if last[2] else last[3]
     held = r.kv_blocks * kv.block
-    gpu.kv_used -= held
+    gpu.memory.give_back(held)
     r.n_preemptions += 1
     r.seat_word = words + 1
     if r.n_preemptions > kv.max_preemptions:  # dropped, never retried forever
@@ -50,7 +50,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
         return
     r.stretches.append([-1, words + 1, -1, last_at, 0])
     kv.n_away += 1
-    gpu.n_local += 1  # still one of this GPU's replies for D3 (reading R54)
+    gpu.local_routed(1)  # still one of this GPU's replies for D3 (reading R54)
     # an iteration's victims (preempted most recent first) queue in the order they joined,
     # behind those preempted before (and, to be read again, behind begun prompts)
     if kv.swap:
@@ -101,7 +101,7 @@ def swap_in(kv: Any, index: int, key: int | None = None) -> None:
     block = kv.block
     while kv.swapped:
         r = kv.swapped[0]
-        if (r.kv_blocks + 1) * block > gpu.kv_capacity - gpu.kv_used:
+        if (r.kv_blocks + 1) * block > gpu.memory.capacity - gpu.memory.used:
             return
         kv.swapped.popleft()
         kv.moved_tokens += r.kv_blocks * block
@@ -110,7 +110,7 @@ def swap_in(kv: Any, index: int, key: int | None = None) -> None:
         gpu.reserve(need * block)
         r.kv_blocks = need
         kv.n_away -= 1
-        gpu.n_local -= 1
+        gpu.local_routed(-1)
         kv._join(r)
         if not gpu.queue_replies:
             kv.seat(r, index, None, True)
@@ -133,13 +133,13 @@ def reread(kv: Any, finished: list[Request], index: int, now: int, host: Any) ->
             continue
         r.returning = False
         kv.n_away -= 1
-        kv.gpu.n_local -= 1
+        kv.gpu.local_routed(-1)
         stretches = r.stretches
         assert stretches is not None  # (a re-read was preempted: its stretches are logged)
         stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # its word seat_word, read
         if r.seat_word == r.n_reply_words:
             stretches[-1][2] = 0
-            kv.gpu.kv_used -= r.kv_blocks * kv.block
+            kv.gpu.memory.give_back(r.kv_blocks * kv.block)
             host.replies_finished([r], now)
         else:
             r.seat_word += 1

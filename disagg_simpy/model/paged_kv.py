@@ -1,6 +1,6 @@
 """E9: paged KV memory with preemption (docs/rules.md#e9), one `PagedKv` per GPU.
 
-A GPU's KV memory is counted in blocks of `block` tokens (`Gpu.kv_used` stays in tokens, always a
+A GPU's KV memory is counted in blocks of `block` tokens (`Gpu.memory.used` stays in tokens, always a
 whole number of blocks). A prompt is admitted when its blocks plus one are free and holds its
 blocks; a reply's KV grows by one token per word, so it takes its next block at the start of the
 iteration whose word's token no longer fits (word w needs prompt + w - 1 tokens). Block
@@ -77,8 +77,8 @@ class PagedKv:
         self.n_joins = 0
         self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
         self.phases, self.pending = self.blocks.phases, self.blocks.pending  # (its lists, for speed)
-        assert gpu.kv_capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
-        self.capacity: int = gpu.kv_capacity
+        assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
+        self.capacity: int = gpu.memory.capacity
         self.top = (self.capacity // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
@@ -87,12 +87,11 @@ class PagedKv:
         self.dirty = False  # one of the three above, or `dropped`, was set since the last start reset them
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
-        self.log = array("q")  # request id, time (ns); ... one pair per preemption
+        self.preemptions = array("q")  # request id, time (ns); ... one pair per preemption
         self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
         self.add_reply = adder(self)  # add_reply(r, now): a reply joins (or, read again, rejoins)
         self.release = releaser(self)  # release(leaving): replies whose last word was just written leave
-        self.has_work = work_test(self)  # `Gpu.has_work` under E9
-        gpu.paged = self
+        self.has_work = work_test(self)  # `Gpu.has_work` under E9 (the engine gives the GPU this object: `Gpu.use_paging`)
 
     _preempt = paged_away.preempt
     swap_in = paged_away.swap_in
@@ -121,13 +120,13 @@ class PagedKv:
             return True
         block = self.block
         return not (self.blocked or self.swapped) and (
-            -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.kv_used
+            -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.memory.used
 
     def head_waits(self) -> bool:
         """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
         E10's writing iterations runs, memory held only grows, so no start of it could read the head either."""
         head = self.gpu.waiting[0]
-        return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.kv_used)
+        return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.memory.used)
 
     def handoff_need(self, r: Request) -> int:
         """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
@@ -155,11 +154,9 @@ class PagedKv:
         gpu = self.gpu
         due = self.blocks.due(key) if self.pending else self.phases[key % self.block]  # (model/kv_blocks.py)
         if due:
-            used = gpu.kv_used + len(due) * self.block
-            if used <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
-                gpu.kv_used = used
-                if used > gpu.kv_peak:
-                    gpu.kv_peak = used
+            more = len(due) * self.block
+            if gpu.memory.used + more <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
+                gpu.memory.take(more)
             else:
                 self._short(due, key, now)
                 n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
@@ -194,7 +191,7 @@ class PagedKv:
         for r in sorted(due, key=_join_order):
             if r.seat_index < 0:
                 continue  # preempted by now
-            while self.capacity - gpu.kv_used < block:
+            while self.capacity - gpu.memory.used < block:
                 victim = next(reversed(self.running))
                 self._preempt(victim, index, now)
                 if victim is r:
@@ -213,7 +210,7 @@ def work_test(kv: PagedKv) -> Callable[[], bool]:
             return True
         if waiting and waiting[0].unread_tokens < waiting[0].read_size:
             return True
-        free = capacity - gpu.kv_used
+        free = capacity - gpu.memory.used
         if swapped:
             return (swapped[0].kv_blocks + 1) * block <= free
         return bool(waiting) and (blocks_for(waiting[0].read_size, block) + 1) * block <= free
@@ -241,7 +238,7 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
                 freed += r.kv_blocks  # (its seat's blocks held its last word)
             if track_context:
                 gpu.context_base -= r.seat_base
-        gpu.kv_used -= freed * block
+        gpu.memory.give_back(freed * block)
     return release
 
 

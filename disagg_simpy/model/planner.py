@@ -82,7 +82,7 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                     if not n:
                         taken, n_tokens = admit(now, 0) if waiting else ((), 0)
                         if not taken:
-                            gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
+                            gpu.count_started(index)  # (no iteration: the GPU waits for a join or freed memory)
                             return 0, (), 0, -1
                         if log is not None:
                             log()
@@ -111,7 +111,7 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                 if waiting:
                     taken, n_tokens = admit(now, n)
                 if not n and not taken:
-                    gpu.n_started = index  # (no iteration: the GPU waits for a join or freed memory)
+                    gpu.count_started(index)  # (no iteration: the GPU waits for a join or freed memory)
                     return 0, (), 0, -1
             if log is not None:
                 log()
@@ -160,7 +160,7 @@ def admission(gpu: GpuState) -> Admit:
     choice (`option_paths.take`, also for E8's cap on prompts, R90); else D4's plain one, E8's budget looked up once."""
     if gpu.paged is not None:  # E9b (model/kv_take.py)
         return paged_admission(gpu.paged)
-    if gpu.kv_capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
+    if gpu.memory.capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
         return lambda now, n_written: take(gpu, now, n_written)
     take_tokens = gpu._take_prompt_tokens
     limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
@@ -195,12 +195,12 @@ def admission(gpu: GpuState) -> Admit:
 def memory_log(gpu: GpuState) -> Log:
     """E4: each start logs the KV memory held once its reservations are made (a run stopped
     mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts); else nothing."""
-    if gpu.kv_capacity is None:
+    if gpu.memory.capacity is None:
         return None
-    append, held = gpu.kv_used_tokens.append, gpu
+    log_kv, memory = gpu.log.kv, gpu.memory
 
     def log() -> None:
-        append(held.kv_used)
+        log_kv(memory.used)
     return log
 
 

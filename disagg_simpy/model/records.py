@@ -13,6 +13,7 @@ that every consumer reads.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,8 +43,9 @@ REQUEST_FIELDS = (
 )
 
 
-class GpuLog(Protocol):
-    """What `collect` reads of a GPU: its role and its flat int64 logs (array('q')).
+class GpuLog:
+    """A GPU's records, the log part of its state (docs/architecture.md, "Owned parts"): flat int64
+    logs (array('q')) that only this module writes; the GPU and its repeats call its methods.
 
     One row per run of back-to-back iterations: when its first started, how long each took
     (`runs_duration` >= 0), or, for growing durations (E2, E3, E7), -1 - the offset in `runs_ends`
@@ -51,19 +53,83 @@ class GpuLog(Protocol):
     numbered from 0, each run going on from the one before); replies written and prompt tokens
     read by each of its iterations."""
 
+    __slots__ = ("runs_start", "runs_duration", "runs_stop", "runs_replies", "runs_tokens", "runs_ends", "reads_log",
+                 "kv_used_tokens")
+
+    def __init__(self) -> None:
+        self.runs_start = array("q")
+        self.runs_duration = array("q")
+        self.runs_stop = array("q")
+        self.runs_replies = array("q")
+        self.runs_tokens = array("q")
+        self.runs_ends = array("q")  # E2, E3, E7: the ends after each growing run's start, run after run
+        self.reads_log = array("q")  # iteration, request id, tokens; iteration, ...
+        self.kv_used_tokens = array("q")  # E4: tokens held once each iteration's own reservations are made
+
+    def iteration(self, started: int, duration: int, stop: int, n_replies: int, n_tokens: int) -> None:
+        """A run of one iteration (the GPU's loop, at each end)."""
+        self.runs_start.append(started)
+        self.runs_duration.append(duration)
+        self.runs_stop.append(stop)
+        self.runs_replies.append(n_replies)
+        self.runs_tokens.append(n_tokens)
+
+    def read(self, index: int, request_id: int, n_tokens: int) -> None:
+        """Iteration `index` read `n_tokens` of a prompt."""
+        self.reads_log.fromlist([index, request_id, n_tokens])  # (a list: half extend's cost with a tuple)
+
+    def iterations(self, started: int, duration: int, ends: list[int] | None, index: int, count: int, n_replies: int,
+            n_tokens: int, head: int) -> None:
+        """A repeat's first `count` iterations from `index` as one run (model/repeats.py): `duration` each,
+        or growing (`ends`, E2, E3, E7); each reading `n_tokens` of prompt `head` (-1: none)."""
+        self.runs_start.append(started)
+        if ends is None:
+            self.runs_duration.append(duration)
+        else:  # (E2, E3, E7: its ends after its start)
+            self.runs_duration.append(-1 - len(self.runs_ends))
+            self.runs_ends.fromlist(ends[:count])
+        self.runs_stop.append(index + count)
+        self.runs_replies.append(n_replies)
+        self.runs_tokens.append(n_tokens)
+        if head >= 0:  # iteration, request id, tokens; ...
+            log = [0, head, n_tokens] * count  # (a list: 25% under an array built the same way)
+            log[0::3] = range(index, index + count)
+            self.reads_log.fromlist(log)
+
+    def kv(self, used: int) -> None:
+        """E4: a start's KV memory held, once its reservations are made."""
+        self.kv_used_tokens.append(used)
+
+    def kv_each(self, held: list[int]) -> None:
+        """E4 (E9): starts of a repeat, each with the tokens it holds."""
+        self.kv_used_tokens.fromlist(held)
+
+    def kv_repeated(self, used: int, k: int) -> None:
+        """E4: `k` starts of a repeat, each holding `used` tokens."""
+        self.kv_used_tokens.extend(array("q", (used,)) * k)
+
+
+class Held(Protocol):
+    """E4: what `collect` reads of a GPU's KV memory (model/memory.py's `Memory`)."""
+
+    @property
+    def used(self) -> int: ...
+
+    @property
+    def peak(self) -> int: ...
+
+
+class Recorded(Protocol):
+    """What `collect` reads of a GPU: its role, its records and its KV memory's peak and tokens held (E4)."""
+
     @property
     def role(self) -> str: ...
 
-    runs_start: Any
-    runs_duration: Any
-    runs_stop: Any
-    runs_replies: Any
-    runs_tokens: Any
-    runs_ends: Any  # E2, E3, E7: the ends after each growing run's start, run after run
-    reads_log: Any  # iteration, request id, tokens; iteration, ...
-    kv_used_tokens: Any  # E4: tokens held once each iteration's own reservations are made
-    kv_used: int  # E4: tokens held now
-    kv_peak: int  # E4: the most held at any moment
+    @property
+    def log(self) -> GpuLog: ...
+
+    @property
+    def memory(self) -> Held: ...
 
 
 @dataclass
@@ -117,7 +183,7 @@ class ArrangementRecords:
         return self.n_unfinished > 0
 
     @classmethod
-    def collect(cls, *, name: str, kind: str, gpus: Sequence[GpuLog], arrived: Sequence[Any],
+    def collect(cls, *, name: str, kind: str, gpus: Sequence[Recorded], arrived: Sequence[Any],
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None, stretch_log: np.ndarray | None = None,
                 preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None,
@@ -136,23 +202,25 @@ class ArrangementRecords:
             table = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.int64)
             preemptions = {"gpu": np.repeat(np.arange(len(pairs), dtype=np.int64), [len(p) for p in pairs]),
                            "request_id": table[:, 0].copy(), "at_ns": table[:, 1].copy()}
-        counts = [n_recorded(g) for g in gpus]
+        roles, kv_peak, kv_held = [g.role for g in gpus], [g.memory.peak for g in gpus], [g.memory.used for g in gpus]
+        gpu_logs = [g.log for g in gpus]  # (`GpuLog`)
+        counts = [n_recorded(g) for g in gpu_logs]
         iterations = {
-            "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), counts),
+            "gpu": np.repeat(np.arange(len(gpu_logs), dtype=np.int64), counts),
             "iteration": np.concatenate([np.arange(c, dtype=np.int64) for c in counts]),
         }
         fields = ["started_at_ns", "ended_at_ns", "n_replies_written", "n_prompt_tokens_read"]
-        expanded = [_iterations(g) for g in gpus]
+        expanded = [_iterations(g) for g in gpu_logs]
         for i, f in enumerate(fields):
             iterations[f] = np.concatenate([e[i] for e in expanded])
         kv = kv_capacity_tokens is not None
         if kv:  # (kv_used_tokens is logged at the start: cut to the ends)
             iterations["kv_used_tokens"] = np.concatenate([np.frombuffer(g.kv_used_tokens, dtype=np.int64)[:n]
-                                                           for g, n in zip(gpus, counts)])
-        logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpus]
+                                                           for g, n in zip(gpu_logs, counts)])
+        logs = [np.frombuffer(g.reads_log, dtype=np.int64).reshape(-1, 3) for g in gpu_logs]
         reads_table = np.concatenate(logs)
         reads = {
-            "gpu": np.repeat(np.arange(len(gpus), dtype=np.int64), [len(x) for x in logs]),
+            "gpu": np.repeat(np.arange(len(gpu_logs), dtype=np.int64), [len(x) for x in logs]),
             "iteration": reads_table[:, 0],
             "request_id": reads_table[:, 1],
             "n_tokens": reads_table[:, 2],
@@ -160,7 +228,7 @@ class ArrangementRecords:
         return cls(
             name=name,
             kind=kind,
-            gpu_roles=tuple(g.role for g in gpus),
+            gpu_roles=tuple(roles),
             requests=requests,
             iterations=iterations,
             gpu_offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
@@ -170,8 +238,8 @@ class ArrangementRecords:
             n_events=n_events,
             kv_capacity_tokens=np.array(kv_capacity_tokens, dtype=np.int64) if kv else None,
             kv_link=kv_link,
-            kv_peak_tokens=np.array([g.kv_peak for g in gpus], dtype=np.int64) if kv else None,
-            kv_held_at_stop=np.array([g.kv_used for g in gpus], dtype=np.int64) if kv else None,
+            kv_peak_tokens=np.array(kv_peak, dtype=np.int64) if kv else None,
+            kv_held_at_stop=np.array(kv_held, dtype=np.int64) if kv else None,
             preemptions=preemptions,
             stretch_log=None if stretch_log is None else dict(zip(STRETCH_LOG_FIELDS, stretch_log.T.copy())),
             cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),

@@ -72,13 +72,13 @@ E3's context, E2's re-read tokens and E7's pairs, which count the KV cache atten
 
 from __future__ import annotations
 
-from array import array
 from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from .gpu_state import GpuState, Reads
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, take_over
+from .records import GpuLog
 from .request import Request
 from .unmixed import write_started
 
@@ -91,13 +91,7 @@ class Gpu(GpuState, Protocol):
 
     tick: Slot  # its event to reuse (`Gpu.run`)
     repeat_work: Work | None
-    runs_start: array[int]  # the GPU's records (model/records.py's `GpuLog`)
-    runs_duration: array[int]
-    runs_stop: array[int]
-    runs_replies: array[int]
-    runs_tokens: array[int]
-    runs_ends: array[int]
-    reads_log: array[int]
+    log: GpuLog  # the GPU's records (model/records.py)
 
     def start_ahead(self, at: int, n_replies: int) -> tuple[Reads, int, int] | None: ...
 
@@ -214,7 +208,7 @@ class Repeat:
             into = now - self.started - self._end(ran - 1)
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             self.open = False
-            gpu.n_started = self.index + self.n
+            gpu.count_started(self.index + self.n)
             self._apply(self.n)
             return
         at_end = into == 0 and ran >= 1
@@ -227,24 +221,24 @@ class Repeat:
             self._take(ran - self.n_taken)
             self.record(ran)
             self._apply(ran)
-            gpu.n_started = self.index + ran
+            gpu.count_started(self.index + ran)
             if self.key >= 0:  # E10: writing iterations started
                 gpu.n_writes = self.key + ran - 1
             self.n = 0
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
             return
-        gpu.n_started = self.index + ran + 1
+        gpu.count_started(self.index + ran + 1)
         self._apply(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
         if ran + 1 < self.n:
             self.n = ran + 1
             end = self.started + self._end(ran)
             if ahead and self.ends is None:
-                self.peak = gpu.kv_used, gpu.kv_peak
+                self.peak = gpu.memory.used, gpu.memory.peak
                 if (after := gpu.start_ahead(end, self.n_replies)) is not None:
                     self.after = after
                     if self.key >= 0:  # E10: the running iteration's writing iteration and one (no `finish`)
                         gpu.n_writes = self.key + ran
-                    gpu.n_started += 1
+                    gpu.count_started(gpu.n_started + 1)
                     end += after[2]
             self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
 
@@ -257,7 +251,7 @@ class Repeat:
         self.record(n - 1)
         if n > self.n_applied:
             self._apply(n)
-        gpu.n_started = self.index + n
+        gpu.count_started(self.index + n)
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it
             write_started(gpu, self.key + n - 2, self.index + n - 1)
         ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
@@ -272,7 +266,7 @@ class Repeat:
             assert ended < self.n or self.after is not None  # (else the last end came before any stop)
             start = self.started + self._end(self.n - 1)
             if self.after is not None and stopped_at_ns < start:
-                self.gpu.kv_used, self.gpu.kv_peak = self.peak
+                self.gpu.memory.restore(*self.peak)
                 for r, _ in self.after[0]:
                     if r.read_started_at_ns == start:
                         r.read_started_at_ns = -1
@@ -283,20 +277,8 @@ class Repeat:
         """Records of the repeat's first `count` iterations: one run (model/records.py's `GpuLog`)."""
         if count <= 0:
             return
-        g = self.gpu
-        g.runs_start.append(self.started)
-        if self.ends is None:
-            g.runs_duration.append(self.duration)
-        else:  # (E2, E3, E7: its ends after its start)
-            g.runs_duration.append(-1 - len(g.runs_ends))
-            g.runs_ends.fromlist(self.ends[:count])
-        g.runs_stop.append(self.index + count)
-        g.runs_replies.append(self.n_replies)
-        g.runs_tokens.append(self.n_tokens)
-        if self.head is not None:  # iteration, request id, tokens; ...
-            log = [0, self.head.request_id, self.n_tokens] * count  # (a list: 25% under an array built the same way)
-            log[0::3] = range(self.index, self.index + count)
-            g.reads_log.fromlist(log)
+        self.gpu.log.iterations(self.started, self.duration, self.ends, self.index, count, self.n_replies, self.n_tokens,
+                         -1 if self.head is None else self.head.request_id)
 
 
 def repeat_work(gpu: Gpu) -> Work | None:
@@ -305,7 +287,7 @@ def repeat_work(gpu: Gpu) -> Work | None:
     it first); E9's due blocks (`BlockSchedule.grow`, from the repeat's first key: its iteration, or
     under E10 its writing iteration; a prompt-only repeat gives none), each start's memory logged
     after them; or nothing (None)."""
-    log = gpu.kv_used_tokens
+    log = gpu.log
     if gpu.paged is not None:
         blocks = gpu.paged.blocks
         mixed = gpu.mixed
@@ -316,11 +298,11 @@ def repeat_work(gpu: Gpu) -> Work | None:
             elif repeat.key >= 0:
                 blocks.grow(gpu, repeat.key - 1 + first, k, log)
             else:  # (E10's prompt-only iterations give no block)
-                log.extend(array("q", (gpu.kv_used,)) * k)
+                log.kv_repeated(gpu.memory.used, k)
         return grow
-    if gpu.kv_capacity is not None:
+    if gpu.memory.capacity is not None:
         def held(repeat: Repeat, first: int, k: int) -> None:
-            log.extend(array("q", (gpu.kv_used,)) * k)
+            log.kv_repeated(gpu.memory.used, k)
         return held
     return None
 

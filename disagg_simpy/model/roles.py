@@ -66,8 +66,7 @@ class RoleController:
         self.last_decision_ns: int | None = None
         self.why = "schedule"
         for g in engine.gpus:
-            g.changes_role = True
-            g.always_defer = True  # starts in step 3, so a decision sees the queues D1 counts
+            g.may_change_role()  # (it starts in step 3, so a decision sees the queues D1 counts)
 
     def processes(self) -> list[Generator[simpy.Event, Any, None]]:
         """The SimPy processes that decide moves: the schedule's steps, or the policy's checks."""
@@ -135,15 +134,15 @@ class RoleController:
         move = Switch(g.number, from_role, to_role, self.why, now)
         self.moving[g.number] = move
         self.switches.append(move)
-        g.draining = True
-        if g.n_started == n_recorded(g):  # not in an iteration
+        g.drain(True)
+        if g.n_started == n_recorded(g.log):  # not in an iteration
             self.drained(g, now)
 
     def drained(self, g: Gpu, now: int) -> None:
         """Called when a draining instance may be empty (at its iteration ends): if it is, warm up."""
         if g.waiting or g.n_replies or g.n_shipping:
             return
-        g.draining = False
+        g.drain(False)
         self.moving[g.number].drained_at_ns = now
         Slot(self.engine.env, self.switch_ns, PHASE_WARM).callbacks.append(lambda _: self._serve(g))
 
@@ -153,12 +152,7 @@ class RoleController:
         move = self.moving.pop(g.number)
         move.serving_at_ns = now
         reading = move.to_role == "reads"
-        g.reads, g.writes = reading, not reading
-        g.cost = engine.cost if reading else self.writing_cost
-        g.chunk_tokens = self.chunk if reading or engine.local_max else None
-        g.reserve_reply = not reading
-        g.track_context = g.cost.writing_grows
-        g.last_assignment = -1
+        g.serve(reading, engine.cost if reading else self.writing_cost, self.chunk if reading or engine.local_max else None)
         side = engine.reading if reading else engine.writing
         side.gpus = tuple(sorted((*side.gpus, g), key=lambda x: x.number))
         self._rebalance(now)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import Any, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
+
+if TYPE_CHECKING:
+    from .memory import Memory
 
 # min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
 # also break the last tie (never-assigned GPUs) by lowest number (D2).
@@ -23,9 +26,10 @@ class Routable(Protocol):
     n_replies: int  # replies in progress on it
     n_shipping: int  # replies whose KV cache is shipping to it
     n_local: int  # E6: local prompts routed to it whose reading has not finished
-    kv_capacity: int | None  # E4: tokens of KV cache it can hold (None: no limit)
-    kv_used: int
+    memory: Memory  # E4: its KV memory (model/memory.py)
     last_assignment: int  # -1 if never assigned
+
+    def assigned(self, n: int) -> None: ...  # it was given its side's assignment n
     paged: Any  # E9: its model/paged_kv.PagedKv, else None (Any: as model/gpu.py's `Gpu.paged`)
 
 
@@ -42,7 +46,7 @@ class Side(Generic[G]):
         self.n_assignments = 0
 
     def _assign(self, gpu: G) -> G:
-        gpu.last_assignment = self.n_assignments
+        gpu.assigned(self.n_assignments)
         self.n_assignments += 1
         return gpu
 
@@ -55,7 +59,7 @@ class Side(Generic[G]):
             q = g.queued_tokens
             if q < least or (q == least and g.last_assignment < best.last_assignment):
                 best, least = g, q
-        best.last_assignment = self.n_assignments  # (`_assign`, inline: once per arrival)
+        best.assigned(self.n_assignments)  # (`_assign`, inline: once per arrival)
         self.n_assignments += 1
         return best
 
@@ -98,7 +102,7 @@ class Side(Generic[G]):
         best: G | None = None
         least = 0
         for g in self.gpus:  # (a plain loop: min() with a key costs 3x for a few GPUs)
-            if need is not None and (g.kv_capacity - g.kv_used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
+            if need is not None and (g.memory.capacity - g.memory.used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
                                      or (away and g.paged.n_away)):
                 continue
             load = g.n_replies + g.n_shipping + g.n_local

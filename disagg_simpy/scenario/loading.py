@@ -19,6 +19,7 @@ from ..costs import gpus
 from ..errors import InputError
 from .arrangements import KINDS, side_cost_keys
 from .batch_limits import BATCH_LIMIT_EXPECT
+from .cost_fields import E17_EXPECT
 from .lengths import LENGTH_TAGS, MAX_WEIGHT, FixedLength, Histogram, HistogramLength, Lognormal, LognormalLength
 from .limits import (
     MAX_ARRANGEMENTS,
@@ -55,16 +56,15 @@ from .yaml_file import parse_yaml, read_text_file
 _RANGE = "a range [low, high] of whole numbers from 1 to 2**53"
 _LENGTH = _RANGE + ", or {fixed: N}, {histogram: {edges: [...], weights: [...]}} or {lognormal: {mean, sd, min, max}}"
 _SIDE_COST = ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, per_reread_token_ms, per_context_token_ms, "
-              "per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, per_token_tile_ms (or a preset)")
+              "per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, per_token_tile_ms, per_expert_ms, "
+              "experts, experts_per_token (or a preset)")
 _EXPECT = {
     "name": _NAME,
     "seed": "a whole number from 0 to 2**63-1",
     "seeds": f"a whole number of seeds from 1 to {MAX_SEEDS}",
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
-    "cost": ("a mapping of iteration_ms, per_reply_ms, per_prompt_token_ms, kv_ship_ms_per_token, per_reread_token_ms, "
-             "per_context_token_ms, per_attention_pair_ms, prompt_iteration_ms, free_prompt_tokens, token_tile, "
-             "per_token_tile_ms (or a preset)"),
+    "cost": _SIDE_COST.replace("per_prompt_token_ms, ", "per_prompt_token_ms, kv_ship_ms_per_token, "),
     "slo": ("a mapping of first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s, tpot, criterion, "
             "percentile, percentile_of, preset"),
     "tpot": "exclusive (without the first word, as vLLM and DistServe) or inclusive (end-to-end / words)",
@@ -124,7 +124,7 @@ _EXPECT = {
     "per_attention_pair_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g}",
     "prompt_iteration_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E14)",
     "free_prompt_tokens": "a whole number of tokens from 0 to 2**53 (E14)",
-    **E16_EXPECT,
+    **E16_EXPECT, **E17_EXPECT,
     "token_tile": "a whole number of tokens a tile from 1 to 2**53 (E15)",
     "per_token_tile_ms": f"a number of ms >= 0, up to {MAX_COST_MS:g} (E15)",
     "reading_cost": _SIDE_COST, "writing_cost": _SIDE_COST,

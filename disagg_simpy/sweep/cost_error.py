@@ -6,7 +6,7 @@ iteration's fixed cost, per reply, per context token). A split's reading GPUs ta
 factor on every term, its writing GPUs the writing factor; a colocated GPU takes each factor on
 its own terms. The validate gate's test slows every writing iteration so; goodput and plan
 re-run their top candidates so (`--cost-error`). Only the ms terms scale (never
-free_prompt_tokens or token_tile).
+free_prompt_tokens, token_tile or E17's expert counts).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..scenario.cost_fields import SideCost
 from ..scenario.schema import Cost, Scenario
 
 #: the terms of a colocated GPU's iteration that writing words pays, and those reading prompts pays
-WRITING_TERMS = ("iteration_ms", "per_reply_ms", "per_context_token_ms")
+WRITING_TERMS = ("iteration_ms", "per_reply_ms", "per_context_token_ms", "per_expert_ms")  # (E17: reading R98)
 READING_TERMS = ("per_prompt_token_ms", "per_reread_token_ms", "per_attention_pair_ms", "prompt_iteration_ms",
                  "per_token_tile_ms", "per_cached_token_ms")
 

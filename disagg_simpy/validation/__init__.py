@@ -5,7 +5,8 @@ setup, value and a tolerance fixed from the source's own variability before our 
 Each figure is reproduced by a scenario under `scenarios/validation/` with the project's presets
 and options only: `goodput` (the highest rate its arrangement carries under the scenario's rule)
 `slo_scale` (at the scenario's rate, the smallest factor on every limit at which it meets the rule,
-as DistServe's "SLO scale" panels), `concurrency` (the mean TTFT or TPOT at the rate whose
+as DistServe's "SLO scale" panels; with a `grid`, either is read off the panel's own measured
+points as its source read them: `grid_crossing`), `concurrency` (the mean TTFT or TPOT at the rate whose
 requests in flight, by Little's law, equal the measurement's concurrency), `closed_loop` (the
 benchmark's own clients: `concurrency` clients, each sending its next request when its last reply
 ends: `closed_loop`) or `run` (the scenario as written: one engine step measured, `as_written`).
@@ -57,12 +58,13 @@ class Figure:
     fast: bool = False
     concurrency: int | None = None
     requests_per_client: int = 10  # closed_loop: requests each client sends in turn
+    grid: tuple[float, ...] | None = None  # goodput, slo_scale: the panel's measured points, read as its source read them
 
 
 def load_catalog(path: Path = HERE / "catalog.yaml") -> tuple[dict[str, dict], list[Figure]]:
     """The catalog's sources (by id: group, cite) and figures, in order."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    figures = [Figure(**f) for f in raw["figures"]]
+    figures = [Figure(**(f | ({"grid": tuple(f["grid"])} if f.get("grid") else {}))) for f in raw["figures"]]
     return raw["sources"], figures
 
 
@@ -86,6 +88,10 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
     else:
         n = seeds if isinstance(seeds, int) else scenario.seeds
         picked = tuple(range(scenario.seed, scenario.seed + n))
+    if figure.how in ("goodput", "slo_scale") and figure.grid:  # (no crossing within the panel: searched)
+        read = grid_crossing(scenario, figure.arrangement, runner, picked, figure.how, figure.grid)
+        if read is not None:
+            return read
     if figure.how == "goodput":
         from ..sweep.goodput import goodput
 
@@ -107,6 +113,39 @@ def measure(figure: Figure, runner, seeds: int | tuple[int, ...] | None = None, 
         return as_written(scenario, figure.arrangement, figure.metric, picked[0])
     raise InputError(f"validate: {figure.id}: how {figure.how!r}, expected goodput, slo_scale, concurrency, "
                      "closed_loop or run")
+
+
+def first_crossing(xs: list[float], ys: list[float], target: float) -> float | None:
+    """The x where the curve through (xs, ys) first crosses `target`, read as DistServe's artifact
+    reads its Figures 8-9 (`find_intersection` in evaluation/2-benchmark-serving/plot.ipynb,
+    LLMServe/DistServe @ 82831f1): the first pair of neighbouring points with one below the target
+    and the other not, linearly interpolated. None when no pair crosses (the notebook then draws
+    xs[0] with a warning, a value that says nothing: `measure` searches instead)."""
+    for x0, x1, y0, y1 in zip(xs, xs[1:], ys, ys[1:]):
+        if (y0 < target) != (y1 < target):
+            return (target - y0) * (x1 - x0) / (y1 - y0) + x0
+    return None
+
+
+def grid_crossing(scenario: Scenario, arrangement: str, runner, seeds: tuple[int, ...], how: str,
+                  grid: tuple[float, ...], target: float = 90.0) -> float | None:
+    """A published panel read the way its source read it: the arrangement's share on time (its
+    rule: every request judged, the mean over `seeds`) at each of the panel's measured points,
+    per-GPU rates in the order given (`how: goodput`) or SLO scales from the largest down
+    (`how: slo_scale`), and the first crossing of `target` between them (`first_crossing`; None
+    when the curve does not cross it within the panel)."""
+    from ..sweep.grid import ONLY, RATE_PER_GPU, SLO_SCALE, resolve
+    from ..sweep.runner import Task
+
+    if scenario.slo.criterion == "percentiles":
+        raise InputError(f"{scenario.source}: a grid figure reads the share of requests meeting the rule; expected "
+                         "slo.criterion per_request")
+    key, xs = (RATE_PER_GPU, list(grid)) if how == "goodput" else (SLO_SCALE, sorted(grid, reverse=True))
+    points = [resolve(scenario, {key: x, ONLY: arrangement}) for x in xs]
+    rows = runner.run([Task(p, s) for p in points for s in seeds])
+    shares = [statistics.fmean(r[0]["on_time_pct"] for r in rows[i * len(seeds):(i + 1) * len(seeds)])
+              for i in range(len(xs))]
+    return first_crossing(xs, shares, target)
 
 
 def as_written(scenario: Scenario, arrangement: str, metric: str, seed: int) -> float:

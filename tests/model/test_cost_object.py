@@ -1,7 +1,7 @@
 """The one cost object (model/costs.py, issue 36): every term of an iteration's cost is written
 there once, and each duration the model chooses once per run (for speed) equals the one general
 duration on every branch: whole ns and fractions of a ns (D10), E2, E3, E7 alone or beside
-E14/E15, E13; a repeat's ends equal its iterations' durations, each rounded once."""
+E14/E15/E17, E13; a repeat's ends equal its iterations' durations, each rounded once."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from disagg_simpy.model.costs import CostNs
 
 MODEL = Path(__file__).resolve().parents[2] / "disagg_simpy" / "model"
 TERM = re.compile(r"\.(per_reply|per_prompt_token|per_attention_pair|per_context_token|per_reread_token|per_cached_token"
-                  r"|prompt_iteration|free_prompt_tokens|per_token_tile|token_tile|kv_ship_per_token|denominator)\b"
+                  r"|prompt_iteration|free_prompt_tokens|per_token_tile|token_tile|per_expert|experts|experts_per_token"
+                  r"|kv_ship_per_token|denominator)\b"
                   r"|\(n \+ 1\) // 2|// \(2 \*")
 
 COSTS = {
@@ -31,6 +32,12 @@ COSTS = {
                                        per_context_token_ms=0.0000007, per_attention_pair_ms=0.0000000011,
                                        prompt_iteration_ms=2, free_prompt_tokens=100, per_token_tile_ms=0.5,
                                        token_tile=128),
+    "e7 e17": CostNs.from_ms(10, 1, 0.01, 0, per_attention_pair_ms=0.000001, per_expert_ms=0.25, experts=8,
+                             experts_per_token=2),
+    "e2 e3 e7 e15 e17 fractions": CostNs.from_ms(10, 1, 0.01, 0, per_reread_token_ms=0.0000013,
+                                                 per_context_token_ms=0.0000007, per_attention_pair_ms=0.0000000011,
+                                                 per_token_tile_ms=0.5, token_tile=16, per_expert_ms=0.0000003,
+                                                 experts=128, experts_per_token=8),
 }
 
 

@@ -39,10 +39,14 @@ rows = st.lists(st.tuples(st.integers(0, 8), st.integers(1, 1500), st.integers(1
     lambda rs: sorted(((t * 0.01, p, w) for t, p, w in rs), key=lambda r: r[0]))
 E14 = {"prompt_iteration_ms": st.integers(0, 5_000).map(ms), "free_prompt_tokens": st.integers(0, 600)}
 E15 = {"token_tile": st.sampled_from((1, 16, 64, 128)), "per_token_tile_ms": st.integers(0, 3_000).map(ms)}
+E17 = {"per_expert_ms": st.integers(0, 500).map(ms)}
 
 
 def tiled(c: dict) -> dict:
-    """E15: per_token_tile_ms only beside its token_tile (reading R75)."""
+    """E15: per_token_tile_ms only beside its token_tile (reading R75); E17: per_expert_ms beside
+    its experts and top-k (R95)."""
+    if "per_expert_ms" in c:
+        c = {**c, "experts": 16, "experts_per_token": 4}
     return c if "token_tile" in c or "per_token_tile_ms" not in c else {**c, "token_tile": 32}
 side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "iteration_ms": st.integers(1_000, 15_000).map(ms),
@@ -51,7 +55,7 @@ side_cost = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
-    **E14, **E15,
+    **E14, **E15, **E17,
 }).map(tiled))
 chunk = st.one_of(st.none(), st.integers(1, 700))
 costs = st.fixed_dictionaries({
@@ -62,7 +66,7 @@ costs = st.fixed_dictionaries({
     "per_reread_token_ms": st.integers(0, 20).map(ms),
     "per_context_token_ms": st.integers(0, 20).map(ms),
     "per_attention_pair_ms": st.integers(0, 3).map(lambda us: us / 1e6),
-}, optional={**E14, **E15}).map(tiled)
+}, optional={**E14, **E15, **E17}).map(tiled)
 
 
 @st.composite

@@ -5,11 +5,12 @@ log (model/paged_kv.py `stretch_log`) and the block schedule's running sums (mod
 from __future__ import annotations
 
 import random
-from array import array
 from types import SimpleNamespace
 
 from disagg_simpy.model.kv_blocks import BlockSchedule
+from disagg_simpy.model.memory import Memory
 from disagg_simpy.model.paged_kv import stretch_log
+from disagg_simpy.model.records import GpuLog
 from disagg_simpy.model.request import Request
 
 
@@ -64,11 +65,13 @@ def test_run_free_and_grow_equal_a_key_by_key_count():
                 plain = k - key
                 break
         assert s.run_free(free, key, n) == plain, (block, key, n, free)
-        gpu = SimpleNamespace(kv_used=free, kv_peak=0)
-        log = array("q")
+        memory = Memory(None, True)
+        memory.take(free)
+        gpu = SimpleNamespace(memory=memory)
+        log = GpuLog()
         s.grow(gpu, key, n, log)
         used, want = free, []
         for k in range(key, key + n):
             used += len(s.phases[k % block]) * block
             want.append(used)
-        assert log.tolist() == want and gpu.kv_used == used and gpu.kv_peak == used
+        assert log.kv_used_tokens.tolist() == want and memory.used == used and memory.peak == used

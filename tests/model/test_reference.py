@@ -141,8 +141,10 @@ COSTS = {  # whole ns per unit, mostly whole ms: times collide often
     "prompt_iteration_ms": (0.0, 0.0, 1.0, 0.0000005),  # E14; the last: half a ns, one rounding
     "free_prompt_tokens": (0, 0, 4, 16, 40),  # E14: some under the drawn prompts, some over
     "per_token_tile_ms": (0.0, 0.5, 1.0, 0.0000005),  # E15 (with a token_tile drawn beside it); half a ns
+    "per_expert_ms": (0.0, 0.25, 1.0, 0.0000005),  # E17 (with experts and experts_per_token beside it); half a ns
 }
 TOKEN_TILES = (1, 2, 4, 16)  # E15: a reply or a prompt token a tile, and tiles a few replies or tokens wide
+EXPERTS = ((8, 2), (16, 4), (128, 8), (4, 4), (3, 1))  # E17: (experts, experts_per_token), saturating at 4, 4, 16, 1, 3 tokens
 SHIPS = (0.0625, 0.125, 0.25, 0.01, 0.0000001)  # the last: 0 ns for prompts under 5 tokens
 
 
@@ -152,6 +154,8 @@ def side_cost(draw):
     c = {k: draw(st.sampled_from(COSTS[k])) for k in keys}
     if "per_token_tile_ms" in c:  # E15: its tile size beside it (R75)
         c["token_tile"] = draw(st.sampled_from(TOKEN_TILES))
+    if "per_expert_ms" in c:  # E17: the model's experts and top-k beside it (R95)
+        c["experts"], c["experts_per_token"] = draw(st.sampled_from(EXPERTS))
     return c or None
 
 

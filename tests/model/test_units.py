@@ -22,6 +22,9 @@ class FakeGpu:
         self.n_local = 0
         self.last_assignment = -1
 
+    def assigned(self, n):
+        self.last_assignment = n
+
 
 def test_iteration_cost_is_m1_in_whole_nanoseconds():
     cost = CostNs.from_ms(12, 0.4, 0.05, 0.01)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from helpers import preset_scenario
+from helpers import DEFAULT, preset_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
@@ -127,3 +127,18 @@ def test_a_plan_over_gpu_kinds_at_another_tp_checks_its_cost_errors(tmp_path, ca
     assert "not checked" not in line and "--rate" not in line, line
     assert "holds for cost errors" in line or "overtakes" in line, line
     assert pd.read_csv(out / "plan.csv").cost_error_low_per_s.notna().sum() == 2
+
+
+def test_plan_on_the_default_scenario_with_a_real_unit_preset_prints_its_robustness(tmp_path, capsys):
+    """Issue 39's Done-when as written: `plan scenarios/default.yaml` with a real-unit preset (set
+    with --set cost.preset=...) prints, beside its answer, the preset's stated errors and whether the
+    winner survives them (holds up to +-X%, or which arrangement overtakes it at what cost error)."""
+    preset = "a100-80gb/llama-2-7b/tp1/vidur-sarathi"
+    assert main(["plan", str(DEFAULT), "--gpus", "4", "--seeds", "1", "--measure-s", "10", "--tolerance", "1",
+                 "--no-plots", "--workers", "1", "--out", str(tmp_path / "p"), "--set", f"cost.preset={preset}"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("cost error"))
+    assert line.startswith(f"cost error (preset {preset}'s stated errors): ")
+    verdict = line.split("): ", 1)[1]
+    assert (verdict.startswith("the winner ") and " holds for cost errors up to +-" in verdict) or (
+        " overtakes " in verdict and "(checked to +-" in verdict), line

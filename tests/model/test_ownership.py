@@ -1,0 +1,231 @@
+"""Issue 36: the GPU's state is split into typed parts, each owned by one module of the model
+(docs/architecture.md, "Owned parts"): no module writes another's part.
+
+What it checks, on the source of every module of `disagg_simpy/model/` (its AST, no run):
+- the guarded classes are `PARTS` below; each is owned by the module that defines it. A class's
+  *names* are its attributes (every `self.X = ...` in its body, its class-level names) and its
+  methods; no name belongs to two guarded classes of different owners (else a write could not be
+  attributed), which the first test checks;
+- in every module other than a name's owner, it fails on
+  - an attribute store, augmented store or delete `E.X` with X a guarded name, unless E is the bare
+    name `self` (a method of a class of this module writing its own instance: no guarded class is
+    written through `self` outside its owner, as every guarded name's class is defined in its owner);
+  - a subscript store or delete `E.X[...]`, or a mutating call `E.X.append(...)` (`MUTATORS`), or
+    `heappush/heappop/heapify(E.X, ...)`, on a guarded name X (a list, dict, deque or array of a part);
+  - the same through a local alias: a name bound (in the same function, or a function it is nested in)
+    to `E.X` or to `E.X.<mutator>` (e.g. `waiting = gpu.queue.waiting` then `waiting.popleft()`, or
+    `append = gpu.log.runs_start.append` then `append(t)`);
+  - any `setattr(...)` call (it could write any name).
+- Allowed exceptions: `EXCEPTIONS` below, each with its reason (none for the GPU's parts).
+`test_a_planted_write_fails` plants writes from another module and sees each fail."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+MODEL = Path(__file__).resolve().parents[2] / "disagg_simpy" / "model"
+
+# guarded class -> the module (file stem in model/) that defines and so owns it
+PARTS = {
+    "Gpu": "gpu",  # the GPU's own state: its identity, role, flags and run (model/gpu.py)
+    "Memory": "memory",  # memory: E4's KV counter (tokens held, peak)
+    "GpuLog": "records",  # log: the records a run leaves (runs, reads, E4's memory log)
+}
+MUTATORS = {"append", "appendleft", "extend", "extendleft", "pop", "popleft", "insert", "remove", "clear", "fromlist",
+            "frombytes", "update", "setdefault", "sort", "reverse", "add", "discard", "move_to_end", "popitem"}
+HEAP_WRITERS = {"heappush", "heappop", "heapify", "heapreplace", "heappushpop"}
+# (module, guarded name) -> why that module may write it
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+# names still on `Gpu` that other modules write until the queue and batch parts are split off (issue 36's next step)
+PENDING = {"waiting", "queued_tokens", "n_replies", "n_seated", "seat_queue", "n_writes", "context_base", "leaving",
+           "leaving_order", "leaving_by_write", "write_order", "track_context"}
+
+
+def class_names(tree: ast.Module, cls: str) -> set[str]:
+    """The attributes and methods of class `cls` in a module's tree."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            names = set()
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    names.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names.add(item.target.id)
+                elif isinstance(item, ast.Assign):
+                    names |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+                    if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets):
+                        names |= {e.value for e in ast.walk(item.value) if isinstance(e, ast.Constant)}
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Attribute)) and isinstance(sub.ctx, ast.Store) and (
+                        isinstance(sub.value, ast.Name) and sub.value.id == "self"):
+                    names.add(sub.attr)
+            names.discard("__slots__")
+            return {n for n in names if not (n.startswith("__") and n.endswith("__"))}
+    raise AssertionError(f"model/{PARTS[cls]}.py defines no class {cls}")
+
+
+def owners() -> dict[str, str]:
+    """Guarded name -> its owner module."""
+    owner: dict[str, str] = {}
+    clash = []
+    for cls, module in PARTS.items():
+        for name in class_names(ast.parse((MODEL / f"{module}.py").read_text()), cls):
+            if owner.setdefault(name, module) != module:
+                clash.append((name, owner[name], module))
+    assert not clash, f"names of guarded classes of two owners (rename one): {clash}"
+    return owner
+
+
+METHOD_SELF: set[int] = set()  # ids of the `self` names inside methods of a class of the module being checked
+
+
+def _guarded(node: ast.AST, owner: dict[str, str], module: str) -> str | None:
+    """`E.X` with X a name guarded by another module, E not a method's `self`: X; else None."""
+    if isinstance(node, ast.Attribute) and node.attr in owner and owner[node.attr] != module and (
+            (module, node.attr) not in EXCEPTIONS) and node.attr not in PENDING:
+        if id(node.value) not in METHOD_SELF:
+            return node.attr
+    return None
+
+
+def _method_selves(tree: ast.Module) -> set[int]:
+    """The `self` names used inside the methods of the module's classes (a method's first argument)."""
+    found = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args and (
+                    method.args.args[0].arg == "self"):
+                found |= {id(n) for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == "self"}
+    return found
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [t for e in node.elts for t in _targets(e)]
+    if isinstance(node, ast.Starred):
+        return _targets(node.value)
+    return [node]
+
+
+def _aliases(func: ast.AST, owner: dict[str, str], module: str) -> tuple[dict[str, str], dict[str, str]]:
+    """In `func` (with what it nests): names bound to a guarded container `E.X` and to a guarded
+    container's mutator `E.X.m`: name -> X."""
+    containers: dict[str, str] = {}
+    mutators: dict[str, str] = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            for target in node.targets:
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and (
+                        len(target.elts) == len(node.value.elts)):
+                    pairs += zip(target.elts, node.value.elts)
+                else:
+                    pairs.append((target, node.value))
+            for target, value in pairs:
+                if not isinstance(target, ast.Name):
+                    continue
+                if (x := _guarded(value, owner, module)) is not None:
+                    containers[target.id] = x
+                elif isinstance(value, ast.Attribute) and value.attr in MUTATORS and (
+                        x := _guarded(value.value, owner, module)) is not None:
+                    mutators[target.id] = x
+        elif isinstance(node, ast.NamedExpr) and (x := _guarded(node.value, owner, module)) is not None:
+            containers[node.target.id] = x
+    return containers, mutators
+
+
+def writes(module: str, source: str, owner: dict[str, str]) -> list[str]:
+    """Every write of another module's guarded name in `source` (module `module`): 'line: what'."""
+    tree = ast.parse(source)
+    METHOD_SELF.clear()
+    METHOD_SELF.update(_method_selves(tree))
+    found = []
+    funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    scopes = [(f, *_aliases(f, owner, module)) for f in funcs] + [(tree, {}, {})]
+    seen: set[int] = set()
+    for scope, containers, mutators in scopes:
+        for node in ast.walk(scope):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for t in (t for target in targets for t in _targets(target)):
+                    if (x := _guarded(t, owner, module)) is not None:
+                        found.append(f"{node.lineno}: writes .{x}")
+                    elif isinstance(t, ast.Subscript):
+                        base = t.value
+                        if (x := _guarded(base, owner, module)) is not None:
+                            found.append(f"{node.lineno}: stores into .{x}[...]")
+                        elif isinstance(base, ast.Name) and base.id in containers:
+                            found.append(f"{node.lineno}: stores into {base.id}[...] (.{containers[base.id]})")
+            elif isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Name) and f.id == "setattr":
+                    found.append(f"{node.lineno}: setattr")
+                elif isinstance(f, ast.Attribute) and f.attr in MUTATORS:
+                    if (x := _guarded(f.value, owner, module)) is not None:
+                        found.append(f"{node.lineno}: .{x}.{f.attr}(...)")
+                    elif isinstance(f.value, ast.Name) and f.value.id in containers:
+                        found.append(f"{node.lineno}: {f.value.id}.{f.attr}(...) (.{containers[f.value.id]})")
+                elif isinstance(f, ast.Name) and f.id in mutators:
+                    found.append(f"{node.lineno}: {f.id}(...) (a mutator of .{mutators[f.id]})")
+                heap = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                if heap in HEAP_WRITERS and node.args:
+                    a = node.args[0]
+                    if (x := _guarded(a, owner, module)) is not None or (
+                            isinstance(a, ast.Name) and (x := containers.get(a.id)) is not None):
+                        found.append(f"{node.lineno}: {heap}(.{x})")
+    return sorted(set(found), key=lambda s: int(s.split(":")[0]))
+
+
+def all_writes() -> dict[str, list[str]]:
+    owner = owners()
+    out = {}
+    for path in sorted(MODEL.glob("*.py")):
+        if w := writes(path.stem, path.read_text(), owner):
+            out[path.stem] = w
+    return out
+
+
+def test_guarded_classes_exist_and_their_names_have_one_owner():
+    owner = owners()
+    for cls, module in PARTS.items():
+        assert class_names(ast.parse((MODEL / f"{module}.py").read_text()), cls)
+    assert {"draining", "used", "runs_start"} <= owner.keys()
+
+
+def test_no_module_of_the_model_writes_another_modules_part():
+    found = all_writes()
+    assert not found, "writes of another module's GPU part (call a method of the part instead):\n" + "\n".join(
+        f"model/{m}.py:{w}" for m, ws in found.items() for w in ws)
+
+
+@pytest.mark.parametrize("planted", [
+    "def f(gpu):\n    gpu.memory.used += 1\n",  # augmented store
+    "def f(gpu):\n    gpu.memory.peak = 0\n",  # store
+    "def f(gpu, k):\n    gpu.log.runs_ends[k] = 0\n",  # subscript store
+    "def f(gpu):\n    gpu.log.reads_log.fromlist([1, 2, 3])\n",  # mutating call
+    "def f(gpu):\n    log = gpu.log.kv_used_tokens\n    def g():\n        log.append(3)\n    return g\n",  # alias
+    "def f(gpu):\n    add = gpu.log.runs_start.append\n    add(3)\n",  # alias of a mutator
+    "import heapq\ndef f(gpu):\n    heapq.heappush(gpu.ships_due, 3)\n",  # heap
+    "def f(g):\n    g.draining = True\n",  # the GPU's own
+    "def f(g):\n    g.has_work = lambda: True\n",  # a method replaced per instance
+    "def f(g):\n    setattr(g, 'draining', True)\n",
+    "def f(self):\n    self.memory.used = 0\n    self.draining = True\n",  # `self` outside a method of this module
+])
+def test_a_planted_write_fails(planted):
+    """Each kind of write, planted in a module that owns no part (planner.py's name), is found."""
+    assert writes("planner", planted, owners())
+
+
+def test_an_owner_and_reads_pass():
+    """The owner writes its own part; any module reads another's, and writes through `self` its own objects."""
+    owner = owners()
+    assert not writes("memory", "class Memory:\n    def f(self, gpu):\n        gpu.memory.used = 1\n", owner)
+    assert not writes("planner", "def f(gpu):\n    n = gpu.memory.used\n    w = gpu.log.runs_stop\n"
+                                 "    return n + len(w) + w[0]\n", owner)
+    assert not writes("repeats", "class Repeat:\n    def f(self):\n        self.n_replies = 1\n", owner)
