@@ -106,7 +106,7 @@ COLUMNS: tuple[Column, ...] = (
            family="why_late", decimals=1),
     Column("late_froze_only_pct", "%", "late on freezes only %", "share late on the freeze limit alone",
            family="why_late", decimals=1),
-    Column("late_several_pct", "%", "late on several %", "share late on two or three limits",
+    Column("late_several_pct", "%", "late on several %", "share late on two limits or more",
            family="why_late", decimals=1),
     Column("n_freezes", "count", "freezes", "freezes of measured replies (the rows of freezes.csv)",
            family="why_late"),
