@@ -18,7 +18,8 @@ def build_validate_parser() -> Parser:
                description="Reproduce each published measurement of the catalog with its scenario under "
                "scenarios/validation/ and print published, ours, error and verdict per figure, a summary (figures "
                "within tolerance, median absolute error per metric) and the accuracy gate: it fails (exit 1) when a "
-               "figure recorded within its tolerance leaves it, or a metric's median error grows by more than 5 points.")
+               "figure recorded within its tolerance leaves it, a figure's error moves by more than 5 points either way, or a "
+               "metric's median error grows by more than 5 points.")
     p.add_argument("--fast", action="store_true", help="only the figures marked fast (under a minute; the CI gate)")
     p.add_argument("--out", type=path_flag("--out"), metavar="DIR",
                    help="folder for validate.csv, validate.json and validate.html (default: runs/validate/)")
