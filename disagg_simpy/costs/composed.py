@@ -5,8 +5,9 @@ attention fit), each stating its largest error against the composed times per ki
 and per size (`errors_by_size`).
 
 `python -m disagg_simpy.costs.composed` writes `composed_presets.json` (the numbers the package
-ships, read by `composed_shipped.py`); `--report` prints the error tables instead. tests/costs/test_composed.py checks that a
-refit gives the shipped numbers back.
+ships, read with the other tables by `presets.py`: `presets.from_table`); `--report` prints the
+error tables instead. tests/costs/test_composed.py checks that a refit gives the shipped numbers
+back.
 """
 
 from __future__ import annotations

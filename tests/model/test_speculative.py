@@ -146,3 +146,16 @@ def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, e
         load_scenario(path)
     message = str(err.value)
     assert "\n" not in message and expected in message, message
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"tokens": 2, "acceptanse": 0.5}, "speculative.acceptanse: unknown key (did you mean 'acceptance'?)"),
+    ({"tokens": 2, "acceptance": 0.5, "zzz": 1},
+     "speculative.zzz: unknown key, expected one of tokens, acceptance, per_draft_token_ms"),
+])
+def test_an_unknown_key_inside_speculative_says_what_the_block_takes(tmp_path, spec, expected):
+    """G15 (review2): a typo inside `speculative:` names the keys it takes, as every other block does."""
+    path = write_scenario(tmp_path, [("0", 40, 3)], cost=HAND, speculative=spec)
+    with pytest.raises(InputError) as err:
+        load_scenario(path)
+    assert str(err.value).endswith(expected), str(err.value)
