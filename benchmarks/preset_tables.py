@@ -6,9 +6,10 @@ range, errors and source; and its fitted fields, KV capacity and KV ship cost.
 
 from __future__ import annotations
 
-from disagg_simpy.costs.composed_shipped import PRESETS as COMPOSED
 from disagg_simpy.costs.presets import PRESETS as ALL
-from disagg_simpy.costs.presets import parts
+from disagg_simpy.costs.presets import from_table, parts
+
+COMPOSED = from_table("composed_presets.json")
 
 #: the presets fitted to Vidur's, DistServe's and SplitwiseSim's files (the composed ones have their own page:
 #: docs/composed-presets.md, `python -m disagg_simpy.costs.composed --report`)

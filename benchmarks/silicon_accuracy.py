@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from disagg_simpy.costs import composed as C  # noqa: E402
+from disagg_simpy.costs import gpus  # noqa: E402
 from disagg_simpy.costs import operators as O  # noqa: E402
 from disagg_simpy.costs.hf_config import ModelConfig, read_model_config  # noqa: E402
 from disagg_simpy.errors import InputError  # noqa: E402
@@ -47,7 +49,6 @@ from disagg_simpy.validation import at_concurrency, closed_loop  # noqa: E402
 SYSTEMS = {system: gpu for gpu, system in O.GPUS.items()}
 ENGINE_OF = {("vllm", gpu): e for gpu, e in C.PAIRS if e.startswith("vllm")} | {
     ("sglang", gpu): e for gpu, e in C.PAIRS if e.startswith("sglang")}
-GPU_MEMORY_GB = {"a100-80gb": 80, "h100-80gb": 80, "h200": 141, "b200": 180}
 PER_CLIENT = 10
 
 
@@ -135,7 +136,7 @@ def express(r: pd.Series, folder: Path) -> Expressed:
     model = model_of(r, folder)
     t = O.tables(folder, gpu, engine)
     presets = {side: C.compose(model, t, tp, r.model_path, ep=ep) for side, tp, ep in sides(r)}
-    budget = 8192 if r.backend == "vllm" or GPU_MEMORY_GB[gpu] < 160 else 16384
+    budget = 8192 if r.backend == "vllm" or gpus.KINDS[gpu].memory_gib < 160 else 16384
     isl, osl = int(r.isl), int(r.osl)
     workload = {"rate_per_s": 1, "warmup_s": 60, "measure_s": 240, "prompt_mix": [{"share": 1, "tokens": {"fixed": isl}}],
                 "reply_words": {"fixed": osl}}
@@ -218,7 +219,8 @@ def main() -> None:
     rows = ["| # | measurement | engine (measured; tables) | model, weights | layout | ISL / OSL | clients | TTFT "
             "measured -> closed loop (error) | TPOT measured -> closed loop (error) | open loop TTFT / TPOT error |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    out = Path("/tmp") if args.write is None else args.write
+    # (without --write, a folder of this run's own: two runs at once never overwrite each other's scenarios)
+    out = Path(tempfile.mkdtemp(prefix="silicon_accuracy-")) if args.write is None else args.write
     for i, r in refs.iterrows():
         why = reasons(r, folder)
         if why:
@@ -230,7 +232,7 @@ def main() -> None:
         loop = closed_loop(scenario, e.arrangement, e.concurrency, PER_CLIENT)
         open_cell = "-"
         if not args.no_open_loop and r["mode"] == "agg":
-            ttft, tpot = at_concurrency(scenario, e.concurrency, 1)
+            ttft, tpot = at_concurrency(scenario, e.arrangement, e.concurrency, 1)
             open_cell = f"{ttft / r.silicon_ttft_ms - 1:+.0%} / {tpot / r.silicon_tpot_ms - 1:+.0%}"
         rows.append(f"| {i + 1} | `{r.id[:60]}` | {r.backend} {r.backend_version}; {C.ENGINE_LABELS[r.backend]} "
                     f"{O.ENGINES[ENGINE_OF[(r.backend, SYSTEMS[r.system])]][1]} | {r.model_path.split('/')[1]}, {e.quant} | "

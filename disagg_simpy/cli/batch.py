@@ -36,8 +36,9 @@ from .common import (
 STORE_NAME = "store.sqlite"
 
 
-def batch_parser(prog: str, description: str) -> Parser:
-    """A parser with the flags every many-run command takes."""
+def batch_parser(prog: str, description: str, prices: bool = True) -> Parser:
+    """A parser with the flags every many-run command takes (`prices`: --price too, for the
+    commands whose tables show costs)."""
     p = Parser(prog=f"python -m disagg_simpy {prog}", description=description)
     p.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/default.yaml)")
     p.add_argument("--seeds", type=int_at_least("--seeds", 1, 10_000), metavar="N",
@@ -59,7 +60,8 @@ def batch_parser(prog: str, description: str) -> Parser:
                    help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://10.0.0.5:8786)")
     p.add_argument("--format", choices=("csv", "parquet"),
                    help="the table's file: csv (default; sweep: csv and parquet) or parquet (the same columns, typed)")
-    add_price_flag(p)
+    if prices:
+        add_price_flag(p)
     p.add_argument("--version", action="version", version=f"disagg_simpy {__version__}")
     return p
 

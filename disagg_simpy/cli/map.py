@@ -16,7 +16,7 @@ MAP_SEEDS = 5  # default seeds per cell (not the scenario's: a map has hundreds 
 def build_map_parser():
     p = batch_parser("map", "Colour a map of offered rate (x) by a traffic knob (y) with the arrangement of "
                      "--gpus GPUs that keeps the most replies on time, shaded by its margin, hatched where the top "
-                     "two are too close to call.")
+                     "two are too close to call.", prices=False)
     p.add_argument("--gpus", type=int_at_least("--gpus", 2, 64), required=True, metavar="N", help="GPUs to arrange")
     p.add_argument("--rate", metavar="RATES",
                    help="x: offered rates, START:STOP:STEP or R1,R2,... (default: 20 rates up to 1.5 x the scenario's)")

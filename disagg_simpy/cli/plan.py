@@ -53,7 +53,7 @@ def build_plan_parser():
                    help="reading GPUs of the splits tried, e.g. 4,6,8 (default every split; none: no split)")
     p.add_argument("--tp", type=tp_flag, default=(1,), metavar="T1,T2",
                    help="TP degrees tried, e.g. 1,2,4 (default 1): each from the preset of the scenario's GPU, "
-                        "model and engine at that TP (its cost: block must name a TP1 preset)")
+                        "model and engine at that TP (its cost: block, or every arrangement's, names a preset of any TP)")
     p.add_argument("--over-time", action="store_true",
                    help="with a workload.schedule: the best split per period, the switching plan as a roles: block, "
                         "and the whole day run for it, every static split and the reactive policy (plan_over_time.csv; "
@@ -83,15 +83,17 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
     return note
 
 
-def format_plan(table, share: str = "on time %") -> str:
-    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`)."""
+def format_plan(table, share: str = "on time %", pools: bool = False) -> str:
+    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`);
+    `pools`: `plan --iso-cost/--iso-power`'s rows, one per pool, led by the pool (no rank or GPU kinds)."""
     import pandas as pd
 
     from . import cost_text
 
     costs = cost_text.has_costs(table)
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", f"{share} at rate", "fails first",
-              *(["GPU kinds", *cost_text.header()] if costs else [])]
+    header = [*(["pool"] if pools else ["rank"]), "arrangement", "gpus", "goodput/s (95% interval)", "per GPU",
+              f"{share} at rate", "fails first", *([*(() if pools else ("GPU kinds",)), *cost_text.header()] if costs
+                                                  else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -99,38 +101,47 @@ def format_plan(table, share: str = "on time %") -> str:
         if not math.isnan(r.goodput_below_per_s):  # left: two others beat it (sweep/plan.py)
             goodput = f"below {r.goodput_below_per_s:.2f} (left: not in the top two)"
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
-        rows.append([str(r.rank), r.arrangement, gpus, goodput,
+        rows.append([r.pool if pools else str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
                      "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-",
-                     *([r.gpu_kinds or "-", *cost_text.cells(r)] if costs else [])])
-    return "\n".join(aligned([header, *rows], left={1}))
+                     *([*(() if pools else (r.gpu_kinds or "-",)), *cost_text.cells(r)] if costs else [])])
+    return "\n".join(aligned([header, *rows], left={0, 1} if pools else {1}))
 
 
-def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict] | None]:
+def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict | None] | None]:
     """--tp: the TP degrees to search and each one's cost block (the preset of the scenario's GPU,
     model and engine at that TP); the degrees without a preset are left out, and said on stderr."""
     if args.tp == (1,):
         return args.tp, None
     from ..costs.presets import NAMES, at_tp, parts
 
-    preset = scenario.cost.preset
+    preset = scenario.cost.preset or _arrangements_preset(scenario)
     found = parts(preset) if preset else None
-    if found is None or found[2] != 1:
-        got = f"the preset {preset}" if preset else "no preset"
+    if preset is None or found is None:
+        got = f"the cost {preset}" if preset else "no preset"
         raise InputError(f"--tp: got {','.join(map(str, args.tp))} with {got} in the scenario's cost:, expected a "
-                         "TP1 preset there (its GPU, model and engine give each TP degree's costs; python -m "
+                         "preset there (its GPU, model and engine give each TP degree's costs; python -m "
                          "disagg_simpy presets lists them)")
+    tp_of_scenario = found[2]
     have = tuple(t for t in args.tp if at_tp(preset, t) in NAMES)
     missing = [str(t) for t in args.tp if t not in have]
     if not have:
-        degrees = sorted(p[2] for n in NAMES if (p := parts(n)) and at_tp(n, 1) == preset)
+        degrees = sorted(p[2] for n in NAMES if (p := parts(n)) and at_tp(n, 1) == at_tp(preset, 1))
         raise InputError(f"--tp: got {','.join(map(str, args.tp))}, but {at_tp(preset, 0).replace('/tp0/', '/')} "
                          f"has no preset at TP {', '.join(missing)}; expected degrees with a preset: "
                          f"{', '.join(map(str, degrees))} (python -m disagg_simpy presets lists them)")
     if missing and say:
         print(f"--tp: no preset {', '.join(at_tp(preset, int(t)) for t in missing)}; "
               f"searching TP {', '.join(map(str, have))}", file=sys.stderr)
-    return have, lambda t: {"preset": at_tp(preset, t)}
+    # (a TP1 candidate keeps the scenario's costs when they are TP1's, else takes the TP1 preset)
+    return have, lambda t: None if t == 1 == tp_of_scenario else {"preset": at_tp(preset, t)}
+
+
+def _arrangements_preset(scenario) -> str | None:
+    """The one cost preset every arrangement of the scenario names (each writes its own `cost:`),
+    else None: --tp then starts from it as from the scenario's cost:."""
+    named = {c.preset for a in scenario.arrangements for c in (getattr(a, k, None) for k in a.side_tps) if c}
+    return named.pop() if len(named) == 1 else None
 
 
 def _check(args, scenario) -> None:

@@ -12,7 +12,7 @@ OUTPUT_FILES = output_files("sweep", parquet=True)
 
 def build_sweep_parser():
     p = batch_parser("sweep", "Run every point of a grid (rates x --set values), every seed, every arrangement; "
-                     "print the on-time share (mean and 95% interval over seeds) per point and arrangement.")
+                     "print the on-time share (mean and 95% interval over seeds) per point and arrangement.", prices=False)
     p.add_argument("--rate", metavar="RATES",
                    help="offered rates, START:STOP:STEP (STOP included), R1,R2,... or one (default: the scenario's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2",

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import profiles as P
+from .gpus import KINDS
 from .minimax import TILES, fit_worst, whole_range_error
 
 GIB = 2**30
@@ -78,7 +79,7 @@ MODELS = {  # from each model's public config.json and parameter count
     "opt-66b": Model("OPT-66B", 65_707_048_960, 64, 72, 128, 9216),
     "llama-2-70b": Model("Llama-2-70B", 68_976_648_192, 80, 8, 128, 8192),
 }
-GPU_MEMORY = {"a100-80gb": 80 * GIB, "h100-80gb": 80 * GIB}  # nominal; the driver reports ~1% less
+GPU_MEMORY = {k: int(KINDS[k].memory_gib * GIB) for k in ("a100-80gb", "h100-80gb")}  # nominal; the driver ~1% less
 
 
 @dataclass(frozen=True)

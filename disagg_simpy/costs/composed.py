@@ -6,8 +6,9 @@ each stating its largest error against the composed times per kind of iteration 
 (`errors_by_size`).
 
 `python -m disagg_simpy.costs.composed` writes `composed_presets.json` (the numbers the package
-ships, read by `composed_shipped.py`); `--report` prints the error tables instead. tests/costs/test_composed.py checks that a
-refit gives the shipped numbers back.
+ships, read with the other tables by `presets.py`: `presets.from_table`); `--report` prints the
+error tables instead. tests/costs/test_composed.py checks that a refit gives the shipped numbers
+back.
 """
 
 from __future__ import annotations

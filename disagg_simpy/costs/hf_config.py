@@ -36,6 +36,7 @@ class ModelConfig:
     moe_inter: int = 0
     moe_layers: int = 0  # how many of the layers are MoE layers
     quant: str = "bfloat16"  # the weights' format (QUANTS): which rows of the gemm and MoE tables
+    tied: bool = False  # `tie_word_embeddings`: the LM head is the embedding matrix (one copy in memory)
 
     @property
     def dtype_bytes(self) -> int:
@@ -59,14 +60,15 @@ class ModelConfig:
         return self.layers * 2 * max(self.kv_heads / tp, 1) * self.head_dim * self.dtype_bytes
 
     def parameters(self) -> int:
-        """Weights: embedding, lm head, and per layer the attention, norms and FFN or experts."""
+        """Weights: embedding, lm head (none of its own when tied to the embedding), and per layer
+        the attention, norms and FFN or experts."""
         h, d = self.hidden, self.head_dim
         attention = h * (self.heads + 2 * self.kv_heads) * d + self.heads * d * h
         dense = 3 * h * self.inter
         moe = self.experts * 3 * h * self.moe_inter + h * self.experts
         per_layer = attention + 2 * h
         total = self.layers * per_layer + self.moe_layers * moe + (self.layers - self.moe_layers) * dense
-        return int(total + 2 * self.vocab * h + h)
+        return int(total + (1 if self.tied else 2) * self.vocab * h + h)
 
 
 _UNSUPPORTED = {  # config key -> what it means; a config with it is refused
@@ -94,18 +96,25 @@ def _quant(raw: dict, where: str) -> str:
     return "fp8_block" if q.get("weight_block_size") else "fp8"
 
 
-def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
-    """A ModelConfig from a Hugging Face config, refusing in one line what the composition cannot
-    express (naming the key)."""
-    if not isinstance(raw, dict):
-        raise InputError(f"{where}: expected a JSON object (a Hugging Face config.json)")
-    if isinstance(raw.get("text_config"), dict) and "num_hidden_layers" not in raw:
-        raw = {**raw["text_config"]}
+def _refuse_unsupported(raw: dict, where: str) -> None:
     for key, what in _UNSUPPORTED.items():
         if raw.get(key) not in (None, 0, [], {}):
             verb = "are" if what in _PLURAL else "is"
             raise InputError(f"{where}: {key!r}: {what} {verb} not composed from the tables (dense and MoE decoders "
                              "with full attention only)")
+
+
+def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
+    """A ModelConfig from a Hugging Face config, refusing in one line what the composition cannot
+    express (naming the key)."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a JSON object (a Hugging Face config.json)")
+    tied = bool(raw.get("tie_word_embeddings"))
+    _refuse_unsupported(raw, where)  # (the outer config first: a VLM's vision_config sits beside its text_config)
+    if isinstance(raw.get("text_config"), dict) and "num_hidden_layers" not in raw:
+        raw = {**raw["text_config"]}
+        tied = bool(raw.get("tie_word_embeddings", tied))
+        _refuse_unsupported(raw, where)
     if raw.get("use_sliding_window") or (raw.get("sliding_window") and raw.get("use_sliding_window") is not False):
         raise InputError(f"{where}: 'sliding_window': sliding-window attention is not composed (full attention only)")
 
@@ -134,7 +143,7 @@ def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
     vocab = whole("vocab_size")
     if not experts:
         return ModelConfig(layers, hidden, heads, kv_heads, head_dim, whole("intermediate_size"), vocab, dtype,
-                           quant=quant)
+                           quant=quant, tied=tied)
     experts = whole("num_local_experts" if "num_local_experts" in raw else "num_experts")
     topk = whole("num_experts_per_tok")
     if topk > experts:
@@ -145,7 +154,7 @@ def model_config(raw: dict, where: str = "config.json") -> ModelConfig:
     moe_layers = sum(1 for i in range(layers) if i not in dense_layers and (i + 1) % step == 0)
     inter = whole("intermediate_size") if moe_layers < layers else 0
     return ModelConfig(layers, hidden, heads, kv_heads, head_dim, inter, vocab, dtype, experts, topk, moe_inter,
-                       moe_layers, quant)
+                       moe_layers, quant, tied)
 
 
 def read_model_config(path: Path) -> ModelConfig:

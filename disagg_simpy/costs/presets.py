@@ -28,18 +28,31 @@ RECORD_FIELDS = ("gpu", "model", "tp", "dtype", "engine", "engine_version", "sou
 RANGE_KEYS = ("replies", "prompt_tokens", "context_per_reply")
 
 
-def _merged() -> dict[str, dict[str, Any]]:
+def _merged() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Every preset, and the table (file) each comes from."""
     out: dict[str, dict[str, Any]] = {}
+    origin: dict[str, str] = {}
     for file in TABLES:
         table = json.loads((Path(__file__).parent / file).read_text(encoding="utf-8"))
         clash = set(out) & set(table)
         if clash:
             raise RuntimeError(f"preset {sorted(clash)[0]} is in two tables of presets ({file} and another)")
         out.update(table)
-    return out
+        origin.update(dict.fromkeys(table, file))
+    return out, origin
 
 
-PRESETS = _merged()
+PRESETS, _TABLE_OF = _merged()
+
+
+def from_table(file: str) -> dict[str, dict[str, Any]]:
+    """The presets of one of TABLES (`composed_presets.json`: the composed ones), as the package
+    reads them: the one reader of the shipped tables."""
+    if file not in TABLES:
+        raise ValueError(f"{file}: not one of the tables of presets ({', '.join(TABLES)})")
+    return {name: p for name, p in PRESETS.items() if _TABLE_OF[name] == file}
+
+
 NAMES = tuple(PRESETS)
 KV_PATHS = ("intra_node", "inter_node")
 EXAMPLE = "a100-80gb/llama-3-8b/tp1/vidur-sarathi"

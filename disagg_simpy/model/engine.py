@@ -100,7 +100,7 @@ class Engine:
             steps = (requests.draft_keys, spec.tokens, spec.acceptance)  # (each GPU's own `ContextSteps`, used with E3)
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
-        self.chunk_readers = [g for g in self.reading.gpus if g.chunk_tokens is not None]  # repeats to sync (D1)
+        self.chunk_readers = [g for g in self.reading.gpus if g.queue.chunk_tokens is not None]  # repeats to sync (D1)
         link = arrangement.kv_link_mode
         self.kv_link = KvLink(self.env, self.cost.ship_ns, self.gpus, link, kv=kv_on)
         # E4e: requests read on a split whose writing GPU has no room yet, in D5 step 1 order

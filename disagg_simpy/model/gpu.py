@@ -12,21 +12,22 @@ memory (`memory`, model/memory.py), its records (`log`, model/records.py's `GpuL
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 import simpy
 
 from ..workload.speculative import IterationCounts
+from .batch import Batch
 from .costs import ContextSteps, CostNs
 from .gpu_state import Reads
-from .kv_take import take_prompt_tokens, take_with_options
+from .kv_take import take_with_options
 from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, fire
 from .planner import Start
 from .prefix_cache import PrefixCache
+from .prompts import PromptQueue
 from .records import GpuLog
 from .repeats import Repeat, Work, repeat_work
 from .request import Request
@@ -62,10 +63,6 @@ class Gpu:
     _start: Start | None = None  # under the options, its start of an iteration, chosen by `run` (model/option_starts.py)
     tick: Slot  # set by `run`: its event to reuse (`phases.again`)
     _m1: Callable[[int, int], int]  # set by `run`: its cost with every option off (`CostNs.iteration_fn`)
-    # E16 (set by the engine): per request id, the writing iterations of its words 2..n (where its last word falls: an
-    # iteration's batch and cost do not depend on them, so repeats stay exact); with E3, its context's uneven growth
-    writing_iterations: IterationCounts | None = None
-    context_steps: ContextSteps | None = None
 
     def __init__(self, number: int, reads: bool, writes: bool, chunk_tokens: int | None, cost: CostNs,
                  kv_capacity: int | None = None, reserve_reply: bool = True, max_replies: int | None = None,
@@ -73,18 +70,11 @@ class Gpu:
         self.number = number
         self.reads = reads
         self.writes = writes
-        self.chunk_tokens = chunk_tokens
         self.cost = cost  # this GPU's side's figures (E1)
-        self.waiting: deque[Request] = deque()  # prompts routed here, not fully read (front may be partly read)
-        self.queued_tokens = 0  # D1
-        self.n_replies = 0  # replies that get a word from the next iteration
+        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
-        self.context_base = 0  # E3: sum over replies in progress of n_prompt + 1 - join_iteration
-        self.track_context = cost.writing_grows
-        self.leaving: dict[int, list[Request]] = {}  # iteration index -> replies whose last word ends it
-        self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
         self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
         self.last_assignment = -1
         self.n_started = 0
@@ -99,17 +89,12 @@ class Gpu:
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
         self.draining = False  # E12: leaving its side; tells the host at each iteration end
-        # E8: at most `seats` replies written per iteration (the first joined), the others wait
-        # in `seat_queue`; replies written + prompt tokens read <= `max_tokens`
+        # E8: at most min(max_replies, max_tokens) replies written per iteration (the batch's seats); replies
+        # written + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
         self.max_requests = max_requests  # E8 per side (R89): prompts read per iteration (a reading instance)
         limits = [x for x in (max_replies, max_tokens) if x is not None]
-        self.seats = min(limits) if limits else None
-        self.seat_queue: deque[Request] = deque()
-        self.n_seated = 0
-        self.mixed, self.n_writes, self.queue_replies = mixed, 0, self.seats is not None or not mixed  # E10: seat_queue waits
-        self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
-        self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `unmixed.writing_bound`)
+        self.batch = Batch(min(limits) if limits else None, mixed, cost.writing_grows)  # replies in progress (model/batch.py)
         # Records: one row per run of back-to-back iterations of one batch, one per (iteration, prompt) read
         # (model/records.py's `GpuLog`: flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan)
         self.log = GpuLog()
@@ -120,22 +105,23 @@ class Gpu:
 
     def has_work(self) -> bool:
         """A reply in progress, or a waiting prompt it can take (E4d: the head fits, or is partly read)."""
-        if self.n_replies > 0 or not self.waiting:
-            return self.n_replies > 0
+        if self.batch.n_replies > 0 or not self.queue.waiting:
+            return self.batch.n_replies > 0
         if self.memory.capacity is None:
             return True
-        head = self.waiting[0]
+        head = self.queue.waiting[0]
         return head.unread_tokens < head.read_size or self.memory.need(head) <= self.memory.capacity - self.memory.used
 
-    def _has_work_unlimited(self) -> bool:
-        """`has_work` without a memory limit (the explainer's rules), chosen once by `run`, for speed."""
-        return self.n_replies > 0 or bool(self.waiting)
+    def _has_work_unlimited(self) -> Callable[[], bool]:
+        """`has_work` without a memory limit (the explainer's rules), what it reads bound once, chosen by `run` for speed."""
+        batch, waiting = self.batch, self.queue.waiting
+        return lambda: batch.n_replies > 0 or bool(waiting)
 
     def reserve(self, tokens: int) -> None:
         """Hold `tokens` more KV memory (E4), at a start or (E4e: the handoff) maybe mid-repeat: that cuts it."""
         if self.repeat is not None:
             self.repeat.cut()
-        self.memory.take(tokens)
+        self.memory.hold(tokens)
 
     def free(self, tokens: int) -> None:
         """Free KV memory from outside an iteration end (a ship end, D5 step 2): an idle GPU looks again in step 3 (E4d)."""
@@ -149,7 +135,7 @@ class Gpu:
                writing_iterations: IterationCounts | None = None, context_steps: ContextSteps | None = None) -> None:
         """The engine's settings before the run: E4e's handoff, D5 step 3 starts, E13's cache, E16's draws."""
         self.serves_handoff, self.always_defer, self.prefix = serves_handoff, always_defer, prefix
-        self.writing_iterations, self.context_steps = writing_iterations, context_steps
+        self.batch.speculate(writing_iterations, context_steps)
 
     def use_paging(self, paged: Any) -> None:
         """E9: its memory policy (model/paged_kv.py's `PagedKv`), set before the run."""
@@ -165,9 +151,10 @@ class Gpu:
 
     def serve(self, reading: bool, cost: CostNs, chunk_tokens: int | None) -> None:
         """E12: it joins its new side, reading or writing, with that side's cost and chunk, never assigned there (D2)."""
-        self.reads, self.writes, self.cost, self.chunk_tokens = reading, not reading, cost, chunk_tokens
+        self.reads, self.writes, self.cost = reading, not reading, cost
+        self.queue.set_chunk(chunk_tokens)
         self.memory.set_reserve_reply(not reading)
-        self.track_context = cost.writing_grows
+        self.batch.set_track_context(cost.writing_grows)
         self.last_assignment = -1
 
     def assigned(self, n: int) -> None:
@@ -198,8 +185,7 @@ class Gpu:
     def add_prompt(self, request: Request) -> None:
         """A prompt is routed here (D5 step 2): a GPU writing only, in a repeat, reads it from the next iteration end on
         (a repeat reading chunks takes it after the head, unchanged)."""
-        self.waiting.append(request)
-        self.queued_tokens += request.n_prompt_tokens
+        self.queue.add(request)
         if self.repeat is not None and self.repeat.head is None:
             self.repeat.cut(ahead=True)
         self._wake()
@@ -213,40 +199,15 @@ class Gpu:
         request.joined_at_ns = now
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        self.n_replies += 1
-        if not self.queue_replies:
-            self._seat(request, self.n_started)
-        else:
-            self.seat_queue.append(request)
+        self.batch.join(request, self.n_started)
         self._wake()
-
-    def _seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
-        request.join_iteration = index
-        if key is None:
-            key, by_key, order = index, self.leaving, self.leaving_order
-        else:
-            by_key, order = self.leaving_by_write, self.write_order
-        if self.track_context:
-            self.context_base += request.n_prompt_tokens + 1 - key
-            if self.context_steps is not None:  # E16
-                self.context_steps.seat(request.request_id, request.n_reply_words, key)
-        its = self.writing_iterations  # E16: one or more words an iteration, drawn (workload/speculative.py)
-        last = key + (request.n_reply_words - 1 if its is None else its[request.request_id]) - 1
-        leaving = by_key.get(last)
-        if leaving is None:
-            by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)
-            heapq.heappush(order, last)
-        else:
-            leaving.append(request)
 
     def _wake(self) -> None:
         if self.wake is not None:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
 
-    _take_prompt_tokens = take_prompt_tokens  # (model/kv_take.py)
-    _take_with_options = take_with_options  # (model/kv_take.py)
+    _take_with_options = take_with_options  # (model/prompts.py)
 
     def run(self, env: Environment, host: Host) -> Generator[simpy.Event, Any, None]:
         """The GPU's SimPy process: one loop for the explainer's rules (M1-M5, D4, D5, D9) and the options (E2-E4, E7,
@@ -259,28 +220,31 @@ class Gpu:
         extra_terms = cost.extra_terms  # E2, E3, E7
         kv = self.memory.capacity is not None  # E4
         serves_handoff, always_defer = self.serves_handoff, self.always_defer  # set before the run
-        options = extra_terms or kv or serves_handoff or always_defer or self.seats is not None or (
-            self.max_tokens is not None) or self.max_requests is not None or self.changes_role or self.prefix is not None or not self.mixed
+        batch = self.batch
+        options = extra_terms or kv or serves_handoff or always_defer or batch.seats is not None or (
+            self.max_tokens is not None) or self.max_requests is not None or self.changes_role or self.prefix is not None or not batch.mixed
         # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
-        steps = self.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and self.track_context)
+        steps = batch.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and batch.track_context)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
         release = releaser(self)  # (None: no bookkeeping of replies leaving)
         end_hooks = serves_handoff or always_defer or self.changes_role  # (E4e, E5, E12: the options' iteration end)
         # a cut repeat may take its next iteration ahead (`start_ahead`) unless E4 (but E9 with E10: `Repeat.cut`), E4e, E5, E12, E13
-        self.ahead = not (end_hooks or self.prefix is not None) and (not kv or (self.paged is not None and not self.mixed))
+        self.ahead = not (end_hooks or self.prefix is not None) and (not kv or (self.paged is not None and not batch.mixed))
         self.repeat_work = repeat_work(self) if options else None
         self.bound = bounds(self)
-        has_work = self._has_work_unlimited if self.memory.capacity is None else self.has_work if self.paged is None else (
+        has_work = self._has_work_unlimited() if self.memory.capacity is None else self.has_work if self.paged is None else (
             self.paged.has_work)  # (chosen once: it runs at every iteration end)
         kv_need = self.memory.need if self.paged is None else self.paged.held  # (E9: what a request frees)
         give_back = self.memory.give_back
         end_priority = PHASE_END + self.number
         start_priority = PHASE_START + self.number
+        waiting, take = self.queue.waiting, self.queue.take  # D4 (model/prompts.py)
+        leaving_at, leave = batch.leaving, batch.leave  # replies whose last word an iteration writes (model/batch.py)
         log_iteration, log_read = self.log.iteration, self.log.read  # the records: a run of one iteration at each end
         tick = self.tick = Slot(env, None, 0)  # its one event to reuse (`again`): iteration ends, a repeat's (not cut)
         taken: Sequence[tuple[Request, int]]  # () when nothing is read: no list to build
@@ -295,14 +259,14 @@ class Gpu:
             index = self.n_started
             self.n_started = index + 1
             if steps is not None:  # E3 with E16: the context of the words accepted before this iteration
-                self.context_base += steps.due(index)
+                batch.add_context(steps.due(index))
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)
                     continue
             else:
-                n_replies = self.n_replies
-                taken, n_tokens = self._take_prompt_tokens(started) if self.waiting else ((), 0)
+                n_replies = batch.n_replies
+                taken, n_tokens = take(started) if waiting else ((), 0)
                 duration = iteration_ns(n_replies, n_tokens)
             if fast and duration and (n := self.steady_iterations(index, taken, n_replies, started, duration)) > 1:
                 repeat = self.repeat = Repeat(self, env, started, index, duration, n_replies, taken[0][0] if taken else None,
@@ -318,7 +282,7 @@ class Gpu:
                 else:  # cut, and the iteration after it ends now
                     repeat.record(repeat.n)
                     taken, n_tokens, duration = repeat.after
-                    if not self.mixed:  # E10: it reads the prompt that cut a writing repeat, writing none (`start_ahead`)
+                    if not batch.mixed:  # E10: it reads the prompt that cut a writing repeat, writing none (`start_ahead`)
                         n_replies = 0
                     index += repeat.n
                 now = env.now
@@ -327,10 +291,7 @@ class Gpu:
                 yield again(tick, duration, end_priority)
                 now = started + duration
             log_iteration(started, duration, index + 1, n_replies, n_tokens)
-            leaving = self.leaving.pop(index, None)
-            if leaving:
-                heapq.heappop(self.leaving_order)
-                self.n_replies -= len(leaving)
+            if index in leaving_at and (leaving := leave(index)):  # (a read first: most iterations none leaves)
                 if release is not None:
                     release(leaving)
                 host.replies_finished(leaving, now)
@@ -365,13 +326,13 @@ class Gpu:
         the batch before a change known now cuts the repeat (`Repeat.cut`) (docs/architecture.md)."""
         if taken:  # (first: most reading starts read whole prompts, or several)
             head, tokens = taken[0]
-            if len(taken) > 1 or tokens != self.chunk_tokens:
+            if len(taken) > 1 or tokens != self.queue.chunk_tokens:
                 return 1
             n = 1 + head.unread_tokens // tokens
-            if self.leaving_order:
-                n = min(n, self.leaving_order[0] - index + 1)
+            if order := self.batch.leaving_order:
+                n = min(n, order[0] - index + 1)
         else:
-            n = self.leaving_order[0] - index + 1 if self.leaving_order else 1 << 62
+            n = order[0] - index + 1 if (order := self.batch.leaving_order) else 1 << 62
         if self.ships_due:  # (model/repeats.py: exact, as any shorter repeat)
             n = min(n, (self.ships_due[0] - started - 1) // duration + 1)
         return self.bound(self, index, taken, n_replies, n) if self.bound is not None and n > 1 else n
@@ -385,7 +346,7 @@ class Gpu:
         if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
-            taken, n_tokens = self._take_prompt_tokens(at)
+            taken, n_tokens = self.queue.take(at)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
         _, reads, n_tokens, duration = self._start(at, self.n_started, host)
         return reads, n_tokens, duration
@@ -393,16 +354,10 @@ class Gpu:
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:
         """An iteration's duration under the options (the general path): the cost object's, with this GPU's
         E3 context sum and its cost now (E12 may change it)."""
-        return self.cost.duration(self.context_base, now, index, n_replies, n_tokens, taken)
+        return self.cost.duration(self.batch.context_base, now, index, n_replies, n_tokens, taken)
 
     def _release(self, leaving: list[Request]) -> None:
         """Replies whose last word was just written leave the options' bookkeeping (E3, E4a, c, E8, E10)."""
-        if self.queue_replies:
-            self.n_seated -= len(leaving)
-        if self.track_context:
-            w = self.n_writes + 1  # E10: a reply of n words leaving now was seated at writing iteration w - n
-            self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if self.mixed else w - r.n_reply_words) for r in leaving)
-            if self.context_steps is not None:  # E16: and the accepted words' context added
-                self.context_base -= self.context_steps.leave(leaving)
+        self.batch.release(leaving)
         if self.memory.capacity is not None:
             self.memory.give_back(sum(r.n_prompt_tokens + r.n_reply_words for r in leaving))

@@ -4,14 +4,15 @@ option_paths.py, kv_blocks.py) without those modules importing model/gpu.py, whi
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .batch import Batch
     from .costs import CostNs
     from .memory import Memory
     from .prefix_cache import PrefixCache
+    from .prompts import PromptQueue
     from .records import GpuLog
     from .request import Request
 
@@ -26,48 +27,28 @@ class StartHost(Protocol):
 
 
 class GpuState(Protocol):
-    """A GPU's state as its policies see it: its queue (D4), its batch (E3, E8, E10), its memory
-    (E4, E9) and its memory log (E4)."""
+    """A GPU's state as its policies see it: its parts, each owned by one module (docs/architecture.md, "Owned
+    parts"): its queue (D4), its batch (E3, E8, E10), its memory (E4, E9) and its records (E4's memory log)."""
 
     number: int
     cost: CostNs
     # the queue (D1, D4)
-    waiting: deque[Request]
-    queued_tokens: int
-    chunk_tokens: int | None
+    queue: PromptQueue  # its prompts (model/prompts.py)
     max_tokens: int | None  # E8's token budget
     max_requests: int | None  # E8 per side (R90): prompts a reading iteration reads
     prefix: PrefixCache | None  # E13
     changes_role: bool  # E12: its chunk and cost may change
-    # the batch
-    n_replies: int
+    batch: Batch  # who it writes (model/batch.py)
     n_started: int
-    n_seated: int
-    seats: int | None  # E8
-    seat_queue: deque[Request]
-    queue_replies: bool
-    mixed: bool  # E10
-    n_writes: int
-    track_context: bool  # E3
-    context_base: int
-    leaving: dict[int, list[Request]]
-    leaving_order: list[int]
-    leaving_by_write: dict[int, list[Request]]
-    write_order: list[int]
     # the memory (E4, model/memory.py; E9's `PagedKv`, typed Any here: it names this Protocol's GPU, model/paged_kv.py)
     memory: Memory
     paged: Any
     log: GpuLog  # its records (model/records.py): E4's memory log at each start
 
-    def _take_prompt_tokens(self, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                            ) -> tuple[list[tuple[Request, int]], int]: ...
-
     def _take_with_options(self, n_written: int) -> list[tuple[Request, int]]: ...
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]
                   ) -> int: ...
-
-    def _seat(self, request: Request, index: int, key: int | None = None) -> None: ...
 
     def _release(self, leaving: list[Request]) -> None: ...
 

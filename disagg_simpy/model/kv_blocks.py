@@ -23,7 +23,6 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -118,7 +117,7 @@ class BlockSchedule:
             used += len(phase) * block
             held.append(used)
         log.kv_each(held)
-        gpu.memory.take(used - was)
+        gpu.memory.hold(used - was)
 
 
 def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
@@ -141,20 +140,19 @@ def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: m
 def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
     iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
-    heap `Gpu.write_order`, a preempted reply's left there until popped), and while every due block is free
-    (`BlockSchedule.run_free` from its key, `Gpu.n_writes - 1`, when not free at a glance); prompt-only iterations give no block. After a
+    heap `Batch.write_order`, a preempted reply's left there until popped: `Batch.first_leaving_write`), and while every
+    due block is free (`BlockSchedule.run_free` from its key, `Batch.n_writes - 1`, when not free at a glance);
+    prompt-only iterations give no block. After a
     start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
     if paged.blocked or paged.moved_tokens:
         return 1
     if n_replies:
-        key = gpu.n_writes - 1
-        if by_write := gpu.leaving_by_write:
-            order = gpu.write_order
-            while order[0] not in by_write:
-                heappop(order)
-            if order[0] - key < n:
-                n = order[0] - key + 1
+        key = gpu.batch.n_writes - 1
+        if gpu.batch.leaving_by_write:
+            first = gpu.batch.first_leaving_write()
+            if first - key < n:
+                n = first - key + 1
                 if n < 2:
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)

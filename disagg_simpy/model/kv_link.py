@@ -27,11 +27,11 @@ from .request import Request
 class Link:
     """One link of E5: whether a ship is on it, and the ships waiting, in request order."""
 
-    __slots__ = ("busy", "queue")
+    __slots__ = ("busy", "ships")
 
     def __init__(self) -> None:
         self.busy = False
-        self.queue: deque[Request] = deque()
+        self.ships: deque[Request] = deque()
 
 
 class KvLink:
@@ -57,7 +57,7 @@ class KvLink:
             if link is None:
                 link = self.links[k] = Link()
             if link.busy:
-                link.queue.append(request)
+                link.ships.append(request)
                 return
             link.busy = True
         self._start(request, now)
@@ -74,8 +74,8 @@ class KvLink:
         now = self.env.now
         if self.key is not None:
             link = self.links[self.key(request)]
-            if link.queue:
-                self._start(link.queue.popleft(), now)
+            if link.ships:
+                self._start(link.ships.popleft(), now)
             else:
                 link.busy = False
         if self.kv:

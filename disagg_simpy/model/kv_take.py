@@ -1,5 +1,5 @@
-"""D4's choice of prompts: plain (`take_prompt_tokens`, `Gpu._take_prompt_tokens`) and under the options (E4d, E8,
-E13; E9's admission), `Gpu._take_with_options`: kept out of model/gpu.py (near its size limit)."""
+"""D4's choice of prompts under the options (E4d, E8, E13; E9's admission), `Gpu._take_with_options`, from the
+GPU's prompt queue (model/prompts.py's `PromptQueue`, whose methods it calls), kept out of model/gpu.py."""
 
 from __future__ import annotations
 
@@ -12,44 +12,6 @@ if TYPE_CHECKING:
     from .request import Request
 
 
-def take_prompt_tokens(gpu: GpuState, now: int, taken: list[tuple[Request, int]] | None = None, budget: int | None = None
-                        ) -> tuple[list[tuple[Request, int]], int]:
-    """The prompt tokens an iteration starting now reads (D4; `taken` if the options chose them; chunked, up to `budget`
-    if given, E8), and how many. They stop counting as queued (D1)."""
-    if taken is not None:
-        pass
-    elif gpu.chunk_tokens is None:
-        taken = []
-        for r in gpu.waiting:  # (a loop: a comprehension's own frame costs more for 1-4 prompts)
-            taken.append((r, r.unread_tokens))
-        gpu.waiting.clear()
-    else:
-        taken, budget = [], gpu.chunk_tokens if budget is None else budget
-        if gpu.waiting and (r := gpu.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-            r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
-            gpu.queued_tokens -= budget
-            return [(r, budget)], budget
-        while gpu.waiting and budget:
-            r = gpu.waiting[0]
-            n = min(r.unread_tokens, budget)
-            taken.append((r, n))
-            budget -= n
-            if n == r.unread_tokens:
-                gpu.waiting.popleft()
-            else:
-                break
-    n_tokens = n_cached = 0
-    for r, n in taken:
-        if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-            r.read_started_at_ns = now
-            r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-            n_cached += r.cached_tokens
-        r.unread_tokens -= n
-        n_tokens += n
-    gpu.queued_tokens -= n_tokens + n_cached
-    return taken, n_tokens
-
-
 def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]]:
     """D4 under the options, in arrival order, no prompt overtaking another:
     - E4d: a prompt whose reading has not begun is taken only if its reservation fits the free tokens (less what
@@ -59,10 +21,10 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
       waits, unless it is larger than the whole budget (or begun so), when it is read in pieces of the room;
       E8 per side (R90): at most `max_requests` prompts (whole or a piece each);
     - E13: a prompt not begun reads after its longest cached prefix (fixed and pinned if taken)."""
-    waiting = gpu.waiting
+    waiting, pop = gpu.queue.waiting, gpu.queue.pop
     capacity, limit, paged = gpu.memory.capacity, gpu.max_tokens, gpu.paged
     free = 0 if capacity is None else capacity - gpu.memory.used
-    budget = gpu.chunk_tokens  # tokens left to read this iteration when chunked
+    budget = gpu.queue.chunk_tokens  # tokens left to read this iteration when chunked
     room = None if limit is None else limit - n_written  # E8, whole prompts
     if budget is not None and room is not None:
         budget, room = min(budget, room), None
@@ -93,7 +55,7 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
         elif room is not None:
             room -= n
         if n == r.unread_tokens - hit:
-            waiting.popleft()
+            pop()
         else:
             break
     if capacity is not None:
@@ -107,7 +69,7 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     reply swapped out, nothing preempted at this start, its blocks plus one free); else nothing,
     without a call (most starts under load). (`kv` typed Any: a type would close the circle
     paged_kv -> gpu -> planner -> kv_take.)"""
-    waiting, gpu = kv.gpu.waiting, kv.gpu
+    waiting, gpu = kv.gpu.queue.waiting, kv.gpu
 
     def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
         head = waiting[0]
@@ -129,7 +91,7 @@ def _admit(r: Request, unread: int, block: int, now: int) -> int:
 
 
 def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, Any as in paged_admission)
-    """E9: `take_with_options` then `Gpu._take_prompt_tokens` in one pass (the same choice, the same
+    """E9: `take_with_options` then `PromptQueue.take` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
     blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped
     out, nothing preempted at this start) or else D4 stops there; E8's budget as
@@ -137,10 +99,10 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
     branch reads chunks with or without it). With a prefix cache (E13), those two."""
     gpu = kv.gpu
     if gpu.prefix is not None:
-        both: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+        both: tuple[list[tuple[Request, int]], int] = gpu.queue.take(now, gpu._take_with_options(n_written))
         return both
-    waiting, block, used = gpu.waiting, kv.block, gpu.memory.used
-    budget, limit, cap = gpu.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
+    waiting, pop, block, used = gpu.queue.waiting, gpu.queue.pop, kv.block, gpu.memory.used
+    budget, limit, cap = gpu.queue.chunk_tokens, gpu.max_tokens, gpu.max_requests or -1  # (cap -1: none, R90)
     taken: list[tuple[Request, int]] = []
     n_tokens = 0
     r = waiting[0]
@@ -161,7 +123,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             r.unread_tokens = unread - n
             if n < unread:
                 break
-            waiting.popleft()
+            pop()
             budget -= n
             if not (waiting and budget) or len(taken) == cap:
                 break
@@ -177,7 +139,7 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             taken.append((r, unread))
             n_tokens += unread
             r.unread_tokens = 0
-            waiting.popleft()
+            pop()
             if not waiting or len(taken) == cap:
                 break
             r = waiting[0]
@@ -198,12 +160,12 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             r.unread_tokens = unread - n
             if n < unread:
                 break
-            waiting.popleft()
+            pop()
             if not waiting or len(taken) == cap:
                 break
             room -= n
             r = waiting[0]
-    gpu.queued_tokens -= n_tokens
+    gpu.queue.count_taken(n_tokens)
     if used != gpu.memory.used:  # (`Gpu.reserve`; no repeat runs at a start)
-        gpu.memory.take(used - gpu.memory.used)
+        gpu.memory.hold(used - gpu.memory.used)
     return taken, n_tokens

@@ -31,7 +31,7 @@ class Memory:
         """Tokens a prompt read here reserves (E4a, b, E6)."""
         return request.n_prompt_tokens + (request.n_reply_words if self.reserve_reply else 0)
 
-    def take(self, tokens: int) -> None:
+    def hold(self, tokens: int) -> None:
         """Hold `tokens` more (a reservation, E9's blocks)."""
         used = self.used = self.used + tokens
         if used > self.peak:

@@ -14,16 +14,16 @@ def take(gpu: GpuState, now: int, n_written: int) -> tuple[list[tuple[Request, i
     replies, and how many (D4; E4d, E8, E13 as `Gpu._take_with_options` chooses them). With no
     KV limit and no prefix cache, and unless it reads whole prompts under a token budget, that
     choice is D4's plain one, chunked up to min(chunk_tokens, max_batch_tokens - n_written)."""
-    if not gpu.waiting:
+    if not gpu.queue.waiting:
         return [], 0
-    chunk, limit = gpu.chunk_tokens, gpu.max_tokens
+    chunk, limit = gpu.queue.chunk_tokens, gpu.max_tokens
     if gpu.memory.capacity is None and gpu.prefix is None and gpu.max_requests is None and (chunk is not None or limit is None):
         if limit is not None and chunk is not None and limit - n_written < chunk:
             if limit == n_written:
                 return [], 0
-            taken: tuple[list[tuple[Request, int]], int] = gpu._take_prompt_tokens(now, None, limit - n_written)
+            taken: tuple[list[tuple[Request, int]], int] = gpu.queue.take(now, None, limit - n_written)
             return taken
-        taken = gpu._take_prompt_tokens(now)
+        taken = gpu.queue.take(now)
         return taken
-    taken = gpu._take_prompt_tokens(now, gpu._take_with_options(n_written))
+    taken = gpu.queue.take(now, gpu._take_with_options(n_written))
     return taken

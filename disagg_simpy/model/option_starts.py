@@ -27,14 +27,16 @@ def releaser(gpu: GpuState) -> Callable[[list[Request]], None] | None:
     if gpu.paged is not None:
         paged_release: Callable[[list[Request]], None] = gpu.paged.release
         return paged_release
-    if gpu.track_context or gpu.memory.capacity is not None or gpu.changes_role:
+    if gpu.batch.track_context or gpu.memory.capacity is not None or gpu.changes_role:
         release: Callable[[list[Request]], None] = gpu._release
         return release
-    if not gpu.queue_replies:
+    if not gpu.batch.queue_replies:
         return None
 
+    freed = gpu.batch.seats_freed
+
     def release_seats(leaving: list[Request]) -> None:
-        gpu.n_seated -= len(leaving)
+        freed(len(leaving))
     return release_seats
 
 
@@ -42,5 +44,5 @@ def bounds(gpu: GpuState) -> Bound | None:
     """How the options bound a repeat (`Gpu.steady_iterations`): E9's blocks (`kv_blocks.bound`;
     with E10, `kv_blocks.writing_bound`), E10's last writing iterations (`unmixed.writing_bound`), or nothing (None)."""
     if gpu.paged is not None:
-        return kv_blocks.bound(gpu.paged) if gpu.mixed else kv_blocks.writing_bound  # (model/kv_blocks.py)
-    return None if gpu.mixed else writing_bound
+        return kv_blocks.bound(gpu.paged) if gpu.batch.mixed else kv_blocks.writing_bound  # (model/kv_blocks.py)
+    return None if gpu.batch.mixed else writing_bound

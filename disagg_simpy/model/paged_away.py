@@ -4,7 +4,6 @@ the end of a re-read (docs/rules.md#e9). `PagedKv` has them as methods (`_preemp
 
 from __future__ import annotations
 
-import heapq
 from typing import TYPE_CHECKING, Any
 
 from .records import iteration_end, last_write_end
@@ -20,7 +19,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
     kv.blocked = kv.dirty = True
     kv.preemptions.extend((r.request_id, now))
     del kv.running[r]
-    gpu.n_replies -= 1
+    gpu.batch.add_replies(-1)
     seat = r.seat_index
     if seat >= 0:
         words = r.seat_word + index - seat - 1  # words it has
@@ -29,7 +28,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
         unseat(kv, r)
     else:
         words = r.seat_word - 1
-        gpu.seat_queue.remove(r)
+        gpu.batch.unwait(r)
     if r.stretches is None:
         r.stretches = [[r.join_iteration, 2, -1, r.first_word_at_ns, 1]]
     last = r.stretches[-1]
@@ -38,7 +37,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
         r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
         last_at = last[3]
     else:
-        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.mixed else last_write_end(gpu.log)) if last[2] else last[3]
+        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.batch.mixed else last_write_end(gpu.log)) if last[2] else last[3]
     held = r.kv_blocks * kv.block
     gpu.memory.give_back(held)
     r.n_preemptions += 1
@@ -62,7 +61,7 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
     r.kv_blocks = 0
     r.read_size = r.unread_tokens = r.n_prompt_tokens + words  # the re-read ends with word words + 1
     r.returning = True
-    waiting = gpu.waiting
+    waiting = gpu.queue.waiting
     if kv.queue_at < 0:
         at = 0
         for w in waiting:
@@ -71,26 +70,12 @@ def preempt(kv: Any, r: Request, index: int, now: int) -> None:
             else:
                 break
         kv.queue_at = at
-    waiting.insert(kv.queue_at, r)
-    gpu.queued_tokens += r.read_size
+    gpu.queue.requeue(kv.queue_at, r)
 
 
 def unseat(kv: Any, r: Request) -> None:
     """Seated reply `r` leaves its seat before its last word (preempted)."""
-    gpu = kv.gpu
-    last = r.seat_index + r.n_reply_words - r.seat_word
-    by_key = gpu.leaving if gpu.mixed else gpu.leaving_by_write
-    leaving = by_key[last]
-    leaving.remove(r)
-    if not leaving:
-        del by_key[last]
-        if gpu.mixed:
-            gpu.leaving_order.remove(last)  # (rare: a preemption)
-            heapq.heapify(gpu.leaving_order)
-    if gpu.track_context:
-        gpu.context_base -= r.seat_base
-    if gpu.queue_replies:
-        gpu.n_seated -= 1
+    kv.gpu.batch.unseat(r, r.seat_index + r.n_reply_words - r.seat_word)
     r.seat_index = -1
 
 
@@ -112,13 +97,13 @@ def swap_in(kv: Any, index: int, key: int | None = None) -> None:
         kv.n_away -= 1
         gpu.local_routed(-1)
         kv._join(r)
-        if not gpu.queue_replies:
+        if not gpu.batch.queue_replies:
             kv.seat(r, index, None, True)
-        elif gpu.seats is None or gpu.n_seated < gpu.seats:
-            gpu.n_seated += 1
+        elif gpu.batch.seats is None or gpu.batch.n_seated < gpu.batch.seats:
+            gpu.batch.take_seat()
             kv.seat(r, index, key, True)
         else:
-            gpu.seat_queue.append(r)
+            gpu.batch.wait_for_seat(r)
 
 
 def reread(kv: Any, finished: list[Request], index: int, now: int, host: Any) -> list[Request]:

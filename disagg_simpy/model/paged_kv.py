@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from heapq import heappush
 from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -115,7 +114,7 @@ class PagedKv:
     def can_take(self) -> bool:
         """Whether D4 may take a waiting prompt now: the head is begun, or its blocks plus one are
         free and it may be admitted (`admit`); else `Gpu._take_with_options` would take nothing."""
-        head = self.gpu.waiting[0]
+        head = self.gpu.queue.waiting[0]
         if head.unread_tokens < head.read_size:
             return True
         block = self.block
@@ -125,7 +124,7 @@ class PagedKv:
     def head_waits(self) -> bool:
         """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
         E10's writing iterations runs, memory held only grows, so no start of it could read the head either."""
-        head = self.gpu.waiting[0]
+        head = self.gpu.queue.waiting[0]
         return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.memory.used)
 
     def handoff_need(self, r: Request) -> int:
@@ -135,7 +134,7 @@ class PagedKv:
 
     # -- replies ----------------------------------------------------------------------------------
     def _join(self, r: Request) -> None:
-        self.gpu.n_replies += 1
+        self.gpu.batch.add_replies(1)
         self.running[r] = None
         r.kv_order = self.n_joins
         self.n_joins += 1
@@ -156,13 +155,13 @@ class PagedKv:
         if due:
             more = len(due) * self.block
             if gpu.memory.used + more <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
-                gpu.memory.take(more)
+                gpu.memory.hold(more)
             else:
                 self._short(due, key, now)
-                n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
+                n_written = gpu.batch.n_seated if gpu.batch.queue_replies else gpu.batch.n_replies
         if self.swapped and not self.blocked:  # (E9f: only under swap are replies swapped out)
-            self.swap_in(index, None if gpu.mixed else key)
-            n_written = gpu.n_seated if gpu.queue_replies else gpu.n_replies
+            self.swap_in(index, None if gpu.batch.mixed else key)
+            n_written = gpu.batch.n_seated if gpu.batch.queue_replies else gpu.batch.n_replies
         if self.dirty:
             if self.blocked or self.moved_tokens:
                 cut_all(host)  # (E4e: memory freed, or a reply back, at a start)
@@ -178,7 +177,7 @@ class PagedKv:
         if self.swapped:
             self.swap_in(index, key)
         gpu = self.gpu
-        return gpu.n_seated if gpu.queue_replies else gpu.n_replies
+        return gpu.batch.n_seated if gpu.batch.queue_replies else gpu.batch.n_replies
 
     def with_swap(self, duration: int) -> int:
         """E9f: the iteration's duration plus the time of the KV it swapped out and in, rounded on its own."""
@@ -203,10 +202,10 @@ class PagedKv:
 def work_test(kv: PagedKv) -> Callable[[], bool]:
     """`Gpu.has_work` under E9 for one GPU, what it reads bound once (it runs at every iteration end):
     a reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
-    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.waiting, kv.swapped, kv.block, kv.capacity
+    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.queue.waiting, kv.swapped, kv.block, kv.capacity
 
     def has_work() -> bool:
-        if gpu.n_replies:
+        if gpu.batch.n_replies:
             return True
         if waiting and waiting[0].unread_tokens < waiting[0].read_size:
             return True
@@ -220,13 +219,13 @@ def work_test(kv: PagedKv) -> Callable[[], bool]:
 def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
     """`PagedKv.release` for one GPU, what it reads bound once (it runs at every iteration end a
     reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
-    gpu, running, phases, block = kv.gpu, kv.running, kv.phases, kv.block
-    queue_replies, track_context = kv.gpu.queue_replies, kv.gpu.track_context
+    gpu, running, phases, block, batch = kv.gpu, kv.running, kv.phases, kv.block, kv.gpu.batch
+    queue_replies, track_context = batch.queue_replies, batch.track_context
 
     def release(leaving: list[Request]) -> None:
         if queue_replies:
-            gpu.n_seated -= len(leaving)
-        freed = 0
+            batch.seats_freed(len(leaving))
+        freed = context = 0
         for r in leaving:  # (mostly one)
             del running[r]
             if r.stretches is not None:
@@ -237,7 +236,9 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
             else:
                 freed += r.kv_blocks  # (its seat's blocks held its last word)
             if track_context:
-                gpu.context_base -= r.seat_base
+                context += r.seat_base
+        if track_context:
+            batch.add_context(-context)
         gpu.memory.give_back(freed * block)
     return release
 
@@ -245,19 +246,20 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
 def adder(kv: PagedKv) -> Callable[[Request, int], None]:
     """`PagedKv.add_reply` for one GPU, what it reads bound once (it runs at every join): the reply
     joins (or, read again, rejoins) the end of the running order, seated at once or (E8, E10) queued."""
-    gpu, running, seat, queue, queue_replies = kv.gpu, kv.running, kv.seat, kv.gpu.seat_queue, kv.gpu.queue_replies
+    gpu, running, seat, batch = kv.gpu, kv.running, kv.seat, kv.gpu.batch
+    queue_replies, add_replies, wait_for_seat = batch.queue_replies, batch.add_replies, batch.wait_for_seat
 
     def add_reply(r: Request, now: int) -> None:
         if r.joined_at_ns < 0:
             r.joined_at_ns = now
         if gpu.repeat is not None:
             gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        gpu.n_replies += 1  # (`_join`, inline)
+        add_replies(1)  # (`_join`, inline)
         running[r] = None
         r.kv_order = kv.n_joins
         kv.n_joins += 1
         if queue_replies:
-            queue.append(r)
+            wait_for_seat(r)
         else:
             seat(r, gpu.n_started)
         if gpu.wake is not None:
@@ -269,8 +271,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
     """`PagedKv.seat` for one GPU, what it reads of the GPU and its block schedule bound once (it
     runs at every join and seat)."""
     gpu, block, phases, wait = kv.gpu, kv.block, kv.phases, kv.blocks.wait
-    track_context, mixed = gpu.track_context, gpu.mixed
-    leaving_at, leaving_order, leaving_by_write, write_order = gpu.leaving, gpu.leaving_order, gpu.leaving_by_write, gpu.write_order
+    track_context, add_context, leaves_after = gpu.batch.track_context, gpu.batch.add_context, gpu.batch.leaves_after
 
     def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
         """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
@@ -286,7 +287,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
         f, n = r.seat_word, r.n_reply_words
         if track_context:
             r.seat_base = r.n_prompt_tokens + f - 1 - index
-            gpu.context_base += r.seat_base
+            add_context(r.seat_base)
         # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
         due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
         if due_word > n:
@@ -300,19 +301,7 @@ def seater(kv: PagedKv) -> Callable[..., None]:
                 phases[at % block][r] = None
             else:
                 wait(r, at)
-        last = index + n - f
-        if mixed:
-            leaving = leaving_at.get(last)
-            if leaving is None:
-                leaving_at[last] = [r]
-                heappush(leaving_order, last)
-            else:
-                leaving.append(r)
-        elif (leaving := leaving_by_write.get(last)) is None:
-            leaving_by_write[last] = [r]
-            heappush(write_order, last)  # (E10: model/kv_blocks.py's `writing_bound`)
-        else:
-            leaving.append(r)
+        leaves_after(index + n - f, r)  # (E10: a writing iteration, model/kv_blocks.py's `writing_bound`)
     return seat
 
 

@@ -19,7 +19,6 @@ With every option off the GPU's loop (model/gpu.py) takes D4's tokens and M1's c
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappush
 from typing import Protocol
 
 from .gpu_state import GpuState, Reads, StartHost
@@ -59,10 +58,10 @@ def planner(gpu: GpuState) -> Start:
 def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
             paged: Paged | None = None) -> Start:
     """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first)."""
-    waiting = gpu.waiting
+    waiting = gpu.queue.waiting
 
-    if not gpu.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
-        by_write, leaving, leaving_order = gpu.leaving_by_write, gpu.leaving, gpu.leaving_order
+    if not gpu.batch.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
+        batch = gpu.batch
 
         def start_unmixed(now: int, index: int, host: StartHost) -> tuple[int, Reads, int, int]:
             if paged is not None and paged.dirty:
@@ -73,7 +72,7 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                     if log is not None:
                         log()
                     return 0, taken, n_tokens, reading(now, index, 0, n_tokens, taken)
-            key = gpu.n_writes
+            key = batch.n_writes
             n = seat(index, key)
             if paged is not None:  # E9 at writing iteration `key` (R62, R63)
                 n = paged.start_blocks(now, index, key, host, n)
@@ -88,10 +87,7 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                             log()
                         return 0, taken, n_tokens, paged.with_swap(reading(now, index, 0, n_tokens, taken))
             if n:  # its writing iteration `key`: the replies whose last word it writes leave at its end
-                gpu.n_writes = key + 1
-                if out := by_write.pop(key, None):
-                    leaving[index] = out
-                    heappush(leaving_order, index)
+                batch.write_started(key, index)
             if log is not None:
                 log()
             if paged is not None:
@@ -132,24 +128,22 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
 def seating(gpu: GpuState) -> Seat:
     """Who is written (E8, E10): every reply in progress, or those seated, the waiting ones taking
     the free seats in the order they joined (E10: at writing iteration `key`)."""
-    if not gpu.queue_replies:
+    if not gpu.batch.queue_replies:
+        batch = gpu.batch
+
         def every(index: int, key: int) -> int:  # (`key` unused: a mixing GPU keys words by iteration)
-            n: int = gpu.n_replies
+            n: int = batch.n_replies
             return n
         return every
-    queue, seat, room = gpu.seat_queue, gpu._seat if gpu.paged is None else gpu.paged.seat, 1 << 62 if gpu.seats is None else gpu.seats
-    mixed = gpu.mixed
+    batch = gpu.batch
+    queue, seat = batch.seat_queue, batch.seat if gpu.paged is None else gpu.paged.seat
+    room = 1 << 62 if batch.seats is None else batch.seats
+    fill = batch.fill_seats
 
     def seated(index: int, key: int) -> int:
-        n: int = gpu.n_seated
+        n: int = batch.n_seated
         if queue and n < room:
-            while queue and n < room:
-                if mixed:
-                    seat(queue.popleft(), index)
-                else:
-                    seat(queue.popleft(), index, key)
-                n += 1
-            gpu.n_seated = n
+            n = fill(index, key, seat, room)
         return n
     return seated
 
@@ -162,27 +156,12 @@ def admission(gpu: GpuState) -> Admit:
         return paged_admission(gpu.paged)
     if gpu.memory.capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
         return lambda now, n_written: take(gpu, now, n_written)
-    take_tokens = gpu._take_prompt_tokens
-    limit, chunk, waiting = gpu.max_tokens, gpu.chunk_tokens, gpu.waiting
+    take_tokens = gpu.queue.take
+    limit, chunk, take_whole = gpu.max_tokens, gpu.queue.chunk_tokens, gpu.queue.take_whole
     if limit is None:
         return lambda now, n_written: take_tokens(now)
-    if chunk is None:  # E8, whole prompts: `_take_with_options` with no KV limit and no prefix cache (kv_take.py)
-        def whole(now: int, n_written: int) -> tuple[Reads, int]:
-            taken, room = [], limit - n_written
-            while waiting:
-                r = waiting[0]
-                n = r.unread_tokens
-                if n > room:  # the head is read whole if it fits the room, else it waits, unless larger than
-                    if room == 0 or n == r.read_size and n <= limit:  # the whole budget (or begun): pieces of the room
-                        break
-                    n = room
-                taken.append((r, n))
-                room -= n
-                if n < r.unread_tokens:
-                    break
-                waiting.popleft()
-            return take_tokens(now, taken)
-        return whole
+    if chunk is None:  # E8, whole prompts (model/kv_take.py)
+        return lambda now, n_written: take_whole(now, n_written, limit)
 
     def chunked(now: int, n_written: int) -> tuple[Reads, int]:
         room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)
@@ -216,4 +195,4 @@ def durations(gpu: GpuState) -> tuple[Reading, Writing]:
             d: int = gpu._duration(-1, key, n_replies, 0, ())
             return d
         return reading, writing
-    return gpu.cost.reading_fn(gpu), gpu.cost.writing_fn(gpu)
+    return gpu.cost.reading_fn(gpu.batch), gpu.cost.writing_fn(gpu.batch)  # (E3: the batch's context sum)

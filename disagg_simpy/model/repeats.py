@@ -37,7 +37,7 @@ prompt's chunks it reads; what the policies do at its starts is applied k starts
 many identical iterations may follow (`Gpu.steady_iterations`, model/option_starts.py's `bounds`).
 
 Under the options (the bound `model/option_starts.py`'s `bounds` picks): E10's writing iterations repeat up to the first that a
-reply leaves after (its last *writing* iteration), the key moved to `Gpu.leaving` at that
+reply leaves after (its last *writing* iteration), the key moved to `Batch.leaving` at that
 start as `unmixed_start` moves it; E9's block boundaries inside a repeat change no batch, only
 the KV memory held, so a repeat runs through them as long as every due block is free (a
 preemption is the first change), and applies them, with E4's log at each start, for the starts
@@ -80,7 +80,6 @@ from .gpu_state import GpuState, Reads
 from .phases import PHASE_END, PHASE_START, Environment, Slot, again, take_over
 from .records import GpuLog
 from .request import Request
-from .unmixed import write_started
 
 Work = Callable[["Repeat", int, int], None]  # (repeat, first start, k starts): the policies' work at k starts at once
 
@@ -120,7 +119,7 @@ class Repeat:
         self.n_applied = 1  # starts whose policies' work is done (the first's at its start)
         self.open = True  # not cut yet
         self.after: tuple[Reads, int, int] | None = None  # see `cut`
-        self.key = -1 if gpu.mixed or not n_replies else gpu.n_writes  # E10: the second iteration's writing iteration
+        self.key = -1 if gpu.batch.mixed or not n_replies else gpu.batch.n_writes  # E10: the second iteration's writing iteration
         self.ends: list[int] | None = None
         last = n * duration
         # E2, E3, E7: how much each iteration costs more than the one before, before rounding (over the cost's
@@ -131,11 +130,11 @@ class Repeat:
             step = cost.step(n_replies, n_tokens if head is not None else 0)
             if step:
                 n = min(n, 64)  # (a shorter repeat is as exact: the GPU goes on from its last end)
-                key = index if gpu.mixed else gpu.n_writes - 1  # (its words' iteration)
+                key = index if gpu.batch.mixed else gpu.batch.n_writes - 1  # (its words' iteration)
                 chunk = n_tokens if head is not None else 0
                 ends = self.ends = cost.ends(duration, step, n, n_replies, chunk,
                                              head.read_size - head.unread_tokens - chunk if head is not None else 0,
-                                             cost.context(gpu.context_base, key, n_replies))
+                                             cost.context(gpu.batch.context_base, key, n_replies))
                 assert ends[0] == duration, (ends[0], duration)  # (the first as the GPU computed it)
                 last = ends[n - 1]
         self.n = n  # iterations the repeat runs; 0 once cut at an iteration end (all recorded then)
@@ -172,12 +171,8 @@ class Repeat:
 
     def _take(self, n_iterations: int) -> None:
         if n_iterations > 0 and self.head is not None:
-            tokens = n_iterations * self.n_tokens
-            self.head.unread_tokens -= tokens
-            self.gpu.queued_tokens -= tokens
+            self.gpu.queue.take_chunks(self.head, n_iterations * self.n_tokens)  # (its last chunk leaves the queue, D4)
             self.n_taken += n_iterations
-            if self.head.unread_tokens == 0:  # (its last chunk: it leaves the queue, D4)
-                self.gpu.waiting.popleft()
 
     def _apply(self, n_started: int) -> None:
         """The policies' work at the starts of the first `n_started` iterations, those not done yet at
@@ -223,7 +218,7 @@ class Repeat:
             self._apply(ran)
             gpu.count_started(self.index + ran)
             if self.key >= 0:  # E10: writing iterations started
-                gpu.n_writes = self.key + ran - 1
+                gpu.batch.count_writes(self.key + ran - 1)
             self.n = 0
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
             return
@@ -237,7 +232,7 @@ class Repeat:
                 if (after := gpu.start_ahead(end, self.n_replies)) is not None:
                     self.after = after
                     if self.key >= 0:  # E10: the running iteration's writing iteration and one (no `finish`)
-                        gpu.n_writes = self.key + ran
+                        gpu.batch.count_writes(self.key + ran)
                     gpu.count_started(gpu.n_started + 1)
                     end += after[2]
             self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
@@ -253,7 +248,7 @@ class Repeat:
             self._apply(n)
         gpu.count_started(self.index + n)
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it
-            write_started(gpu, self.key + n - 2, self.index + n - 1)
+            gpu.batch.write_started(self.key + n - 2, self.index + n - 1)
         ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
         return self.duration if ends is None else ends[n - 1] - (ends[n - 2] if n > 1 else 0)
 
@@ -290,7 +285,7 @@ def repeat_work(gpu: Gpu) -> Work | None:
     log = gpu.log
     if gpu.paged is not None:
         blocks = gpu.paged.blocks
-        mixed = gpu.mixed
+        mixed = gpu.batch.mixed
 
         def grow(repeat: Repeat, first: int, k: int) -> None:
             if mixed:

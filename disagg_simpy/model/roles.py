@@ -100,8 +100,8 @@ class RoleController:
             if self.moving or (self.last_decision_ns is not None and now - self.last_decision_ns < cooldown):
                 continue
             reading, writing = self.engine.reading.gpus, self.engine.writing.gpus
-            read_wait = any(g.waiting and now - g.waiting[0].arrived_at_ns >= wait for g in reading)
-            write_gap = any(self.writing_cost.iteration_ns(g.n_replies + g.n_shipping, 0) >= gap for g in writing)
+            read_wait = any(g.queue.waiting and now - g.queue.waiting[0].arrived_at_ns >= wait for g in reading)
+            write_gap = any(self.writing_cost.iteration_ns(g.batch.n_replies + g.n_shipping, 0) >= gap for g in writing)
             write_memory = bool(self.engine.handoff)  # E4e: a read prompt waits for writing memory
             write_pressure = write_gap or write_memory
             if read_wait and not write_pressure and len(writing) > 1:
@@ -121,10 +121,10 @@ class RoleController:
         n_moves = self.target - len(engine.reading.gpus)
         for _ in range(n_moves):
             # the writing instance with the fewest replies (D3's count), ties lowest number
-            g = min(engine.writing.gpus, key=lambda g: (g.n_replies + g.n_shipping + g.n_local, g.number))
+            g = min(engine.writing.gpus, key=lambda g: (g.batch.n_replies + g.n_shipping + g.n_local, g.number))
             self._start(g, "writes", "reads", now)
         for _ in range(-n_moves):
-            g = min(engine.reading.gpus, key=lambda g: (g.queued_tokens, g.number))  # least queued (D1)
+            g = min(engine.reading.gpus, key=lambda g: (g.queue.queued_tokens, g.number))  # least queued (D1)
             self._start(g, "reads", "writes", now)
 
     # -- one move ---------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ class RoleController:
 
     def drained(self, g: Gpu, now: int) -> None:
         """Called when a draining instance may be empty (at its iteration ends): if it is, warm up."""
-        if g.waiting or g.n_replies or g.n_shipping:
+        if g.queue.waiting or g.batch.n_replies or g.n_shipping:
             return
         g.drain(False)
         self.moving[g.number].drained_at_ns = now

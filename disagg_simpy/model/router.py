@@ -13,17 +13,19 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    from .batch import Batch
     from .memory import Memory
+    from .prompts import PromptQueue
 
 # min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
 # also break the last tie (never-assigned GPUs) by lowest number (D2).
-_READING_KEY = attrgetter("queued_tokens", "last_assignment")
+_READING_KEY = attrgetter("queue.queued_tokens", "last_assignment")
 
 
 class Routable(Protocol):
     number: int
-    queued_tokens: int  # D1: prompt tokens not yet read, less those being read now
-    n_replies: int  # replies in progress on it
+    queue: PromptQueue  # D1: its `queued_tokens`, prompt tokens not yet read, less those being read now
+    batch: Batch  # its `n_replies`, replies in progress on it (model/batch.py)
     n_shipping: int  # replies whose KV cache is shipping to it
     n_local: int  # E6: local prompts routed to it whose reading has not finished
     memory: Memory  # E4: its KV memory (model/memory.py)
@@ -54,9 +56,9 @@ class Side(Generic[G]):
         """The reading GPU with the least work queued (M3, D1, D2)."""
         gpus = iter(self.gpus)  # (a plain loop: 3x faster than min() with a key for a few GPUs)
         best = next(gpus)
-        least = best.queued_tokens
+        least = best.queue.queued_tokens
         for g in gpus:
-            q = g.queued_tokens
+            q = g.queue.queued_tokens
             if q < least or (q == least and g.last_assignment < best.last_assignment):
                 best, least = g, q
         best.assigned(self.n_assignments)  # (`_assign`, inline: once per arrival)
@@ -84,9 +86,9 @@ class Side(Generic[G]):
         """E13 `prefix_aware`: among the instances whose work queued is at most the least work
         queued plus `cap`, the one with the longest cached prefix (`hits`, by position), ties
         by less work queued, then D2."""
-        least = min(g.queued_tokens for g in self.gpus)
-        candidates = [(g, h) for g, h in zip(self.gpus, hits) if g.queued_tokens <= least + cap]
-        best = min(candidates, key=lambda gh: (-gh[1], gh[0].queued_tokens, gh[0].last_assignment))
+        least = min(g.queue.queued_tokens for g in self.gpus)
+        candidates = [(g, h) for g, h in zip(self.gpus, hits) if g.queue.queued_tokens <= least + cap]
+        best = min(candidates, key=lambda gh: (-gh[1], gh[0].queue.queued_tokens, gh[0].last_assignment))
         return self._assign(best[0])
 
     @overload
@@ -105,7 +107,7 @@ class Side(Generic[G]):
             if need is not None and (g.memory.capacity - g.memory.used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
                                      or (away and g.paged.n_away)):
                 continue
-            load = g.n_replies + g.n_shipping + g.n_local
+            load = g.batch.n_replies + g.n_shipping + g.n_local
             if best is None or load < least or (load == least and g.last_assignment < best.last_assignment):
                 best, least = g, load
         return None if best is None else self._assign(best)

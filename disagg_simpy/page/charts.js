@@ -150,10 +150,12 @@ function drawFollow() {
   ["arrangement", "GPUs", "first word s", "mean gap ms", "longest gap ms", "verdict", "arrival → last word"].forEach((t) => el("th", {scope: "col"}, head, t));
   const body = el("tbody", {}, table);
   const end = Math.max(...ARR.map((a) => (a.req.fin[i] >= 0 ? a.req.fin[i] : REQ.arrived[i])));
+  const unsent = (r) => r.sent && !r.sent[i];  // n_requests_per_gpu: not sent to this (smaller) arrangement
   const scale = 260 / Math.max(end - REQ.arrived[i], 1);
   ARR.forEach((a, k) => {
     const r = a.req, tr = el("tr", {"data-arrangement": a.name, tabindex: "0", class: a === Player.arr ? "current" : ""}, body);
     el("th", {scope: "row"}, tr, a.name);
+    if (unsent(r)) { el("td", {colspan: "6", class: "note"}, tr, "not sent (n_requests_per_gpu: it gets the first requests)"); return; }
     el("td", {}, tr, r.wg[i] >= 0 && r.wg[i] !== r.rg[i] ? `${r.rg[i]}→${r.wg[i]}` : String(r.rg[i]));
     el("td", {}, tr, r.first[i] < 0 ? "–" : ((r.first[i] - REQ.arrived[i]) / NS).toFixed(3));
     el("td", {}, tr, r.fin[i] < 0 || REQ.words[i] < 2 ? "–" : ((r.fin[i] - r.first[i]) / (REQ.words[i] - 1) / 1e6).toFixed(1));

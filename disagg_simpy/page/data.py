@@ -198,14 +198,14 @@ def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
     """An arrangement's summary over several seeds (`by_seed`: summary rows with `seed`): each
     figure's mean, its 95% interval (results/intervals.py) and the seeds' own figures, as the
     table shows them."""
-    from ..results.intervals import bounds_of, interval
+    from ..results.costs import over_seeds as figure_over_seeds
 
     rows = by_seed[by_seed["arrangement"] == name]
     means, spans, each = {}, {}, {}
     for column in rows.columns:
         if column in ("arrangement", "seed") or not pd.api.types.is_numeric_dtype(rows[column]):
             continue
-        i = interval(rows[column], bounds_of(column))
+        i = figure_over_seeds(rows, column)
         means[column] = _clean(i.mean)
         spans[column] = None if math.isnan(i.low) else [_clean(i.low), _clean(i.high)]
         each[column] = [_clean(v) for v in rows[column]]
@@ -254,25 +254,26 @@ def arrangement_rows(result, name: str, lo_ns: int, hi_ns: int) -> dict:
 
 def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
     """What the player shows of one seed's run, from each arrangement's `arrangement_rows`: the
-    requests in progress during [lo_ns, hi_ns) in any arrangement, among those every arrangement
-    was sent alike (with `n_requests_per_gpu` a smaller arrangement gets fewer requests: the
-    player shows the ones they share), and each arrangement's times for them and iterations."""
+    requests in progress during [lo_ns, hi_ns) in any arrangement (those of the arrangement sent
+    the most, which every other one that got a request got alike), and each arrangement's times
+    for them and iterations. With `n_requests_per_gpu` a smaller arrangement gets only the first
+    of them: its part then says which it was `sent` (1) and which not (0; their times -1)."""
     names = list(parts)
     empty = np.zeros(0, dtype=np.int64)
-    base = parts[names[0]] if names else {"id": empty, "arrived": empty, "prompt": empty, "words": empty}
-    shared = np.ones(len(base["id"]), dtype=bool)
+    base = max(parts.values(), key=lambda p: len(p["id"])) if names else {
+        "id": empty, "arrived": empty, "prompt": empty, "words": empty}
+    alike = np.ones(len(base["id"]), dtype=bool)
     rows = {}
     for name, part in parts.items():
         at = pd.Index(part["id"]).get_indexer(base["id"])
         found = at >= 0
-        same = found.copy()
         for key in ("arrived", "prompt", "words"):
-            same[found] &= np.asarray(part[key])[at[found]] == np.asarray(base[key])[found]
-        shared &= same
+            alike[found] &= np.asarray(part[key])[at[found]] == np.asarray(base[key])[found]
         rows[name] = at
     keep = np.zeros(len(base["id"]), dtype=bool)
     for name, part in parts.items():
-        keep[shared] |= np.asarray(part["in_span"])[rows[name][shared]]
+        sent = alike & (rows[name] >= 0)
+        keep[sent] |= np.asarray(part["in_span"])[rows[name][sent]]
     return {
         "span_ns": [lo_ns, hi_ns],
         "requests": {
@@ -281,10 +282,25 @@ def player_run(parts: dict[str, dict], lo_ns: int, hi_ns: int) -> dict:
             "prompt": base["prompt"][keep].tolist(),
             "words": base["words"][keep].tolist(),
         },
-        "arrangements": [{"requests": {k: np.asarray(v)[rows[n][keep]].tolist()
-                                       for k, v in parts[n]["requests"].items()},
+        "arrangements": [{"requests": _sent_rows(parts[n]["requests"], rows[n][keep]),
                           "iterations": parts[n]["iterations"]} for n in names],
     }
+
+
+def _sent_rows(requests: dict, at: np.ndarray) -> dict:
+    """An arrangement's request fields at rows `at`; where it was not sent a request (-1), each
+    field is -1 (a list field: empty) and `sent` says which (only when some were not sent)."""
+    if (at >= 0).all():
+        return {k: np.asarray(v)[at].tolist() for k, v in requests.items()}
+    sent = at >= 0
+    out: dict = {}
+    for k, v in requests.items():
+        listed = isinstance(v, list) and any(isinstance(x, list) for x in v)  # a list per request (E9's pieces)
+        got = iter([v[j] for j in at[sent]] if listed else np.asarray(v)[at[sent]].tolist())
+        filler: list | int = [] if listed else -1
+        out[k] = [next(got) if s else filler for s in sent]
+    out["sent"] = sent.astype(int).tolist()
+    return out
 
 
 def page_data(result, reference=None, span_s: tuple[float, float] | None = None,

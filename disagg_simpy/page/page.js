@@ -67,6 +67,7 @@ function decodePlayer(a, span) {
   });
   return {gpus, req: {rg: r.rg, wg: r.wg, read, first, joined: abs(first, r.join), fin: abs(REQ.arrived, r.fin),
                       maxgap: r.maxgap, nfz: r.nfz, late: r.late, jw: r.jw,
+                      sent: r.sent || null,  // n_requests_per_gpu only: 1 for the requests this arrangement was sent
                       wn: r.wn || null,  // E16 only: each reply's writing iterations (several words each)
                       // replies in several stretches (E9) only: each reply's stretches of words [GPU, first write
                       // position, its word number, words, word before (abs ns), whether the stretch wrote it] and

@@ -184,7 +184,7 @@ const Player = {
   sample() {
     const a = this.arr, r = a.req, end = this.a + this.len, rows = [];
     for (let i = 0; i < REQ.id.length; i++)
-      if (REQ.arrived[i] < end && (r.fin[i] < 0 || r.fin[i] >= this.a)) rows.push(i);
+      if ((!r.sent || r.sent[i]) && REQ.arrived[i] < end && (r.fin[i] < 0 || r.fin[i] >= this.a)) rows.push(i);
     let pick = rows;
     if (rows.length > N_REPLIES) {
       pick = [];
@@ -192,7 +192,7 @@ const Player = {
       pick = [...new Set(pick)];
     }
     const f = this.follow === null ? -1 : ROW_OF.get(this.follow);
-    if (f >= 0 && !pick.includes(f)) { pick.push(f); pick.sort((p, q) => p - q); }
+    if (f >= 0 && (!r.sent || r.sent[f]) && !pick.includes(f)) { pick.push(f); pick.sort((p, q) => p - q); }
     return pick;
   },
 
@@ -325,6 +325,12 @@ const Player = {
     box.dataset.requestId = id;
     box.replaceChildren();
     el("h3", {}, box, `Request #${id} on ${a.name}`);
+    if (r.sent && !r.sent[i]) {  // n_requests_per_gpu: a smaller arrangement is sent only the first requests
+      el("p", {class: "note", "data-field": "not_sent"}, box, `${a.name} was not sent this request (n_requests_per_gpu: a smaller ` +
+         "arrangement gets only the first requests, per GPU x its GPUs).");
+      box.classList.remove("late");
+      return;
+    }
     const dl = el("dl", {}, box);
     const row = (label, field, text) => { el("dt", {}, dl, label); el("dd", {"data-field": field}, dl, text); };
     const s = (t) => (t < 0 ? "–" : (t / NS).toFixed(6));

@@ -11,8 +11,13 @@ import pandas as pd
 from ..texts import aligned
 from .blame import CAUSES, cause_counts, top_prompts
 from .breakdown import LATE_COLUMNS
+from .rules import RULE_COLUMNS
 
-_HEADERS = ("late", "first word only", "mean gap only", "freezes only", "several")
+#: the block's columns after "late": the one limit a request broke (the explainer's three, then the
+#: rule's end-to-end and delay limits when on: rules.RULE_COLUMNS), or several
+_HEADERS = {"late_first_word_only_pct": "first word only", "late_mean_gap_only_pct": "mean gap only",
+            "late_froze_only_pct": "freezes only", "late_e2e_only_pct": "end-to-end only",
+            "late_delay_only_pct": "delay only", "late_several_pct": "several"}
 
 
 def why_late_text(results: list) -> str:
@@ -49,8 +54,10 @@ def why_late_block(summary: pd.DataFrame, freezes: dict[str, FreezeFacts], n_see
     """The block from every seed's summary rows and each arrangement's `FreezeFacts`."""
     means = summary.groupby("arrangement", sort=False, observed=True).mean(numeric_only=True)
     many = n_seeds > 1
-    shown = [c for c in LATE_COLUMNS if not summary[c].isna().all()]  # a limit that is off: no column
-    rows = [["arrangement", _HEADERS[0], *(h for h, c in zip(_HEADERS[1:], LATE_COLUMNS) if c in shown)]]
+    several = "late_several_pct"
+    only = [*(c for c in LATE_COLUMNS if c != several), *(only for _, only in RULE_COLUMNS.values()), several]
+    shown = [c for c in only if c in summary and not summary[c].isna().all()]  # a limit that is off: no column
+    rows = [["arrangement", "late", *(_HEADERS[c] for c in shown)]]
     for name, row in means.iterrows():
         rows.append([str(name), _pct(100.0 - row["on_time_pct"]), *(_pct(row[c]) for c in shown)])
     per = " (mean of seeds)" if many else ""

@@ -140,6 +140,20 @@ def side_kinds(scenario, a) -> tuple[str | None, str | None]:
     return k, k
 
 
+def roles_kinds_problem(scenario, a) -> tuple[str, str] | None:
+    """A split whose GPUs change side (`roles`) on two GPU kinds: ('roles', why), else None. Each
+    side's kind as its costs are (its kind key, its own preset, else the scenario's): a GPU that
+    changes side keeps its kind, but the model would run it at the other side's costs."""
+    if getattr(a, "role_changes", None) is None:
+        return None
+    reading, writing = side_kinds(scenario, a)
+    if reading is None or writing is None or reading == writing:
+        return None
+    return "roles", (f"got reading GPUs {reading} and writing GPUs {writing}, expected one GPU kind on both sides "
+                     "when roles change (a GPU that changes side keeps its kind, but would run at the other kind's "
+                     "speed): drop roles, or put both sides on one kind")
+
+
 def price(scenario, kind: str) -> float:
     """USD per GPU-hour of `kind`: the scenario's `prices:`, else the table's default."""
     given = scenario.prices or {}

@@ -3,7 +3,7 @@ elsewhere for a scenario (`reference`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, model_validator
 
@@ -43,6 +43,12 @@ SLO_PRESETS: dict[str, dict[str, Any]] = {
                                                 "P99 TPOT <= 40 ms"},
 }
 PRESET_NAMES = tuple(SLO_PRESETS)
+if TYPE_CHECKING:  # (mypy cannot read a Literal built at import; the schema below is pydantic's)
+    PresetName: TypeAlias = str
+    LimitKey: TypeAlias = str
+else:  # one definition each: the names of SLO_PRESETS and LIMIT_KEYS, as the schema's choices
+    PresetName = Literal[PRESET_NAMES]
+    LimitKey = Literal[LIMIT_KEYS]
 
 #: The field's name of each judged quantity, and its unit, for the rule's words.
 _FIELD = {"first_word_s": ("TTFT", "s"), "mean_gap_ms": ("TPOT", "ms"), "freeze_ms": ("longest gap", "ms"),
@@ -57,8 +63,7 @@ class Slo(_Strict):
     search does; `percentile_of` gives one limit its own percentile, e.g. a median delay).
     `preset` starts from a named rule of the field (SLO_PRESETS); keys written beside it win."""
 
-    preset: Literal["distserve", "vllm-bench", "sarathi-serve", "mlperf-llama2-70b-server",
-                    "mlperf-llama2-70b-interactive"] | None = None
+    preset: PresetName | None = None
     first_word_s: Seconds | None = 2.0
     mean_gap_ms: Annotated[float, Field(gt=0, le=MAX_MEAN_GAP_MS)] | None = 50.0
     freeze_ms: GapMs | None = 250.0
@@ -68,8 +73,7 @@ class Slo(_Strict):
     tpot: Literal["exclusive", "inclusive"] = "exclusive"
     criterion: Literal["per_request", "percentiles"] = "per_request"
     percentile: Percent | None = None
-    percentile_of: dict[Literal["first_word_s", "mean_gap_ms", "freeze_ms", "gap_ms", "e2e_s", "delay_s"],
-                        Percent] | None = None
+    percentile_of: dict[LimitKey, Percent] | None = None
 
     @model_validator(mode="before")
     @classmethod

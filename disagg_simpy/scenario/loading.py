@@ -35,6 +35,7 @@ from .limits import (
     MIN_BURSTINESS,
     MIN_ITERATION_MS,
 )
+from .limits_slo import LIMIT_KEYS
 from .limits_slo import PRESET_NAMES as SLO_PRESET_NAMES
 from .schedule import MAX_PERIODS, Diurnal, Period, RateCurve
 from .schema import (
@@ -48,7 +49,7 @@ from .schema import (
     TraceWorkload,
     _show,
 )
-from .speculative import E16_EXPECT, E16_TOKENS
+from .speculative import E16_EXPECT, E16_TOKENS, Speculative
 from .yaml_file import parse_yaml, read_text_file
 
 # -- one-line errors ---------------------------------------------------------------------------
@@ -65,13 +66,11 @@ _EXPECT = {
     "workload": "a mapping: synthetic traffic (rate_per_s, measure_s, prompt_mix, reply_words) or a trace (trace: FILE, ...)",
     "max_sim_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}",
     "cost": _SIDE_COST.replace("per_prompt_token_ms, ", "per_prompt_token_ms, kv_ship_ms_per_token, "),
-    "slo": ("a mapping of first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s, tpot, criterion, "
-            "percentile, percentile_of, preset"),
+    "slo": f"a mapping of {', '.join(LIMIT_KEYS)}, tpot, criterion, percentile, percentile_of, preset",
     "tpot": "exclusive (without the first word, as vLLM and DistServe) or inclusive (end-to-end / words)",
     "e2e_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
     "delay_s": f"a number of seconds > 0, up to {MAX_TIME_S:g}, or null (off)",
-    "percentile_of": ("a mapping of limit keys (first_word_s, mean_gap_ms, freeze_ms, gap_ms, e2e_s, delay_s) to "
-                      "percentiles above 0 and below 100"),
+    "percentile_of": f"a mapping of limit keys ({', '.join(LIMIT_KEYS)}) to percentiles above 0 and below 100",
     "criterion": "per_request or percentiles",
     "percentile": "a number above 0 and below 100",
     "arrangements": f"a list of 1 to {MAX_ARRANGEMENTS} arrangements like {{name: same-gpu, kind: colocated, gpus: 4}}",
@@ -248,7 +247,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             items: dict[str, type[BaseModel]] = {"prompt_mix": PromptClass, "schedule": Period}
             model = items.get(str(parent))
         elif model is Scenario:
-            parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
+            parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload,
+                                                 "speculative": Speculative}
             model = parts.get(p)
         elif model is not None and model in KINDS.values() and p in side_cost_keys(model):  # type: ignore[arg-type]
             model = SideCost

@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..costs.gpus import of_preset
 from .base import Gpus, NonNegSeconds, Seconds, _as_tuple, _Strict
 
 #: A move's warm-up when `switch_s` is not given: a guess at restarting an engine process on
@@ -92,12 +91,6 @@ def check_roles(a) -> None:
     if a.reading_kv_capacity_tokens != a.writing_kv_capacity_tokens:
         raise ValueError("@roles: got different reading_ and writing_kv_capacity_tokens, expected one capacity "
                          "on both sides when roles change (a GPU keeps its memory)")
-    kinds = [getattr(a, f"{side}_gpu") or of_preset(getattr(getattr(a, f"{side}_cost"), "preset", None))
-             for side in ("reading", "writing")]
-    if None not in kinds and kinds[0] != kinds[1]:
-        raise ValueError(f"@roles: got reading GPUs {kinds[0]} and writing GPUs {kinds[1]}, expected one GPU kind on "
-                         "both sides when roles change (a GPU that changes side keeps its kind, but would run at "
-                         "the other kind's speed): drop roles, or put both sides on one kind")
     if roles.policy is not None:
         if a.reading_gpus // rtp < 1 or a.writing_gpus // wtp < 1:
             raise ValueError("@roles: expected at least one instance on each side")

@@ -29,7 +29,7 @@ from .base import (
     _Strict,
 )
 from .counts import counted_problem, counted_requests, counted_requests_set, pick_problem, warmup_problem
-from .gpu_kinds import omit_prices, prices_problem
+from .gpu_kinds import omit_prices, prices_problem, roles_kinds_problem
 from .lengths import Length, PromptClass, length_bounds, mix_problem, ordered_length
 from .limits import (
     MAX_ARRANGEMENTS,
@@ -327,9 +327,9 @@ class Scenario(SpeculativeKeys):
                     f"@arrangements[{i}].kv_link: got {a.kv_link_mode!r} with a KV ship cost of 0 ms per token, "
                     "expected 'independent' (free ships never wait for a link) or a ship cost above 0"
                 )
-            tp_problem = preset_tp_problem(a, self.cost)
-            if tp_problem is not None:
-                raise ValueError(f"@arrangements[{i}].{tp_problem[0]}: {tp_problem[1]}")
+            for side_problem in (preset_tp_problem(a, self.cost), roles_kinds_problem(self, a)):  # (F33: kinds)
+                if side_problem is not None:
+                    raise ValueError(f"@arrangements[{i}].{side_problem[0]}: {side_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
                 problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b))), default=None,
                               key=lambda p: p[4])
@@ -347,9 +347,9 @@ class Scenario(SpeculativeKeys):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic, `lengths`, `pick: sampled`) or their E16 draws (rules.md#r87)."""
-        w, drawn = self.workload, self.speculative is not None
-        return drawn or isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
+        """Whether the seed draws the requests themselves (synthetic, `lengths`, `pick: sampled`)."""
+        w = self.workload
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:

@@ -12,6 +12,7 @@ says how to write it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -39,17 +40,18 @@ LATER_WAVE = 32
 
 def candidates(n_gpus: int, chunks: tuple[int, ...] = DEFAULT_CHUNKS, split_chunks: tuple[int, ...] | None = None,
                splits: tuple[int, ...] | None = None, tps: tuple[int, ...] = (1,),
-               tp_cost: Callable[[int], dict] | None = None) -> list[dict]:
+               tp_cost: Callable[[int], dict | None] | None = None) -> list[dict]:
     """Every arrangement of `n_gpus` GPUs: same GPU whole and in each chunk size; every split
     r + w = n (or those with r reading GPUs in `splits`), whole and with chunked reading
     (`split_chunks`, default the same sizes). With TP degrees `tps`, also each of those whose
     sides' GPUs the degrees divide (GPUs stay GPUs), named with `-tpT` (a split `-tpR-W`), each
     TP side with the cost block `tp_cost(T)` (its instances' costs); a TP of 1 keeps the plain
-    names and the scenario's costs."""
+    names, and the scenario's costs unless `tp_cost(1)` gives a block."""
     split_chunks = chunks if split_chunks is None else split_chunks
 
     def own(tp: int, key: str, cost_key: str) -> dict:
-        return {} if tp == 1 else {key: tp, **({cost_key: tp_cost(tp)} if tp_cost else {})}
+        cost = tp_cost(tp) if tp_cost else None
+        return {**({} if tp == 1 else {key: tp}), **({cost_key: cost} if cost else {})}
 
     out = []
     for tp in (t for t in tps if n_gpus % t == 0):
@@ -127,7 +129,7 @@ def carried(scenario: Scenario, arrangements: list[dict], planned: tuple[str, ..
             if not why and k not in KINDS[kind].model_fields and not _alias(kind, k):
                 why = f"a {_kind_text(kind)} arrangement has no {k}"
             for tp_key, keys_of_side in _PER_INSTANCE.items():
-                if cand.get(tp_key, 1) != 1 and k in keys_of_side:
+                if cand.get(tp_key, 1) != 1 and k in keys_of_side and cand.get(k) != v:
                     why = (f"its {tp_key} {cand[tp_key]} takes each instance's costs and memory from the preset at "
                            "that TP")
             if why:
@@ -185,8 +187,32 @@ def with_candidates(scenario: Scenario, arrangements: list[dict], flag: str,
     if len(arrangements) > arrangements_limit():  # (a batch command keeps one arrangement's rows at a time)
         raise InputError(f"{flag}: got {len(arrangements)} arrangements to compare, expected at most "
                          f"{arrangements_limit():,} (fewer GPUs, chunk sizes, --splits or --tp)")
-    return scenario.with_overrides(flags={"arrangements": flag}, arrangements=carried(scenario, arrangements, planned),
-                                   reference=DROP)
+    built = carried(scenario, arrangements, planned)
+    try:
+        return scenario.with_overrides(flags={"arrangements": flag}, arrangements=built, reference=DROP)
+    except InputError as err:
+        raise InputError(_candidate_error(str(err), scenario.source, flag, built)) from None
+
+
+#: A refusal located in one of the candidates (`{source}[:line]: arrangements[i].key: ... (with
+#: --gpus from the command line)`): its index is plan's, not the file's.
+_AT_CANDIDATE = re.compile(r"^(?P<source>.*?)(?::\d+)?: arrangements\[(?P<i>\d+)\](?:\.(?P<key>\S+))?: (?P<body>.*?)"
+                           r"(?: \(with [^()]* from the command line\))?$")
+
+
+def _candidate_error(text: str, source: str, flag: str, built: list[dict]) -> str:
+    """A candidate's refusal said of the candidate (`flag`: plan's candidate NAME), not of the
+    user's file, whose arrangements[i] is another arrangement or none (review F18)."""
+    m = _AT_CANDIDATE.match(text)
+    if m is None or m["source"] != source or int(m["i"]) >= len(built):
+        return text
+    cand = built[int(m["i"])]
+    key = f"{m['key']}: " if m["key"] else ""
+    fix = ("plan sets each candidate's TP itself (TP1 unless --tp names the degrees): try --tp with the degree "
+           "the preset costs" if m["key"] and m["key"].endswith("tp") else
+           "plan builds each candidate from the scenario's arrangements: change what they write, or narrow the "
+           "search")
+    return (f"{flag}: plan's candidate {cand['name']} (built from {source}): {key}{m['body']} ({fix})")
 
 
 def arrangement_text(a) -> str:
@@ -299,17 +325,14 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
                                                                               math.nan, math.nan)
         g = goodput_row(scenario, a.name, seeds, target, lo, hi if a.name in details else None, n, low, high)
         rows.append({
-            "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.n_reading_gpus if a.is_split else None,
-            "writing_gpus": a.n_writing_gpus if a.is_split else None,
-            "chunk_tokens": a.chunk_tokens,
+            **_shape(a),
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
             "on_time_pct_at_rate": on_time[a.name], "binding_limit": g["binding_limit"],
             "goodput_below_per_s": math.nan,
         })
     table = pd.DataFrame(rows)
-    for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
+    for column in ("reading_gpus", "writing_gpus", "tp", "reading_tp", "writing_tp", "chunk_tokens"):  # whole, or empty
         table[column] = table[column].astype("Int64")
     table = table.assign(_score=table["goodput_per_s"] / table["arrangement"].map(unit))
     table = table.sort_values(["_score", "on_time_pct_at_rate"], ascending=False, kind="stable").drop(columns="_score")
@@ -334,12 +357,18 @@ def _on_time_at(name: str, probe: Probe, seeds: tuple[int, ...]):
     return float(probe.on_time().mean())
 
 
+def _shape(a) -> dict:
+    """plan.csv's cells that say what the arrangement is: its GPUs, TP (each side's) and chunks."""
+    split = a.is_split
+    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
+            "reading_gpus": a.n_reading_gpus if split else None, "writing_gpus": a.n_writing_gpus if split else None,
+            "tp": None if split else a.tp or 1, "reading_tp": (a.reading_tp or 1) if split else None,
+            "writing_tp": (a.writing_tp or 1) if split else None, "chunk_tokens": a.chunk_tokens}
+
+
 def _not_searched(a, below: float) -> dict:
     """The row of an arrangement left: its goodput is below `below` (two others' is not)."""
-    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.n_reading_gpus if a.is_split else None,
-            "writing_gpus": a.n_writing_gpus if a.is_split else None,
-            "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
+    return {**_shape(a), "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
             "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
             "on_time_pct_at_rate": math.nan, "binding_limit": "", "goodput_below_per_s": below}
 
@@ -373,7 +402,7 @@ def recommendation(table: pd.DataFrame, target: float, slo: Slo | None = None) -
 
 def fewest_gpus(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: float, rate: float,
                 max_gpus: int, chunks: tuple[int, ...], tps: tuple[int, ...] = (1,),
-                tp_cost: Callable[[int], dict] | None = None) -> tuple[int | None, list[str]]:
+                tp_cost: Callable[[int], dict | None] | None = None) -> tuple[int | None, list[str]]:
     """The fewest GPUs (1..max_gpus) with an arrangement whose mean on-time share at `rate`
     meets the target, and those arrangements; (None, []) if none up to max_gpus does."""
     for n in range(1, max_gpus + 1):

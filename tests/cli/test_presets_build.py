@@ -103,6 +103,9 @@ def test_a_bad_gpu_engine_or_tp_is_refused_in_one_line(config, capsys, argv, mes
     (json.dumps({**QWEN3_8B, "kv_lora_rank": 512}), "'kv_lora_rank': multi-head latent attention"),
     (json.dumps({**QWEN3_8B, "torch_dtype": "float8"}), "'torch_dtype': got 'float8'"),
     (json.dumps({k: v for k, v in QWEN3_8B.items() if k != "num_hidden_layers"}), "'num_hidden_layers': got missing"),
+    # a vision-language config: its vision_config sits beside the text_config it was replaced by (review F31)
+    (json.dumps({"model_type": "qwen3_vl", "text_config": QWEN3_8B, "vision_config": {"depth": 27, "hidden_size": 1152}}),
+     "'vision_config': a vision encoder is not composed from the tables"),
 ])
 def test_a_bad_model_config_is_refused_in_one_line(config, capsys, content, message):
     config.write_text(content)

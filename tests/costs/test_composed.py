@@ -1,4 +1,4 @@
-"""The composed presets (costs/composed.py, composed_shipped.py): each one's stated errors are its
+"""The composed presets (costs/composed.py; read by presets.from_table): each one's stated errors are its
 fields on the iterations composed afresh from AIConfigurator's tables (the refit itself:
 test_composed_refit.py); the facts every preset states; the docs' table. Skipped, with one line,
 without the tables."""
@@ -9,7 +9,9 @@ import pytest
 
 from disagg_simpy.costs import composed as C
 from disagg_simpy.costs import operators as O
-from disagg_simpy.costs.composed_shipped import PRESETS
+from disagg_simpy.costs.presets import from_table
+
+PRESETS = from_table("composed_presets.json")
 
 TABLES = pytest.mark.aiconfigurator
 BY_NAME = {spec.name: spec for spec in C.specs()}

@@ -8,7 +8,9 @@ import pytest
 
 from disagg_simpy.costs import composed as C
 from disagg_simpy.costs import operators as O
-from disagg_simpy.costs.composed_shipped import PRESETS
+from disagg_simpy.costs.presets import from_table
+
+PRESETS = from_table("composed_presets.json")
 
 BY_NAME = {spec.name: spec for spec in C.specs()}
 

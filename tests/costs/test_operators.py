@@ -280,3 +280,20 @@ def test_llama_3_1_8b_from_its_config_matches_its_published_shape():
     m = H.model_config(raw)
     assert m.head_dim == 128 and m.kv_bytes_per_token(1) == 131072
     assert m.parameters() == 8_030_261_248
+
+
+QWEN3_0_6B = {"num_hidden_layers": 28, "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 8,
+              "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936, "torch_dtype": "bfloat16",
+              "tie_word_embeddings": True}
+
+
+def test_tied_embeddings_are_one_matrix_in_the_weights():
+    """Qwen3-0.6B ties its LM head to its embedding: 0.596 billion weights (its model card's 0.6B,
+    0.44B without the embedding), not 0.752 with the matrix counted twice (review F9); a VLM's
+    text_config inherits the outer tie_word_embeddings, and an untied config counts both."""
+    tied = H.model_config(QWEN3_0_6B)
+    assert tied.tied and tied.parameters() == 596_042_752
+    untied = H.model_config({**QWEN3_0_6B, "tie_word_embeddings": False})
+    assert untied.parameters() - tied.parameters() == 151936 * 1024
+    inner = {k: v for k, v in QWEN3_0_6B.items() if k != "tie_word_embeddings"}
+    assert H.model_config({"text_config": inner, "tie_word_embeddings": True}).parameters() == 596_042_752

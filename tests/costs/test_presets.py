@@ -12,13 +12,13 @@ from helpers import scenario_text
 
 from disagg_simpy import load_scenario
 from disagg_simpy.cli import main
-from disagg_simpy.costs.composed_shipped import PRESETS as COMPOSED
-from disagg_simpy.costs.presets import PRESETS, cost_fields, kv_capacity_tokens, kv_ship_ms_per_token
+from disagg_simpy.costs.presets import PRESETS, cost_fields, from_table, kv_capacity_tokens, kv_ship_ms_per_token
 from disagg_simpy.costs.profiles import ENV_FOLDER, profiles_folder
 from disagg_simpy.errors import InputError
 from disagg_simpy.scenario.schema import Cost
 
 #: the presets fitted to the public profiles (catalog.py); the composed ones: test_composed.py
+COMPOSED = from_table("composed_presets.json")
 FITTED = {name: p for name, p in PRESETS.items() if name not in COMPOSED}
 
 ATTENTION = "per_attention_pair_ms" in Cost.model_fields

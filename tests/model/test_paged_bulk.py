@@ -66,7 +66,7 @@ def test_run_free_and_grow_equal_a_key_by_key_count():
                 break
         assert s.run_free(free, key, n) == plain, (block, key, n, free)
         memory = Memory(None, True)
-        memory.take(free)
+        memory.hold(free)
         gpu = SimpleNamespace(memory=memory)
         log = GpuLog()
         s.grow(gpu, key, n, log)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from helpers import DEFAULT
@@ -16,8 +18,8 @@ MS = 1e-3
 class FakeGpu:
     def __init__(self, number, queued=0, replies=0, shipping=0):
         self.number = number
-        self.queued_tokens = queued
-        self.n_replies = replies
+        self.queue = SimpleNamespace(queued_tokens=queued)
+        self.batch = SimpleNamespace(n_replies=replies)
         self.n_shipping = shipping
         self.n_local = 0
         self.last_assignment = -1
@@ -71,7 +73,7 @@ def test_least_queued_wins_over_the_tie_rule():
     gpus = [FakeGpu(0, queued=500), FakeGpu(1, queued=100), FakeGpu(2, queued=100)]
     side = Side(gpus)
     assert side.least_queued().number == 1
-    gpus[1].queued_tokens += 300
+    gpus[1].queue.queued_tokens += 300
     assert side.least_queued().number == 2
 
 

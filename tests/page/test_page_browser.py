@@ -286,3 +286,35 @@ def test_the_table_note_rounds_a_trace_measured_whole(browser, tmp_path):
     note = pg.text_content("#table-note")
     pg.close()
     assert "2 measured requests (arriving 0–16.18 s)" in note, note
+
+
+def test_per_gpu_counts_show_every_request_and_say_which_an_arrangement_was_not_sent(browser, tmp_path):
+    """F25: with n_requests_per_gpu the player holds the larger arrangement's every request; the
+    smaller one draws only those it was sent, and following one it was not sent says so there."""
+    from test_page_data import PER_GPU
+
+    path = tmp_path / "per-gpu.yaml"
+    path.write_text(PER_GPU, encoding="utf-8")
+    html = tmp_path / "page.html"
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--html", str(html)]) == 0
+    requests = pd.read_csv(tmp_path / "out" / "requests.csv")
+    one = set(requests.loc[requests["arrangement"] == "one", "request_id"])
+    only_three = sorted(set(requests.loc[requests["arrangement"] == "three", "request_id"]) - one)
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(html.as_uri())
+    pg.wait_for_selector("[data-testid=arrangement-row]")
+    rid = only_three[0]
+    pg.fill("#follow-id", str(rid))
+    pg.keyboard.press("Enter")
+    rows = pg.locator("[data-testid=follow] tbody tr")
+    assert rows.count() == 2 and "not sent" in rows.nth(0).text_content() and "not sent" not in rows.nth(1).text_content()
+    pg.click("[data-testid=arrangement-row][data-arrangement=one]")
+    shown = {int(pg.locator("[data-testid=reply-lane]").nth(k).get_attribute("data-request-id"))
+             for k in range(pg.locator("[data-testid=reply-lane]").count())}
+    assert shown and shown <= one
+    rows.nth(1).click()  # three: the request is drawn there
+    assert pg.locator(f"[data-testid=reply-lane][data-request-id='{rid}']").count() == 1
+    assert errors == []
+    pg.close()

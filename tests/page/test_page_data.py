@@ -90,6 +90,9 @@ def check_requests(res, data):
         req = res.requests[res.requests["arrangement"] == a["name"]]
         req = req[req["request_id"].isin(np.cumsum(data["requests"]["id"]))]
         r = decode_requests(data, a)
+        if "sent" in a["requests"]:  # (n_requests_per_gpu: the requests this arrangement was sent)
+            sent = np.array(a["requests"]["sent"], dtype=bool)
+            r = {k: v[sent] for k, v in r.items()}
         assert r["id"].tolist() == req["request_id"].tolist()
         assert r["prompt"].tolist() == req["n_prompt_tokens"].tolist()
         assert r["n"].tolist() == req["n_reply_words"].tolist()
@@ -290,9 +293,10 @@ arrangements:
 """
 
 
-def test_per_gpu_counts_page_shows_the_requests_every_arrangement_got(tmp_path, capsys):
+def test_per_gpu_counts_page_shows_every_request_and_who_was_sent_it(tmp_path, capsys):
     """F25: with n_requests_per_gpu the arrangements get 12 and 36 requests; the page (and
-    `run --html`) shows the 12 they share, each with its own arrangement's times."""
+    `run --html`) shows all 36 (it showed only the 12 they share), each arrangement's times for
+    those it was sent, and `sent` says which (the smaller one's first 12)."""
     from disagg_simpy.cli import main
 
     path = tmp_path / "per-gpu.yaml"
@@ -302,8 +306,12 @@ def test_per_gpu_counts_page_shows_the_requests_every_arrangement_got(tmp_path, 
     assert counts["one"] < counts["three"]
     data = embedded_data(page_html(res))
     ids = np.cumsum(data["requests"]["id"])
-    assert 0 < len(ids) <= counts["one"]
-    assert set(ids) <= set(res.requests.loc[res.requests["arrangement"] == "one", "request_id"])
+    shown = {a["name"]: a["requests"] for a in data["arrangements"]}
+    of = {name: set(res.requests.loc[res.requests["arrangement"] == name, "request_id"]) for name in counts.index}
+    assert of["one"] < of["three"] and set(ids) <= of["three"] and len(set(ids) - of["one"]) > 0
+    assert "sent" not in shown["three"]
+    assert [bool(s) for s in shown["one"]["sent"]] == [i in of["one"] for i in ids]
+    assert all(shown["one"]["fin"][k] == -1 for k, s in enumerate(shown["one"]["sent"]) if not s)
     check_requests(res, data)
     page = tmp_path / "page.html"
     assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--html", str(page)]) == 0
