@@ -1,25 +1,23 @@
-"""The MoE presets' writing-iteration fit, against the composed times, three ways (issue 38):
+"""The MoE presets' fit against the composed times, before and with E17's expert term (issue 38):
 
-- **before**: the fit every preset takes (costs/minimax.py) on every composed row, as the MoE
-  presets were fitted until the range below;
-- **shipped (saturated range)**: the same fit on the rows where every expert is busy, the writing
-  rows of at least S = ceil(experts / top-k) replies (all prompt rows have more tokens than that),
-  the preset's range starting at S replies so a run below it is warned (costs/composed.py,
-  `saturated_replies`); the rows below S are reported apart;
-- **experts-touched term** (not in the model: the cost term it would take, see docs/composed-presets.md):
-  least squares of relative error over the attention fit's terms plus one column,
-  min(experts, top-k x tokens of the iteration), the distinct experts a batch touches under the
-  tables' balanced routing.
+- **before** (as shipped until E17): the attention fit (costs/minimax.py) on the rows where every
+  expert is busy, writing rows of at least S = ceil(experts / top-k) replies (every prompt row has
+  more tokens than that), its error then taken on every row, the writing rows below S included
+  (those runs were warned);
+- **E17** (as shipped now, costs/composed.py): the same fit with `per_expert_ms` x min(experts,
+  experts_per_token x tokens) beside the other terms, over every row.
 
-    DISAGG_SIMPY_AICONFIGURATOR=.../aiconfigurator python benchmarks/moe_fit.py
+    DISAGG_SIMPY_AICONFIGURATOR=.../aiconfigurator python benchmarks/moe_fit.py [--silicon]
 
-Prints, per preset, the largest signed error on writing-only rows by replies (1-8 / 16-64 / 128-256)
-and on chunked and whole-prompt rows, and the median over presets of the largest writing error.
+Prints, per MoE preset, the largest signed error on writing-only rows by replies (1-8 / 16-64 /
+128-256) and on chunked and whole-prompt rows, and the median (range) over presets of the largest
+error per kind. `--silicon` adds the MoE configs of the validation catalog's measured deployments
+(MiniMax-M2.5, Qwen3-235B-A22B-FP8, as benchmarks/silicon_accuracy.py expresses them; not shipped).
+Only AIConfigurator's per-operator timings are fitted; the measured deployments are not.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -31,72 +29,74 @@ sys.path.insert(0, str(ROOT))
 
 from disagg_simpy.costs import composed as C  # noqa: E402
 from disagg_simpy.costs import operators as O  # noqa: E402
-from disagg_simpy.costs.fitting import ATTENTION, BASE_TERMS, KINDS, REREAD, columns, kinds  # noqa: E402
-from disagg_simpy.costs.minimax import fit_worst  # noqa: E402
+from disagg_simpy.costs.fitting import COUNTS, KINDS, columns, kinds  # noqa: E402
+from disagg_simpy.costs.minimax import TILES, fit_worst  # noqa: E402
 
 
-def experts_column(rows, model) -> np.ndarray:
-    n = rows.replies.to_numpy(float) + rows.prompt_tokens.to_numpy(float)
-    return np.minimum(model.experts, model.topk * n)
+def before(rows, model) -> np.ndarray:
+    """The attention fit without E17 on the rows from S replies, evaluated on every row."""
+    dense = rows.assign(experts=0, experts_per_token=0)
+    keep = ~((kinds(dense) == KINDS[0]) & (dense.replies.to_numpy() < C.saturated_replies(model)))
+    f = fit_worst(dense[keep].reset_index(drop=True), attention=True, unsaturated=True, tiles=TILES)
+    return evaluate(dense, f.coefficients)
 
 
-def with_experts_term(rows, model) -> np.ndarray:
-    """Least squares of relative error (nnls) with the experts-touched column: the fitted times."""
-    from scipy.optimize import nnls
-
-    a = np.column_stack([columns(rows, BASE_TERMS + (REREAD, ATTENTION)), experts_column(rows, model)])
-    y = rows.ms.to_numpy(float)
-    w = a / y[:, None]
-    norms = np.linalg.norm(w, axis=0)
-    x = nnls(w / norms, np.ones(len(y)), maxiter=500)[0] / norms
-    return a @ x
+def evaluate(rows, c: dict) -> np.ndarray:
+    """A fit's fields on `rows`, by the fitting's own columns."""
+    terms = tuple(k for k in c if k not in COUNTS)
+    return columns(rows, terms, int(c.get("free_prompt_tokens", 0)), int(c.get("token_tile", 0))) @ np.array(
+        [c[k] for k in terms])
 
 
-def bands(rows, fitted) -> str:
+def cells(rows, fitted) -> tuple[str, dict[str, float]]:
     e = C.errors_by_size(rows, fitted)
-    w = e.get(KINDS[0], {})
-    return (" / ".join(f"{v:+.1f}%" for v in w.values()) + " | " + " / ".join(f"{v:+.1f}%" for v in e.get(KINDS[1], {}).values())
-            + " | " + " / ".join(f"{v:+.1f}%" for v in e.get(KINDS[2], {}).values()))
-
-
-def worst_writing(rows, fitted, keep=None) -> float:
-    rel = fitted / rows.ms.to_numpy(float) - 1
-    sel = kinds(rows) == KINDS[0]
-    if keep is not None:
-        sel &= keep
-    return float(100 * np.abs(rel[sel]).max()) if sel.any() else float("nan")
+    text = " | ".join(" / ".join(f"{v:+.1f}%" for v in e.get(k, {}).values()) or "n/a" for k in KINDS)
+    return text, {k: max(abs(v) for v in e[k].values()) for k in e}
 
 
 def main() -> None:
     folder = O.data_folder()
     if folder is None:
         raise SystemExit(f"no AIConfigurator tables: set ${O.ENV_FOLDER}")
-    shipped = json.loads(C.SHIPPED.read_text())
-    lines = ["| preset | S | before: writing 1-8 / 16-64 / 128-256 | shipped: writing (>= S) / below S | "
-             "experts-touched term: writing 1-8 / 16-64 / 128-256 \\| chunked \\| whole |", "|---|---|---|---|---|"]
-    medians: dict[str, list[float]] = {"before": [], "shipped (>= S)": [], "shipped below S": [], "term": []}
+    cases = []
     for spec in C.specs():
-        if spec.name not in shipped or not C.config_of(folder, spec.model).experts:
-            continue
         model = C.config_of(folder, spec.model)
-        every = C.grid(O.tables(folder, spec.gpu, spec.engine), model, spec.tp)
-        before = fit_worst(every, attention=True, unsaturated=True, tiles=C.TILES)
-        medians["before"].append(worst_writing(every, before.fitted))
-        p = shipped[spec.name]
-        rows, under = C.split_rows(every, model)
-        inside = max(abs(v) for v in p["errors_by_size_pct"][KINDS[0]].values())
-        below = max(abs(v) for v in p["below_range_pct"].values())
-        medians["shipped (>= S)"].append(inside)
-        medians["shipped below S"].append(below)
-        fitted = with_experts_term(every, model)
-        medians["term"].append(worst_writing(every, fitted))
-        w = C.errors_by_size(every, before.fitted)[KINDS[0]]
-        lines.append(f"| `{spec.name}` | {C.saturated_replies(model)} | " + " / ".join(f"{v:+.1f}%" for v in w.values())
-                     + f" | {inside:.1f}% / {below:.1f}% | {bands(every, fitted)} |")
+        if model.experts:
+            cases.append((spec.name, model, spec.gpu, spec.engine, spec.tp, 1))
+    if "--silicon" in sys.argv:  # (the rows' own expression: benchmarks/silicon_accuracy.py)
+        import pandas as pd
+        import silicon_accuracy as S
+
+        refs = pd.read_csv(folder / "accuracy_tracking" / "silicon_refs.csv")
+        for i, r in refs.iterrows():
+            if S.reasons(r, folder) or not (model := S.model_of(r, folder)).experts:
+                continue
+            gpu = S.SYSTEMS[r.system]
+            for side, tp, ep in S.sides(r):
+                cases.append((f"row {i + 1}: {S.slug(r)}, {side} TP{tp}" + (f" EP{ep}" if ep > 1 else ""), model, gpu,
+                              S.ENGINE_OF[(r.backend, gpu)], tp, ep))
+    lines = ["| preset | S | before: writing 1-8 / 16-64 / 128-256 \\| chunked \\| whole | E17: writing 1-8 / 16-64 / "
+             "128-256 \\| chunked \\| whole | per_expert_ms |", "|---|---|---|---|---|"]
+    worst: dict[str, dict[str, list[float]]] = {"before": {}, "E17": {}}
+    for name, model, gpu, engine, tp, ep in cases:
+        try:
+            p = C.compose(model, O.tables(folder, gpu, engine), tp, name, ep=ep)
+        except O.InputError as e:
+            print(f"{name}: not composed: {e}", file=sys.stderr)
+            continue
+        rows = C.grid(O.tables(folder, gpu, engine), model, tp, ep)
+        old_text, old = cells(rows, before(rows, model))
+        c = p["attention_cost"]
+        new_text, new = cells(rows, evaluate(rows, c))
+        for label, e in (("before", old), ("E17", new)):
+            for k, v in e.items():
+                worst[label].setdefault(k, []).append(v)
+        lines.append(f"| `{name}` | {C.saturated_replies(model)} | {old_text} | {new_text} | {c.get('per_expert_ms', 0):g} |")
         print(lines[-1], file=sys.stderr)
     print("\n".join(lines))
-    print("\nmedian over presets of the largest writing-only error (range): " + ", ".join(
-        f"{k} {statistics.median(v):.1f}% ({min(v):.1f}-{max(v):.1f}%)" for k, v in medians.items()))
+    for label, e in worst.items():
+        print(f"\n{label}: largest error per kind, median (range) over presets: " + ", ".join(
+            f"{k} {statistics.median(v):.1f}% ({min(v):.1f}-{max(v):.1f}%)" for k, v in e.items()))
 
 
 if __name__ == "__main__":

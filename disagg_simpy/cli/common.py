@@ -232,10 +232,29 @@ def load_with_flags(args: argparse.Namespace, rate: float | None = None):
 
 def seeds_to_run(scenario) -> tuple[tuple[int, ...], str]:
     """The seeds to run (`seed`, `seeds`), and a note when they collapse to one: a trace with its
-    own arrival times gives the same requests whatever the seed (`Scenario.draws_requests`)."""
+    own arrival times gives the same requests whatever the seed, unless a rule draws per request
+    (`counts.seed_matters`)."""
     seeds = tuple(range(scenario.seed, scenario.seed + scenario.seeds))
-    if scenario.draws_requests or len(seeds) == 1:
+    from ..scenario.counts import seed_matters
+
+    if seed_matters(scenario) or len(seeds) == 1:
         return seeds, ""
     w = scenario.workload
     return seeds[:1], (f"warning: {len(seeds)} seeds: the {w.format} trace {w.trace} fixes every request, so every "
                        f"seed gives the same figures; running seed {seeds[0]} only")
+
+
+def check_follow_is_one_request(scenario, request_id: int) -> None:
+    """`--follow N` draws id N in every arrangement: refused where n_requests_per_gpu gives an
+    arrangement another request under that id (a subset in another order: `pick: sampled`,
+    sessions), rather than show two requests as one (`explain` follows one by identity)."""
+    from ..workload.counted import own_id
+    from ..workload.stream import streams_by_gpus
+
+    streams = streams_by_gpus(scenario, scenario.seed)
+    for a in scenario.arrangements:
+        own = own_id(streams[a.n_gpus].origin, len(streams[a.n_gpus]), request_id)
+        if own is not None and own != request_id:
+            raise InputError(f"--follow: got {request_id}, but with n_requests_per_gpu that request is request {own} "
+                             f"in arrangement {a.name!r} and id {request_id} another one; expected a request with "
+                             f"one id everywhere, or use `explain --request {request_id}`, which follows it by identity")

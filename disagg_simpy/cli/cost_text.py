@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
+from ..results.columns import COST_CELLS, cost_heading
+
 
 def header() -> list[str]:
     """The cost cells' header: per request at the goodput, under any rule (results/columns.py COST)."""
-    return ["$/h", "$/M at goodput (95% interval)", "requests/GPU-h", "kW"]
+    return [cost_heading(name) for name in COST_CELLS]
 
 
 def money(x: float) -> str:

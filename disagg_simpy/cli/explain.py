@@ -37,6 +37,7 @@ def explain(argv: Sequence[str]) -> int:
     """Tell one request's story: where its time went, what froze it, which limit it broke."""
     from ..api import run as run_scenario
     from ..results.story import story_facts, story_text
+    from ..workload.counted import own_id
     from ..workload.stream import streams_by_gpus
     from .run import load
 
@@ -52,8 +53,8 @@ def explain(argv: Sequence[str]) -> int:
         picked = [a for a in scenario.arrangements if a.name == args.arrangement]
         scenario = scenario.model_copy(update={"arrangements": picked})
     streams = streams_by_gpus(scenario, scenario.seed)  # (n_requests_per_gpu: a stream per size)
-    sent = lambda a: (args.request < len(streams[a.n_gpus].measured)  # noqa: E731
-                      and bool(streams[a.n_gpus].measured[args.request]))
+    ids = {a.name: own_id(streams[a.n_gpus].origin, len(streams[a.n_gpus]), args.request) for a in scenario.arrangements}
+    sent = lambda a: ids[a.name] is not None and bool(streams[a.n_gpus].measured[ids[a.name]])  # noqa: E731
     if not any(sent(a) for a in scenario.arrangements):
         stream = streams[max(streams)]
         measured = stream.measured.nonzero()[0]
@@ -63,7 +64,12 @@ def explain(argv: Sequence[str]) -> int:
                else f"(none is measured in {scenario.name}, seed {scenario.seed})")
         )
     result = run_scenario(scenario)
-    stories = [story_text(story_facts(result, a.name, args.request)) if sent(a) else
+    def renumbered(a) -> str:  # n_requests_per_gpu with a subset in another order: its own id for the request
+        own = ids[a.name]
+        return "" if own == args.request else (f"{a.name}: request {args.request} (of the largest arrangement's "
+                                               f"stream) is its request {own}\n")
+
+    stories = [renumbered(a) + story_text(story_facts(result, a.name, int(ids[a.name] or 0))) if sent(a) else
                f"{a.name}: request {args.request} is not sent to it (n_requests_per_gpu sends its {a.n_gpus} GPU"
                f"{'s' * (a.n_gpus > 1)} {len(streams[a.n_gpus])} requests)" for a in scenario.arrangements]
     print("\n\n".join(stories))

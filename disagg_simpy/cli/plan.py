@@ -83,15 +83,17 @@ def check_cost(args, scenario, arrangements: list[dict], seeds) -> str:
     return note
 
 
-def format_plan(table, share: str = "on time %") -> str:
-    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`)."""
+def format_plan(table, share: str = "on time %", pools: bool = False) -> str:
+    """Aligned text of plan.csv; `share`: the header of the per-request share (`Slo.share_header`);
+    `pools`: `plan --iso-cost/--iso-power`'s rows, one per pool, led by the pool (no rank or GPU kinds)."""
     import pandas as pd
 
     from . import cost_text
 
     costs = cost_text.has_costs(table)
-    header = ["rank", "arrangement", "gpus", "goodput/s (95% interval)", "per GPU", f"{share} at rate", "fails first",
-              *(["GPU kinds", *cost_text.header()] if costs else [])]
+    header = [*(["pool"] if pools else ["rank"]), "arrangement", "gpus", "goodput/s (95% interval)", "per GPU",
+              f"{share} at rate", "fails first", *([*(() if pools else ("GPU kinds",)), *cost_text.header()] if costs
+                                                  else [])]
     rows = []
     for r in table.itertuples():
         interval = "" if math.isnan(r.goodput_low_per_s) else f" ({r.goodput_low_per_s:.2f}-{r.goodput_high_per_s:.2f})"
@@ -99,11 +101,11 @@ def format_plan(table, share: str = "on time %") -> str:
         if not math.isnan(r.goodput_below_per_s):  # left: two others beat it (sweep/plan.py)
             goodput = f"below {r.goodput_below_per_s:.2f} (left: not in the top two)"
         gpus = f"{r.gpus}" if pd.isna(r.reading_gpus) else f"{r.reading_gpus}+{r.writing_gpus}"  # a split's sides
-        rows.append([str(r.rank), r.arrangement, gpus, goodput,
+        rows.append([r.pool if pools else str(r.rank), r.arrangement, gpus, goodput,
                      "-" if math.isnan(r.goodput_per_gpu_per_s) else f"{r.goodput_per_gpu_per_s:.2f}",
                      "-" if math.isnan(r.on_time_pct_at_rate) else f"{r.on_time_pct_at_rate:.1f}", r.binding_limit or "-",
-                     *([r.gpu_kinds or "-", *cost_text.cells(r)] if costs else [])])
-    return "\n".join(aligned([header, *rows], left={1}))
+                     *([*(() if pools else (r.gpu_kinds or "-",)), *cost_text.cells(r)] if costs else [])])
+    return "\n".join(aligned([header, *rows], left={0, 1} if pools else {1}))
 
 
 def tp_search(args, scenario, say: bool = True) -> tuple[tuple[int, ...], Callable[[int], dict | None] | None]:

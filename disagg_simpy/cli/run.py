@@ -23,6 +23,7 @@ from .common import (
     NotWritten,
     Parser,
     add_price_flag,
+    check_follow_is_one_request,
     check_own_folder,
     earlier_run_json,
     int_at_least,
@@ -150,6 +151,8 @@ def check_outputs(args: argparse.Namespace, scenario) -> Outputs:
         from ..plots import plot_file_names
 
         plots_dir = check_folder(args.plots if args.plots is not None else out / "plots", "--plots")
+        if args.follow is not None and scenario.workload.n_requests_per_gpu is not None:
+            check_follow_is_one_request(scenario, args.follow)
         for name in plot_file_names([a.name for a in scenario.arrangements], args.follow, f"over_time.{args.format}" in names):
             outputs[f"--plots {plots_dir / name}"] = check_output_file(plots_dir / name, "--plots")
     for flag, path in (("--save-trace", args.save_trace), ("--html", args.html)):

@@ -1,8 +1,9 @@
 """Presets composed from AIConfigurator's per-operator timings (`operators.py`): a grid of
 iterations is composed for each model, GPU, engine and TP, and the project's cost fields are
 fitted to it as the other presets are (`minimax.fit_worst`: M1/E2/E3, and E7/E14/E15 in the
-attention fit), each stating its largest error against the composed times per kind of iteration
-and per size (`errors_by_size`).
+attention fit; a mixture-of-experts model's with E17's `per_expert_ms` in both, over every batch),
+each stating its largest error against the composed times per kind of iteration and per size
+(`errors_by_size`).
 
 `python -m disagg_simpy.costs.composed` writes `composed_presets.json` (the numbers the package
 ships, read with the other tables by `presets.py`: `presets.from_table`); `--report` prints the
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import operators as O
-from .fitting import FREE, KINDS, TILE_SIZE, columns, kinds
+from .fitting import KINDS, kinds
 from .hf_config import ModelConfig, read_model_config
 from .instance_memory import kv_capacity_tokens
 from .minimax import TILES, fit_worst, whole_range_error
@@ -102,7 +103,7 @@ class Spec:
 def saturated_replies(model: ModelConfig) -> int:
     """The smallest batch at which a MoE layer's every expert is busy under balanced routing
     (ceil(experts / top-k)); 1 for a dense model. Below it an expert layer's time steps with the
-    experts the batch touches, which no cost field follows (docs/composed-presets.md)."""
+    experts the batch touches, which E17's `per_expert_ms` follows (docs/composed-presets.md)."""
     return -(-model.experts // model.topk) if model.experts else 1
 
 
@@ -112,10 +113,10 @@ def config_of(folder: Path, model: str) -> ModelConfig:
 
 def grid(t: O.Tables, model: ModelConfig, tp: int, ep: int = 1) -> pd.DataFrame:
     """The composed iterations a preset is fitted to (rows of `fitting.COLUMNS` plus
-    earlier_tokens, prompts): writing only at REPLIES x CONTEXTS, whole prompts (PROMPTS alone,
-    BATCHED in twos and fours), and CHUNKS after EARLIER tokens beside BESIDE replies; each point
-    the tables measure (a point outside a table's measured range is left out, any other gap
-    refuses the preset)."""
+    earlier_tokens, prompts, and the model's experts and experts_per_token, 0 for a dense model):
+    writing only at REPLIES x CONTEXTS, whole prompts (PROMPTS alone, BATCHED in twos and fours),
+    and CHUNKS after EARLIER tokens beside BESIDE replies; each point the tables measure (a point
+    outside a table's measured range is left out, any other gap refuses the preset)."""
     rows = []
 
     def add(replies: int, context: int, prompts: int, chunk: int, earlier: int) -> None:
@@ -137,8 +138,8 @@ def grid(t: O.Tables, model: ModelConfig, tp: int, ep: int = 1) -> pd.DataFrame:
         for e in EARLIER:
             for r, c in BESIDE:
                 add(r, c, 1, chunk, e)
-    return pd.DataFrame(rows, columns=["replies", "prompt_tokens", "context_tokens", "earlier_tokens", "prompts",
-                                       "ms"])
+    out = pd.DataFrame(rows, columns=["replies", "prompt_tokens", "context_tokens", "earlier_tokens", "prompts", "ms"])
+    return out.assign(experts=model.experts, experts_per_token=model.topk)
 
 
 def errors_by_size(t: pd.DataFrame, fitted: np.ndarray) -> dict[str, dict[str, float]]:
@@ -159,26 +160,6 @@ def errors_by_size(t: pd.DataFrame, fitted: np.ndarray) -> dict[str, dict[str, f
     return out
 
 
-def split_rows(rows: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the rows a preset is fitted to, the writing rows below `saturated_replies` left out)."""
-    below = (kinds(rows) == KINDS[0]) & (rows.replies.to_numpy() < saturated_replies(model))
-    return rows[~below].reset_index(drop=True), rows[below].reset_index(drop=True)
-
-
-def below_range(rows: pd.DataFrame, coefficients: dict) -> dict[str, float]:
-    """The largest error (signed, %) of a fit's fields on writing rows below its range, by
-    replies (1-8, 9-64)."""
-    terms = tuple(k for k in coefficients if k not in (FREE, TILE_SIZE))
-    a = columns(rows, terms, int(coefficients.get(FREE, 0)), int(coefficients.get(TILE_SIZE, 0)))
-    rel = a @ np.array([coefficients[k] for k in terms]) / rows.ms.to_numpy(float) - 1
-    out = {}
-    for lo, hi in ((1, 8), (9, 64)):
-        r = rel[(rows.replies.to_numpy() >= lo) & (rows.replies.to_numpy() <= hi)]
-        if len(r):
-            out[f"{lo}-{hi}"] = round(100 * float(r[np.argmax(np.abs(r))]), 1) + 0.0
-    return out
-
-
 def kv_ship(t: O.Tables, model: ModelConfig, tp: int) -> dict[str, float]:
     """ms per token of KV shipped between instances: each GPU ships its share over its own link at
     the bandwidth AIConfigurator's systems/<gpu>.yaml states (NVLink within a node, the network
@@ -192,15 +173,12 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
             ep: int = 1) -> dict:
     """One composed preset's facts: the grid composed for `model` on `t`'s GPU and engine at TP
     `tp` (experts over `ep` of its GPUs), the cost fields fitted to it, their errors, range, KV
-    capacity and ship cost. A MoE model's fit leaves out the writing rows below
-    `saturated_replies` (a step no cost field follows) and states their error apart
-    (`below_range_pct`); its range says where writing batches start (`writing_replies`), and a
-    run below it is warned (results/preset_range.py)."""
+    capacity and ship cost. A MoE model's fields hold E17's `per_expert_ms` (with its `experts`
+    and `experts_per_token`), fitted over every writing batch, the small ones whose expert layers
+    touch only some experts included."""
     O.check_tp(model, tp)
     O.check_ep(model, tp, ep)
-    every = grid(t, model, tp, ep)
-    busy = saturated_replies(model)
-    rows, under = split_rows(every, model)
+    rows = grid(t, model, tp, ep)
     missing = [k for k in KINDS if k not in set(kinds(rows))]
     if missing or len(rows) < 20:
         raise O.InputError(f"{label} at TP{tp} on {t.gpu} with {t.engine}: the tables measure only {len(rows)} of the "
@@ -224,12 +202,8 @@ def compose(model: ModelConfig, t: O.Tables, tp: int, label: str, tiles: tuple[i
         "attention_cost": attention.coefficients, "attention_errors_pct": attention.errors_pct,
         "attention_whole_64_4096_pct": whole_range_error(rows, attention.fitted),
         "errors_by_size_pct": errors_by_size(rows, attention.fitted),
-        **({"below_range_pct": below_range(under, attention.coefficients), "range_note":
-            f"writing batches from {busy} replies (experts / top-k), where every expert of a MoE layer is busy; "
-            "below it an expert layer's time steps with the experts the batch touches, which no cost field follows, "
-            "and the preset overstates it (below_range_pct)"} if len(under) else {}),
         "rows": plain.rows,
-        "range": {**plain.ranges, **({"writing_replies": [busy, float(every.replies.max())]} if len(under) else {})},
+        "range": plain.ranges,
         "kv_capacity_tokens": capacity, "memory_utilisation": terms["engine_share"],
         "kv_bytes_per_token": int(model.kv_bytes_per_token(tp)),
         "kv_ship_ms_per_token": kv_ship(t, model, tp),

@@ -2,8 +2,10 @@
 
 One row per iteration: `replies` written (words 2..n, D9), `prompt_tokens` read, `context_tokens`
 (the sum of those replies' contexts, E3), optional `earlier_tokens` (tokens of the prompt read by
-earlier iterations, E2; a row with them reads one prompt) and optional `prompts` (how many prompts
-of equal length the row reads, default 1), and the measured `ms`.
+earlier iterations, E2; a row with them reads one prompt), optional `prompts` (how many prompts
+of equal length the row reads, default 1), and the measured `ms`. Composed rows
+(costs/composed.py) may also hold `experts` and `experts_per_token`, a mixture-of-experts model's,
+the same on every row: E17's `per_expert_ms` then joins the fit.
 
 The fit is least squares on relative error ((fitted - measured) / measured) with every coefficient
 >= 0: `scipy.optimize.nnls` on the rows divided by their measured time. nnls because it is an
@@ -28,10 +30,12 @@ BASE_TERMS = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "per_contex
 REREAD, ATTENTION = "per_reread_token_ms", "per_attention_pair_ms"
 PROMPT_ITERATION, FREE = "prompt_iteration_ms", "free_prompt_tokens"  # E14 (FREE is no column: a shift of tokens)
 TILE, TILE_SIZE = "per_token_tile_ms", "token_tile"  # E15 (TILE_SIZE is no column: the tile the column counts in)
+EXPERT, EXPERT_COUNTS = "per_expert_ms", ("experts", "experts_per_token")  # E17 (the counts are no columns)
+COUNTS = (FREE, TILE_SIZE, *EXPERT_COUNTS)  # a fit's fields that are counts, not costs of a column
 #: term -> (what its column counts, for messages)
 _COUNTS = {"per_reply_ms": "replies", "per_prompt_token_ms": "prompt tokens", "per_context_token_ms": "context tokens",
            REREAD: "earlier tokens", ATTENTION: "prompt tokens", PROMPT_ITERATION: "prompt-reading rows",
-           TILE: "token tiles"}
+           TILE: "token tiles", EXPERT: "experts touched"}
 SIGNIFICANT = 4  # the printed (and shipped) precision of a coefficient
 
 
@@ -51,7 +55,8 @@ def kinds(t: pd.DataFrame) -> np.ndarray:
 def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0, tile: int = 0) -> np.ndarray:
     """The design matrix: each term's count in each row; with E14's `free` prompt tokens an
     iteration reads at no per-token cost, and E15's tiles of `tile` rows (prompt tokens read +
-    replies written, ceil: R73) when `terms` has TILE."""
+    replies written, ceil: R73) when `terms` has TILE; E17's experts touched, min(experts,
+    experts_per_token x (prompt tokens + replies)), from the rows' own counts when it has EXPERT."""
     p = t.prompt_tokens.to_numpy(float)
     earlier = t["earlier_tokens"].to_numpy(float) if "earlier_tokens" in t else np.zeros(len(t))
     prompts = t["prompts"].to_numpy(float) if "prompts" in t else np.ones(len(t))
@@ -65,6 +70,9 @@ def columns(t: pd.DataFrame, terms: tuple[str, ...], free: int = 0, tile: int = 
         if tile < 1:
             raise ValueError(f"{TILE} needs a tile of at least 1 row, got {tile}")
         cols[TILE] = np.ceil((p + t.replies.to_numpy(float)) / tile)
+    if EXPERT in terms:
+        cols[EXPERT] = np.minimum(t.experts.to_numpy(float),
+                                  t.experts_per_token.to_numpy(float) * (p + t.replies.to_numpy(float)))
     return np.column_stack([cols[k] for k in terms])
 
 
@@ -103,7 +111,8 @@ def check_separable(a: np.ndarray, terms: tuple[str, ...], t: pd.DataFrame) -> N
 
 def fit(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False, tile: int = 0) -> Fit:
     """Fit the cost fields to the rows of `t` (see the module's docstring): the base terms, the
-    re-read term when any row has earlier tokens, the attention term when asked, E15's
+    re-read term when any row has earlier tokens, the attention term when asked, E17's
+    `per_expert_ms` when the rows are a mixture-of-experts model's (`experts_of`), E15's
     `per_token_tile_ms` at a `tile` of that many rows when one is given, and with `unsaturated`
     E14's two fields (`fit_unsaturated`)."""
     terms: tuple[str, ...] = BASE_TERMS
@@ -111,11 +120,27 @@ def fit(t: pd.DataFrame, attention: bool = False, unsaturated: bool = False, til
         terms += (REREAD,)
     if attention:
         terms += (ATTENTION,)
+    if experts_of(t):
+        terms += (EXPERT,)
     if tile:
         terms += (TILE,)
     result = fit_unsaturated(t, terms, tile) if unsaturated else _least_squares(t, terms, 0, tile)[0]
     if tile:
         result.coefficients[TILE_SIZE] = tile
+    return with_expert_counts(result, t)
+
+
+def experts_of(t: pd.DataFrame) -> dict[str, int]:
+    """E17's counts of the rows' model ({} for a dense model, or rows without them)."""
+    if "experts" not in t or not len(t) or not int(t.experts.iloc[0]):
+        return {}
+    return {k: int(t[k].iloc[0]) for k in EXPERT_COUNTS}
+
+
+def with_expert_counts(result: Fit, t: pd.DataFrame) -> Fit:
+    """`result` with E17's counts beside its `per_expert_ms` (R95), if it has one."""
+    if EXPERT in result.coefficients:
+        result.coefficients.update(experts_of(t))
     return result
 
 

@@ -39,7 +39,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .fitting import FREE, KINDS, PROMPT_ITERATION, TILE, TILE_SIZE, Fit, columns, fit, kinds, rounded, summarise
+from .fitting import (
+    COUNTS,
+    FREE,
+    KINDS,
+    PROMPT_ITERATION,
+    TILE,
+    TILE_SIZE,
+    Fit,
+    columns,
+    fit,
+    kinds,
+    rounded,
+    summarise,
+    with_expert_counts,
+)
 
 WHOLE_RANGE = (64, 4096)  # issue 22: whole prompts of 64-4,096 tokens
 ROUNDING_MARGIN = 1e-3  # rounding the fields to 4 significant digits moves an error by < 0.1%
@@ -76,7 +90,7 @@ def fit_worst_with(t: pd.DataFrame, attention: bool = False, unsaturated: bool =
     target = targeted(t)
     if not target.any():
         return base, False
-    plain = tuple(base.coefficients)
+    plain = tuple(k for k in base.coefficients if k not in COUNTS)  # (E17's counts: no columns)
     best = _select(t, plain, 0, target, unsaturated, loosen)
     untiled = best[0]
     for tile in tiles:  # E15: one more column per tile size; the smallest s, kept where it earns a point
@@ -96,7 +110,7 @@ def fit_worst_with(t: pd.DataFrame, attention: bool = False, unsaturated: bool =
         coefficients[FREE] = free
     if tile:
         coefficients[TILE_SIZE] = tile
-    return Fit(coefficients, *summarise(t, fitted), fitted=fitted), loose
+    return with_expert_counts(Fit(coefficients, *summarise(t, fitted), fitted=fitted), t), loose
 
 
 Choice = tuple[float, tuple[str, ...], int, np.ndarray, bool, int]  # s, terms, free, cap, loosened, tile

@@ -26,7 +26,6 @@ RECORD_FIELDS = ("gpu", "model", "tp", "dtype", "engine", "engine_version", "sou
                  "assumed", "cost", "errors_pct", "range", "kv_capacity_tokens", "kv_ship_ms_per_token")
 #: the range keys: replies written per iteration, prompt tokens read per iteration, context a reply
 RANGE_KEYS = ("replies", "prompt_tokens", "context_per_reply")
-RANGE_OPTIONAL = ("writing_replies",)  # a MoE preset's writing batches, from where every expert is busy
 
 
 def _merged() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
@@ -124,5 +123,5 @@ def covers(name: str) -> set[str]:
 
 def fitted_range(name: str) -> dict[str, list[float]]:
     """What the preset was fitted on: [low, high] of replies and prompt tokens per iteration and of
-    the context a reply holds (RANGE_KEYS), and a MoE preset's writing batches (RANGE_OPTIONAL)."""
+    the context a reply holds (RANGE_KEYS)."""
     return PRESETS[name]["range"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..results.columns import COST_CELLS, cost_heading
 from ..results.intervals import decimals_below
 from .batch import Chart, table_html, write_batch_page
 
@@ -161,9 +162,7 @@ def _cost_cells(table: pd.DataFrame, columns: list, cells: dict) -> None:
     and `cells` in place (per request at the goodput, under any rule)."""
     if "dollars_per_hour" not in table.columns:
         return
-    columns += [("gpu_kinds", "GPU kinds"), ("dollars_per_hour", "$/h"),
-                ("dollars_per_million", "$/M at goodput (95% interval)"),
-                ("requests_per_gpu_hour", "requests/GPU-h"), ("power_kw", "kW")]
+    columns += [(name, cost_heading(name)) for name in ("gpu_kinds", *COST_CELLS)]
     cells |= {"dollars_per_hour": lambda r: _f(2)(r["dollars_per_hour"]), "power_kw": lambda r: _f(1)(r["power_kw"]),
               "requests_per_gpu_hour": lambda r: _f(0)(r["requests_per_gpu_hour"]),
               "dollars_per_million": _interval("dollars_per_million", "dollars_per_million_low",

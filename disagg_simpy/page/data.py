@@ -198,14 +198,14 @@ def over_seeds(by_seed: pd.DataFrame, name: str) -> dict:
     """An arrangement's summary over several seeds (`by_seed`: summary rows with `seed`): each
     figure's mean, its 95% interval (results/intervals.py) and the seeds' own figures, as the
     table shows them."""
-    from ..results.intervals import bounds_of, interval
+    from ..results.costs import over_seeds as figure_over_seeds
 
     rows = by_seed[by_seed["arrangement"] == name]
     means, spans, each = {}, {}, {}
     for column in rows.columns:
         if column in ("arrangement", "seed") or not pd.api.types.is_numeric_dtype(rows[column]):
             continue
-        i = interval(rows[column], bounds_of(column))
+        i = figure_over_seeds(rows, column)
         means[column] = _clean(i.mean)
         spans[column] = None if math.isnan(i.low) else [_clean(i.low), _clean(i.high)]
         each[column] = [_clean(v) for v in rows[column]]

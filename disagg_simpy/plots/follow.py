@@ -176,6 +176,15 @@ def _zoom_end(j: dict) -> float:
 
 def save_follow(result, request_id: int, path: Path) -> Path:
     """`follow-<id>.png`: one row per arrangement, a close-up of the start and the whole reply."""
+    with st.style():
+        return st.save_figure(follow_figure(result, request_id), path)
+
+
+def follow_figure(result, request_id: int):
+    """`save_follow`'s figure. Under E16 an iteration writes 1 to 1 + k words of the reply at one
+    instant, so a tick can stand for several words, and the title and legend say so."""
+    spec = result.scenario.speculative
+    together = "" if spec is None else f"; words written together (1 to {1 + spec.tokens} an iteration, E16) share a tick"
     names = [a.name for a in result.scenario.arrangements]
     styles = st.arrangement_styles(names)
     slo = result.scenario.slo
@@ -185,45 +194,45 @@ def save_follow(result, request_id: int, path: Path) -> Path:
         for j in journeys
     )
     r0 = journeys[0]["row"]
-    with st.style():
-        fig = st.new_figure(16, 1.0 + 2.6 * len(names))
-        rows = fig.subfigures(len(names), 1, squeeze=False)[:, 0]
-        shared = None
-        for sub, name, j in zip(rows, names, journeys):
-            first, rest = story(j, slo)
-            sub.suptitle(f"{name}:  {first}\n{rest}", x=0.012, ha="left", fontsize=10)
-            sub.patch.set_facecolor("none")
-            swatch = sub.add_artist(Line2D([0.004, 0.004], [0.83, 0.99], lw=6, color=styles[name]["color"],
-                                           transform=sub.transSubfigure))
-            swatch.set_gid("arrangement-colour")
-            close, full = sub.subplots(1, 2, width_ratios=[1, 1.6], sharey=True)
-            draw_journey(close, j, (-0.02 * _zoom_end(j), _zoom_end(j)), slo)
-            draw_journey(full, j, (-0.01 * whole, whole * 1.01), slo)
-            close.set_title("close-up: arrival to word 3", loc="left", fontsize=9)
-            full.set_title("the whole reply", loc="left", fontsize=9)
-            if shared is None:
-                shared = full
-            else:
-                full.sharex(shared)
-        for sub in rows[-1:]:
-            for ax in sub.axes:
-                ax.set_xlabel("seconds since the request arrived")
-        fig.suptitle(
-            f"Request #{request_id} ({int(r0.n_prompt_tokens)} prompt tokens, {int(r0.n_reply_words)} reply words, "
-            f"arrived at {r0.arrived_at_s:.2f} s, {result.seed_text}) in each arrangement",
-            fontsize=13, fontweight="bold",
-        )
-        handles = [
-            Line2D([], [], color="black", marker=">", ls="none", label="arrival"),
-            Line2D([], [], color=st.WAIT_COLOUR, ls=(0, (1, 1.5)), lw=1.4, label="waits to be read"),
-            Patch(facecolor="#E66A00", edgecolor="black", label="iteration reading this prompt"),
-            Patch(facecolor="#F5C08A", label="iteration reading other prompts"),
-            Patch(facecolor=st.WRITE_COLOUR, label="iteration only writing"),
-            Line2D([], [], color="black", marker="D", ls="none", label="first word"),
-            Line2D([], [], color=st.SHIP_COLOUR, lw=5, label="KV cache ships"),
-            Line2D([], [], color=st.WORD_COLOUR, marker="|", ls="none", ms=9, label="a later word"),
-            *([Line2D([], [], color=st.FREEZE_COLOUR, lw=5, label=f"freeze (gap > {slo.freeze_ms:g} ms)")]
-              if slo.freeze_ms is not None else []),
-        ]
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=8.5)
-        return st.save_figure(fig, path)
+    fig = st.new_figure(16, 1.0 + 2.6 * len(names))
+    rows = fig.subfigures(len(names), 1, squeeze=False)[:, 0]
+    shared = None
+    for sub, name, j in zip(rows, names, journeys):
+        first, rest = story(j, slo)
+        sub.suptitle(f"{name}:  {first}\n{rest}", x=0.012, ha="left", fontsize=10)
+        sub.patch.set_facecolor("none")
+        swatch = sub.add_artist(Line2D([0.004, 0.004], [0.83, 0.99], lw=6, color=styles[name]["color"],
+                                       transform=sub.transSubfigure))
+        swatch.set_gid("arrangement-colour")
+        close, full = sub.subplots(1, 2, width_ratios=[1, 1.6], sharey=True)
+        draw_journey(close, j, (-0.02 * _zoom_end(j), _zoom_end(j)), slo)
+        draw_journey(full, j, (-0.01 * whole, whole * 1.01), slo)
+        close.set_title(f"close-up: arrival to word 3{together}", loc="left", fontsize=9)
+        full.set_title("the whole reply", loc="left", fontsize=9)
+        if shared is None:
+            shared = full
+        else:
+            full.sharex(shared)
+    for sub in rows[-1:]:
+        for ax in sub.axes:
+            ax.set_xlabel("seconds since the request arrived")
+    fig.suptitle(
+        f"Request #{request_id} ({int(r0.n_prompt_tokens)} prompt tokens, {int(r0.n_reply_words)} reply words, "
+        f"arrived at {r0.arrived_at_s:.2f} s, {result.seed_text}) in each arrangement",
+        fontsize=13, fontweight="bold",
+    )
+    handles = [
+        Line2D([], [], color="black", marker=">", ls="none", label="arrival"),
+        Line2D([], [], color=st.WAIT_COLOUR, ls=(0, (1, 1.5)), lw=1.4, label="waits to be read"),
+        Patch(facecolor="#E66A00", edgecolor="black", label="iteration reading this prompt"),
+        Patch(facecolor="#F5C08A", label="iteration reading other prompts"),
+        Patch(facecolor=st.WRITE_COLOUR, label="iteration only writing"),
+        Line2D([], [], color="black", marker="D", ls="none", label="first word"),
+        Line2D([], [], color=st.SHIP_COLOUR, lw=5, label="KV cache ships"),
+        Line2D([], [], color=st.WORD_COLOUR, marker="|", ls="none", ms=9,
+               label="a later word" if spec is None else f"later words (1 to {1 + spec.tokens} a tick, E16)"),
+        *([Line2D([], [], color=st.FREEZE_COLOUR, lw=5, label=f"freeze (gap > {slo.freeze_ms:g} ms)")]
+          if slo.freeze_ms is not None else []),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False, fontsize=8.5)
+    return fig

@@ -141,6 +141,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpus", "count", "gpus", "GPUs in all", "plan"),
     Column("reading_gpus", "count", "reading GPUs", "a split's reading GPUs (empty otherwise)", "plan"),
     Column("writing_gpus", "count", "writing GPUs", "a split's writing GPUs (empty otherwise)", "plan"),
+    Column("tp", "count", "TP", "GPUs per instance (tensor parallelism) on the same GPU (empty for a split)", "plan"),
+    Column("reading_tp", "count", "reading TP", "a split's GPUs per reading instance (empty otherwise)", "plan"),
+    Column("writing_tp", "count", "writing TP", "a split's GPUs per writing instance (empty otherwise)", "plan"),
     Column("chunk_tokens", "tokens", "chunk", "the chunk size (empty: whole prompts)", "plan"),
     *_in("plan", *_GOODPUT, *_GOODPUT_INTERVAL),
     Column("on_time_pct_at_rate", "%", "on time % at rate", "mean on-time share at the scenario's rate", "plan"),
@@ -286,7 +289,7 @@ COST = (
            "interval's high end; empty without an interval)", family="cost", decimals=2),
     Column("dollars_per_million_high", "USD", "high", "the same interval's high end (from the goodput's low end)",
            family="cost", decimals=2),
-    Column("requests_per_gpu_hour", "requests", "requests per GPU-h", "requests per GPU-hour at the goodput: "
+    Column("requests_per_gpu_hour", "requests", "requests/GPU-h", "requests per GPU-hour at the goodput: "
            "goodput_per_s x 3,600 / GPUs", family="cost", decimals=0),
     Column("power_kw", "kW", "kW", "the GPUs' board power (costs/gpus.py; GPUs only: no host, network or cooling)",
            family="cost", decimals=1),
@@ -294,12 +297,23 @@ COST = (
            family="cost", decimals=0),
 )
 COST_COLUMNS = tuple(c.name for c in COST)
+#: the goodput and plan tables' cost cells, console and page (cli/cost_text.py, page/commands.py), in order
+COST_CELLS = ("dollars_per_hour", "dollars_per_million", "requests_per_gpu_hour", "power_kw")
+
+
+def cost_heading(name: str) -> str:
+    """Cost column `name`'s heading in those tables: its label, and "(95% interval)" where the cell
+    carries one (the column has `_low` and `_high`)."""
+    label = next(c.label for c in COST if c.name == name)
+    return f"{label} (95% interval)" if f"{name}_low" in COST_COLUMNS else label
+
+
 #: summary.csv's costs (results/costs.py `on_time_figures`): besides `dollars_per_hour` and
 #: `power_kw`, per request on time in the run (measured requests on time over the measured window)
 SUMMARY_COST = (
     Column("dollars_per_million_on_time", "USD", "$/M on time", "dollars per million on-time requests: "
-           "dollars_per_hour / (measured requests on time per second x 3,600) x 1e6 (empty for n_requests traffic; "
-           "inf: none on time)", family="cost", decimals=2, console=True),
+           "dollars_per_hour / (measured requests on time per second x 3,600) x 1e6 (over seeds: at the mean rate, "
+           "its interval from the rate's; empty for n_requests traffic; inf: none on time)", family="cost", decimals=2, console=True),
     Column("on_time_per_gpu_hour", "requests", "on time per GPU-h", "on-time requests per GPU-hour: measured "
            "requests on time per second x 3,600 / GPUs", family="cost", decimals=0),
     Column("on_time_per_kwh", "requests", "on time per kWh", "on-time requests per kWh of GPU board power",
@@ -363,9 +377,10 @@ FIGURE_COLUMNS = names("summary", "figures", "options")
 OPTION_COLUMNS = names("summary", "options")
 #: which limit late requests broke, and freezes (`breakdown.why_late_row`)
 WHY_LATE_COLUMNS = names("summary", "why_late")
-#: the console table's columns unless `--wide` (and the costs' console ones, when shown)
+#: the console table's columns unless `--wide` (and the costs' console ones, when shown: summary.csv's
+#: are `SUMMARY_COST`'s, so both families are read)
 CONSOLE_COLUMNS = tuple(c.name for c in columns("summary") if c.console)
-COST_CONSOLE_COLUMNS = tuple(c.name for c in COST if c.console)
+COST_CONSOLE_COLUMNS = tuple(c.name for c in (*COST, *SUMMARY_COST) if c.console)
 #: the page's table, in this order (each with its `page_digits`)
 PAGE_ORDER = ("arrangement", "on_time_pct", "late_first_word_pct", "late_mean_gap_pct", "froze_pct",
               "first_word_p50_s", "first_word_p90_s", "median_mean_gap_ms", "longest_gap_ms", "p99_gap_ms",

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..scenario import gpu_kinds
 from .columns import COST_COLUMNS
+from .intervals import NOT_NEGATIVE, Interval, bounds_of, interval
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -54,6 +55,20 @@ def on_time_figures(scenario, a, n_requests: float, on_time_pct: float) -> dict:
     return {"dollars_per_hour": f["dollars_per_hour"], "dollars_per_million_on_time": f["dollars_per_million"],
             "on_time_per_gpu_hour": f["requests_per_gpu_hour"], "power_kw": f["power_kw"],
             "on_time_per_kwh": f["requests_per_kwh"]}
+
+
+def over_seeds(block: pd.DataFrame, column: str) -> Interval:
+    """Summary figure `column`'s mean over seeds and its 95% interval (`block`: one arrangement's
+    rows, one a seed). `dollars_per_million_on_time` is not a mean of per-seed ratios (which
+    contradicts the row's own on-time rate): it is `per_million` at the mean on-time rate, its
+    interval from the rate's, ends swapped, as `cost_figures` gives goodput's."""
+    if column != "dollars_per_million_on_time":
+        return interval(block[column], bounds_of(column))
+    usd = float(block["dollars_per_hour"].iloc[0])
+    if math.isnan(usd) or usd <= 0:  # unknown kind (all NaN) or free GPUs (all 0): no ratio to take
+        return interval(block[column], bounds_of(column))
+    rate = interval(usd / (block[column].astype(float) * SECONDS_PER_HOUR) * 1e6, NOT_NEGATIVE)  # on time per s
+    return Interval(per_million(usd, rate.mean), per_million(usd, rate.high), per_million(usd, rate.low), rate.n)
 
 
 def with_costs(table: pd.DataFrame, scenario, rate: str = "goodput_per_s", force: bool = False) -> pd.DataFrame:

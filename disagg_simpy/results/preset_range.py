@@ -3,10 +3,9 @@ most prompt tokens one iteration read and replies it wrote on the GPUs a preset 
 longest context a finished reply reached (prompt + words before its last), against the range the
 preset was fitted on (`costs/presets.py`: `range`). One line per arrangement that leaves a range,
 on stderr and in run.json (`preset_range_warnings`). The top of each range is checked (above it
-nothing was measured), and the bottom only where a preset states one for its writing batches
-(`writing_replies`: a MoE preset, fitted where every expert is busy, overstates writing
-iterations of fewer replies); below the others an iteration costs about its fixed part, which
-every fit holds (the errors stated on its smallest rows say how well)."""
+nothing was measured); below it an iteration costs about its fixed part, which every fit holds
+(the errors stated on its smallest rows say how well), a MoE preset's small writing batches
+included (E17's `per_expert_ms` follows the experts they touch, fitted over every batch)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ class RangeWatch:
     def __init__(self, scenario):
         self.sides = {(a.name, side): (where, name) for _, a, side, where, name in scenario_presets.sides(scenario)}
         self.most: dict[tuple[str, str], dict[str, int]] = {}
-        self.fewest: dict[tuple[str, str], int] = {}  # the fewest replies a writing-only iteration wrote
 
     def add(self, result, seed: int | None = None) -> None:
         for arrangement, rec in result.records.items():
@@ -43,11 +41,6 @@ class RangeWatch:
         seen = {"prompt_tokens": _top(rec.iterations["n_prompt_tokens_read"][on]),
                 "replies": _top(rec.iterations["n_replies_written"][on])}
         if side != "reading_cost":
-            writing = on & (rec.iterations["n_replies_written"] > 0) & (rec.iterations["n_prompt_tokens_read"] == 0)
-            fewest = rec.iterations["n_replies_written"][writing]
-            if len(fewest):
-                low = self.fewest.setdefault((name, side), int(fewest.min()))
-                self.fewest[(name, side)] = min(low, int(fewest.min()))
             r = rec.requests
             done = (r["finished_at_ns"] >= 0) & (r["n_reply_words"] >= 2)
             seen["context_per_reply"] = _top(r["n_prompt_tokens"][done] + r["n_reply_words"][done] - 1)
@@ -73,12 +66,6 @@ class RangeWatch:
                 low, high = (fitted.get(key) or [0, 0])
                 if key in most and most[key] > high:
                     beyond.append(f"{words} up to {most[key]:,} {unit}, where the preset covers {low:,.0f}-{high:,.0f}")
-            low, high = fitted.get("writing_replies") or [0, 0]
-            fewest = self.fewest.get((name, side))
-            if fewest is not None and fewest < low:
-                beyond.append(f"writing batches down to {fewest:,} replies an iteration, where the preset covers "
-                              f"{low:,.0f}-{high:,.0f} (below {low:,.0f} a MoE layer's experts are not all busy and the "
-                              "preset overstates the iteration)")
             if beyond:
                 by_arrangement.setdefault(name, []).append(
                     f"its {_ROLES[side][1]} ({preset}, from {where}) ran {' and '.join(beyond)}")

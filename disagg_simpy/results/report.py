@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from .columns import CONSOLE_COLUMNS, COST_CONSOLE_COLUMNS, OPTION_COLUMNS, RULE, summary_column
-from .intervals import bounds_of, interval, t975  # noqa: F401 (t975: re-exported)
+from .costs import over_seeds
+from .intervals import t975  # noqa: F401 (t975: re-exported)
 from .metrics import LIMIT_COLUMNS
 
 #: summary columns that judge one limit (empty when it is off: left out of the table)
@@ -54,7 +55,7 @@ def format_table(summary: pd.DataFrame, wide: bool = False) -> str:
         for col in columns:
             d = summary_column(col).decimals
             if "seed" in summary.columns and summary["seed"].nunique() > 1:
-                cells.append(interval(block[col], bounds_of(col)).text(d, lopsided=wide))
+                cells.append(over_seeds(block, col).text(d, lopsided=wide))
             else:
                 cells.append(_cell(float(block[col].iloc[0]), d))
         rows.append(cells)
@@ -117,7 +118,7 @@ def summary_means_json(summary: pd.DataFrame) -> list[dict]:
         row: dict = {"arrangement": str(name), "seeds": int(block["seed"].nunique())}
         spans = {}
         for col in figures:
-            i = interval(block[col], bounds_of(col))
+            i = over_seeds(block, col)
             row[col] = json_figure(i.mean)
             spans[col] = None if math.isnan(i.low) else [json_figure(i.low), json_figure(i.high)]
         row["interval"] = spans

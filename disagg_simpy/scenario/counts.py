@@ -63,3 +63,9 @@ def warmup_problem(warmup_s: float, measure_s: float) -> str:
     """A warm-up that leaves no measured window ([warmup_s, measure_s) is empty), saying how to shorten."""
     return (f"@warmup_s: got {warmup_s:g}, expected less than measure_s ({measure_s:g}): the measured window is "
             f"[warmup_s, measure_s), so a shorter run keeps measure_s above {warmup_s:g} (or lowers warmup_s)")
+
+
+def seed_matters(scenario: Any) -> bool:
+    """Whether the seed moves a figure: it draws the requests (`Scenario.draws_requests`), or a
+    per-request draw of a rule (E13's power-of-two router, E16's acceptance keys; rules.md#r87)."""
+    return bool(scenario.draws_requests or scenario.speculative is not None or scenario.router == "power_of_two")

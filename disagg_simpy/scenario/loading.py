@@ -49,7 +49,7 @@ from .schema import (
     TraceWorkload,
     _show,
 )
-from .speculative import E16_EXPECT, E16_TOKENS
+from .speculative import E16_EXPECT, E16_TOKENS, Speculative
 from .yaml_file import parse_yaml, read_text_file
 
 # -- one-line errors ---------------------------------------------------------------------------
@@ -247,7 +247,8 @@ def _clean_loc(loc: tuple) -> tuple[tuple, list[type[BaseModel] | None]]:
             items: dict[str, type[BaseModel]] = {"prompt_mix": PromptClass, "schedule": Period}
             model = items.get(str(parent))
         elif model is Scenario:
-            parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload}
+            parts: dict[str, type[BaseModel]] = {"cost": Cost, "slo": Slo, "workload": SyntheticWorkload,
+                                                 "speculative": Speculative}
             model = parts.get(p)
         elif model is not None and model in KINDS.values() and p in side_cost_keys(model):  # type: ignore[arg-type]
             model = SideCost

@@ -347,9 +347,9 @@ class Scenario(SpeculativeKeys):
 
     @property
     def draws_requests(self) -> bool:
-        """Whether the seed draws the requests (synthetic, `lengths`, `pick: sampled`) or their E16 draws (rules.md#r87)."""
-        w, drawn = self.workload, self.speculative is not None
-        return drawn or isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
+        """Whether the seed draws the requests themselves (synthetic, `lengths`, `pick: sampled`)."""
+        w = self.workload
+        return isinstance(w, SyntheticWorkload) or w.format == "lengths" or (w.pick == "sampled" and counted_requests_set(w))
 
     @property
     def cap_known(self) -> bool:

@@ -51,10 +51,12 @@ class SpeculativeKeys(_Strict):
             if getattr(a, "kv_policy", None) == "paged":
                 return (f"{where}.kv_policy: got 'paged' with speculative (E16), expected one or the other: E9's "
                         "blocks with speculative decoding are not modelled yet (docs/rules.md#r85)")
-            if a.max_batch_tokens is not None:
-                return (f"{where}.max_batch_tokens: got {a.max_batch_tokens:,} with speculative (E16), expected no "
-                        "token budget (use max_batch_replies): E8's budget counting draft tokens is not modelled "
-                        "yet (docs/rules.md#r84)")
+            for key in ("max_batch_tokens", "writing_max_batch_tokens"):  # (a split's reading side writes nothing)
+                budget = getattr(a, key, None)
+                if budget is not None:
+                    return (f"{where}.{key}: got {budget:,} with speculative (E16), expected no token budget on "
+                            "writing iterations (use max_batch_replies or writing_max_batch_replies): E8's budget "
+                            "counting draft tokens is not modelled yet (docs/rules.md#r84)")
             if getattr(a, "mixed_iterations", None) is False and any(
                     side.per_context_token_ms for side in a.side_costs(self.cost)):  # type: ignore[attr-defined]
                 return (f"{where}.mixed_iterations: got false with per_context_token_ms (E3) and speculative (E16), "

@@ -23,11 +23,19 @@ READING_TERMS = ("per_prompt_token_ms", "per_reread_token_ms", "per_attention_pa
                  "per_token_tile_ms", "per_cached_token_ms")
 
 
-def _side(cost: Cost, factors: dict[str, float]) -> SideCost:
-    """`cost` as an arrangement's own cost block with each term in `factors` scaled."""
+def _side(cost: Cost, factors: dict[str, float], own: SideCost | None) -> SideCost:
+    """`cost` as an arrangement's own cost block with each term in `factors` scaled, keeping the
+    block's own preset name (`own`'s), so that re-validating it (a `gpu:` key, a TP other than the
+    scenario preset's) takes its figures over that preset, not a preset derived afresh."""
     values = {k: v for k, v in cost.model_dump(exclude={"preset", "kv_ship_ms_per_token"}).items()
               if v is not None and k in SideCost.model_fields}
-    return SideCost.model_validate({k: (v * factors[k] if k in factors else v) for k, v in values.items()})
+    scaled = {k: (v * factors[k] if k in factors else v) for k, v in values.items()}
+    return SideCost.model_validate(scaled | ({"preset": own.preset} if own is not None and own.preset else {}))
+
+
+def _own(a, key: str) -> SideCost | None:
+    """The arrangement's own cost block `key` (`cost`, `reading_cost` or `writing_cost`), if it writes one."""
+    return getattr(a, key, None)
 
 
 def scaled_costs(scenario: Scenario, reading: float = 1.0, writing: float = 1.0) -> Scenario:
@@ -38,13 +46,15 @@ def scaled_costs(scenario: Scenario, reading: float = 1.0, writing: float = 1.0)
     for a in scenario.arrangements:
         r, w = a.side_costs(scenario.cost)
         if a.is_split:
-            a = a.model_copy(update={"reading_cost": _side(r, dict.fromkeys(READING_TERMS + WRITING_TERMS, reading)),
-                                     "writing_cost": _side(w, dict.fromkeys(READING_TERMS + WRITING_TERMS, writing))})
+            a = a.model_copy(update={
+                "reading_cost": _side(r, dict.fromkeys(READING_TERMS + WRITING_TERMS, reading), _own(a, "reading_cost")),
+                "writing_cost": _side(w, dict.fromkeys(READING_TERMS + WRITING_TERMS, writing), _own(a, "writing_cost"))})
         else:
             a = a.model_copy(update={"cost": _side(r, dict.fromkeys(READING_TERMS, reading)
-                                                    | dict.fromkeys(WRITING_TERMS, writing))})
+                                                    | dict.fromkeys(WRITING_TERMS, writing), _own(a, "cost"))})
         arrangements.append(a)
-    return scenario.model_copy(update={"arrangements": tuple(arrangements)})
+    # re-validated here, so that a copy the file's rules refuse says so without a probe's rate flag in it
+    return scenario.model_copy(update={"arrangements": tuple(arrangements)}).with_overrides()
 
 
 #: the field's word for each side's cost

@@ -98,6 +98,9 @@ def parse_set(text: str, flag: str = "--set") -> tuple[str, list[Any]]:
         except yaml.YAMLError:
             raise InputError(f"{flag} {key}: got the value {part.strip()!r}, expected a YAML value (a number, "
                              "a word or a list like [50,100])") from None
+        if value is None and part.strip():  # (null, ~: a file's "off", which a grid point cannot set)
+            raise InputError(f"{flag} {key}: got {part.strip()} in {values!r}, expected values that are not null: "
+                             f"{flag} cannot set a key to null (run that point from the scenario without the key)")
         if value is None:
             raise InputError(f"{flag} {key}: got an empty value in {values!r}, expected V1,V2,...")
         out.append(value)

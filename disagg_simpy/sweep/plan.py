@@ -325,17 +325,14 @@ def plan(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: flo
                                                                               math.nan, math.nan)
         g = goodput_row(scenario, a.name, seeds, target, lo, hi if a.name in details else None, n, low, high)
         rows.append({
-            "arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.n_reading_gpus if a.is_split else None,
-            "writing_gpus": a.n_writing_gpus if a.is_split else None,
-            "chunk_tokens": a.chunk_tokens,
+            **_shape(a),
             "goodput_per_s": g["goodput_per_s"], "goodput_per_gpu_per_s": g["goodput_per_gpu_per_s"],
             "goodput_low_per_s": g["goodput_low_per_s"], "goodput_high_per_s": g["goodput_high_per_s"],
             "on_time_pct_at_rate": on_time[a.name], "binding_limit": g["binding_limit"],
             "goodput_below_per_s": math.nan,
         })
     table = pd.DataFrame(rows)
-    for column in ("reading_gpus", "writing_gpus", "chunk_tokens"):  # whole numbers, empty where none
+    for column in ("reading_gpus", "writing_gpus", "tp", "reading_tp", "writing_tp", "chunk_tokens"):  # whole, or empty
         table[column] = table[column].astype("Int64")
     table = table.assign(_score=table["goodput_per_s"] / table["arrangement"].map(unit))
     table = table.sort_values(["_score", "on_time_pct_at_rate"], ascending=False, kind="stable").drop(columns="_score")
@@ -360,12 +357,18 @@ def _on_time_at(name: str, probe: Probe, seeds: tuple[int, ...]):
     return float(probe.on_time().mean())
 
 
+def _shape(a) -> dict:
+    """plan.csv's cells that say what the arrangement is: its GPUs, TP (each side's) and chunks."""
+    split = a.is_split
+    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
+            "reading_gpus": a.n_reading_gpus if split else None, "writing_gpus": a.n_writing_gpus if split else None,
+            "tp": None if split else a.tp or 1, "reading_tp": (a.reading_tp or 1) if split else None,
+            "writing_tp": (a.writing_tp or 1) if split else None, "chunk_tokens": a.chunk_tokens}
+
+
 def _not_searched(a, below: float) -> dict:
     """The row of an arrangement left: its goodput is below `below` (two others' is not)."""
-    return {"arrangement": a.name, "kind": a.kind, "gpus": a.n_gpus,
-            "reading_gpus": a.n_reading_gpus if a.is_split else None,
-            "writing_gpus": a.n_writing_gpus if a.is_split else None,
-            "chunk_tokens": a.chunk_tokens, "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
+    return {**_shape(a), "goodput_per_s": math.nan, "goodput_per_gpu_per_s": math.nan,
             "goodput_low_per_s": math.nan, "goodput_high_per_s": math.nan,
             "on_time_pct_at_rate": math.nan, "binding_limit": "", "goodput_below_per_s": below}
 

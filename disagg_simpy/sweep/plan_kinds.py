@@ -136,14 +136,15 @@ def candidates(presets: dict[str, str] | dict[str, tuple[str, ...]], max_gpus: i
     TP (`mixed`: also sides of two kinds; `splits`: only these reading GPU counts), whole and
     with chunked reading. A split of two kinds ships its KV caches between nodes (`kv_path:
     inter_node`: no node holds two kinds); one of a kind within a node, as plan's splits do.
-    Names say the kinds (and the TP, where a kind has several): `a100-same-8`,
+    Names say the kinds (and, from `at_tps`, the TP where it is not 1 or a kind has several): `a100-same-8`,
     `h100-chunked-512-8`, `split-4-4-h100-a100` (H100 reading, A100 writing), `h100-tp2-same-4`."""
     units = []  # (tag, kind, preset, TP)
     for kind, given in presets.items():
         several = (given,) if isinstance(given, str) else given
         for preset in several:
             t = gpu_kinds.preset_tp(preset)
-            units.append((f"{_short(kind)}-tp{t}" if len(several) > 1 else _short(kind), kind, preset, t))
+            tagged = not isinstance(given, str) and (len(several) > 1 or t != 1)  # (--tp given: as plan tags)
+            units.append((f"{_short(kind)}-tp{t}" if tagged else _short(kind), kind, preset, t))
     out = []
     for tag, kind, preset, t in units:
         for n in range(t, max_gpus + 1, t):
@@ -264,7 +265,8 @@ def iso(scenario: Scenario, runner: Runner, seeds: tuple[int, ...], target: floa
     if not rows:
         within(scenario, every, budget, flag)  # (refuses, naming the cheapest)
     out = pd.concat(rows, ignore_index=True)
-    out["rank"] = range(1, len(out) + 1)
+    # (rows in pool order; rank as plan.csv's means it: 1 = the most goodput, ties in pool order)
+    out["rank"] = out["goodput_per_s"].fillna(-1.0).rank(ascending=False, method="first").astype(int)
     for key in ISO_COLUMNS[1:]:
         out[key] = float("nan")
     single = out[~out["pool"].str.contains("reading")]

@@ -41,3 +41,27 @@ def counted_cap(scenario: Scenario, last: float, n: int, key: str = "n_requests"
         raise InputError(f"{scenario.source}: max_sim_s: got {cap_s:g}, but request {n:,} of {key} arrives at "
                          f"{last:.6g} s; expected at least that ({key} sends every request)")
     return cap_s
+
+
+def origin_in(mine: np.ndarray | None, n_mine: int, theirs: np.ndarray | None, n_theirs: int) -> np.ndarray:
+    """n_requests_per_gpu: the place in the largest arrangement's stream of each request of a
+    smaller one's, matched by what names a request (a trace row, a turn's place in session order;
+    None: its position), so a request drawn once keeps its draws and identity in every
+    arrangement (M6) even where the smaller stream is a subset in another order (`pick: sampled`,
+    sessions), not a prefix."""
+    mine = mine if mine is not None else np.arange(n_mine)
+    theirs = theirs if theirs is not None else np.arange(n_theirs)
+    order = np.argsort(theirs, kind="stable")
+    at = np.minimum(np.searchsorted(theirs[order], mine), max(len(theirs) - 1, 0))
+    if len(mine) and (not len(theirs) or not np.array_equal(theirs[order][at], mine)):
+        raise AssertionError("n_requests_per_gpu: a smaller arrangement's stream is not within the largest one's")
+    return order[at]
+
+
+def own_id(origin: np.ndarray | None, n: int, request_id: int) -> int | None:
+    """The id in a stream of `n` requests (places `origin` in the largest stream, None: the same)
+    of the request `request_id` names in the largest stream; None if that stream does not send it."""
+    if origin is None:
+        return request_id if request_id < n else None
+    hit = np.flatnonzero(origin == request_id)
+    return int(hit[0]) if hit.size else None

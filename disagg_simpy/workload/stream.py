@@ -24,7 +24,7 @@ from ..scenario.schedule import length_variants, rate_key
 from ..scenario.schema import Scenario, SyntheticWorkload, TraceWorkload
 from ..units import NS_PER_S, seconds_to_ns
 from .catalog import CATALOG, resolve_trace, sha256_of
-from .counted import counted_cap, last_arrival_s, picked_rows
+from .counted import counted_cap, last_arrival_s, origin_in, picked_rows
 from .lengths import draw_lengths
 from .periods import period_of, thinned_arrivals
 from .prefixes import BlockIds, draw_prefixes, read_hash_ids, session_turns, synthetic_blocks
@@ -48,6 +48,8 @@ class Requests:
     blocks: BlockIds | None = None  # E13: prompt block ids (a trace's hash_ids, drawn prefixes)
     router_draws: np.ndarray | None = None  # E13: one uniform per request for power_of_two
     draft_keys: np.ndarray | None = None  # E16: one uint64 key per request (workload/speculative.py)
+    ident: np.ndarray | None = None  # what names a request in every size's stream (a trace row, a session's turn); None: its position
+    origin: np.ndarray | None = None  # n_requests_per_gpu: each request's id in the largest arrangement's stream; None: the same id
 
     def __len__(self) -> int:
         return len(self.arrived_at_ns)
@@ -104,7 +106,17 @@ def streams_by_gpus(scenario: Scenario, seed: int) -> dict[int, Requests]:
     if scenario.workload.n_requests_per_gpu is None:
         stream = make_requests(scenario, seed)
         return dict.fromkeys(sizes, stream)
-    return {n: make_requests(scenario, seed, n_gpus=n) for n in sizes}
+    largest = make_requests(scenario, seed, n_gpus=sizes[-1])
+    return {n: _within(make_requests(scenario, seed, n_gpus=n), largest) if n != sizes[-1] else largest for n in sizes}
+
+
+def _within(stream: Requests, largest: Requests) -> Requests:
+    """A smaller arrangement's stream with each request's place in the largest stream and that
+    stream's per-request draws (E13's router, E16's keys: `counted.origin_in`)."""
+    origin = origin_in(stream.ident, len(stream), largest.ident, len(largest))
+    taken = {name: getattr(largest, name)[origin] for name in ("router_draws", "draft_keys")
+             if getattr(largest, name) is not None}
+    return replace(stream, origin=origin, **taken)
 
 
 def check_stream(scenario: Scenario, stream: Requests) -> None:
@@ -159,6 +171,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "
         prompts, replies, arrived, parent, turns = _session_order(turns, prompts, replies, arrived, cap_s)
         n = len(prompts)
     block_ids = _drawn_blocks(w, scenario, seed, prompts, turns, parent)
+    ident = None if turns is None else turns[2]  # a turn's place in session order
     arrived_ns = seconds_to_ns(arrived)
     measured = np.ones(n, dtype=bool) if w.n_requests is not None else _window(arrived_ns, w.warmup_s, w.measure_s)
     info = {"kind": "synthetic", "seed": seed, "n_generated": n}
@@ -172,6 +185,7 @@ def _synthetic(w: SyntheticWorkload, scenario: Scenario, seed: int, key: str = "
         cap_ns=int(seconds_to_ns(cap_s)),
         info=info,
         blocks=block_ids,
+        ident=ident,
     )
 
 
@@ -211,7 +225,8 @@ def _check_blocks(scenario: Scenario, prompts: np.ndarray, unit: int, block: int
 def _session_order(turns, new, replies, at, cap_s):
     """E13 sessions: each turn's prompt (the session's earlier new tokens and replies, then its
     own new tokens), then every turn in arrival order (stable: a session's turns keep their
-    order), those arriving after the cap left out; each turn's previous turn's index (-1: none)."""
+    order), those arriving after the cap left out; each turn's previous turn's index (-1: none);
+    with the turns, each one's place in session order (the same in every size's stream)."""
     session, turn = turns
     first = np.flatnonzero(turn == 0)
     k = np.diff(np.append(first, len(turn)))
@@ -224,7 +239,7 @@ def _session_order(turns, new, replies, at, cap_s):
     where[order] = np.arange(len(order))
     previous = np.where(turn > 0, np.arange(len(turn)) - 1, -1)
     parent = np.where(previous[order] >= 0, where[np.maximum(previous[order], 0)], -1)
-    return prompts[order], replies[order], at[order], parent, (session[order], turn[order])
+    return prompts[order], replies[order], at[order], parent, (session[order], turn[order], order)
 
 
 def _changing(w: SyntheticWorkload, scenario: Scenario, seed: int, rng: dict[str, np.random.Generator]) -> Requests:
@@ -371,6 +386,7 @@ def _from_trace(w: TraceWorkload, scenario: Scenario, seed: int, key: str = "n_r
         cap_ns=cap_ns,
         info=info,
         blocks=blocks.take(keep) if blocks is not None else None,
+        ident=rows[keep] if rows is not None else None,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 from helpers import ROOT, SPLIT_1_1, freezes_by_reply, run_rows, write_scenario
@@ -156,6 +158,28 @@ def test_per_gpu_counts_tell_the_story_where_the_request_was_sent(tmp_path, caps
     assert "three: request 10 (" in out
     assert main(["explain", str(path), "--request", "18"]) == 2
     assert "--request: got 18, expected the id of a measured request (0 to 17" in capsys.readouterr().err
+
+
+def test_a_sampled_per_gpu_trace_tells_one_requests_story_in_every_arrangement(tmp_path, capsys):
+    """Review finding G2: with n_requests_per_gpu and `pick: sampled` a smaller arrangement's
+    stream is a subset of the larger's in another order, so id N named another request in each,
+    told side by side as one. explain now follows the request (the id of the largest stream)
+    and says its own id where it differs; --follow, which draws id N everywhere, is refused."""
+    rows = [(0.1 * i, 100 * (i + 1), 2 + i) for i in range(10)]
+    path = write_scenario(tmp_path, rows, arrangements=[{"name": "one", "kind": "colocated", "gpus": 1},
+                                                        {"name": "three", "kind": "colocated", "gpus": 3}],
+                          seed=2, workload={"n_requests_per_gpu": 3, "pick": "sampled"})
+    checked = 0
+    for request in range(9):
+        assert main(["explain", str(path), "--request", str(request)]) == 0
+        out = capsys.readouterr().out
+        prompts = set(re.findall(r"\(([\d,]+)-token prompt", out))
+        assert len(prompts) == 1, out  # one request, whatever each arrangement calls it
+        if "is its request" in out:
+            checked += 1
+            assert main([str(path), "--follow", str(request), "--out", str(tmp_path / "f")]) == 2
+            assert "--follow: got" in capsys.readouterr().err and not (tmp_path / "f").exists()
+    assert checked  # (seed 2 renumbers at least one: the case at stake)
 
 
 @pytest.mark.parametrize("slo, said", [

@@ -193,3 +193,18 @@ def test_infinite_figures_reach_the_page_and_json_as_inf(tmp_path, capsys, slo, 
     assert main([*argv, "--json"]) == 0
     rows = _strict(capsys.readouterr().out)
     assert rows[0][infinite] == "inf"
+
+
+def test_run_with_a_price_prints_its_cost_per_on_time_request(tmp_path, capsys):
+    """G8 (review2): the console table shows summary.csv's `dollars_per_million_on_time` (docs/cost.md,
+    docs/outputs.md); its console filter read goodput's cost columns and dropped it."""
+    from helpers import A100_7B, SMALL_TRAFFIC, preset_scenario
+
+    path = preset_scenario(tmp_path, "priced", SMALL_TRAFFIC, [{"name": "one", "kind": "colocated", "gpus": 1}],
+                           A100_7B, max_sim_s=20)
+    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots", "--price", "a100-80gb=2"]) == 0
+    header = capsys.readouterr().out.splitlines()
+    figure = pd.read_csv(tmp_path / "out" / "summary.csv")["dollars_per_million_on_time"].iloc[0]
+    at = next(i for i, line in enumerate(header) if line.startswith("arrangement"))
+    assert header[at - 1].split()[-1] == "dollars_per_" and header[at].split()[-1] == "million_on_time"
+    assert header[at + 1].split()[-1] == f"{figure:.2f}"

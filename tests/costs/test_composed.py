@@ -18,9 +18,9 @@ BY_NAME = {spec.name: spec for spec in C.specs()}
 
 
 def _fitted(p: dict, cost: str, t):
-    from disagg_simpy.costs.fitting import FREE, TILE_SIZE, columns
+    from disagg_simpy.costs.fitting import COUNTS, FREE, TILE_SIZE, columns
 
-    fields = {k: v for k, v in p[cost].items() if k not in (FREE, TILE_SIZE)}
+    fields = {k: v for k, v in p[cost].items() if k not in COUNTS}
     return columns(t, tuple(fields), p[cost].get(FREE, 0), p[cost].get(TILE_SIZE, 0)) @ list(fields.values())
 
 
@@ -36,8 +36,7 @@ def test_each_composed_presets_stated_errors_are_its_fields_on_its_composed_rows
     for name, p in PRESETS.items():
         spec = BY_NAME[name]
         model = C.config_of(folder, spec.model)
-        rows, under = C.split_rows(C.grid(O.tables(folder, spec.gpu, spec.engine), model, spec.tp), model)
-        assert len(under) == 0 or p["below_range_pct"] == C.below_range(under, p["attention_cost"]), name
+        rows = C.grid(O.tables(folder, spec.gpu, spec.engine), model, spec.tp)
         assert summarise(rows, _fitted(p, "cost", rows))[0] == p["errors_pct"], name
         fitted = _fitted(p, "attention_cost", rows)
         assert summarise(rows, fitted)[0] == p["attention_errors_pct"], name
@@ -107,15 +106,49 @@ def test_each_composed_preset_says_what_its_engines_scheduler_does():
         assert "max_batch_tokens: " in note, name
 
 
-def test_moe_presets_are_fitted_where_every_expert_is_busy_and_say_so():
-    """The MoE presets' writing batches start at experts / top-k replies (`saturated_replies`);
-    their error below it is stated apart (`below_range_pct`); dense presets have no such bound."""
+def test_moe_presets_carry_the_expert_term_fitted_over_every_writing_batch():
+    """E17: a MoE preset's fields hold `per_expert_ms` with the model's experts and top-k (8 and 2
+    for Mixtral, 128 and 8 for Qwen3-30B-A3B), fitted from one reply up (no range left below some
+    batch); its writing error holds from 1-8 replies to 256. Dense presets carry no expert field."""
     for name, p in PRESETS.items():
         moe = "mixtral" in name or "a3b" in name
-        assert ("writing_replies" in p["range"]) == moe == ("below_range_pct" in p), name
+        for cost in ("cost", "attention_cost"):
+            assert ("per_expert_ms" in p[cost]) == moe, name
+            if moe:
+                assert (p[cost]["experts"], p[cost]["experts_per_token"]) == ((8, 2) if "mixtral" in name else (128, 8))
+        assert set(p["range"]) == {"replies", "prompt_tokens", "context_per_reply"} and p["range"]["replies"][0] <= 1
         if moe:
-            assert p["range"]["writing_replies"][0] == (4 if "mixtral" in name else 16), name
-            assert max(abs(v) for v in p["errors_by_size_pct"]["writing only"].values()) < 15, name
+            assert p["attention_cost"]["per_expert_ms"] > 0, name
+            assert max(abs(v) for v in p["errors_by_size_pct"]["writing only"].values()) < 20, name
+
+
+def test_the_fits_expert_column_is_what_the_model_charges():
+    """A MoE preset's fields through the fitting's columns (E17's min(experts, top-k x (prompt tokens
+    + replies)) among them) give the iteration model/costs.py charges, to the ns, below, at and above
+    the batch where every expert is busy."""
+    import numpy as np
+    import pandas as pd
+
+    from disagg_simpy.costs.fitting import COUNTS, FREE, TILE_SIZE, columns
+    from disagg_simpy.model.costs import CostNs
+
+    c = PRESETS["h100-80gb/qwen3-30b-a3b/tp1/vllm-0.24"]["attention_cost"]
+    replies = [1, 2, 8, 15, 16, 17, 200, 0, 0, 3]
+    prompt = [0, 0, 0, 0, 0, 0, 0, 1, 700, 9]
+    rows = pd.DataFrame({"replies": replies, "prompt_tokens": prompt, "context_tokens": 0, "ms": 1.0,
+                         "experts": c["experts"], "experts_per_token": c["experts_per_token"]})
+    terms = ("iteration_ms", "per_reply_ms", "per_prompt_token_ms", "prompt_iteration_ms", "per_token_tile_ms",
+             "per_expert_ms")
+    assert set(c) - set(COUNTS) >= set(terms)
+    fitted = columns(rows, terms, c[FREE], c[TILE_SIZE]) @ np.array([c[k] for k in terms])
+    cost = CostNs.from_ms(c["iteration_ms"], c["per_reply_ms"], c["per_prompt_token_ms"], 0.0,
+                          prompt_iteration_ms=c["prompt_iteration_ms"], free_prompt_tokens=c[FREE],
+                          per_token_tile_ms=c["per_token_tile_ms"], token_tile=c[TILE_SIZE],
+                          per_expert_ms=c["per_expert_ms"], experts=c["experts"],
+                          experts_per_token=c["experts_per_token"])
+    charged = [cost.iteration_ns(r, p) for r, p in zip(replies, prompt, strict=True)]
+    assert charged == pytest.approx(list(fitted * 1e6), abs=1)
+    assert charged[1] - charged[0] > charged[5] - charged[4] > 0  # below 16 replies each adds 8 experts; above, none
 
 
 def test_without_the_tables_the_refit_tests_are_skipped_with_one_line(tmp_path):

@@ -89,7 +89,7 @@ def test_every_preset_names_its_engine_and_holds_every_record_field():
     """`<gpu>/<model>/tp<N>/<engine>`, each record with RECORD_FIELDS (engine, version, source,
     licence, range ...); DistServe's profiles give both its engine's and vLLM 0.2's coefficients
     at every TP degree they hold (OPT-66B TP2, TP3, TP8 too)."""
-    from disagg_simpy.costs.presets import RANGE_KEYS, RANGE_OPTIONAL, RECORD_FIELDS, parts
+    from disagg_simpy.costs.presets import RANGE_KEYS, RECORD_FIELDS, parts
 
     assert len(PRESETS) >= 20
     for name, p in PRESETS.items():
@@ -97,7 +97,7 @@ def test_every_preset_names_its_engine_and_holds_every_record_field():
         gpu, model, tp, engine = parts(name)
         assert (gpu, model, tp) == (p["gpu"].lower(), p["model"].lower(), p["tp"]) and engine
         assert p["engine"] and p["engine_version"] and p["licence"] in ("MIT", "Apache-2.0")
-        assert p["licence"] in p["source"] and set(p["range"]) - set(RANGE_OPTIONAL) == set(RANGE_KEYS)
+        assert p["licence"] in p["source"] and set(p["range"]) == set(RANGE_KEYS)
         assert {"writing only", "whole prompt"} <= set(p["errors_pct"]) and p["range"]["prompt_tokens"]
         assert p["kv_capacity_tokens"] > 0 and set(p["kv_ship_ms_per_token"]) == {"intra_node", "inter_node"}
 

@@ -536,7 +536,7 @@ def speculative_scenario(draw):
     rows = [(t, p, w) for (t, p, _), w in zip(rows, words)]
     for a in arrangements:
         for key in ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions",
-                    "max_batch_tokens"):
+                    "max_batch_tokens", "writing_max_batch_tokens"):
             a.pop(key, None)
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
             if key in a:  # (slack above the largest need, as tiny_scenario's)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import write_scenario
+from helpers import SPLIT_1_1, write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import same_as_one_by_one, steady_scenario
@@ -15,6 +15,7 @@ from test_reference import compare, speculative_scenario
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run, run_arrangement
 from disagg_simpy.errors import InputError
+from disagg_simpy.scenario.counts import seed_matters
 from disagg_simpy.workload.speculative import uniforms, writing_iterations
 from disagg_simpy.workload.stream import make_requests, make_streams
 
@@ -62,7 +63,8 @@ def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch,
     it is seated): a repeat of them leaves the one-by-one loop's records and the reference's."""
     rows, arrangements, cost, extra = case
     for a in arrangements:
-        a.pop("max_batch_tokens", None)  # (not with E16)
+        a.pop("max_batch_tokens", None)  # (not with E16: R84)
+        a.pop("writing_max_batch_tokens", None)
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, speculative=spec, **extra)
     same_as_one_by_one(path, monkeypatch)
     compare(path)
@@ -117,10 +119,10 @@ def test_words_of_a_request_are_the_same_in_every_arrangement(tmp_path):
 
 def test_seeds_change_the_draws_not_the_trace(tmp_path):
     """A trace with its own arrivals gives the same requests for every seed; under E16 the seed
-    still draws their keys (so `draws_requests` is true and --seeds samples acceptance)."""
+    still draws their keys (so `seed_matters` is true and --seeds samples acceptance)."""
     path = write_scenario(tmp_path, [("0", 40, 30), ("0.01", 40, 30)], cost=HAND, speculative=SPEC)
     scenario = load_scenario(path)
-    assert scenario.draws_requests
+    assert seed_matters(scenario) and not scenario.draws_requests
     a, b = (make_requests(scenario, seed) for seed in (1, 2))
     assert a.n_reply_words.tolist() == b.n_reply_words.tolist() and a.draft_keys.tolist() != b.draft_keys.tolist()
 
@@ -132,13 +134,28 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
     ({"tokens": 2}, {}, {}, "speculative.acceptance"),
     ({"tokens": 2, "acceptance": 0.5, "per_draft_token_ms": -1}, {}, {}, "speculative.per_draft_token_ms"),
     ({"tokens": 2, "acceptance": 0.5}, {"max_batch_tokens": 64}, {}, "max_batch_tokens"),
+    ({"tokens": 2, "acceptance": 0.5}, {**SPLIT_1_1[0], "writing_max_batch_tokens": 64}, {}, "writing_max_batch_tokens"),
     ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
     ({"tokens": 2, "acceptance": 0.5}, {"mixed_iterations": False}, {"per_context_token_ms": 0.001}, "mixed_iterations"),
 ])
 def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
-    path = write_scenario(tmp_path, [("0", 40, 3)], [{"name": "c", "kind": "colocated", "gpus": 1, **arrangement}],
+    base = {} if arrangement.get("kind") else {"name": "c", "kind": "colocated", "gpus": 1}
+    path = write_scenario(tmp_path, [("0", 40, 3)], [{**base, **arrangement}],
                           cost={**HAND, **cost}, speculative=spec)
     with pytest.raises(InputError) as err:
         load_scenario(path)
     message = str(err.value)
     assert "\n" not in message and expected in message, message
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ({"tokens": 2, "acceptanse": 0.5}, "speculative.acceptanse: unknown key (did you mean 'acceptance'?)"),
+    ({"tokens": 2, "acceptance": 0.5, "zzz": 1},
+     "speculative.zzz: unknown key, expected one of tokens, acceptance, per_draft_token_ms"),
+])
+def test_an_unknown_key_inside_speculative_says_what_the_block_takes(tmp_path, spec, expected):
+    """G15 (review2): a typo inside `speculative:` names the keys it takes, as every other block does."""
+    path = write_scenario(tmp_path, [("0", 40, 3)], cost=HAND, speculative=spec)
+    with pytest.raises(InputError) as err:
+        load_scenario(path)
+    assert str(err.value).endswith(expected), str(err.value)

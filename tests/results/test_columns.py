@@ -84,3 +84,25 @@ def test_every_column_the_summary_reference_names_is_registered():
     known = {c.name for c in registry.columns("summary")}
     assert named - known == set(), f"documented but not registered: {sorted(named - known)}"
     assert known - named - {"arrangement"} == set(), f"registered but not in the table: {sorted(known - named)}"
+
+
+def test_the_cost_cells_headings_come_from_the_registry(monkeypatch):
+    """G16 (review2): goodput's and plan's cost headings, console (cli/cost_text.py) and page
+    (page/commands.py), are the registry's `COST` labels, not typed again: a renamed label shows
+    in both."""
+    import dataclasses
+
+    import pandas as pd
+
+    from disagg_simpy.cli import cost_text
+    from disagg_simpy.page.commands import _cost_cells
+
+    renamed = {"dollars_per_hour": "USD an hour", "dollars_per_million": "USD a million",
+               "requests_per_gpu_hour": "per GPU-hour", "power_kw": "kilowatts", "gpu_kinds": "kinds"}
+    monkeypatch.setattr(registry, "COST", tuple(dataclasses.replace(c, label=renamed.get(c.name, c.label))
+                                                for c in registry.COST))
+    expected = ["USD an hour", "USD a million (95% interval)", "per GPU-hour", "kilowatts"]
+    assert cost_text.header() == expected
+    columns: list = []
+    _cost_cells(pd.DataFrame(columns=list(registry.COST_COLUMNS)), columns, {})
+    assert [label for _, label in columns] == ["kinds", *expected]

@@ -112,6 +112,23 @@ def test_one_arrangement_says_there_is_nothing_to_overturn(tmp_path):
         "not checked (one arrangement: no winner to overturn)")
 
 
+def test_a_plan_over_gpu_kinds_at_another_tp_checks_its_cost_errors(tmp_path, capsys):
+    """G10 (review2): `plan --gpu-kinds --tp 2` on a scenario whose preset is TP1: the scaled copies
+    keep each side's TP2 preset, so the check runs (it was always "not checked", blaming a --rate the
+    user never gave); plan.csv holds the top two's range under the errors."""
+    path = preset_scenario(tmp_path, "tp", {"rate_per_s": 6, "measure_s": 5, "prompt_mix": [
+        {"share": 1, "tokens": [200, 1200]}], "reply_words": [50, 100]},
+        [{"name": "s", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1}],
+        preset="a100-80gb/llama-3.1-8b/tp1/vllm-0.14")
+    out = tmp_path / "out"
+    assert main(["plan", str(path), "--gpu-kinds", "a100-80gb,h100-80gb", "--tp", "2", "--budget-per-hour", "7",
+                 "--max-gpus", "4", "--chunks", "none", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("cost error"))
+    assert "not checked" not in line and "--rate" not in line, line
+    assert "holds for cost errors" in line or "overtakes" in line, line
+    assert pd.read_csv(out / "plan.csv").cost_error_low_per_s.notna().sum() == 2
+
+
 def test_plan_on_the_default_scenario_with_a_real_unit_preset_prints_its_robustness(tmp_path, capsys):
     """Issue 39's Done-when as written: `plan scenarios/default.yaml` with a real-unit preset (set
     with --set cost.preset=...) prints, beside its answer, the preset's stated errors and whether the

@@ -51,7 +51,8 @@ def test_long_prompts_call_for_more_reading_gpus_and_a_bad_split_ranks_last(tmp_
     assert rank["split-3-1"] < rank["split-2-2"] < rank["split-1-3"]
     assert rank["split-1-3"] == len(table)  # one reading GPU for everything: last
     assert table.loc["split-3-1", "goodput_per_s"] > 1.5 * table.loc["split-1-3", "goodput_per_s"]
-    assert list(table.columns) == ["rank", "kind", "gpus", "reading_gpus", "writing_gpus", "chunk_tokens",
+    assert list(table.columns) == ["rank", "kind", "gpus", "reading_gpus", "writing_gpus", "tp", "reading_tp",
+                                   "writing_tp", "chunk_tokens",
                                    "goodput_per_s", "goodput_per_gpu_per_s", "goodput_low_per_s", "goodput_high_per_s",
                                    "on_time_pct_at_rate", "binding_limit", "goodput_below_per_s"]
     assert table.loc["split-1-3", "binding_limit"] == "first_word"

@@ -230,3 +230,41 @@ def test_the_block_to_paste_is_what_was_simulated_and_reproduces_the_figure(tmp_
     again = pd.read_csv(tmp_path / "g" / "goodput.csv").iloc[0]
     assert (again.goodput_per_s, again.goodput_low_per_s, again.goodput_high_per_s) == \
         (row.goodput_per_s, row.goodput_low_per_s, row.goodput_high_per_s)
+
+
+def test_the_equal_cost_table_leads_with_the_pool_and_ranks_by_goodput(tmp_path, capsys):
+    """G11 (review2): `plan --iso-cost` prints one row per pool led by the pool (as docs/cost.md
+    shows), not a "rank" that was the pools' order; plan.csv's rank means what plan's does (1 = the
+    most goodput)."""
+    out = tmp_path / "out"
+    assert main(["plan", str(scenario_file(tmp_path)), "--gpu-kinds", "a100-80gb,h100-80gb", "--iso-cost", "4.6",
+                 "--max-gpus", "2", "--chunks", "none", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("pool "))
+    assert lines[at].split()[:4] == ["pool", "arrangement", "gpus", "goodput/s"] and "rank" not in lines[at]
+    assert "GPU kinds" not in lines[at] and "$/M at goodput (95% interval)" in lines[at]
+    table = pd.read_csv(out / "plan.csv")
+    assert [x.split("  ")[0] for x in lines[at + 1:at + 1 + len(table)]] == list(table.pool)
+    by_goodput = table.sort_values("goodput_per_s", ascending=False, kind="stable")
+    assert list(by_goodput["rank"]) == list(range(1, len(table) + 1)), table[["pool", "rank", "goodput_per_s"]]
+    assert list(table["rank"]) != list(range(1, len(table) + 1))  # (here the pools' order is not the goodput's)
+
+
+def test_one_tp_degree_other_than_1_is_in_every_name_and_in_plan_csv(tmp_path, capsys):
+    """G12 (review2): `plan --gpu-kinds --tp 2` (one degree left) names its candidates `-tp2`, as plain
+    `plan --tp 2` does, and plan.csv says each side's TP (`tp`, `reading_tp`, `writing_tp`); without
+    --tp the names stay plain."""
+    path = scenario_file(tmp_path)
+    path.write_text(path.read_text().replace("a100-80gb/llama-2-7b/tp1/vidur-sarathi", "h100-80gb/llama-3.1-8b/tp1/vllm-0.24"))
+    s = load_scenario(path)
+    names = [a["name"] for a in candidates(side_presets(s, ("h100-80gb", "h200")), 4, ())]
+    assert "h100-same-2" in names and not any("-tp" in n for n in names)
+    out = tmp_path / "out"
+    assert main(["plan", str(path), "--gpu-kinds", "h100-80gb,h200", "--tp", "2", "--budget-per-hour", "12",
+                 "--max-gpus", "4", "--chunks", "none", "--out", str(out), "--workers", "1", "--no-plots"]) == 0
+    table = pd.read_csv(out / "plan.csv")
+    same, split = table[table.kind == "colocated"], table[table.kind == "disaggregated"]
+    assert not same.empty and not split.empty
+    assert same.arrangement.str.contains(r"^(h100|h200)-tp2-same-").all(), list(same.arrangement)
+    assert split.arrangement.str.contains("-tp2").all() and (same.tp == 2).all() and same.reading_tp.isna().all()
+    assert (split.reading_tp == 2).all() and (split.writing_tp == 2).all() and split.tp.isna().all()

@@ -121,6 +121,9 @@ def test_a_sweeps_rows_equal_single_runs_at_the_same_points_and_seeds(tmp_path):
     (["--set", "arrangements.nope.gpus=2"], "--set: got the unknown key 'arrangements.nope.gpus'"),
     (["--set", "cost.iteration_ms=10,-1"], "--set cost.iteration_ms=-1: got -1, expected a number of ms"),
     (["--set", "workload.reply_words=[1,2"], "--set workload.reply_words: got the value '[1,2', expected a YAML value"),
+    (["--set", "speculative=null,{tokens: 4, acceptance: 0.7}"],  # G17 (review2): null is not "an empty value"
+     "--set speculative: got null in 'null,{tokens: 4, acceptance: 0.7}', expected values that are not null"),
+    (["--set", "cost.iteration_ms=10,,12"], "--set cost.iteration_ms: got an empty value in '10,,12'"),
     (["--target", "0"], "--target: got '0', expected an on-time share in percent, above 0 and at most 100"),
     (["--target", "100.5"], "--target: got '100.5', expected an on-time share"),
 ])

@@ -255,3 +255,41 @@ def test_a_model_change_after_a_validate_is_seen_by_the_next_one_into_the_same_f
 
     monkeypatch.setattr(CostNs, "from_ms", classmethod(from_ms))
     assert 0.8 <= ours() <= 0.81  # the changed model, not the stored run of the old one
+
+
+def test_other_seeds_are_not_gated_and_not_recorded(tmp_path, capsys, monkeypatch):
+    """Review G6: `validate --seeds 1 --record` replaced the 8-seed reference with 1-seed figures, and
+    `--seeds N` alone failed the gate on seed noise and said to record it. Now --record with --seeds
+    is refused in one line before any run (exit 2, recorded.json untouched), and a --seeds run says
+    its gate is not run."""
+    import functools
+
+    from disagg_simpy import validation
+    from disagg_simpy.validation import RECORDED, Figure
+
+    before = RECORDED.read_bytes()
+    assert main(["validate", "--fast", "--seeds", "1", "--record", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--record with --seeds 1" in err and "expected --record without --seeds" in err
+    assert RECORDED.read_bytes() == before and not (tmp_path / "r").exists()
+    (tmp_path / "idle.yaml").write_text(IDLE, encoding="utf-8")
+    figure = Figure(id="idle-scale", source="s", where="w", setup="s", metric="slo_scale", published=1.0,
+                    tolerance_pct=15, tolerance_why="w", scenario="idle.yaml", arrangement="two", how="slo_scale")
+    monkeypatch.setattr(validation, "load_catalog", lambda: ({"s": {"group": "g", "cite": "c"}}, [figure]))
+    monkeypatch.setattr(validation, "measure", functools.partial(validation.measure, folder=tmp_path))
+    assert main(["validate", "--seeds", "1", "--out", str(tmp_path / "v")]) == 0  # (-40%: outside, not gated)
+    assert "accuracy gate: not run (--seeds 1: the recorded figures are of each scenario's own seeds)" in \
+        capsys.readouterr().out
+
+
+def test_the_accuracy_page_shows_the_recorded_table():
+    """docs/accuracy.md's full table is `validate --record`'s, row for row: the figures recorded for
+    the gate (recorded.json) are the figures the page shows, so neither can move without the other."""
+    from pathlib import Path
+
+    from disagg_simpy.validation.report import markdown_table
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    recorded = load_recorded()
+    assert markdown_table(recorded["rows"]) in page, "docs/accuracy.md: paste the table validate --record prints"
+    assert f"**Answer first: {recorded['summary']['within']} of {recorded['summary']['figures']} published figures" in page

@@ -87,6 +87,53 @@ def test_trace_n_requests_per_gpu_sampled_smaller_rows_are_the_larger_ones(tmp_p
         assert len(one) == 3 and len(three) == 9 and one < three, (seed, one, three)
 
 
+@pytest.mark.parametrize("workload", [
+    {"n_requests_per_gpu": 3, "pick": "sampled"},  # a trace: a smaller count's rows a subset, not a prefix
+    "sessions",  # E13 sessions: a smaller count's turns interleave with other sessions' in the larger
+])
+def test_a_request_has_the_same_draws_in_every_arrangement(tmp_path, workload):
+    """Review finding G1: E16's acceptance keys and E13's router draws were taken by position in
+    each size's stream, so with `n_requests_per_gpu` and a subset in another order the same request
+    accepted other drafts (and was routed by another draw) in each arrangement. Now each request
+    carries its draws from the largest stream, and `origin` says where it sits there."""
+    from disagg_simpy.workload.stream import streams_by_gpus
+
+    spec = {"speculative": {"tokens": 3, "acceptance": 0.6}, "router": "power_of_two"}
+    for seed in (1, 2, 3):
+        if workload == "sessions":
+            path = tmp_path / "sessions.yaml"
+            path.write_text(yaml.safe_dump({
+                "name": "sessions", "seed": seed, **spec,
+                "workload": {"rate_per_s": 4, "n_requests_per_gpu": 6, "prompt_mix": [{"share": 1, "tokens": [50, 400]}],
+                             "reply_words": [3, 12], "sessions": {"turns": [1, 4], "think_s": [0.5, 3]}},
+                "arrangements": [{"name": "one", "kind": "colocated", "gpus": 1},
+                                 {"name": "four", "kind": "colocated", "gpus": 4}]}, sort_keys=False))
+        else:
+            path = write_scenario(tmp_path, TEN, arrangements=[{**a, "gpus": 2} if a["name"] == "one" else a for a in ONE_AND_THREE],
+                                  seed=seed, workload=workload, **spec)
+        scenario = load_scenario(path)
+        streams = streams_by_gpus(scenario, seed)
+        small, large = streams[min(streams)], streams[max(streams)]
+        o = small.origin
+        assert o is not None and large.origin is None
+        for field in ("arrived_at_ns", "n_prompt_tokens", "n_reply_words", "draft_keys", "router_draws"):
+            assert np.array_equal(getattr(small, field), getattr(large, field)[o]), (seed, field)
+        assert not np.array_equal(o, np.arange(len(small))), seed  # (a subset in another order: the case at stake)
+
+
+def test_seeds_run_each_seed_when_the_router_draws_on_a_timed_trace(tmp_path, capsys):
+    """Review finding G4: a trace with its own arrival times and `router: power_of_two` said
+    'every seed gives the same figures' and ran seed 1 only, but the seed draws the router's
+    choices, which move the reading GPUs and first words."""
+    path = write_scenario(tmp_path, TEN, arrangements=[{"name": "c", "kind": "colocated", "gpus": 4}],
+                          router="power_of_two")
+    out = tmp_path / "out"
+    assert main([str(path), "--seeds", "3", "--out", str(out), "--no-plots"]) == 0
+    assert "fixes every request" not in capsys.readouterr().err
+    requests = pd.read_csv(out / "requests.csv")
+    assert sorted(requests["seed"].unique()) == [1, 2, 3]
+
+
 def test_n_requests_per_gpu_stretches_max_sim_s_below_the_rate_as_n_requests_does(tmp_path, capsys):
     """goodput probes rates below the scenario's: with `n_requests_per_gpu` and `max_sim_s` the cap
     is stretched as with `n_requests` (docs/traffic.md), not the search refused (finding F2)."""
