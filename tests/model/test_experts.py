@@ -10,7 +10,8 @@ routed to 2 (so 1 token touches 2, 4 tokens or more all 8); a ship is 0.001 ms (
 from __future__ import annotations
 
 import pytest
-from helpers import run_rows, scenario_text, write_scenario
+import yaml
+from helpers import assert_scenario_refused, run_rows, scenario_text, write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_attention_cost import durations_ns, words_ns
@@ -20,7 +21,6 @@ from test_reference import COSTS, EXPERTS, compare
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run
-from disagg_simpy.cli import main
 from disagg_simpy.model.costs import CostNs
 from disagg_simpy.sweep.plan_bounds import budgets
 
@@ -146,23 +146,14 @@ def test_the_plan_bound_stands_aside(tmp_path):
      "per_expert_ms: got 0.5 without experts and experts_per_token, expected"),
 ])
 def test_bad_e17_values_are_one_line_exit_2(tmp_path, capsys, cost, needle):
-    path = tmp_path / "s.yaml"
-    path.write_text(scenario_text(cost=cost))
-    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert needle in err and "\n" not in err and "Traceback" not in err
-    assert not (tmp_path / "out").exists()
+    assert_scenario_refused(tmp_path, capsys, yaml.safe_load(scenario_text(cost=cost)), needle)
 
 
 def test_a_side_block_with_an_expert_cost_and_no_counts_is_one_line_exit_2(tmp_path, capsys):
     split = [{"name": "split", "kind": "disaggregated", "reading_gpus": 1, "writing_gpus": 1,
               "writing_cost": {"per_expert_ms": 1}}]
-    path = tmp_path / "s.yaml"
-    path.write_text(scenario_text(arrangements=split))
-    assert main([str(path), "--out", str(tmp_path / "out"), "--no-plots"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "arrangements[0].writing_cost.per_expert_ms: got 1.0 without experts and experts_per_token" in err
-    assert "\n" not in err
+    assert_scenario_refused(tmp_path, capsys, yaml.safe_load(scenario_text(arrangements=split)),
+                            "arrangements[0].writing_cost.per_expert_ms: got 1.0 without experts and experts_per_token")
 
 
 def test_experts_are_paid_on_the_options_path_too(tmp_path):
