@@ -23,10 +23,10 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .gpu_state import GpuState, Reads
+    from .gpu_state import GpuState, Paging, Reads
     from .records import GpuLog
     from .request import Request
 
@@ -34,12 +34,24 @@ if TYPE_CHECKING:
 class BlockSchedule:
     """The due blocks of one GPU's seated replies (E9), by key."""
 
-    __slots__ = ("block", "pending", "phases")
+    __slots__ = ("block_tokens", "pending", "phases")
 
     def __init__(self, block: int):
-        self.block = block
+        self.block_tokens = block
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
+
+    def schedule(self, r: Request, at: int, soon: bool) -> None:
+        """Reply `r`, seated, has its first due block at key `at` (`PagedKv.seat_reply` works it out):
+        it joins that key's phase, or, not `soon` (a key with its phase is still to start before `at`), waits."""
+        if soon:
+            self.phases[at % self.block_tokens][r] = None
+        else:
+            self.wait(r, at)
+
+    def left(self, r: Request, at: int) -> None:
+        """Reply `r`, in the phase of key `at` (its first due key), wrote its last word."""
+        del self.phases[at % self.block_tokens][r]
 
     def wait(self, r: Request, at: int) -> None:
         """Reply `r`, seated (model/paged_kv.PagedKv.seat works out its first due key `at` = `r.kv_due`
@@ -50,20 +62,20 @@ class BlockSchedule:
         else:
             due.append(r)
 
-    def due(self, key: int) -> dict[Request, None]:
+    def due_at(self, key: int) -> dict[Request, None]:
         """Key `key` starts: the replies due a block now (those waiting for it join their phase)."""
-        phase = self.phases[key % self.block]
+        phase = self.phases[key % self.block_tokens]
         if self.pending and (first := self.pending.pop(key, None)):
             for r in first:
                 phase[r] = None
         return phase
 
-    def leave(self, r: Request) -> None:
+    def unschedule(self, r: Request) -> None:
         """Reply `r` leaves its seat (preempted, or gone after its last word)."""
         at = r.kv_due
         if at < 0:
             return
-        phase = self.phases[at % self.block]
+        phase = self.phases[at % self.block_tokens]
         if r in phase:
             del phase[r]
         else:  # (waiting for its first due key, model docstring)
@@ -71,20 +83,20 @@ class BlockSchedule:
             due.remove(r)
             if not due:
                 del self.pending[at]
-        r.kv_due = -1
+        r.set_due(-1)
 
     def held_at(self, r: Request, key: int) -> int:
         """The blocks seated reply `r` holds when key `key` starts, before its block then, if due:
         those for its prompt and the words of the keys before (word w needs prompt + w - 1 tokens)."""
         tokens = r.n_prompt_tokens + r.seat_word + key - r.seat_index - 2
-        return max(r.kv_blocks, -(-tokens // self.block))
+        return max(r.kv_blocks, -(-tokens // self.block_tokens))
 
     def run_free(self, free: int, key: int, n: int) -> int:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
         not all free, taking `free` tokens free now (no reply leaves before the `n`-th key). A plain
         loop over the keys it passes: it stops at the first that does not fit, so it costs what the
         repeat it bounds costs to grow (`grow`), and touches only those keys' phases."""
-        block, phases, pending = self.block, self.phases, self.pending
+        block, phases, pending = self.block_tokens, self.phases, self.pending
         free //= block  # (blocks free: each due reply takes a whole block)
         if not pending:
             for k in range(key + 1, key + n):
@@ -107,7 +119,7 @@ class BlockSchedule:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
         used = was = gpu.memory.used
-        block, phases, pending = self.block, self.phases, self.pending
+        block, phases, pending = self.block_tokens, self.phases, self.pending
         held: list[int] = []
         for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
             phase = phases[k % block]
@@ -120,11 +132,11 @@ class BlockSchedule:
         gpu.memory.hold(used - was)
 
 
-def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
+def bound(kv: Paging) -> Callable[[GpuState, int, Reads, int, int], int]:
     """The options' bound (`option_starts.bounds`, a repeat's bound) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
-    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.memory.capacity
+    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.due_blocks, kv.limit
 
     def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
@@ -139,12 +151,13 @@ def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: m
 
 def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
-    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
+    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat_reply` gives, in the
     heap `Batch.write_order`, a preempted reply's left there until popped: `Batch.first_leaving_write`), and while every
     due block is free (`BlockSchedule.run_free` from its key, `Batch.n_writes - 1`, when not free at a glance);
     prompt-only iterations give no block. After a
     start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
+    assert paged is not None  # (chosen under E9: `option_starts.bounds`)
     if paged.blocked or paged.moved_tokens:
         return 1
     if n_replies:
@@ -156,7 +169,7 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
                 if n < 2:
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
-        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.memory.used:
-            bounded: int = paged.blocks.run_free(paged.capacity - gpu.memory.used, key, n)
+        if n_replies * block * -(-(n - 1) // block) > paged.limit - gpu.memory.used:
+            bounded: int = paged.due_blocks.run_free(paged.limit - gpu.memory.used, key, n)
             return bounded
     return n

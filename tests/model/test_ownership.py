@@ -38,6 +38,8 @@ PARTS = {
     "Batch": "batch",  # batch: replies in progress, seats, the leaving order, E3's context sum, E10's count, E16's draws
     "Memory": "memory",  # memory: E4's KV counter (tokens held, peak)
     "GpuLog": "records",  # log: the records a run leaves (runs, reads, E4's memory log)
+    "PagedKv": "paged_kv",  # E9's memory policy: blocks held, the running order, preemptions, the swap queue
+    "BlockSchedule": "kv_blocks",  # E9's due blocks, by key
 }
 MUTATORS = {"append", "appendleft", "extend", "extendleft", "pop", "popleft", "insert", "remove", "clear", "fromlist",
             "frombytes", "update", "setdefault", "sort", "reverse", "add", "discard", "move_to_end", "popitem"}
