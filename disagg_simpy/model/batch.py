@@ -6,7 +6,7 @@ Words are not events: a reply that joins when the GPU has started `j` iterations
 at the ends of iterations j .. j+n-2, so the batch only needs to know, per iteration, which replies
 leave after it (`leaving`, its keys in the heap `leaving_order`; E10: per writing iteration,
 `leaving_by_write` and `write_order`). Only this module writes a `Batch`: the GPU, the planner's
-seating, `Repeat` and E9 (model/paged_kv.py, paged_away.py) call its methods."""
+seating, `Repeat` and E9 (model/paged_kv.py, kv_blocks.py) call its methods."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ the first word whose token its blocks do not hold) on, at every `block`-th key, 
 word. A reply is in `phases[kv_due % block]` from its seat until it leaves or is preempted: no
 key before `kv_due` that is still to start has that phase, as its first due block is less than
 `block` keys away (E9f: a reply swapped in, seated later, `block` away from its seat: then it waits
-in `pending[kv_due]` until that key starts; `PagedKv.seat` puts a reply in one or the other).
+in `pending[kv_due]` until that key starts; `seater` puts a reply in one or the other).
 A key whose due blocks are all free then costs one
 look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when memory runs
 short are the due replies taken one by one, in the order they joined (E9c).
@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .batch import Batch
     from .gpu_state import GpuState, Paging, Reads
     from .records import GpuLog
     from .request import Request
@@ -41,20 +42,44 @@ class BlockSchedule:
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
 
-    def schedule(self, r: Request, at: int, soon: bool) -> None:
-        """Reply `r`, seated, has its first due block at key `at` (`PagedKv.seat_reply` works it out):
-        it joins that key's phase, or, not `soon` (a key with its phase is still to start before `at`), waits."""
-        if soon:
-            self.phases[at % self.block_tokens][r] = None
-        else:
-            self.wait(r, at)
+    def seater(self, batch: Batch) -> Callable[..., None]:
+        """`PagedKv.seat_reply` for the GPU of `batch`, what it reads bound once (it runs at every join
+        and seat): the reply takes its seat, its first due key into its phase (or waiting for it)."""
+        block, phases, wait = self.block_tokens, self.phases, self.wait
+        track_context, add_context, leaves_after = batch.track_context, batch.add_context, batch.leaves_after
+
+        def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
+            """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
+            E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+            `started`: a swap-in, once that iteration has taken its due blocks)."""
+            at = index if key is None else key
+            f, n = r.seat_word, r.n_reply_words
+            base = r.n_prompt_tokens + f - 1 - at if track_context else 0  # (E3)
+            # its first due key: that of the first word its blocks do not hold
+            due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
+            if due_word > n:
+                due = -1
+            elif (ahead := due_word - f) <= 0:
+                due = at
+                phases[at % block][r] = None
+            else:
+                due = at + ahead
+                if ahead < block + started:  # (no key still to start before it has its phase)
+                    phases[due % block][r] = None
+                else:
+                    wait(r, due)
+            r.seated(index, at, base, due)
+            if track_context:
+                add_context(base)
+            leaves_after(at + n - f, r)  # (E10: a writing iteration, `writing_bound`)
+        return seat
 
     def left(self, r: Request, at: int) -> None:
         """Reply `r`, in the phase of key `at` (its first due key), wrote its last word."""
         del self.phases[at % self.block_tokens][r]
 
     def wait(self, r: Request, at: int) -> None:
-        """Reply `r`, seated (model/paged_kv.PagedKv.seat works out its first due key `at` = `r.kv_due`
+        """Reply `r`, seated (`seater` works out its first due key `at` = `r.kv_due`
         as below), has a key with its phase still to start before `at` (E9f: a swap-in seated late):
         it waits in `pending` until `at` starts."""
         if (due := self.pending.get(at)) is None:

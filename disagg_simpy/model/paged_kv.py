@@ -33,18 +33,16 @@ from typing import TYPE_CHECKING
 from .kv_blocks import BlockSchedule
 from .records import iteration_end, last_write_end
 from .repeats import cut_all
+from .request import Request
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .gpu import Gpu
     from .gpu_state import ReplyHost, StartHost
-    from .request import Request
 
 
-def prepare(r: Request) -> None:
-    """A request's E9 state, when it arrives at an arrangement with paged KV (`Request.page`)."""
-    r.page()
+prepare = Request.page  # a request's E9 state, when it arrives at an arrangement with paged KV
 
 
 def blocks_for(tokens: int, block: int) -> int:
@@ -62,7 +60,6 @@ class PagedKv:
         self.swap_ns = swap_ns  # tokens -> ns, one way (D10)
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
-        self.n_joins = 0
         self.due_blocks = BlockSchedule(block)  # the due blocks of the seated replies
         self._phases, self._pending = self.due_blocks.phases, self.due_blocks.pending  # (read here, for speed)
         assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
@@ -76,7 +73,7 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.preemptions = array("q")  # request id, time (ns); ... one pair per preemption
-        self.seat_reply = seater(self)  # seat_reply(r, index, key=None, started=False): built once per GPU
+        self.seat_reply = self.due_blocks.seater(gpu.batch)  # seat_reply(r, index, key=None, started=False): built once per GPU
         self.join_reply = adder(self)  # join_reply(r, now): a reply joins (or, read again, rejoins)
         self.release_kv = releaser(self)  # release_kv(leaving): replies whose last word was just written leave
         self.has_paged_work = work_test(self)  # `Gpu.has_work` under E9 (the engine gives the GPU this object: `Gpu.use_paging`)
@@ -116,8 +113,6 @@ class PagedKv:
     def _join(self, r: Request) -> None:
         self.gpu.batch.add_replies(1)
         self.running[r] = None
-        r.join_paged(self.n_joins)
-        self.n_joins += 1
 
     # -- an iteration starts (E9b-e): the planner's memory policy (model/planner.py's `Paged`) ----------
     def reset(self) -> None:
@@ -167,7 +162,8 @@ class PagedKv:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
         gpu, block = self.gpu, self.block
-        for r in sorted(due, key=_join_order):
+        running = self.running  # (in the order they joined)
+        for r in list(due) if len(due) < 2 else [r for r in running if r in due]:
             if r.seat_index < 0:
                 continue  # preempted by now
             while self.limit - gpu.memory.used < block:
@@ -328,8 +324,7 @@ def adder(kv: PagedKv) -> Callable[[Request, int], None]:
             gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
         add_replies(1)  # (`_join`, inline)
         running[r] = None
-        r.join_paged(kv.n_joins, now)
-        kv.n_joins += 1
+        r.join_paged(now)
         if queue_replies:
             wait_for_seat(r)
         else:
@@ -337,35 +332,3 @@ def adder(kv: PagedKv) -> Callable[[Request, int], None]:
         if gpu.wake is not None:
             gpu._wake()
     return add_reply
-
-
-def seater(kv: PagedKv) -> Callable[..., None]:
-    """`PagedKv.seat_reply` for one GPU, what it reads of the GPU and its block schedule bound once (it
-    runs at every join and seat)."""
-    gpu, block, schedule = kv.gpu, kv.block, kv.due_blocks.schedule
-    track_context, add_context, leaves_after = gpu.batch.track_context, gpu.batch.add_context, gpu.batch.leaves_after
-
-    def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
-        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
-        `started`: a swap-in, once that iteration has taken its due blocks)."""
-        at = index if key is None else key
-        f, n = r.seat_word, r.n_reply_words
-        base = r.n_prompt_tokens + f - 1 - at  # (E3)
-        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
-        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
-        if due_word > n:
-            due = -1
-        else:
-            ahead = due_word - f
-            due = at if ahead <= 0 else at + ahead
-            schedule(r, due, ahead < block + started)  # (soon: no key still to start before it has its phase)
-        r.seated(index, at, base, due)
-        if track_context:
-            add_context(base)
-        leaves_after(at + n - f, r)  # (E10: a writing iteration, model/kv_blocks.py's `writing_bound`)
-    return seat
-
-
-def _join_order(r: Request) -> int:
-    return r.kv_order

@@ -15,12 +15,11 @@ class Request:
     __slots__ = (*REQUEST_FIELDS, "measured", "unread_tokens", "blocks", "cached_tokens", "read_size",
                  "n_preemptions", "dropped_at_ns",
                  # E9 (paged KV), set only when it is on
-                 "kv_blocks", "kv_due", "kv_order", "seat_index", "seat_word", "seat_base", "stretches", "returning")
+                 "kv_blocks", "kv_due", "seat_index", "seat_word", "seat_base", "stretches", "returning")
 
     # E9 (paged KV): set by paged_kv.prepare when the arrangement has it
     kv_blocks: int  # KV blocks it holds on the GPU it is on (seated: held at its seat, kv_blocks.held_at)
     kv_due: int  # seated: the key of its first due block (then every kv_block_tokens keys; -1: none)
-    kv_order: int  # its place in its GPU's join order
     seat_index: int  # iteration index of its current seat (-1: not seated)
     seat_word: int  # the word its seat starts with (or, away, the word it comes back with)
     seat_base: int  # its E3 context term while seated
@@ -51,8 +50,8 @@ class Request:
 
     # paged KV's transitions (model/paged_kv.py, paged_away.py)
     def page(self) -> None:
-        """E9: its state on arriving at an arrangement with paged KV (`kv_due`, `kv_order` and
-        `seat_base` are set when it joins or takes a seat, before they are read)."""
+        """E9: its state on arriving at an arrangement with paged KV (`kv_due` and `seat_base` are
+        set when it takes a seat, before they are read)."""
         self.kv_blocks = 0
         self.seat_index = -1
         self.seat_word = 2
@@ -63,11 +62,10 @@ class Request:
         """E9: it holds `n` KV blocks on its GPU (admitted, swapped back in)."""
         self.kv_blocks = n
 
-    def join_paged(self, order: int, now: int = -1) -> None:
-        """E9: it joins (at `now`, if it never joined) or rejoins a GPU's replies, `order`-th in their join order."""
+    def join_paged(self, now: int) -> None:
+        """E9: it joins a GPU's replies at `now`, or (read again) rejoins them: its first join's time stays."""
         if self.joined_at_ns < 0:
             self.joined_at_ns = now
-        self.kv_order = order
 
     def seated(self, index: int, key: int, base: int, due: int) -> None:
         """E9: it takes a seat at iteration `index`, its words from key `key` on (E10: writing

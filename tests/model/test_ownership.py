@@ -226,6 +226,11 @@ def test_no_module_of_the_model_writes_another_modules_part():
     "def f(g):\n    g.has_work = lambda: True\n",  # a method replaced per instance
     "def f(g):\n    setattr(g, 'draining', True)\n",
     "def f(self):\n    self.memory.used = 0\n    self.draining = True\n",  # `self` outside a method of this module
+    "def f(gpu):\n    gpu.paged.blocked = True\n",  # E9's parts
+    "def f(kv, r):\n    del kv.running[r]\n",
+    "def f(kv, r):\n    kv.swapped.insert(0, r)\n",
+    "def f(kv, r):\n    kv.due_blocks.pending[3] = [r]\n",
+    "def f(kv):\n    phases = kv.due_blocks.phases\n    phases.clear()\n",
 ])
 def test_a_planted_write_fails(planted):
     """Each kind of write, planted in a module that owns no part (planner.py's name), is found."""
