@@ -1,7 +1,7 @@
 """Where prompts and replies go (M3, D1-D3): pure choices over a handful of GPUs.
 
-Each side (reading, writing) keeps its own count of assignments, and its GPUs in the order of
-their last assignment there (`Side.order`: a GPU joining a side, E12, is never assigned there). Among equally good GPUs the
+Each side (reading, writing) keeps its GPUs in the order of their last assignment there
+(`Side.order`; a GPU joining a side, E12, is never assigned there). Among equally good GPUs the
 one whose most recent assignment is oldest wins; GPUs never assigned come first, lowest number
 first (D2). Breaking ties by GPU number alone would pile prompts onto GPU 0, because queues are
 empty most of the time.
@@ -31,7 +31,7 @@ G = TypeVar("G", bound=Routable)
 
 
 class Side(Generic[G]):
-    """One side's candidates (`gpus`, by number), its assignment counter, and its candidates in the order D2 breaks
+    """One side's candidates (`gpus`, by number) and its candidates in the order D2 breaks
     ties in (`order`): those never assigned here first (the first `n_fresh`, by number), then the others, oldest
     assignment first. A GPU assigned goes to the end, so among equally good candidates the first in `order` wins
     and the choices compare only loads (ties are the common case: queues are empty most of the time)."""
@@ -40,7 +40,7 @@ class Side(Generic[G]):
 
     def __init__(self, gpus: Sequence[G]):
         self.gpus = tuple(gpus)
-        self.n_assignments = 0  # (E13's `round_robin` reads it; the others count none once every GPU was assigned)
+        self.n_assignments = 0  # E13 `round_robin`'s count (on its side, the only choice)
         self.order = list(self.gpus)
         self.n_fresh = len(self.gpus)
 
@@ -50,7 +50,6 @@ class Side(Generic[G]):
             self.n_fresh -= 1
         order.remove(gpu)
         order.append(gpu)
-        self.n_assignments += 1
         return gpu
 
     def leave(self, gpu: G) -> None:
@@ -87,7 +86,9 @@ class Side(Generic[G]):
 
     def round_robin(self) -> G:
         """E13 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
-        return self._assign(self.gpus[self.n_assignments % len(self.gpus)])
+        k = self.n_assignments
+        self.n_assignments = k + 1
+        return self._assign(self.gpus[k % len(self.gpus)])
 
     def power_of_two(self, u: float) -> G:
         """E13 `power_of_two`: the pair (i, j), i < j, numbered in lexicographic order, whose

@@ -1,22 +1,25 @@
-"""Issue 36: the GPU's state is split into typed parts, each owned by one module of the model
-(docs/architecture.md, "Owned parts"): no module writes another's part.
+"""Issue 36: the model's state is split into typed classes, each owned by the module that defines it
+(docs/architecture.md, "Owned parts"): no module of the model writes another's attributes.
 
 What it checks, on the source of every module of `disagg_simpy/model/` (its AST, no run):
-- the guarded classes are `PARTS` below; each is owned by the module that defines it. A class's
-  *names* are its attributes (every `self.X = ...` in its body, its class-level names) and its
-  methods; no name belongs to two guarded classes of different owners (else a write could not be
-  attributed), which the first test checks;
-- in every module other than a name's owner, it fails on
+- the guarded classes are `PARTS` below (every class of the model that holds state, or named there as not
+  guarded, with why: the first test); each is owned by the module that defines it. A class's *names* are its
+  attributes (every `self.X = ...` in its body, its class-level names) and its methods. A write is attributed
+  by the name written alone, so a name that guarded classes of two owners share (`n_replies` of `Batch` and
+  `Repeat`) counts as each owner's: no owner but the only one may write it other than through `self`
+  (sound: a write it cannot attribute is a write; `test_a_name_of_two_owners_is_guarded_for_each`);
+- in every module other than a name's only owner, it fails on
   - an attribute store, augmented store or delete `E.X` with X a guarded name, unless E is the bare
-    name `self` (a method of a class of this module writing its own instance: no guarded class is
-    written through `self` outside its owner, as every guarded name's class is defined in its owner);
+    name `self` of a method (a method of a class of this module writing its own instance: no class
+    of the model subclasses another module's guarded class, which the first test checks);
   - a subscript store or delete `E.X[...]`, or a mutating call `E.X.append(...)` (`MUTATORS`), or
     `heappush/heappop/heapify(E.X, ...)`, on a guarded name X (a list, dict, deque or array of a part);
   - the same through a local alias: a name bound (in the same function, or a function it is nested in)
     to `E.X` or to `E.X.<mutator>` (e.g. `waiting = gpu.queue.waiting` then `waiting.popleft()`, or
     `append = gpu.log.runs_start.append` then `append(t)`);
   - any `setattr(...)` call (it could write any name).
-- Allowed exceptions: `EXCEPTIONS` below, each with its reason (none for the GPU's parts). Not a write of
+- Allowed exceptions: `EXCEPTIONS` below, each with its reason: only E9's modules, until they call
+  methods too (h-paged, issue 36), and none stale (`test_every_exception_is_needed_...`). Not a write of
   another module, so not flagged: a part's own method that hands out bound writers of its fields, which the
   owner chooses (`GpuLog.writers`, the GPU loop's records at each iteration end: a method call there costs
   2-3% of a run's Python opcodes, `benchmarks/ab.py --opcodes`, on a path at the edge of issue 36's speed target).
