@@ -68,7 +68,7 @@ class BlockSchedule:
                     phases[due % block][r] = None
                 else:
                     wait(r, due)
-            r.seated(index, at, base, due)
+            r.paged_seat(index, at, base, due)
             if track_context:
                 add_context(base)
             leaves_after(at + n - f, r)  # (E10: a writing iteration, `writing_bound`)

@@ -90,7 +90,7 @@ class PagedKv:
         n = blocks_for(r.read_size, self.block)
         if (n + 1) * self.block > free:
             return -1
-        r.hold_blocks(n)
+        r.holds_blocks(n)
         return n * self.block
 
     def can_take(self) -> bool:
@@ -237,7 +237,7 @@ class PagedKv:
             self.dirty = True
             need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1) // block))
             gpu.reserve(need * block)
-            r.hold_blocks(need)
+            r.holds_blocks(need)
             self.n_away -= 1
             gpu.local_routed(-1)
             self._join(r)
