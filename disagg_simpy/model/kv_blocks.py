@@ -146,13 +146,19 @@ class BlockSchedule:
         used = was = gpu.memory.used
         block, phases, pending = self.block_tokens, self.phases, self.pending
         held: list[int] = []
-        for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
-            phase = phases[k % block]
-            if pending and (first := pending.pop(k, None)):
-                for r in first:
-                    phase[r] = None
-            used += len(phase) * block
-            held.append(used)
+        append = held.append
+        if not pending:  # (most repeats: each key only looks its phase up)
+            for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
+                used += len(phases[k % block]) * block
+                append(used)
+        else:
+            for k in range(key, key + n):
+                phase = phases[k % block]
+                if first := pending.pop(k, None):
+                    for r in first:
+                        phase[r] = None
+                used += len(phase) * block
+                append(used)
         log.kv_each(held)
         gpu.memory.hold(used - was)
 
