@@ -89,11 +89,11 @@ class Gpu:
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
         self.draining = False  # E12: leaving its side; tells the host at each iteration end
-        # E8: at most min(max_replies, max_tokens) replies written per iteration (the batch's seats); replies
-        # written + prompt tokens read <= `max_tokens`
+        # E8: at most min(max_replies, max_tokens // tokens a reply) replies written per iteration (the batch's seats;
+        # a reply takes 1 token, E16: 1 + its draft tokens, R84); their tokens + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
         self.max_requests = max_requests  # E8 per side (R89): prompts read per iteration (a reading instance)
-        limits = [x for x in (max_replies, max_tokens) if x is not None]
+        limits = [x for x in (max_replies, None if max_tokens is None else max_tokens // cost.tokens_per_reply) if x is not None]
         self.batch = Batch(min(limits) if limits else None, mixed, cost.writing_grows)  # replies in progress (model/batch.py)
         # Records: one row per run of back-to-back iterations of one batch, one per (iteration, prompt) read
         # (model/records.py's `GpuLog`: flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan)
