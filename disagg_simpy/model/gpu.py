@@ -228,6 +228,7 @@ class Gpu:
         # between a GPU's own starts and ends must do one or the other (docs)
         steps = batch.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and batch.track_context)
+        context_due = steps.due if steps is not None and batch.mixed else None  # (E10: by writing iteration, `Batch.write_started`)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
@@ -259,8 +260,8 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            if steps is not None:  # E3 with E16: the context of the words accepted before this iteration
-                batch.add_context(steps.due(index))
+            if context_due is not None:  # E3 with E16: the context of the words accepted before this iteration
+                batch.add_context(context_due(index))
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)

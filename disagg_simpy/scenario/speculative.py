@@ -41,9 +41,8 @@ class SpeculativeKeys(_Strict):
 
     def speculative_problem(self) -> str | None:
         """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 (paged
-        blocks fall due by words, docs/rules.md#r85), E3 on prompt-only iterations (E10: writing keys, not
-        iterations, #r86), and a token budget of writing iterations (E8) too small for one reply with its draft
-        tokens and one prompt token (#r84)."""
+        blocks fall due by words, docs/rules.md#r85), and a token budget of writing iterations (E8) too small for
+        one reply with its draft tokens and one prompt token (#r84, #r102)."""
         if self.speculative is None:
             return None
         least = self.speculative.tokens + 2
@@ -59,9 +58,4 @@ class SpeculativeKeys(_Strict):
                     return (f"{where}.{key}: got {budget:,} with speculative tokens {self.speculative.tokens}, expected "
                             f"at least {least} (one reply written with its {self.speculative.tokens} draft tokens and "
                             "one prompt token read, E8 with E16: docs/rules.md#r84; raise it or lower speculative.tokens)")
-            if getattr(a, "mixed_iterations", None) is False and any(
-                    side.per_context_token_ms for side in a.side_costs(self.cost)):  # type: ignore[attr-defined]
-                return (f"{where}.mixed_iterations: got false with per_context_token_ms (E3) and speculative (E16), "
-                        "expected one of the three off: E3's context by accepted words is not modelled on "
-                        "prompt-only iterations yet (docs/rules.md#r86)")
         return None

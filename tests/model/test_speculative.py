@@ -1,4 +1,4 @@
-"""E16 (speculative decoding): hand-timed cases (alone, with E8's token budget), fast-forward equal to the
+"""E16 (speculative decoding): hand-timed cases (alone, with E8's token budget, with E10 and E3), fast-forward equal to the
 one-by-one loop and to the reference, the draws' law and their independence from the arrangement, and the
 scenario key's refusals (docs/rules.md#e16)."""
 
@@ -75,6 +75,28 @@ def test_hand_timed_with_a_token_budget(tmp_path):
     assert rec.iterations["n_replies_written"].tolist() == [0, 2, 2, 2, 1, 2, 2]
     assert rec.iterations["n_prompt_tokens_read"].tolist() == [6, 0, 0, 0, 3, 0, 0]
     assert rec.requests["finished_at_ns"].tolist() == [52_180 * us, 52_180 * us, 92_310 * us, 92_310 * us]
+    compare(path)
+
+
+def test_hand_timed_with_prompt_only_iterations_and_context(tmp_path):
+    """E3 with E10 and E16 (R86): a reply's context counts the words written before each of its writing
+    iterations, which a prompt-only iteration between them does not change. One GPU, `mixed_iterations: false`,
+    HAND's costs and k = 2, 0.5 ms a draft token, `per_context_token_ms` 0.01; request 0 as in `test_hand_timed`
+    (100 tokens, 6 words, seed 1: its drafts of words 3, 4 accepted, 6 rejected), request 1 (50 tokens, 1 word) at
+    20 ms. Reading request 0: 11 ms. Writing iteration 1 (words 2-4; context 100 + 1): 12.02 + 1.01 = 13.03 ms, to
+    24.03. Request 1 waits, so iteration 2 reads it only: 10 + 0.5 = 10.5 ms, to 34.53. Writing iteration 2 (word
+    5; context 100 + 4, the three words of the first): 12.02 + 1.04 = 13.06 ms, to 47.59; the last (word 6;
+    context 105): 13.07 ms, to 60.66."""
+    path = write_scenario(tmp_path, [("0", 100, 6), ("0.020", 50, 1)],
+                          [{"name": "c", "kind": "colocated", "gpus": 1, "mixed_iterations": False}],
+                          cost={**HAND, "per_context_token_ms": 0.01}, speculative=SPEC, seed=1)
+    rec = run(load_scenario(path)).records["c"]
+    us = 1_000
+    assert rec.iterations["ended_at_ns"].tolist() == [t * 10 * us for t in (1100, 2403, 3453, 4759, 6066)]
+    assert rec.iterations["n_replies_written"].tolist() == [0, 1, 0, 1, 1]
+    assert rec.iterations["n_prompt_tokens_read"].tolist() == [100, 0, 50, 0, 0]
+    _, word, at = rec.word_times(np.array([0]))
+    assert at.tolist() == [t * 10 * us for t in (1100, 2403, 2403, 2403, 4759, 6066)]
     compare(path)
 
 
@@ -165,7 +187,6 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
     ({"tokens": 4, "acceptance": 0.5}, {**SPLIT_1_1[0], "max_batch_tokens": 5, "reading_max_batch_tokens": 64}, {},
      "max_batch_tokens: got 5"),  # (the writing side's budget)
     ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
-    ({"tokens": 2, "acceptance": 0.5}, {"mixed_iterations": False}, {"per_context_token_ms": 0.001}, "mixed_iterations"),
 ])
 def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
     base = {} if arrangement.get("kind") else {"name": "c", "kind": "colocated", "gpus": 1}
