@@ -68,7 +68,7 @@ class Batch:
 
     def seat(self, request: Request, index: int, key: int | None = None) -> None:
         """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
-        request.join_iteration = index
+        request.seated(index)
         if key is None:
             key, by_key, order = index, self.leaving, self.leaving_order
         else:

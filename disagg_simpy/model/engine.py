@@ -190,11 +190,10 @@ class Engine:
         def arrival(slot: Slot) -> None:
             i = len(arrived)
             at = times[i]
-            request = Request(i, at, prompts[i], words[i], measured[i])
+            request = (Request(i, at, prompts[i], words[i], measured[i]) if blocks is None else
+                       Request(i, at, prompts[i], words[i], measured[i], blocks.of(i)))  # (E13: its prompt's block ids)
             if paged:
                 prepare(request)
-            if blocks is not None:
-                request.blocks = blocks.of(i)
             arrived.append(request)
             self.next_arrival_ns = later = times[i + 1]  # (only later ones: D5 step 2)
             arrive(request, at)
@@ -221,7 +220,7 @@ class Engine:
                     if g.repeat is not None:
                         g.repeat.sync(now)
             reader = self.reading.least_queued() if self.router == "least_loaded" else self._route(request)
-        request.reading_gpu = reader.number
+        request.routed(reader.number)
         reader.add_prompt(request)
 
     # -- called by GPUs at the end of an iteration (D5 step 1) ----------------------------
@@ -236,31 +235,23 @@ class Engine:
         ships = self.split and gpu.reads
         local = not gpu.reads  # E6: read on its writing GPU
         for r in requests:
-            r.first_word_at_ns = now
             if self.give_up is not None and r.measured and now - r.arrived_at_ns > self.give_up.first_word_ns:
                 self.n_late_first_word += 1
                 self._check_give_up()
             if local:
                 gpu.local_routed(-1)
             if r.n_reply_words == 1:
+                r.first_word(now)
                 self._finished(r, now)
             elif ships:
+                r.first_word(now)
                 if self.handoff is None:  # D3 (the explainer's rules): chosen now, inline for speed
-                    writer = self.writing.fewest_replies()
-                    r.writing_gpu = writer.number
-                    r.handoff_at_ns = now
-                    self.kv_link.start_ship(r, writer, now)
+                    self.kv_link.start_ship(r, self.writing.fewest_replies(), now)
                 else:
                     self.handoff.append(r)  # served right after this iteration end (E4e)
             else:
-                r.writing_gpu = gpu.number
+                r.stays(gpu.number, now)  # (word 1, and the reply joins here)
                 gpu.add_reply(r, now)
-
-    def _hand_over(self, r: Request, writer: Gpu, now: int) -> None:
-        """The reply's writing GPU is chosen: count it there and ship (D3, E5)."""
-        r.writing_gpu = writer.number
-        r.handoff_at_ns = now
-        self.kv_link.start_ship(r, writer, now)
 
     def iteration_ended(self, now: int) -> None:
         """E4e: serve the handoff queue from its head; a head with no room stops it.
@@ -296,8 +287,8 @@ class Engine:
             queue.popleft()
             writer.reserve(reserve)
             if self.paged is not None:
-                r.kv_blocks = reserve // self.paged[0]
-            self._hand_over(r, writer, now)
+                r.holds_blocks(reserve // self.paged[0])
+            self.kv_link.start_ship(r, writer, now)  # (D3, E5)
 
     def requests_dropped(self, requests: list[Request], now: int) -> None:
         """E9: requests preempted more than `max_preemptions` times leave unfinished (not on time)."""
@@ -312,7 +303,7 @@ class Engine:
             self._finished(r, now)
 
     def _finished(self, r: Request, now: int) -> None:
-        r.finished_at_ns = now
+        r.finish(now)
         g = self.give_up
         if (g is not None and r.measured and r.first_word_at_ns - r.arrived_at_ns <= g.first_word_ns
                 and now - r.first_word_at_ns > (r.n_reply_words - 1) * g.mean_gap_ns):
@@ -365,7 +356,7 @@ class Engine:
             if gpu.repeat is not None:  # iterations that ended by the stop, as one by one
                 gpu.repeat.flush(self.stopped_at_ns)
         self.n_events = events_scheduled(env)
-        records = ArrangementRecords.collect(
+        return ArrangementRecords.collect(
             name=self.arrangement.name,
             kind=self.arrangement.kind,
             gpus=self.gpus,
@@ -379,8 +370,7 @@ class Engine:
             stretch_log=None if self.paged is None else stretch_log(self.arrived),  # E9: replies resumed later
             preemption_logs=None if self.paged is None else [g.paged.preemptions for g in self.gpus],
             cached_tokens=[r.cached_tokens for r in self.arrived] if self.prefix_on else None,
+            # E12: roles at the start, and every move
+            start_roles=None if self.roles is None else tuple(self.arrangement.roles),
+            switches=None if self.roles is None else self.roles.records(),
         )
-        if self.roles is not None:  # E12: roles at the start, and every move
-            records.gpu_roles = tuple(self.arrangement.roles)
-            records.switches = self.roles.records()
-        return records

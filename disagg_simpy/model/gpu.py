@@ -76,7 +76,6 @@ class Gpu:
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
         self.repeat: Repeat | None = None  # iterations run as one timeout (model/repeats.py)
-        self.last_assignment = -1
         self.n_started = 0
         self.wake: simpy.Event | None = None  # pending while idle
         self.host: Host | None = None  # set by `run`
@@ -150,27 +149,25 @@ class Gpu:
         self.draining = on
 
     def serve(self, reading: bool, cost: CostNs, chunk_tokens: int | None) -> None:
-        """E12: it joins its new side, reading or writing, with that side's cost and chunk, never assigned there (D2)."""
+        """E12: it joins its new side, reading or writing, with that side's cost and chunk (never assigned there, D2:
+        model/router.py's `Side.join`)."""
         self.reads, self.writes, self.cost = reading, not reading, cost
         self.queue.set_chunk(chunk_tokens)
         self.memory.set_reserve_reply(not reading)
         self.batch.set_track_context(cost.writing_grows)
-        self.last_assignment = -1
-
-    def assigned(self, n: int) -> None:
-        """The router gave it its side's assignment `n` (D2: ties go to the oldest)."""
-        self.last_assignment = n
 
     def local_routed(self, n: int) -> None:
         """E6: `n` more (or fewer) local prompts (or preempted replies, E9) counted here for D3."""
         self.n_local += n
 
-    def ship_requested(self, n: int) -> None:
-        """`n` more (or fewer) replies whose KV cache ships here (M4)."""
+    def ship_coming(self, n: int) -> None:
+        """`n` more replies whose KV cache ships here (M4; E5: waiting for its link)."""
         self.n_shipping += n
 
-    def ship_due(self, end: int) -> None:
-        """A ship under way here ends at `end` (model/kv_link.py): its repeats end by the first."""
+    def ship_due(self, end: int, n: int = 0) -> None:
+        """A ship under way here ends at `end` (model/kv_link.py): its repeats end by the first; `n` more replies whose KV
+        cache ships here (`ship_coming`: 1 if counted as it leaves, the explainer's rules)."""
+        self.n_shipping += n
         heapq.heappush(self.ships_due, end)
 
     def ship_ended(self) -> None:
@@ -191,12 +188,12 @@ class Gpu:
         self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
-        """A reply joins: it gets a word from every iteration starting now or later (M2, M4), or, with a seat limit (E8),
-        waits for a seat in the order replies joined (E9: `PagedKv.add_reply`)."""
+        """A reply joins (its own record of it by the caller: `Request.stays`, `Request.joins`): it gets a word from every
+        iteration starting now or later (M2, M4), or, with a seat limit (E8), waits for a seat in the order replies joined
+        (E9: `PagedKv.add_reply`)."""
         if self.paged is not None:
             self.paged.add_reply(request, now)
             return
-        request.joined_at_ns = now
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.batch.join(request, self.n_started)

@@ -50,23 +50,29 @@ class KvLink:
         self.links: dict[int, Link] = {}
 
     def start_ship(self, request: Request, writer: Gpu, now: int) -> None:
-        """Count `request` against `writer` and start its ship, or queue it for its link (E5)."""
-        writer.ship_requested(1)
-        if self.key is not None:
-            link = self.links.get(k := self.key(request))
-            if link is None:
-                link = self.links[k] = Link()
-            if link.busy:
-                link.ships.append(request)
-                return
-            link.busy = True
-        self._start(request, now)
+        """The reply's writing GPU `writer` is chosen now (D3, E4e): count it there and start its ship, or queue it for
+        its link (E5)."""
+        if self.key is None:  # (the explainer's rules: the ship leaves now, one call to each of the request and GPU)
+            request.hand_over(writer.number, now, now)
+            self._start(request, writer, now, 1)
+            return
+        request.hand_over(writer.number, now)
+        writer.ship_coming(1)
+        link = self.links.get(k := self.key(request))
+        if link is None:
+            link = self.links[k] = Link()
+        if link.busy:
+            link.ships.append(request)
+            return
+        link.busy = True
+        request.ship_starts(now)
+        self._start(request, writer, now, 0)
 
-    def _start(self, request: Request, now: int) -> None:
-        """The ship leaves now; it ends its ship time later, in D5 step 2 (one timeout)."""
-        request.ship_started_at_ns = now
+    def _start(self, request: Request, writer: Gpu, now: int, counted: int) -> None:
+        """The ship leaves now (counted against `writer`, unless `counted` says it is now); it ends its ship time later,
+        in D5 step 2 (one timeout)."""
         end = now + self.ship_ns(request.n_prompt_tokens)
-        self.gpus[request.writing_gpu].ship_due(end)  # (its repeats end by it: `Gpu.steady_iterations`)
+        writer.ship_due(end, counted)  # (its repeats end by it: `Gpu.steady_iterations`)
         Slot(self.env, end - now, PHASE_ARRIVE + request.request_id).callbacks.append(partial(self.ended, request))
 
     def ended(self, request: Request, _event: object) -> None:
@@ -75,7 +81,8 @@ class KvLink:
         if self.key is not None:
             link = self.links[self.key(request)]
             if link.ships:
-                self._start(link.ships.popleft(), now)
+                (waited := link.ships.popleft()).ship_starts(now)
+                self._start(waited, self.gpus[waited.writing_gpu], now, 0)
             else:
                 link.busy = False
         if self.kv:
@@ -83,4 +90,5 @@ class KvLink:
             reader.free(request.n_prompt_tokens if reader.paged is None else reader.paged.held(request))  # E4b (E9: blocks)
         writer = self.gpus[request.writing_gpu]
         writer.ship_ended()  # (its first: the ships here that end now end first)
+        request.joins(now)
         writer.add_reply(request, now)

@@ -80,16 +80,6 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     return admit
 
 
-def _admit(r: Request, unread: int, block: int, now: int) -> int:
-    """A prompt not begun, admitted now (E9b): its blocks, its first start (a re-read keeps its
-    own); the KV tokens it takes. Once per admitted prompt, so a call, not a copy in each branch."""
-    blocks = -(-unread // block)
-    r.kv_blocks = blocks
-    if unread == r.n_prompt_tokens:
-        r.read_started_at_ns = now
-    return blocks * block
-
-
 def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, Any as in paged_admission)
     """E9: `take_with_options` then `PromptQueue.take` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
@@ -117,10 +107,10 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                used += _admit(r, unread, block, now)
+                used += r.admitted(block, now)
             taken.append((r, n))
             n_tokens += n
-            r.unread_tokens = unread - n
+            r.read_more(n)
             if n < unread:
                 break
             pop()
@@ -135,10 +125,10 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if unread > top - used:
                     break
-                used += _admit(r, unread, block, now)
+                used += r.admitted(block, now)
             taken.append((r, unread))
             n_tokens += unread
-            r.unread_tokens = 0
+            r.read_more(unread)
             pop()
             if not waiting or len(taken) == cap:
                 break
@@ -154,10 +144,10 @@ def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, i
             if unread == r.read_size:
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                used += _admit(r, unread, block, now)
+                used += r.admitted(block, now)
             taken.append((r, n))
             n_tokens += n
-            r.unread_tokens = unread - n
+            r.read_more(n)
             if n < unread:
                 break
             pop()

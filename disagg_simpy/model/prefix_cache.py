@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .request import NO_BLOCKS
-
 if TYPE_CHECKING:
     from .request import Request
 
@@ -74,14 +72,14 @@ class PrefixCache:
 
     def begin_read(self, request: Request, hit: int) -> None:
         """An iteration takes a prompt whose reading begins: its first `hit` tokens are cached."""
-        request.cached_tokens = hit
+        request.cache_hit(hit)
         self.begin(request.blocks, hit // self.block_tokens)
 
     def reads_ended(self, requests: Iterable[Request]) -> None:
         """Reads that ended at one iteration's end, in the order it took them (`end`)."""
         for r in requests:
             self.end(r.blocks, r.cached_tokens // self.block_tokens, r.n_prompt_tokens)
-            r.blocks = NO_BLOCKS  # (no longer needed: a run keeps every request, so it keeps no ids)
+            r.drop_blocks()  # (no longer needed: a run keeps every request, so it keeps no ids)
 
     def begin(self, ids: np.ndarray, n_blocks: int) -> None:
         """A read begins with its first `n_blocks` blocks cached: pin them until it ends."""

@@ -34,7 +34,7 @@ class PromptQueue:
 
     def take_chunks(self, head: Request, tokens: int) -> None:
         """A repeat's iterations read `tokens` more of the head prompt, in chunks (model/repeats.py); its last leaves the queue."""
-        head.unread_tokens -= tokens
+        head.read_more(tokens)
         self.queued_tokens -= tokens
         if head.unread_tokens == 0:
             self.waiting.popleft()
@@ -85,25 +85,25 @@ class PromptQueue:
         else:
             taken, budget = [], self.chunk_tokens if budget is None else budget
             if self.waiting and (r := self.waiting[0]).unread_tokens > budget and r.unread_tokens != r.read_size:
-                r.unread_tokens -= budget  # (a begun head fills the chunk alone: most chunks)
+                r.read_more(budget)  # (a begun head fills the chunk alone: most chunks)
                 self.queued_tokens -= budget
                 return [(r, budget)], budget
-            while self.waiting and budget:
-                r = self.waiting[0]
-                n = min(r.unread_tokens, budget)
+            waiting = self.waiting
+            while waiting and budget:
+                r = waiting[0]
+                n = unread if (unread := r.unread_tokens) < budget else budget  # (no min(): a call)
                 taken.append((r, n))
                 budget -= n
-                if n == r.unread_tokens:
-                    self.waiting.popleft()
+                if n == unread:
+                    waiting.popleft()
                 else:
                     break
         n_tokens = n_cached = 0
         for r, n in taken:
             if r.unread_tokens == r.read_size == r.n_prompt_tokens:  # (E9: a re-read keeps its first start)
-                r.read_started_at_ns = now
-                r.unread_tokens -= r.cached_tokens  # E13: its cached prefix is not read
-                n_cached += r.cached_tokens
-            r.unread_tokens -= n
+                n_cached += r.begin_read(now, n)  # E13: its cached prefix is not read
+            else:
+                r.read_more(n)
             n_tokens += n
         self.queued_tokens -= n_tokens + n_cached
         return taken, n_tokens

@@ -184,10 +184,12 @@ class ArrangementRecords:
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None, stretch_log: np.ndarray | None = None,
                 preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None,
-                speculative: tuple[int, float, np.ndarray] | None = None) -> ArrangementRecords:
+                speculative: tuple[int, float, np.ndarray] | None = None, start_roles: tuple[str, ...] | None = None,
+                switches: dict[str, list[Any]] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
-        moved replies, an int64 table with one row of STRETCH_LOG_FIELDS per stretch."""
+        moved replies, an int64 table with one row of STRETCH_LOG_FIELDS per stretch; E12: the
+        GPUs' roles at the start (`start_roles`, else their roles now) and every move (`switches`)."""
         table = _int_table(map(attrgetter(*REQUEST_FIELDS), arrived), len(arrived), len(REQUEST_FIELDS))
         requests = dict(zip(REQUEST_FIELDS, table.T.copy()))
         requests["measured"] = np.fromiter((r.measured for r in arrived), bool, len(arrived))
@@ -225,7 +227,7 @@ class ArrangementRecords:
         return cls(
             name=name,
             kind=kind,
-            gpu_roles=tuple(roles),
+            gpu_roles=tuple(roles) if start_roles is None else start_roles,
             requests=requests,
             iterations=iterations,
             gpu_offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
@@ -241,6 +243,7 @@ class ArrangementRecords:
             stretch_log=None if stretch_log is None else dict(zip(STRETCH_LOG_FIELDS, stretch_log.T.copy())),
             cached_tokens=None if cached_tokens is None else np.array(cached_tokens, dtype=np.int64),
             speculative=speculative,
+            switches=switches,
         )
 
     @cached_property

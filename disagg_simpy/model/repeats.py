@@ -264,7 +264,7 @@ class Repeat:
                 self.gpu.memory.restore(*self.peak)
                 for r, _ in self.after[0]:
                     if r.read_started_at_ns == start:
-                        r.read_started_at_ns = -1
+                        r.forget_read_start()
             self.record(ended)
             self._apply(min(self.n, ended + 1))  # (every start by the stop: a start at the stop came in D5 step 3)
 

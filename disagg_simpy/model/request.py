@@ -1,4 +1,8 @@
-"""A request's state during a run, and the fields its record keeps (times in ns; -1 = never)."""
+"""A request's state during a run, and the fields its record keeps (times in ns; -1 = never).
+
+Only this module writes a `Request` (docs/architecture.md, "Owned parts"): the stages of its life call one
+method per event (routed, its read begun and continued, word 1, its writing GPU chosen, its ship, its seat,
+its end), each a plain store or two, as the stages wrote them before: per request, not per iteration."""
 
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ class Request:
     stretches: list[list[int]] | None  # its stretches once preempted (paged_kv's module docstring)
     returning: bool  # queued or being read again (recompute)
 
-    def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool):
+    def __init__(self, request_id: int, arrived_at_ns: int, n_prompt: int, n_words: int, measured: bool,
+                 blocks: np.ndarray = NO_BLOCKS):
         self.request_id = request_id
         self.arrived_at_ns = arrived_at_ns
         self.n_prompt_tokens = n_prompt
@@ -46,5 +51,80 @@ class Request:
         self.finished_at_ns = -1
         self.handoff_at_ns = -1
         self.ship_started_at_ns = -1
-        self.blocks = NO_BLOCKS  # E13: its prompt's cache block ids (until its read ends: model/prefix_cache.py)
+        self.blocks = blocks  # E13: its prompt's cache block ids (until its read ends: model/prefix_cache.py)
         self.cached_tokens = 0  # E13: prompt tokens found cached when its reading began
+
+    # -- the events of its life (the stages that call each: docs/architecture.md, "Owned parts") ----------
+    def routed(self, gpu: int) -> None:
+        """It arrives and is routed to GPU `gpu`, which reads its prompt (M3, D1, E6, E13: model/engine.py)."""
+        self.reading_gpu = gpu
+
+    def begin_read(self, now: int, n: int) -> int:
+        """Its reading begins now with `n` tokens, after its cached prefix (E13): that prefix's tokens
+        (model/prompts.py's `PromptQueue.take`)."""
+        self.read_started_at_ns = now
+        cached = self.cached_tokens
+        self.unread_tokens -= cached + n
+        return cached
+
+    def read_more(self, n: int) -> None:
+        """An iteration (or a repeat's iterations) reads `n` more of its prompt's tokens (D4)."""
+        self.unread_tokens -= n
+
+    def forget_read_start(self) -> None:
+        """The iteration that began its reading never started (the run stopped first: `Repeat.flush`)."""
+        self.read_started_at_ns = -1
+
+    def cache_hit(self, tokens: int) -> None:
+        """E13: its reading begins with its first `tokens` tokens found cached (model/prefix_cache.py)."""
+        self.cached_tokens = tokens
+
+    def drop_blocks(self) -> None:
+        """E13: its read ended: its prompt's block ids are no longer needed (a run keeps every request)."""
+        self.blocks = NO_BLOCKS
+
+    def admitted(self, block: int, now: int) -> int:
+        """E9b: a prompt not begun is admitted now: it holds the KV blocks of `block` tokens its unread tokens fill
+        (their tokens returned); its first start, unless a re-read, which keeps its own (model/kv_take.py)."""
+        unread = self.unread_tokens
+        blocks = self.kv_blocks = -(-unread // block)
+        if unread == self.n_prompt_tokens:
+            self.read_started_at_ns = now
+        return blocks * block
+
+    def first_word(self, now: int) -> None:
+        """Its prompt's last token was read: word 1 ends now (model/engine.py's `prompts_read`)."""
+        self.first_word_at_ns = now
+
+    def stays(self, gpu: int, now: int) -> None:
+        """Its prompt's last token was read on GPU `gpu`, which writes its reply (colocated; E6's local prompts):
+        word 1 ends now and the reply joins there now (one event: `first_word` and `joins`)."""
+        self.first_word_at_ns = self.joined_at_ns = now
+        self.writing_gpu = gpu
+
+    def hand_over(self, gpu: int, now: int, ship_at: int = -1) -> None:
+        """A split: its writing GPU `gpu` is chosen now and its ship requested (D3, E4e; model/kv_link.py); the ship
+        leaves at `ship_at` if known (now with independent links; else `ship_starts`, E5)."""
+        self.writing_gpu = gpu
+        self.handoff_at_ns = now
+        self.ship_started_at_ns = ship_at
+
+    def holds_blocks(self, blocks: int) -> None:
+        """E9: it holds `blocks` KV blocks on the GPU it is on (the handoff reserves its prompt's, E4e)."""
+        self.kv_blocks = blocks
+
+    def ship_starts(self, now: int) -> None:
+        """Its KV cache's ship leaves now (M4, E5: model/kv_link.py)."""
+        self.ship_started_at_ns = now
+
+    def joins(self, now: int) -> None:
+        """Its reply joins its writing GPU now, its ship ended (M2, M4: model/kv_link.py)."""
+        self.joined_at_ns = now
+
+    def seated(self, index: int) -> None:
+        """It gets words 2.. from its GPU's iterations `index`, `index` + 1, ... (model/batch.py's `Batch.seat`)."""
+        self.join_iteration = index
+
+    def finish(self, now: int) -> None:
+        """Its last word ends now (model/engine.py)."""
+        self.finished_at_ns = now

@@ -129,8 +129,7 @@ class RoleController:
 
     # -- one move ---------------------------------------------------------------------------------
     def _start(self, g: Gpu, from_role: str, to_role: str, now: int) -> None:
-        side = self.engine.reading if from_role == "reads" else self.engine.writing
-        side.gpus = tuple(x for x in side.gpus if x is not g)
+        (self.engine.reading if from_role == "reads" else self.engine.writing).leave(g)
         move = Switch(g.number, from_role, to_role, self.why, now)
         self.moving[g.number] = move
         self.switches.append(move)
@@ -153,8 +152,7 @@ class RoleController:
         move.serving_at_ns = now
         reading = move.to_role == "reads"
         g.serve(reading, engine.cost if reading else self.writing_cost, self.chunk if reading or engine.local_max else None)
-        side = engine.reading if reading else engine.writing
-        side.gpus = tuple(sorted((*side.gpus, g), key=lambda x: x.number))
+        (engine.reading if reading else engine.writing).join(g)
         self._rebalance(now)
 
     def records(self) -> dict[str, list[Any]]:

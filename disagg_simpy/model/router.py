@@ -1,6 +1,7 @@
 """Where prompts and replies go (M3, D1-D3): pure choices over a handful of GPUs.
 
-Each side (reading, writing) keeps its own count of assignments. Among equally good GPUs the
+Each side (reading, writing) keeps its GPUs in the order of their last assignment there
+(`Side.order`; a GPU joining a side, E12, is never assigned there). Among equally good GPUs the
 one whose most recent assignment is oldest wins; GPUs never assigned come first, lowest number
 first (D2). Breaking ties by GPU number alone would pile prompts onto GPU 0, because queues are
 empty most of the time.
@@ -9,18 +10,12 @@ empty most of the time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
     from .batch import Batch
     from .memory import Memory
     from .prompts import PromptQueue
-
-# min() keeps the first of equal keys and each side lists its GPUs by number, so these keys
-# also break the last tie (never-assigned GPUs) by lowest number (D2).
-_READING_KEY = attrgetter("queue.queued_tokens", "last_assignment")
-
 
 class Routable(Protocol):
     number: int
@@ -29,9 +24,6 @@ class Routable(Protocol):
     n_shipping: int  # replies whose KV cache is shipping to it
     n_local: int  # E6: local prompts routed to it whose reading has not finished
     memory: Memory  # E4: its KV memory (model/memory.py)
-    last_assignment: int  # -1 if never assigned
-
-    def assigned(self, n: int) -> None: ...  # it was given its side's assignment n
     paged: Any  # E9: its model/paged_kv.PagedKv, else None (Any: as model/gpu.py's `Gpu.paged`)
 
 
@@ -39,35 +31,64 @@ G = TypeVar("G", bound=Routable)
 
 
 class Side(Generic[G]):
-    """One side's candidates and its assignment counter."""
+    """One side's candidates (`gpus`, by number) and its candidates in the order D2 breaks
+    ties in (`order`): those never assigned here first (the first `n_fresh`, by number), then the others, oldest
+    assignment first. A GPU assigned goes to the end, so among equally good candidates the first in `order` wins
+    and the choices compare only loads (ties are the common case: queues are empty most of the time)."""
 
-    __slots__ = ("gpus", "n_assignments")
+    __slots__ = ("gpus", "n_assignments", "order", "n_fresh")
 
     def __init__(self, gpus: Sequence[G]):
         self.gpus = tuple(gpus)
-        self.n_assignments = 0
+        self.n_assignments = 0  # E13 `round_robin`'s count (on its side, the only choice)
+        self.order = list(self.gpus)
+        self.n_fresh = len(self.gpus)
 
     def _assign(self, gpu: G) -> G:
-        gpu.assigned(self.n_assignments)
-        self.n_assignments += 1
+        order = self.order
+        if self.n_fresh and order.index(gpu) < self.n_fresh:
+            self.n_fresh -= 1
+        order.remove(gpu)
+        order.append(gpu)
         return gpu
+
+    def leave(self, gpu: G) -> None:
+        """E12: `gpu` leaves this side (model/roles.py): no more work is routed to it here."""
+        self.gpus = tuple(g for g in self.gpus if g is not gpu)
+        if self.order.index(gpu) < self.n_fresh:
+            self.n_fresh -= 1
+        self.order.remove(gpu)
+
+    def join(self, gpu: G) -> None:
+        """E12: `gpu` joins this side, never assigned here (D2)."""
+        self.gpus = tuple(sorted((*self.gpus, gpu), key=lambda g: g.number))
+        i = 0
+        while i < self.n_fresh and self.order[i].number < gpu.number:
+            i += 1
+        self.order.insert(i, gpu)
+        self.n_fresh += 1
 
     def least_queued(self) -> G:
         """The reading GPU with the least work queued (M3, D1, D2)."""
-        gpus = iter(self.gpus)  # (a plain loop: 3x faster than min() with a key for a few GPUs)
+        gpus = iter(self.order)  # (a plain loop: 3x faster than min() with a key for a few GPUs)
         best = next(gpus)
         least = best.queue.queued_tokens
         for g in gpus:
             q = g.queue.queued_tokens
-            if q < least or (q == least and g.last_assignment < best.last_assignment):
+            if q < least:
                 best, least = g, q
-        best.assigned(self.n_assignments)  # (`_assign`, inline: once per arrival)
-        self.n_assignments += 1
+        if self.n_fresh:
+            return self._assign(best)
+        order = self.order  # (`_assign`, inline: once per arrival)
+        order.remove(best)
+        order.append(best)
         return best
 
     def round_robin(self) -> G:
         """E13 `round_robin`: the k-th prompt routed on this side goes to instance k mod n."""
-        return self._assign(self.gpus[self.n_assignments % len(self.gpus)])
+        k = self.n_assignments
+        self.n_assignments = k + 1
+        return self._assign(self.gpus[k % len(self.gpus)])
 
     def power_of_two(self, u: float) -> G:
         """E13 `power_of_two`: the pair (i, j), i < j, numbered in lexicographic order, whose
@@ -80,7 +101,8 @@ class Side(Generic[G]):
         while k >= n - 1 - i:
             k -= n - 1 - i
             i += 1
-        return self._assign(min((self.gpus[i], self.gpus[i + 1 + k]), key=_READING_KEY))
+        order = self.order
+        return self._assign(min((self.gpus[i], self.gpus[i + 1 + k]), key=lambda g: (g.queue.queued_tokens, order.index(g))))
 
     def prefix_aware(self, hits: Sequence[int], cap: int) -> G:
         """E13 `prefix_aware`: among the instances whose work queued is at most the least work
@@ -88,7 +110,8 @@ class Side(Generic[G]):
         by less work queued, then D2."""
         least = min(g.queue.queued_tokens for g in self.gpus)
         candidates = [(g, h) for g, h in zip(self.gpus, hits) if g.queue.queued_tokens <= least + cap]
-        best = min(candidates, key=lambda gh: (-gh[1], gh[0].queue.queued_tokens, gh[0].last_assignment))
+        order = self.order
+        best = min(candidates, key=lambda gh: (-gh[1], gh[0].queue.queued_tokens, order.index(gh[0])))
         return self._assign(best[0])
 
     @overload
@@ -103,11 +126,16 @@ class Side(Generic[G]):
         those with no preempted reply away (being read again, or swapped out)."""
         best: G | None = None
         least = 0
-        for g in self.gpus:  # (a plain loop: min() with a key costs 3x for a few GPUs)
+        for g in self.order:  # (D2's order: the first of equal loads wins; a plain loop: min() with a key costs 3x)
             if need is not None and (g.memory.capacity - g.memory.used < need  # type: ignore[operator]  # (E4e: every GPU has a capacity)
                                      or (away and g.paged.n_away)):
                 continue
             load = g.batch.n_replies + g.n_shipping + g.n_local
-            if best is None or load < least or (load == least and g.last_assignment < best.last_assignment):
+            if best is None or load < least:
                 best, least = g, load
-        return None if best is None else self._assign(best)
+        if best is None or self.n_fresh:
+            return None if best is None else self._assign(best)
+        order = self.order  # (`_assign`, inline: once per request on a split)
+        order.remove(best)
+        order.append(best)
+        return best

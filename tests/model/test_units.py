@@ -22,10 +22,6 @@ class FakeGpu:
         self.batch = SimpleNamespace(n_replies=replies)
         self.n_shipping = shipping
         self.n_local = 0
-        self.last_assignment = -1
-
-    def assigned(self, n):
-        self.last_assignment = n
 
 
 def test_iteration_cost_is_m1_in_whole_nanoseconds():
