@@ -71,6 +71,25 @@ def writing_iterations(keys: np.ndarray, n_words: np.ndarray, tokens: int, accep
     return counts, ordinals
 
 
+def iteration_starts(key: int, first: int, n_words: int, tokens: int, acceptance: float) -> list[int]:
+    """The first word of each writing iteration that writes words `first`..`n_words` of a reply of
+    key `key`, `first` beginning one (word 2, or a reply's first word back after E9's preemption,
+    docs/rules.md#r101): each next word joins the iteration before it while accepted and that
+    iteration has fewer than 1 + `tokens` words (from `first` = 2, `writing_iterations`' iterations)."""
+    if first > n_words:
+        return []
+    later = range(first + 1, n_words + 1)
+    taken = (uniforms(np.full(len(later), key, np.uint64), np.arange(first + 1, n_words + 1)) < acceptance).tolist()
+    starts, run = [first], 1
+    for word, accepted in zip(later, taken):
+        if accepted and run <= tokens:
+            run += 1
+        else:
+            starts.append(word)
+            run = 1
+    return starts
+
+
 class IterationCounts:
     """Each request's count of writing iterations (`writing_iterations`) by request id, drawn a
     block of requests at a time as they are asked for: a run pays for the requests that reach a
@@ -89,3 +108,9 @@ class IterationCounts:
             block = slice(lo, lo + self.BLOCK)
             counts.extend(writing_iterations(self.keys[block], self.n_words[block], self.tokens, self.acceptance)[0].tolist())
         return counts[request_id]
+
+    def starts(self, request_id: int, first: int) -> list[int]:
+        """E16 with E9: the first word of each writing iteration that writes the request's words `first`.. from a
+        seat that begins with `first` (`iteration_starts`)."""
+        return iteration_starts(int(self.keys[request_id]), first, int(self.n_words[request_id]), self.tokens,
+                                self.acceptance)

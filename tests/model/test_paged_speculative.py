@@ -1,0 +1,101 @@
+"""E16 (speculative decoding) with E9 (paged KV), readings R100-R104 (docs/rules.md): the simulator
+against the reference (tests/reference_paged.py with the base reference's E16) on generated
+scenarios, to the ns: iterations (times, replies written, tokens read, KV held), reads, every
+request's times, GPUs, preemptions and drops. Not yet the word times (the records do not derive a
+preempted reply's words under E16: `compare(..., words=False)`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import write_scenario
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference_model import reference_records
+from test_reference import compare, paged_scenario
+
+from disagg_simpy import load_scenario
+from disagg_simpy.api import run_arrangement
+from disagg_simpy.workload.speculative import uniforms
+from disagg_simpy.workload.stream import make_requests
+
+
+@st.composite
+def paged_speculative_scenario(draw):
+    """`paged_scenario` (E9 with tight memory, recompute or swap, drops; E1-E8 drawn) with E16 on: room for the
+    largest request's blocks with its k draft tokens (R103), E8's budgets of a reply and its drafts (R84), and
+    no E3 (refused with both, R104); E10 on colocated arrangements sometimes."""
+    rows, arrangements, cost, workload, slo = draw(paged_scenario())
+    spec = {"tokens": draw(st.sampled_from((1, 2, 4))), "acceptance": draw(st.sampled_from((0.0, 0.5, 0.7, 0.95)))}
+    k = spec["tokens"]
+    cost.pop("per_context_token_ms", None)
+    for a in arrangements:
+        for key in ("cost", "reading_cost", "writing_cost"):
+            if key in a:
+                a[key] = {c: v for c, v in a[key].items() if c != "per_context_token_ms"}
+        block = a["kv_block_tokens"]
+        a["kv_capacity_tokens"] = max(block * (-(-(p + w - 1 + k) // block) + 1) for _, p, w in rows) + draw(
+            st.sampled_from((0, 0, 1, 4, 16)))
+        for key in ("max_batch_tokens", "writing_max_batch_tokens"):
+            if key in a and a[key] < k + 2:
+                a[key] = k + 2 + draw(st.sampled_from((0, 1, 2)))
+        if a["kind"] == "colocated" and draw(st.integers(0, 3)) == 0:
+            a["mixed_iterations"] = False
+    if draw(st.booleans()):
+        spec["per_draft_token_ms"] = draw(st.sampled_from((0.0, 0.25)))
+    return rows, arrangements, cost, workload, slo, spec, draw(st.integers(0, 3))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=paged_speculative_scenario())
+def test_simulator_equals_reference_with_paged_kv_and_speculative_decoding(tmp_path, case):
+    rows, arrangements, cost, workload, slo, spec, seed = case
+    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
+                           seed=seed), words=False)
+
+
+HAND = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
+SPEC = {"tokens": 2, "acceptance": 0.7, "per_draft_token_ms": 0.5}
+MS = 1_000_000
+
+
+def test_hand_timed_a_preemption_mid_speculation(tmp_path):
+    """One GPU of 24 tokens in blocks of 4 (6 blocks), recompute; A and B: 8-token prompts, 8 and 6
+    words, at 0; seed 1, k = 2, a = 0.7. Draws u(key, w) for words 3..8: A 0.216, 0.680, 0.497, 0.880,
+    0.538, 0.409; B 0.900, 0.390, 0.956, 0.865.
+
+    - it 0 (0 ms): reads both prompts (2 blocks each, plus one free: admitted), 10 + 16 x 0.01 = 10.16 ms.
+    - it 1 (10.16): A and B, each word 2 first: prompt + 2 - 1 + k = 11 tokens, 3 blocks: each takes one
+      (R100), 6 held (24 tokens). 10 + 2 x (1 + 2 x 0.01 + 2 x 0.5) = 14.04 ms, to 24.20. A writes words 2,
+      3, 4 (two accepted, the most); B word 2 (its word 3's 0.900 is a rejection).
+    - it 2 (24.20): A's word 5 first: 8 + 5 - 1 + 2 = 14 tokens, 4 blocks; none free: B, the most recent,
+      is preempted (recompute, 2 words: its 3 blocks freed), A takes one. B's own plan had words 3 and 4
+      in one iteration (0.390 < 0.7): it is preempted mid-speculation. The iteration admits nothing
+      (E9d): 12.02 ms, to 36.22; A word 5 (0.880: a rejection).
+    - it 3 (36.22): A's word 6, 15 tokens, 4 blocks (held); B's re-read (8 + 2 = 10 tokens, 3 blocks plus
+      one) does not fit the 2 free. A words 6, 7, 8 (0.538, 0.409): its last; 12.02 ms, to 48.24; 4 freed.
+    - it 4 (48.24): B's re-read, 10 + 10 x 0.01 = 10.1 ms, to 58.34: its word 3 (R50, R102).
+    - its 5-7: B's plan restarts at word 4 (R102): word 4 begins an iteration (13 tokens: a 4th block),
+      then word 5 (0.956) and word 6 (0.865) each their own: 70.36, 82.38, 94.40 ms.
+    B's words fall in 5 writing iterations and a re-read, where unbroken they fall in 4 (2 | 3 4 | 5 | 6)."""
+    path = write_scenario(tmp_path, [("0", 8, 8), ("0", 8, 6)],
+                          [{"name": "c", "kind": "colocated", "gpus": 1, "kv_policy": "paged", "kv_block_tokens": 4,
+                            "kv_capacity_tokens": 24}], cost=HAND, speculative=SPEC, seed=1)
+    scenario = load_scenario(path)
+    stream = make_requests(scenario)
+    keys = stream.draft_keys
+    assert np.round(uniforms(np.repeat(keys[:1], 6), np.arange(3, 9)), 3).tolist() == [
+        0.216, 0.68, 0.497, 0.88, 0.538, 0.409]
+    assert np.round(uniforms(np.repeat(keys[1:2], 4), np.arange(3, 7)), 3).tolist() == [0.9, 0.39, 0.956, 0.865]
+    rec = run_arrangement(scenario, scenario.arrangements[0], stream)
+    ends = [10_160_000, 24_200_000, 36_220_000, 48_240_000, 58_340_000, 70_360_000, 82_380_000, 94_400_000]
+    assert rec.iterations["ended_at_ns"].tolist() == ends
+    assert rec.iterations["n_replies_written"].tolist() == [0, 2, 1, 1, 0, 1, 1, 1]
+    assert rec.iterations["n_prompt_tokens_read"].tolist() == [16, 0, 0, 0, 10, 0, 0, 0]
+    assert rec.iterations["kv_used_tokens"].tolist() == [16, 24, 16, 16, 12, 16, 16, 16]
+    assert rec.requests["finished_at_ns"].tolist() == [48_240_000, 94_400_000]
+    assert rec.requests["n_preemptions"].tolist() == [0, 1]
+    assert rec.preemptions["at_ns"].tolist() == [24_200_000]
+    ref = reference_records(scenario, scenario.arrangements[0], stream)  # the reference's words, by the same rules
+    assert ref["words"][0] == [10_160_000] + [24_200_000] * 3 + [36_220_000] + [48_240_000] * 3
+    assert ref["words"][1] == [10_160_000, 24_200_000, 58_340_000, 70_360_000, 82_380_000, 94_400_000]
+    assert ref["iterations"]["ended_at_ns"] == ends
