@@ -4,7 +4,7 @@
 and freed. No block schedule, no stretches: at every start each written reply's next word is
 checked against its blocks, and words are given one by one, as the base reference does. Under
 E10 an iteration first tries to take prompts (as one writing nothing); only if it takes none does
-it seat, grow, preempt, swap in and write. With E16 (speculative decoding, readings R100-R104) a
+it seat, grow, preempt, swap in and write. With E16 (speculative decoding, readings R103-R107) a
 written reply's blocks must hold its prompt, its words so far and the k draft tokens the iteration
 verifies, and the iteration gives it its next word and each next accepted one (the base's E16).
 """
@@ -85,7 +85,7 @@ class PagedReference(Reference):
             if r.seated == NONE:
                 r.seated, r.join_iteration = now, index
         moved, victims = 0, []
-        k = self.speculative[0] if self.speculative else 0  # E16: its k draft tokens need blocks too (R100)
+        k = self.speculative[0] if self.speculative else 0  # E16: its k draft tokens need blocks too (R103)
         for r in g.replies[:g.seats]:  # E9c: each written reply's next word, in join order
             while r in g.replies and r.blocks * b < r.prompt + r.written + k:  # (word w needs prompt + w - 1)
                 if self.free_blocks(g) < 1:
@@ -172,7 +172,7 @@ class PagedReference(Reference):
         while g.swapped and self.free_blocks(g) >= g.swapped[0].blocks + 1:
             r = g.swapped.pop(0)
             moved += r.blocks * self.block
-            k = self.speculative[0] if self.speculative else 0  # E16 (R100)
+            k = self.speculative[0] if self.speculative else 0  # E16 (R103)
             need = max(r.blocks, blocks(r.prompt + r.written + k, self.block))
             self.hold(g, need)
             r.blocks = need

@@ -97,7 +97,7 @@ class Engine:
         if self.paged is not None:
             block, preemption, swap_ms, max_preemptions = self.paged
             swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
-            for g in self.gpus:  # (E16: the draws' plans, R100-R104)
+            for g in self.gpus:  # (E16: the draws' plans, R103-R107)
                 g.use_paging(PagedKv(g, block, preemption, swap, max_preemptions, counts))
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])

@@ -42,7 +42,7 @@ class BlockSchedule:
         self.block_tokens = block
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
-        # E16 (docs/rules.md#r100): a seated reply's iterations follow its draws (`plan`), so its blocks fall due at
+        # E16 (docs/rules.md#r103): a seated reply's iterations follow its draws (`plan`), so its blocks fall due at
         # keys of its own, all put in `steps` when it is seated, each with the blocks it takes then
         self.plan = plan
         self.lookahead = 0 if plan is None else plan.tokens  # (the k draft tokens each written reply verifies)
@@ -83,7 +83,7 @@ class BlockSchedule:
         return seat
 
     def plan_seater(self, batch: Batch) -> Callable[..., None]:
-        """E16: `PagedKv.seat_reply` when a reply's iterations follow its draws (R100, R101): its iterations from its
+        """E16: `PagedKv.seat_reply` when a reply's iterations follow its draws (R103, R104): its iterations from its
         seat (`IterationCounts.starts`, the seat's first word beginning the first), each needing blocks for the
         prompt, the words before its first and the k draft tokens it verifies; those it lacks fall due then."""
         block, steps, plans, k, leaves_after = self.block_tokens, self.steps, self.plans, self.lookahead, batch.leaves_after
@@ -108,7 +108,7 @@ class BlockSchedule:
                     held = need
                 holds.append(held)
             plans[r] = (at, starts, holds)
-            r.paged_seat(index, at, 0, first)  # (E3 with E9 and E16: refused, R104)
+            r.paged_seat(index, at, 0, first)  # (E3 with E9 and E16: refused, R107)
             leaves_after(at + len(starts) - 1, r)
         return seat
 
@@ -240,7 +240,7 @@ def bound(kv: Paging) -> Callable[[GpuState, int, Reads, int, int], int]:
     whose due blocks are not all free; one after a start that preempted or swapped."""
     gpu, block, blocks, capacity = kv.gpu, kv.block, kv.due_blocks, kv.limit
     if gpu.batch.writing_iterations is not None:
-        return one_by_one  # E16: each reply's blocks fall due by its draws (R104)
+        return one_by_one  # E16: each reply's blocks fall due by its draws (R107)
 
     def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
@@ -263,7 +263,7 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
     paged = gpu.paged
     assert paged is not None  # (chosen under E9: `option_starts.bounds`)
     if paged.blocked or paged.moved_tokens or gpu.batch.writing_iterations is not None:
-        return 1  # (E16: each reply's blocks fall due by its draws, R104)
+        return 1  # (E16: each reply's blocks fall due by its draws, R107)
     if n_replies:
         key = gpu.batch.n_writes - 1
         if gpu.batch.leaving_by_write:
@@ -280,5 +280,5 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
 
 
 def one_by_one(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
-    """E9 with E16: a repeat's bound of one (its iterations run one by one, R104)."""
+    """E9 with E16: a repeat's bound of one (its iterations run one by one, R107)."""
     return 1

@@ -65,7 +65,7 @@ class PagedKv:
         self.due_blocks = blocks = BlockSchedule(block, plan)  # the due blocks of the seated replies (E16: by its plan)
         self._phases, self._pending = blocks.phases, blocks.steps if plan else blocks.pending  # (read here, for speed)
         self.counted = plan is not None  # E16: a due reply may take more than one block at a key
-        self.lookahead = blocks.lookahead  # E16: the draft tokens a written reply's blocks must hold (R100)
+        self.lookahead = blocks.lookahead  # E16: the draft tokens a written reply's blocks must hold (R103)
         assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
         self.limit: int = gpu.memory.capacity
         self.top = (self.limit // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
@@ -241,7 +241,7 @@ class PagedKv:
             self.swapped.popleft()
             self.moved_tokens += r.kv_blocks * block
             self.dirty = True
-            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1 + self.lookahead) // block))  # (E16: R100)
+            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1 + self.lookahead) // block))  # (E16: R103)
             gpu.reserve(need * block)
             r.holds_blocks(need)
             self.n_away -= 1
@@ -297,7 +297,7 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
     reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
     gpu, running, left, block, batch = kv.gpu, kv.running, kv.due_blocks.left, kv.block, kv.gpu.batch
     queue_replies, track_context = batch.queue_replies, batch.track_context
-    finished = kv.due_blocks.finished if kv.counted else None  # E16: the blocks its plan held (R100)
+    finished = kv.due_blocks.finished if kv.counted else None  # E16: the blocks its plan held (R103)
 
     def release(leaving: list[Request]) -> None:
         if queue_replies:

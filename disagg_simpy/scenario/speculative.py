@@ -48,11 +48,11 @@ class SpeculativeKeys(_Strict):
         least = self.speculative.tokens + 2
         for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
             where = f"@arrangements[{i}]"
-            if getattr(a, "kv_policy", None) == "paged" and any(  # E9 with E16 goes (R100-R104), not with E3 too
+            if getattr(a, "kv_policy", None) == "paged" and any(  # E9 with E16 goes (R103-R107), not with E3 too
                     c.per_context_token_ms for c in a.side_costs(self.cost)):  # type: ignore[attr-defined]
                 return (f"{where}.kv_policy: got 'paged' with speculative (E16) and per_context_token_ms (E3), expected "
                         "two of the three: E3's context of a reply resumed after a preemption under speculative "
-                        "decoding is not modelled yet (docs/rules.md#r104)")
+                        "decoding is not modelled yet (docs/rules.md#r107)")
             for key in ("max_batch_tokens", "writing_max_batch_tokens"):  # (a split's reading side writes nothing)
                 budget = getattr(a, key, None)
                 if budget is not None and budget < least and not (

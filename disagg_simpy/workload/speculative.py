@@ -74,7 +74,7 @@ def writing_iterations(keys: np.ndarray, n_words: np.ndarray, tokens: int, accep
 def iteration_starts(key: int, first: int, n_words: int, tokens: int, acceptance: float) -> list[int]:
     """The first word of each writing iteration that writes words `first`..`n_words` of a reply of
     key `key`, `first` beginning one (word 2, or a reply's first word back after E9's preemption,
-    docs/rules.md#r101): each next word joins the iteration before it while accepted and that
+    docs/rules.md#r104): each next word joins the iteration before it while accepted and that
     iteration has fewer than 1 + `tokens` words (from `first` = 2, `writing_iterations`' iterations)."""
     if first > n_words:
         return []

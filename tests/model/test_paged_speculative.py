@@ -1,4 +1,4 @@
-"""E16 (speculative decoding) with E9 (paged KV), readings R100-R104 (docs/rules.md): the simulator
+"""E16 (speculative decoding) with E9 (paged KV), readings R103-R107 (docs/rules.md): the simulator
 against the reference (tests/reference_paged.py with the base reference's E16) on generated
 scenarios, to the ns: iterations (times, replies written, tokens read, KV held), reads, every
 request's times, GPUs, preemptions and drops. Not yet the word times (the records do not derive a
@@ -22,8 +22,8 @@ from disagg_simpy.workload.stream import make_requests
 @st.composite
 def paged_speculative_scenario(draw):
     """`paged_scenario` (E9 with tight memory, recompute or swap, drops; E1-E8 drawn) with E16 on: room for the
-    largest request's blocks with its k draft tokens (R103), E8's budgets of a reply and its drafts (R84), and
-    no E3 (refused with both, R104); E10 on colocated arrangements sometimes."""
+    largest request's blocks with its k draft tokens (R106), E8's budgets of a reply and its drafts (R84), and
+    no E3 (refused with both, R107); E10 on colocated arrangements sometimes."""
     rows, arrangements, cost, workload, slo = draw(paged_scenario())
     spec = {"tokens": draw(st.sampled_from((1, 2, 4))), "acceptance": draw(st.sampled_from((0.0, 0.5, 0.7, 0.95)))}
     k = spec["tokens"]
@@ -65,7 +65,7 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
 
     - it 0 (0 ms): reads both prompts (2 blocks each, plus one free: admitted), 10 + 16 x 0.01 = 10.16 ms.
     - it 1 (10.16): A and B, each word 2 first: prompt + 2 - 1 + k = 11 tokens, 3 blocks: each takes one
-      (R100), 6 held (24 tokens). 10 + 2 x (1 + 2 x 0.01 + 2 x 0.5) = 14.04 ms, to 24.20. A writes words 2,
+      (R103), 6 held (24 tokens). 10 + 2 x (1 + 2 x 0.01 + 2 x 0.5) = 14.04 ms, to 24.20. A writes words 2,
       3, 4 (two accepted, the most); B word 2 (its word 3's 0.900 is a rejection).
     - it 2 (24.20): A's word 5 first: 8 + 5 - 1 + 2 = 14 tokens, 4 blocks; none free: B, the most recent,
       is preempted (recompute, 2 words: its 3 blocks freed), A takes one. B's own plan had words 3 and 4
@@ -73,8 +73,8 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
       (E9d): 12.02 ms, to 36.22; A word 5 (0.880: a rejection).
     - it 3 (36.22): A's word 6, 15 tokens, 4 blocks (held); B's re-read (8 + 2 = 10 tokens, 3 blocks plus
       one) does not fit the 2 free. A words 6, 7, 8 (0.538, 0.409): its last; 12.02 ms, to 48.24; 4 freed.
-    - it 4 (48.24): B's re-read, 10 + 10 x 0.01 = 10.1 ms, to 58.34: its word 3 (R50, R102).
-    - its 5-7: B's plan restarts at word 4 (R102): word 4 begins an iteration (13 tokens: a 4th block),
+    - it 4 (48.24): B's re-read, 10 + 10 x 0.01 = 10.1 ms, to 58.34: its word 3 (R50, R105).
+    - its 5-7: B's plan restarts at word 4 (R105): word 4 begins an iteration (13 tokens: a 4th block),
       then word 5 (0.956) and word 6 (0.865) each their own: 70.36, 82.38, 94.40 ms.
     B's words fall in 5 writing iterations and a re-read, where unbroken they fall in 4 (2 | 3 4 | 5 | 6)."""
     path = write_scenario(tmp_path, [("0", 8, 8), ("0", 8, 6)],
