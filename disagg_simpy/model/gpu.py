@@ -185,7 +185,8 @@ class Gpu:
         self.queue.add(request)
         if self.repeat is not None and self.repeat.head is None:
             self.repeat.cut(ahead=True)
-        self._wake()
+        if self.wake is not None:
+            self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
         """A reply joins (its own record of it by the caller: `Request.stays`, `Request.joins`): it gets a word from every
@@ -197,9 +198,11 @@ class Gpu:
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.batch.join(request, self.n_started)
-        self._wake()
+        if self.wake is not None:
+            self._wake()
 
     def _wake(self) -> None:
+        """An idle GPU looks for work in D5 step 3 (its callers test `wake` first: a busy GPU, no call)."""
         if self.wake is not None:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
