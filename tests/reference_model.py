@@ -159,7 +159,9 @@ class Reference:
         cap, chunk = a.kv_capacity_tokens, a.chunk_tokens
         budget = a.max_batch_tokens  # E8
         self.e8 = a.max_batch_replies is not None or budget is not None
-        seats = min(x for x in (a.max_batch_replies, budget, 2**63) if x is not None)
+        spec = scenario.speculative  # E16: (draft tokens, acceptance, drafting's ms per token, each request's key)
+        self.per_reply = 1 if spec is None else 1 + spec.tokens  # E8 with E16 (R84): a written reply's budget tokens
+        seats = min(x for x in (a.max_batch_replies, budget and budget // self.per_reply, 2**63) if x is not None)
         e8 = {"seats": seats, "budget": budget}
         e8_side = {"reading": dict(e8), "writing": dict(e8)}  # E8 per side (R89): a side's own key, else the general
         if self.split:
@@ -167,7 +169,8 @@ class Reference:
             w_budget = budget if a.writing_max_batch_tokens is None else a.writing_max_batch_tokens
             w_replies = a.max_batch_replies if a.writing_max_batch_replies is None else a.writing_max_batch_replies
             e8_side = {"reading": {"seats": seats, "budget": r_budget, "prompts": a.reading_max_batch_requests},
-                       "writing": {"seats": min(x for x in (w_replies, w_budget, 2**63) if x is not None),
+                       "writing": {"seats": min(x for x in (w_replies, w_budget and w_budget // self.per_reply, 2**63)
+                                                if x is not None),
                                    "budget": w_budget}}
             self.e8 = self.e8 or w_replies is not None or w_budget is not None
         # TP: an instance of `tp` GPUs is one GPU of the rules, with the instance's costs and KV
@@ -191,7 +194,6 @@ class Reference:
             self.writing, self.link, self.local_max = [], "independent", None
         self.gpus = self.reading + self.writing
         self.kv_on = any(g.capacity is not None for g in self.gpus)
-        spec = scenario.speculative  # E16: (draft tokens, acceptance, drafting's ms per token, each request's key)
         self.speculative = None if spec is None else (spec.tokens, spec.acceptance, exact(spec.per_draft_token_ms),
                                                stream.draft_keys)
         self.reqs = [Req(i, int(t), int(p), int(w), bool(m)) for i, (t, p, w, m) in enumerate(
@@ -293,7 +295,7 @@ class Reference:
     def start(self, g: Gpu, now: int):
         if g.mixed:
             writes = g.replies[:g.seats]  # E8: the first replies that joined; all of them without E8
-            reads = self.take(g, len(writes))
+            reads = self.take(g, len(writes) * self.per_reply)  # (E16: each reply and its drafts, R84)
         else:  # E10: prompts first, if it can take any (as an iteration writing no word); else words only
             reads = self.take(g, 0)
             writes = [] if reads else g.replies[:g.seats]

@@ -114,8 +114,9 @@ class Batch:
             self.n_seated -= len(leaving)
         if self.track_context:
             w = self.n_writes + 1  # E10: a reply of n words leaving now was seated at writing iteration w - n
-            mixed = self.mixed
-            self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if mixed else w - r.n_reply_words) for r in leaving)
+            mixed, its = self.mixed, self.writing_iterations  # (E16: w - 1 - its writing iterations)
+            self.context_base -= sum(r.n_prompt_tokens + 1 - (r.join_iteration if mixed else w - (
+                r.n_reply_words if its is None else its[r.request_id] + 1)) for r in leaving)
             if self.context_steps is not None:  # E16: and the accepted words' context added
                 self.context_base -= self.context_steps.leave(leaving)
 
@@ -130,8 +131,11 @@ class Batch:
     # -- E10's writing iterations -----------------------------------------------------------------
     def write_started(self, key: int, index: int) -> None:
         """Iteration `index` is the GPU's writing iteration `key` (E10): count it, and the replies whose
-        last word it writes leave at its end (their leaving list moves from the writing key to `index`)."""
+        last word it writes leave at its end (their leaving list moves from the writing key to `index`); E3 with E16:
+        its replies' context grows by the words their earlier writing iterations accepted (R86)."""
         self.n_writes = key + 1
+        if self.context_steps is not None:
+            self.context_base += self.context_steps.due(key)
         leaving = self.leaving_by_write.pop(key, None)
         if leaving:
             self.leaving[index] = leaving

@@ -125,6 +125,12 @@ class CostNs:
         `denominator`): each at `per_prompt_token_ms` (a token read), plus drafting it."""
         return self.draft_tokens * (self.per_prompt_token + self.per_draft_token)
 
+    @property
+    def tokens_per_reply(self) -> int:
+        """The tokens of E8's token budget a written reply takes: its word, and E16's draft tokens it
+        verifies (docs/rules.md#r84)."""
+        return 1 + self.draft_tokens
+
     @cached_property
     def extra_terms(self) -> bool:
         """Whether re-reading (E2), context (E3), attention (E7) or cached tokens (E13) cost anything."""

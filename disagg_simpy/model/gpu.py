@@ -88,11 +88,11 @@ class Gpu:
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
         self.draining = False  # E12: leaving its side; tells the host at each iteration end
-        # E8: at most min(max_replies, max_tokens) replies written per iteration (the batch's seats); replies
-        # written + prompt tokens read <= `max_tokens`
+        # E8: at most min(max_replies, max_tokens // tokens a reply) replies written per iteration (the batch's seats;
+        # a reply takes 1 token, E16: 1 + its draft tokens, R84); their tokens + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
         self.max_requests = max_requests  # E8 per side (R89): prompts read per iteration (a reading instance)
-        limits = [x for x in (max_replies, max_tokens) if x is not None]
+        limits = [x for x in (max_replies, None if max_tokens is None else max_tokens // cost.tokens_per_reply) if x is not None]
         self.batch = Batch(min(limits) if limits else None, mixed, cost.writing_grows)  # replies in progress (model/batch.py)
         # Records: one row per run of back-to-back iterations of one batch, one per (iteration, prompt) read
         # (model/records.py's `GpuLog`: flat int64 arrays, not lists: 8 bytes a value, nothing for the garbage collector to scan)
@@ -228,6 +228,7 @@ class Gpu:
         # between a GPU's own starts and ends must do one or the other (docs)
         steps = batch.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
         fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and batch.track_context)
+        context_due = steps.due if steps is not None and batch.mixed else None  # (E10: by writing iteration, `Batch.write_started`)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
@@ -259,8 +260,8 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            if steps is not None:  # E3 with E16: the context of the words accepted before this iteration
-                batch.add_context(steps.due(index))
+            if context_due is not None:  # E3 with E16: the context of the words accepted before this iteration
+                batch.add_context(context_due(index))
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
                 if duration < 0:  # E9: every reply preempted, nothing it can take: no iteration (index undone)

@@ -149,8 +149,18 @@ def seating(gpu: GpuState) -> Seat:
 
 
 def admission(gpu: GpuState) -> Admit:
-    """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4): with a KV
-    limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
+    """The prompt tokens an iteration starting now reads, writing `n_written` replies (D4), each taking
+    `CostNs.tokens_per_reply` of E8's budget (1; E16: 1 + its draft tokens, R84): `token_admission`'s."""
+    admit = token_admission(gpu)
+    per = gpu.cost.tokens_per_reply
+    if per == 1 or gpu.max_tokens is None:
+        return admit
+    return lambda now, n_written: admit(now, n_written * per)
+
+
+def token_admission(gpu: GpuState) -> Admit:
+    """The prompt tokens an iteration starting now reads, `n_written` tokens of E8's budget taken by the replies it
+    writes (D4): with a KV limit, a prefix cache or role changes (E4d, E13, E12: its chunk may change), the general
     choice (`option_paths.take`, also for E8's cap on prompts, R90); else D4's plain one, E8's budget looked up once."""
     if gpu.paged is not None:  # E9b (model/kv_take.py)
         return paged_admission(gpu.paged)
@@ -164,7 +174,7 @@ def admission(gpu: GpuState) -> Admit:
         return lambda now, n_written: take_whole(now, n_written, limit)
 
     def chunked(now: int, n_written: int) -> tuple[Reads, int]:
-        room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - replies written)
+        room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - the replies' tokens)
         if room >= chunk:
             return take_tokens(now)
         return take_tokens(now, None, room) if room else ((), 0)

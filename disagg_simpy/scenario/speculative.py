@@ -1,6 +1,6 @@
 """E16's scenario key (speculative decoding, docs/rules.md#e16): `speculative: {tokens, acceptance,
-per_draft_token_ms}`, scenario-wide (every writing iteration of every arrangement), and the
-options it does not go with yet."""
+per_draft_token_ms}`, scenario-wide (every writing iteration of every arrangement), the options
+it does not go with yet, and E8's budgets it needs."""
 
 from __future__ import annotations
 
@@ -40,12 +40,12 @@ class SpeculativeKeys(_Strict):
         speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
 
     def speculative_problem(self) -> str | None:
-        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None:
-        E8's token budget (the planner's admission counts one token per reply), E9 (paged blocks fall
-        due by words) and E3 on prompt-only iterations (E10: writing keys, not iterations):
-        docs/rules.md#readings-e16 (R84-R86) says how they would combine."""
+        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 (paged
+        blocks fall due by words, docs/rules.md#r85), and a token budget of writing iterations (E8) too small for
+        one reply with its draft tokens and one prompt token (#r84, #r102)."""
         if self.speculative is None:
             return None
+        least = self.speculative.tokens + 2
         for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
             where = f"@arrangements[{i}]"
             if getattr(a, "kv_policy", None) == "paged":
@@ -53,13 +53,9 @@ class SpeculativeKeys(_Strict):
                         "blocks with speculative decoding are not modelled yet (docs/rules.md#r85)")
             for key in ("max_batch_tokens", "writing_max_batch_tokens"):  # (a split's reading side writes nothing)
                 budget = getattr(a, key, None)
-                if budget is not None:
-                    return (f"{where}.{key}: got {budget:,} with speculative (E16), expected no token budget on "
-                            "writing iterations (use max_batch_replies or writing_max_batch_replies): E8's budget "
-                            "counting draft tokens is not modelled yet (docs/rules.md#r84)")
-            if getattr(a, "mixed_iterations", None) is False and any(
-                    side.per_context_token_ms for side in a.side_costs(self.cost)):  # type: ignore[attr-defined]
-                return (f"{where}.mixed_iterations: got false with per_context_token_ms (E3) and speculative (E16), "
-                        "expected one of the three off: E3's context by accepted words is not modelled on "
-                        "prompt-only iterations yet (docs/rules.md#r86)")
+                if budget is not None and budget < least and not (
+                        key == "max_batch_tokens" and getattr(a, "writing_max_batch_tokens", None) is not None):
+                    return (f"{where}.{key}: got {budget:,} with speculative tokens {self.speculative.tokens}, expected "
+                            f"at least {least} (one reply written with its {self.speculative.tokens} draft tokens and "
+                            "one prompt token read, E8 with E16: docs/rules.md#r84; raise it or lower speculative.tokens)")
         return None

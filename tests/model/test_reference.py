@@ -530,23 +530,27 @@ def test_hand_picked_prefix_aware_with_equal_hits_goes_to_less_work_queued_then_
 @st.composite
 def speculative_scenario(draw):
     """E16 on, as `tiny_scenario` draws the rest, with replies long enough for several accepted words
-    per iteration and every rule E16 goes with (not E8's token budget, E9, E3 with E10: refused)."""
+    per iteration and every rule E16 goes with (not E9: refused), E3 with E10 more often. E8's token budgets
+    (R84) hold one reply with its k drafts and one prompt token, some of them a few seats' tokens exactly."""
     rows, arrangements, cost, workload, slo = draw(tiny_scenario(tp=draw(st.booleans())))
     words = draw(st.lists(st.sampled_from((1, 2, 3, 5, 9, 17, 30)), min_size=len(rows), max_size=len(rows)))
     rows = [(t, p, w) for (t, p, _), w in zip(rows, words)]
+    spec = {"tokens": draw(st.sampled_from((1, 2, 4))), "acceptance": draw(st.sampled_from((0.0, 0.5, 0.7, 0.95)))}
+    per = 1 + spec["tokens"]
     for a in arrangements:
-        for key in ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions",
-                    "max_batch_tokens", "writing_max_batch_tokens"):
+        for key in ("kv_policy", "kv_block_tokens", "preemption", "swap_ms_per_token", "max_preemptions"):
             a.pop(key, None)
+        if draw(st.booleans()):  # E8 with E16 (R84): a writing budget of 1-3 replies with their drafts, and a few tokens
+            key = "writing_max_batch_tokens" if "writing_max_batch_tokens" in a else "max_batch_tokens"
+            a[key] = per * draw(st.integers(1, 3)) + draw(st.sampled_from((0, 1, 2, 7)))
+        for key in ("max_batch_tokens", "writing_max_batch_tokens"):  # (at least k + 2: one reply, its drafts, a token)
+            if key in a and a[key] < per + 1:
+                a[key] = per + 1 + draw(st.sampled_from((0, 1, 2)))
         for key in ("kv_capacity_tokens", "reading_kv_capacity_tokens", "writing_kv_capacity_tokens"):
             if key in a:  # (slack above the largest need, as tiny_scenario's)
                 a[key] = max(p + w for _, p, w in rows) + draw(st.sampled_from((0, 4, 20)))
-    unmixed = [a for a in arrangements if a.get("mixed_iterations") is False]  # (E3 with E16 and E10: refused)
-    for a in unmixed:
-        (a.get("cost") or {}).pop("per_context_token_ms", None)
-    if unmixed:
-        cost.pop("per_context_token_ms", None)
-    spec = {"tokens": draw(st.sampled_from((1, 2, 4))), "acceptance": draw(st.sampled_from((0.0, 0.5, 0.7, 0.95)))}
+    if any(a.get("mixed_iterations") is False for a in arrangements) and draw(st.booleans()):
+        cost["per_context_token_ms"] = draw(st.sampled_from((0.002, 0.125)))  # E3 with E10 (R86), more often
     if draw(st.booleans()):
         spec["per_draft_token_ms"] = draw(st.sampled_from((0.0, 0.25, 0.0000005)))  # the last: half a ns
     return rows, arrangements, cost, workload, slo, spec, draw(st.integers(0, 3))
@@ -555,7 +559,8 @@ def speculative_scenario(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=speculative_scenario(), data=st.data())
 def test_simulator_equals_reference_with_speculative_decoding(tmp_path, case, data):
-    """E16 with E1-E8 (seats), E10, E12, E14, E15 and TP drawn on and off: each word's time, to the ns."""
+    """E16 with E1-E8 (seats and token budgets), E10 (with E3), E12, E14, E15 and TP drawn on and off: each word's
+    time, to the ns."""
     rows, arrangements, cost, workload, slo, spec, seed = case
     if data.draw(st.integers(0, 3)) == 0:  # E12: roles that change (its policy weighs E16's verification too)
         arrangements = [data.draw(with_roles(a)) for a in arrangements]

@@ -1,6 +1,6 @@
-"""E16 (speculative decoding): a hand-timed case, fast-forward equal to the one-by-one loop and to
-the reference, the draws' law and their independence from the arrangement, and the scenario key's
-refusals (docs/rules.md#e16)."""
+"""E16 (speculative decoding): hand-timed cases (alone, with E8's token budget, with E10 and E3), fast-forward equal to the
+one-by-one loop and to the reference, the draws' law and their independence from the arrangement, and the
+scenario key's refusals (docs/rules.md#e16)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,52 @@ def test_hand_timed(tmp_path):
     assert off.records["c"].requests["finished_at_ns"].tolist() == [(11 + 5 * 11) * ms]
 
 
+def test_hand_timed_with_a_token_budget(tmp_path):
+    """E8 with E16 (R84): each written reply takes 1 + k tokens of `max_batch_tokens`. One GPU, 7 tokens, k = 2,
+    acceptance 0 (the k tokens count whatever is accepted: one word an iteration here, easy to time), HAND's costs:
+    a reply written costs 1 + 2 x 0.01 + 2 x 0.5 = 2.02 ms. Seats: 7 // 3 = 2; room for prompts beside 2 replies:
+    7 - 6 = 1 token, beside 1 reply: 4.
+
+    A, B, C (2-token prompts, 4 words) at 0, D (3 tokens, 3 words) at 15 ms. Iteration 0 reads A, B, C whole
+    (6 <= 7): 10.06 ms. Iterations 1-3 write A and B (C waits for a seat): 14.04 ms each, ends 24.10, 38.14,
+    52.18; D waits from iteration 2 (3 tokens > the room of 1: whole prompts wait, E8b). A and B leave at 52.18;
+    iteration 4 seats C, and D fits the room of 4: 10 + 2.02 + 0.03 = 12.05 ms, to 64.23; iterations 5, 6 write C
+    and D: 14.04 ms each, to 78.27 and 92.31, where both end. Counting one token a reply (the reading before
+    R84), C would be seated at once and D read at 24.10."""
+    rows = [("0", 2, 4), ("0", 2, 4), ("0", 2, 4), ("0.015", 3, 3)]
+    path = write_scenario(tmp_path, rows, [{"name": "c", "kind": "colocated", "gpus": 1, "max_batch_tokens": 7}],
+                          cost=HAND, speculative={**SPEC, "acceptance": 0.0}, seed=1)
+    rec = run(load_scenario(path)).records["c"]
+    us = 1_000
+    assert rec.iterations["ended_at_ns"].tolist() == [t * 10 * us for t in (1006, 2410, 3814, 5218, 6423, 7827, 9231)]
+    assert rec.iterations["n_replies_written"].tolist() == [0, 2, 2, 2, 1, 2, 2]
+    assert rec.iterations["n_prompt_tokens_read"].tolist() == [6, 0, 0, 0, 3, 0, 0]
+    assert rec.requests["finished_at_ns"].tolist() == [52_180 * us, 52_180 * us, 92_310 * us, 92_310 * us]
+    compare(path)
+
+
+def test_hand_timed_with_prompt_only_iterations_and_context(tmp_path):
+    """E3 with E10 and E16 (R86): a reply's context counts the words written before each of its writing
+    iterations, which a prompt-only iteration between them does not change. One GPU, `mixed_iterations: false`,
+    HAND's costs and k = 2, 0.5 ms a draft token, `per_context_token_ms` 0.01; request 0 as in `test_hand_timed`
+    (100 tokens, 6 words, seed 1: its drafts of words 3, 4 accepted, 6 rejected), request 1 (50 tokens, 1 word) at
+    20 ms. Reading request 0: 11 ms. Writing iteration 1 (words 2-4; context 100 + 1): 12.02 + 1.01 = 13.03 ms, to
+    24.03. Request 1 waits, so iteration 2 reads it only: 10 + 0.5 = 10.5 ms, to 34.53. Writing iteration 2 (word
+    5; context 100 + 4, the three words of the first): 12.02 + 1.04 = 13.06 ms, to 47.59; the last (word 6;
+    context 105): 13.07 ms, to 60.66."""
+    path = write_scenario(tmp_path, [("0", 100, 6), ("0.020", 50, 1)],
+                          [{"name": "c", "kind": "colocated", "gpus": 1, "mixed_iterations": False}],
+                          cost={**HAND, "per_context_token_ms": 0.01}, speculative=SPEC, seed=1)
+    rec = run(load_scenario(path)).records["c"]
+    us = 1_000
+    assert rec.iterations["ended_at_ns"].tolist() == [t * 10 * us for t in (1100, 2403, 3453, 4759, 6066)]
+    assert rec.iterations["n_replies_written"].tolist() == [0, 1, 0, 1, 1]
+    assert rec.iterations["n_prompt_tokens_read"].tolist() == [100, 0, 50, 0, 0]
+    _, word, at = rec.word_times(np.array([0]))
+    assert at.tolist() == [t * 10 * us for t in (1100, 2403, 2403, 2403, 4759, 6066)]
+    compare(path)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=steady_scenario(options=True), spec=st.fixed_dictionaries(
     {"tokens": st.sampled_from((1, 3, 5)), "acceptance": st.sampled_from((0.3, 0.8, 0.99))}))
@@ -62,9 +108,10 @@ def test_fast_forward_equals_one_by_one_and_the_reference(tmp_path, monkeypatch,
     cost are the next's (only where each reply's last word falls depends on the draws, known when
     it is seated): a repeat of them leaves the one-by-one loop's records and the reference's."""
     rows, arrangements, cost, extra = case
-    for a in arrangements:
-        a.pop("max_batch_tokens", None)  # (not with E16: R84)
-        a.pop("writing_max_batch_tokens", None)
+    for a in arrangements:  # E8's budgets as drawn, each at least one reply, its k drafts and a prompt token (R84)
+        for key in ("max_batch_tokens", "writing_max_batch_tokens"):
+            if key in a:
+                a[key] = max(a[key], spec["tokens"] + 2)
     path = write_scenario(tmp_path, rows, arrangements, cost=cost, speculative=spec, **extra)
     same_as_one_by_one(path, monkeypatch)
     compare(path)
@@ -133,10 +180,13 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
     ({"tokens": 2, "acceptance": -0.1}, {}, {}, "speculative.acceptance"),
     ({"tokens": 2}, {}, {}, "speculative.acceptance"),
     ({"tokens": 2, "acceptance": 0.5, "per_draft_token_ms": -1}, {}, {}, "speculative.per_draft_token_ms"),
-    ({"tokens": 2, "acceptance": 0.5}, {"max_batch_tokens": 64}, {}, "max_batch_tokens"),
-    ({"tokens": 2, "acceptance": 0.5}, {**SPLIT_1_1[0], "writing_max_batch_tokens": 64}, {}, "writing_max_batch_tokens"),
+    ({"tokens": 2, "acceptance": 0.5}, {"max_batch_tokens": 3}, {}, "max_batch_tokens: got 3 with speculative "
+     "tokens 2, expected at least 4"),
+    ({"tokens": 4, "acceptance": 0.5}, {**SPLIT_1_1[0], "writing_max_batch_tokens": 5}, {},
+     "writing_max_batch_tokens: got 5"),
+    ({"tokens": 4, "acceptance": 0.5}, {**SPLIT_1_1[0], "max_batch_tokens": 5, "reading_max_batch_tokens": 64}, {},
+     "max_batch_tokens: got 5"),  # (the writing side's budget)
     ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
-    ({"tokens": 2, "acceptance": 0.5}, {"mixed_iterations": False}, {"per_context_token_ms": 0.001}, "mixed_iterations"),
 ])
 def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
     base = {} if arrangement.get("kind") else {"name": "c", "kind": "colocated", "gpus": 1}
