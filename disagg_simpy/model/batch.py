@@ -6,7 +6,7 @@ Words are not events: a reply that joins when the GPU has started `j` iterations
 at the ends of iterations j .. j+n-2, so the batch only needs to know, per iteration, which replies
 leave after it (`leaving`, its keys in the heap `leaving_order`; E10: per writing iteration,
 `leaving_by_write` and `write_order`). Only this module writes a `Batch`: the GPU, the planner's
-seating, `Repeat` and E9 (model/paged_kv.py, paged_away.py) call its methods."""
+seating, `Repeat` and E9 (model/paged_kv.py, kv_blocks.py) call its methods."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class Batch:
 
     def fill_seats(self, index: int, key: int, seat: Callable[..., None], room: int) -> int:
         """E8, E10: the waiting replies take the free seats of `room`, in the order they joined, each seated by `seat`
-        (`Batch.seat`, or E9's `PagedKv.seat`) at iteration `index` (E10: writing iteration `key`); the seated count."""
+        (`Batch.seat`, or E9's `PagedKv.seat_reply`) at iteration `index` (E10: writing iteration `key`); the seated count."""
         n = self.n_seated
         queue = self.seat_queue
         while queue and n < room:
@@ -179,7 +179,7 @@ class Batch:
         self.n_seated += 1
 
     def leaves_after(self, last: int, request: Request) -> None:
-        """E9 (`PagedKv.seat`): the seated reply's last word is that of iteration `last` (E10: writing iteration)."""
+        """E9 (`PagedKv.seat_reply`): the seated reply's last word is that of iteration `last` (E10: writing iteration)."""
         by_key, order = (self.leaving, self.leaving_order) if self.mixed else (self.leaving_by_write, self.write_order)
         leaving = by_key.get(last)
         if leaving is None:

@@ -28,7 +28,8 @@ from ..workload.stream import Requests
 from .costs import ContextSteps, CostNs, exact_ns
 from .gpu import Gpu
 from .kv_link import KvLink
-from .paged_kv import PagedKv, blocks_for, prepare, stretch_log
+from .paged_away import stretch_log
+from .paged_kv import PagedKv, blocks_for, prepare
 from .phases import PHASE_ARRIVE, PHASE_STOP, Environment, Slot, again, events_scheduled
 from .prefix_cache import CacheBlockIds, PrefixCache
 from .records import ArrangementRecords
@@ -275,7 +276,7 @@ class Engine:
                 need = reserve + block
                 if not synced:
                     for g in self.writing.gpus:  # (a writing GPU with room before the due blocks: look closer)
-                        if g.paged.capacity - g.memory.used >= need and not g.paged.n_away:
+                        if g.paged.limit - g.memory.used >= need and not g.paged.n_away:
                             break
                     else:
                         return

@@ -19,7 +19,7 @@ import simpy
 
 from .batch import Batch
 from .costs import CostNs
-from .gpu_state import Reads
+from .gpu_state import Paging, Reads
 from .kv_take import take_with_options
 from .memory import Memory
 from .option_starts import Bound, bounds, releaser, starter
@@ -54,7 +54,7 @@ class Host(Protocol):
 class Gpu:
     """State of one GPU; `run` is its SimPy process."""
 
-    paged: Any = None  # E9: its model/paged_kv.PagedKv, else None (Any: that module names this one, a circle of types)
+    paged: Any = None  # E9: its model/paged_kv.PagedKv (a `Paging`), else None (Any: the engine's reads need no None test)
     fast_forward = True  # run unchanged iterations as one repeat (model/repeats.py); tests switch it off
     fused = True  # the kept fusion (docs/architecture.md): with every option off the inline start below (a share of a
     # run in docs/performance.md); tests switch it off for the generic path (the planner's start)
@@ -133,7 +133,7 @@ class Gpu:
         """The engine's settings before the run: E4e's handoff, D5 step 3 starts, E13's cache."""
         self.serves_handoff, self.always_defer, self.prefix = serves_handoff, always_defer, prefix
 
-    def use_paging(self, paged: Any) -> None:
+    def use_paging(self, paged: Paging) -> None:
         """E9: its memory policy (model/paged_kv.py's `PagedKv`), set before the run."""
         self.paged = paged
 
@@ -182,21 +182,24 @@ class Gpu:
         self.queue.add(request)
         if self.repeat is not None and self.repeat.head is None:
             self.repeat.cut(ahead=True)
-        self._wake()
+        if self.wake is not None:
+            self._wake()
 
     def add_reply(self, request: Request, now: int) -> None:
         """A reply joins (its own record of it by the caller: `Request.stays`, `Request.joins`): it gets a word from every
         iteration starting now or later (M2, M4), or, with a seat limit (E8), waits for a seat in the order replies joined
-        (E9: `PagedKv.add_reply`)."""
+        (E9: `PagedKv.join_reply`)."""
         if self.paged is not None:
-            self.paged.add_reply(request, now)
+            self.paged.join_reply(request, now)
             return
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
         self.batch.join(request, self.n_started)
-        self._wake()
+        if self.wake is not None:
+            self._wake()
 
     def _wake(self) -> None:
+        """An idle GPU looks for work in D5 step 3 (its callers test `wake` first: a busy GPU, no call)."""
         if self.wake is not None:
             fire(self.wake, PHASE_START + self.number)
             self.wake = None
@@ -232,7 +235,7 @@ class Gpu:
         self.repeat_work = repeat_work(self) if options else None
         self.bound = bounds(self)
         has_work = self._has_work_unlimited() if self.memory.capacity is None else self.has_work if self.paged is None else (
-            self.paged.has_work)  # (chosen once: it runs at every iteration end)
+            self.paged.has_paged_work)  # (chosen once: it runs at every iteration end)
         kv_need = self.memory.need if self.paged is None else self.paged.held  # (E9: what a request frees)
         give_back = self.memory.give_back
         end_priority = PHASE_END + self.number

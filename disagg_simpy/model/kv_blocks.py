@@ -8,7 +8,7 @@ the first word whose token its blocks do not hold) on, at every `block`-th key, 
 word. A reply is in `phases[kv_due % block]` from its seat until it leaves or is preempted: no
 key before `kv_due` that is still to start has that phase, as its first due block is less than
 `block` keys away (E9f: a reply swapped in, seated later, `block` away from its seat: then it waits
-in `pending[kv_due]` until that key starts; `PagedKv.seat` puts a reply in one or the other).
+in `pending[kv_due]` until that key starts; `seater` puts a reply in one or the other).
 A key whose due blocks are all free then costs one
 look-up, `len(phases[key % block])` blocks, whatever the replies' lengths; only when memory runs
 short are the due replies taken one by one, in the order they joined (E9c).
@@ -23,10 +23,11 @@ back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .gpu_state import GpuState, Reads
+    from .batch import Batch
+    from .gpu_state import GpuState, Paging, Reads
     from .records import GpuLog
     from .request import Request
 
@@ -34,15 +35,51 @@ if TYPE_CHECKING:
 class BlockSchedule:
     """The due blocks of one GPU's seated replies (E9), by key."""
 
-    __slots__ = ("block", "pending", "phases")
+    __slots__ = ("block_tokens", "pending", "phases")
 
     def __init__(self, block: int):
-        self.block = block
+        self.block_tokens = block
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
 
+    def seater(self, batch: Batch) -> Callable[..., None]:
+        """`PagedKv.seat_reply` for the GPU of `batch`, what it reads bound once (it runs at every join
+        and seat): the reply takes its seat, its first due key into its phase (or waiting for it)."""
+        block, phases, wait = self.block_tokens, self.phases, self.wait
+        track_context, add_context, leaves_after = batch.track_context, batch.add_context, batch.leaves_after
+
+        def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
+            """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
+            E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
+            `started`: a swap-in, once that iteration has taken its due blocks)."""
+            at = index if key is None else key
+            f, n = r.seat_word, r.n_reply_words
+            base = r.n_prompt_tokens + f - 1 - at if track_context else 0  # (E3)
+            # its first due key: that of the first word its blocks do not hold
+            due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
+            if due_word > n:
+                due = -1
+            elif (ahead := due_word - f) <= 0:
+                due = at
+                phases[at % block][r] = None
+            else:
+                due = at + ahead
+                if ahead < block + started:  # (no key still to start before it has its phase)
+                    phases[due % block][r] = None
+                else:
+                    wait(r, due)
+            r.paged_seat(index, at, base, due)
+            if track_context:
+                add_context(base)
+            leaves_after(at + n - f, r)  # (E10: a writing iteration, `writing_bound`)
+        return seat
+
+    def left(self, r: Request, at: int) -> None:
+        """Reply `r`, in the phase of key `at` (its first due key), wrote its last word."""
+        del self.phases[at % self.block_tokens][r]
+
     def wait(self, r: Request, at: int) -> None:
-        """Reply `r`, seated (model/paged_kv.PagedKv.seat works out its first due key `at` = `r.kv_due`
+        """Reply `r`, seated (`seater` works out its first due key `at` = `r.kv_due`
         as below), has a key with its phase still to start before `at` (E9f: a swap-in seated late):
         it waits in `pending` until `at` starts."""
         if (due := self.pending.get(at)) is None:
@@ -50,20 +87,20 @@ class BlockSchedule:
         else:
             due.append(r)
 
-    def due(self, key: int) -> dict[Request, None]:
+    def due_at(self, key: int) -> dict[Request, None]:
         """Key `key` starts: the replies due a block now (those waiting for it join their phase)."""
-        phase = self.phases[key % self.block]
+        phase = self.phases[key % self.block_tokens]
         if self.pending and (first := self.pending.pop(key, None)):
             for r in first:
                 phase[r] = None
         return phase
 
-    def leave(self, r: Request) -> None:
+    def unschedule(self, r: Request) -> None:
         """Reply `r` leaves its seat (preempted, or gone after its last word)."""
         at = r.kv_due
         if at < 0:
             return
-        phase = self.phases[at % self.block]
+        phase = self.phases[at % self.block_tokens]
         if r in phase:
             del phase[r]
         else:  # (waiting for its first due key, model docstring)
@@ -71,20 +108,20 @@ class BlockSchedule:
             due.remove(r)
             if not due:
                 del self.pending[at]
-        r.kv_due = -1
+        r.set_due(-1)
 
     def held_at(self, r: Request, key: int) -> int:
         """The blocks seated reply `r` holds when key `key` starts, before its block then, if due:
         those for its prompt and the words of the keys before (word w needs prompt + w - 1 tokens)."""
         tokens = r.n_prompt_tokens + r.seat_word + key - r.seat_index - 2
-        return max(r.kv_blocks, -(-tokens // self.block))
+        return max(r.kv_blocks, -(-tokens // self.block_tokens))
 
     def run_free(self, free: int, key: int, n: int) -> int:
         """How many of `n` keys from `key` (started already) start before one whose due blocks are
         not all free, taking `free` tokens free now (no reply leaves before the `n`-th key). A plain
         loop over the keys it passes: it stops at the first that does not fit, so it costs what the
         repeat it bounds costs to grow (`grow`), and touches only those keys' phases."""
-        block, phases, pending = self.block, self.phases, self.pending
+        block, phases, pending = self.block_tokens, self.phases, self.pending
         free //= block  # (blocks free: each due reply takes a whole block)
         if not pending:
             for k in range(key + 1, key + n):
@@ -107,24 +144,30 @@ class BlockSchedule:
         """Keys `key` .. `key + n - 1` start (a repeat's, `run_free` made sure their blocks are
         free): each takes its due blocks, and the KV memory held after them is logged."""
         used = was = gpu.memory.used
-        block, phases, pending = self.block, self.phases, self.pending
+        block, phases, pending = self.block_tokens, self.phases, self.pending
         held: list[int] = []
-        for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
-            phase = phases[k % block]
-            if pending and (first := pending.pop(k, None)):
-                for r in first:
-                    phase[r] = None
-            used += len(phase) * block
-            held.append(used)
+        append = held.append
+        if not pending:  # (most repeats: each key only looks its phase up)
+            for k in range(key, key + n):  # (a plain loop: n is ~5 keys, where C iterator chains cost more)
+                used += len(phases[k % block]) * block
+                append(used)
+        else:
+            for k in range(key, key + n):
+                phase = phases[k % block]
+                if first := pending.pop(k, None):
+                    for r in first:
+                        phase[r] = None
+                used += len(phase) * block
+                append(used)
         log.kv_each(held)
         gpu.memory.hold(used - was)
 
 
-def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: model/paged_kv.py's PagedKv, which imports this)
+def bound(kv: Paging) -> Callable[[GpuState, int, Reads, int, int], int]:
     """The options' bound (`option_starts.bounds`, a repeat's bound) for the GPU of `kv` (its model/paged_kv.PagedKv) that mixes reads and
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
-    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.blocks, kv.gpu.memory.capacity
+    gpu, block, blocks, capacity = kv.gpu, kv.block, kv.due_blocks, kv.limit
 
     def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
@@ -139,12 +182,13 @@ def bound(kv: Any) -> Callable[[GpuState, int, Reads, int, int], int]:  # (kv: m
 
 def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
     """The options' bound (`option_starts.bounds`) under E9 and E10: a repeat of writing iterations runs up to the first writing
-    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat` gives, in the
+    iteration that a reply leaves after (as `unmixed.writing_bound` finds it: the keys `PagedKv.seat_reply` gives, in the
     heap `Batch.write_order`, a preempted reply's left there until popped: `Batch.first_leaving_write`), and while every
     due block is free (`BlockSchedule.run_free` from its key, `Batch.n_writes - 1`, when not free at a glance);
     prompt-only iterations give no block. After a
     start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
+    assert paged is not None  # (chosen under E9: `option_starts.bounds`)
     if paged.blocked or paged.moved_tokens:
         return 1
     if n_replies:
@@ -156,7 +200,7 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
                 if n < 2:
                     return 1
         block = paged.block  # (each reply takes at most a block every `block` starts: counted start by start only near capacity)
-        if n_replies * block * -(-(n - 1) // block) > paged.capacity - gpu.memory.used:
-            bounded: int = paged.blocks.run_free(paged.capacity - gpu.memory.used, key, n)
+        if n_replies * block * -(-(n - 1) // block) > paged.limit - gpu.memory.used:
+            bounded: int = paged.due_blocks.run_free(paged.limit - gpu.memory.used, key, n)
             return bounded
     return n

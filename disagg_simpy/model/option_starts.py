@@ -25,7 +25,7 @@ def releaser(gpu: GpuState) -> Callable[[list[Request]], None] | None:
     """What replies whose last word was just written leave of the options' bookkeeping: `Gpu._release`'s
     work (E3, E4, E8, E9, E10; E12 may switch E3's context on), E8/E10's seats alone, or nothing (None)."""
     if gpu.paged is not None:
-        paged_release: Callable[[list[Request]], None] = gpu.paged.release
+        paged_release: Callable[[list[Request]], None] = gpu.paged.release_kv
         return paged_release
     if gpu.batch.track_context or gpu.memory.capacity is not None or gpu.changes_role:
         release: Callable[[list[Request]], None] = gpu._release

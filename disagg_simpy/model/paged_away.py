@@ -1,132 +1,58 @@
-"""E9's rarer paths (model/paged_kv.py keeps the common ones): a preemption, a swap back in, and
-the end of a re-read (docs/rules.md#e9). `PagedKv` has them as methods (`_preempt`, `swap_in`,
-`reread`). Their `kv` is that `PagedKv` (typed Any: model/paged_kv.py imports this module)."""
+"""E9's record of replies that went away (model/paged_kv.py preempts them): the stretches their
+words fall in, as the table the records keep (`stretch_log`, model/words.py's STRETCH_LOG_FIELDS).
+
+A preempted reply's `Request.stretches` holds, per stretch, [iteration index of its first word
+(-1: not seated yet), first word, words (-1: open), time of the word before, whether the stretch
+wrote that word (a re-read's)], written only by its own methods (model/request.py: `end_stretch`,
+`go_away`, `read_again`, `seated`, `close_stretch`); a reply never preempted has one stretch,
+words 2..n from `join_iteration`, and logs none."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from itertools import chain
+from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from .records import iteration_end, last_write_end
+import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .request import Request
 
 
-def preempt(kv: Any, r: Request, index: int, now: int) -> None:
-    """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
-    else queue it to be read again (recompute) or swap it out."""
-    gpu = kv.gpu
-    kv.blocked = kv.dirty = True
-    kv.preemptions.extend((r.request_id, now))
-    del kv.running[r]
-    gpu.batch.add_replies(-1)
-    seat = r.seat_index
-    if seat >= 0:
-        words = r.seat_word + index - seat - 1  # words it has
-        r.kv_blocks = kv.blocks.held_at(r, index)
-        kv.blocks.leave(r)
-        unseat(kv, r)
-    else:
-        words = r.seat_word - 1
-        gpu.batch.unwait(r)
-    if r.stretches is None:
-        r.stretches = [[r.join_iteration, 2, -1, r.first_word_at_ns, 1]]
-    last = r.stretches[-1]
-    last[2] = words - last[1] + 1
-    if last[2] == 0 and not last[4]:
-        r.stretches.pop()  # (a swapped reply preempted again before a word: one stretch still to come)
-        last_at = last[3]
-    else:
-        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.batch.mixed else last_write_end(gpu.log)) if last[2] else last[3]
-    held = r.kv_blocks * kv.block
-    gpu.memory.give_back(held)
-    r.n_preemptions += 1
-    r.seat_word = words + 1
-    if r.n_preemptions > kv.max_preemptions:  # dropped, never retried forever
-        r.kv_blocks = 0
-        r.dropped_at_ns = now
-        kv.dropped.append(r)
-        return
-    r.stretches.append([-1, words + 1, -1, last_at, 0])
-    kv.n_away += 1
-    gpu.local_routed(1)  # still one of this GPU's replies for D3 (reading R54)
-    # an iteration's victims (preempted most recent first) queue in the order they joined,
-    # behind those preempted before (and, to be read again, behind begun prompts)
-    if kv.swap:
-        kv.moved_tokens += held
-        if kv.queue_at < 0:
-            kv.queue_at = len(kv.swapped)
-        kv.swapped.insert(kv.queue_at, r)
-        return
-    r.kv_blocks = 0
-    r.read_size = r.unread_tokens = r.n_prompt_tokens + words  # the re-read ends with word words + 1
-    r.returning = True
-    waiting = gpu.queue.waiting
-    if kv.queue_at < 0:
-        at = 0
-        for w in waiting:
-            if w.unread_tokens < w.read_size or w.returning:
-                at += 1
-            else:
-                break
-        kv.queue_at = at
-    gpu.queue.requeue(kv.queue_at, r)
+def stretch_log(arrived: Sequence[Request]) -> np.ndarray:
+    """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
+    open stretch with its planned words: the run's end cuts them), as one int64 table. A request
+    never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C;
+    the preempted ones' rows are made in one list and put in their places by one mask."""
+    n = len(arrived)
+    one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 6 * n).reshape(n, 6)
+    moved = one[:, 5] > 0  # (preempted: stretches logged)
+    rows = []
+    if moved.any():
+        counts = np.ones(n, np.int64)
+        for i in np.flatnonzero(moved).tolist():
+            r = arrived[i]
+            stretches = r.stretches or []  # (moved: logged)
+            counts[i] = len(stretches)
+            rid, gpu, words = r.request_id, r.writing_gpu, r.n_reply_words
+            for at, first, k, lead, written in stretches:
+                rows.append((rid, gpu, at, first, words - first + 1 if k < 0 else k, lead, written))
+        one = one[~moved]
+    table = np.empty((len(one), 7), np.int64)
+    table[:, :3] = one[:, :3]  # request id, gpu, join iteration
+    table[:, 3] = 2
+    table[:, 4] = one[:, 3] - 1
+    table[:, 5] = one[:, 4]  # the word before: the first
+    table[:, 6] = one[:, 4] >= 0
+    if not rows:
+        return table
+    full = np.empty((len(table) + len(rows), 7), np.int64)
+    in_moved = np.repeat(moved, counts)  # (each request's rows, in arrival order)
+    full[in_moved] = rows
+    full[~in_moved] = table
+    return full
 
 
-def unseat(kv: Any, r: Request) -> None:
-    """Seated reply `r` leaves its seat before its last word (preempted)."""
-    kv.gpu.batch.unseat(r, r.seat_index + r.n_reply_words - r.seat_word)
-    r.seat_index = -1
-
-
-def swap_in(kv: Any, index: int, key: int | None = None) -> None:
-    """Swapped replies come back in the order they went out while their blocks plus one fit;
-    each takes at once the block its next word needs (E10: `key`, the writing iteration's)."""
-    gpu = kv.gpu
-    block = kv.block
-    while kv.swapped:
-        r = kv.swapped[0]
-        if (r.kv_blocks + 1) * block > gpu.memory.capacity - gpu.memory.used:
-            return
-        kv.swapped.popleft()
-        kv.moved_tokens += r.kv_blocks * block
-        kv.dirty = True
-        need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1) // block))
-        gpu.reserve(need * block)
-        r.kv_blocks = need
-        kv.n_away -= 1
-        gpu.local_routed(-1)
-        kv._join(r)
-        if not gpu.batch.queue_replies:
-            kv.seat(r, index, None, True)
-        elif gpu.batch.seats is None or gpu.batch.n_seated < gpu.batch.seats:
-            gpu.batch.take_seat()
-            kv.seat(r, index, key, True)
-        else:
-            gpu.batch.wait_for_seat(r)
-
-
-def reread(kv: Any, finished: list[Request], index: int, now: int, host: Any) -> list[Request]:
-    """Prompts whose last token was just read: re-reads give their next word now and rejoin
-    (or finish); the others (first reads) are returned for the host."""
-    if not kv.n_away:
-        return finished  # (no reply away: none is a re-read)
-    first = []
-    for r in finished:
-        if not r.returning:
-            first.append(r)
-            continue
-        r.returning = False
-        kv.n_away -= 1
-        kv.gpu.local_routed(-1)
-        stretches = r.stretches
-        assert stretches is not None  # (a re-read was preempted: its stretches are logged)
-        stretches[-1] = [-1, r.seat_word + 1, -1, now, 1]  # its word seat_word, read
-        if r.seat_word == r.n_reply_words:
-            stretches[-1][2] = 0
-            kv.gpu.memory.give_back(r.kv_blocks * kv.block)
-            host.replies_finished([r], now)
-        else:
-            r.seat_word += 1
-            kv.add_reply(r, now)
-    return first
+_ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns", "n_preemptions")

@@ -15,47 +15,34 @@ to be read again (prompt plus words so far) on the same GPU, the read ending wit
 word; `swap` moves their KV out (and later back in) at `swap_ns` per token, added to the
 iteration that moves it. A request preempted more than `max_preemptions` times is dropped.
 
-Words of a preempted reply fall in several stretches (model/words.py): `Request.stretches` holds
-[iteration index of its first word (-1: not seated yet), first word, words (-1: open), time of
-the word before, whether the stretch wrote that word (a read's)], only for replies that were
-preempted; the others have one stretch, words 2..n from `join_iteration` (`stretch_log`).
+Words of a preempted reply fall in several stretches (model/paged_away.py logs them).
 
 A `PagedKv` is the GPU's memory policy under E9 (model/planner.py's `Paged`: its work at a start,
 `start_blocks`, `reopen`, `with_swap`), and has the GPU's few E9 versions of its steps, which the
-GPU calls in their place (`has_work`, `held`, `seat`, `add_reply`, `release`): no method of the
-GPU is replaced.
+GPU calls in their place (`has_paged_work`, `held`, `seat_reply`, `join_reply`, `release_kv`): no
+method of the GPU is replaced. Only this module writes a `PagedKv` (its block schedule: model/kv_blocks.py);
+a request's E9 fields change through its own methods (model/request.py).
 """
 
 from __future__ import annotations
 
 from array import array
 from collections import deque
-from itertools import chain
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from . import paged_away
 from .kv_blocks import BlockSchedule
+from .records import iteration_end, last_write_end
 from .repeats import cut_all
+from .request import Request
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from .gpu import Gpu
-    from .gpu_state import StartHost
-    from .request import Request
+    from .gpu_state import ReplyHost, StartHost
 
 
-def prepare(r: Request) -> None:
-    """A request's E9 state, when it arrives at an arrangement with paged KV (`kv_due`, `kv_order`
-    and `seat_base` are set when it joins or takes a seat, before they are read)."""
-    r.kv_blocks = 0
-    r.seat_index = -1
-    r.seat_word = 2
-    r.stretches = None
-    r.returning = False
+prepare = Request.page  # a request's E9 state, when it arrives at an arrangement with paged KV
 
 
 def blocks_for(tokens: int, block: int) -> int:
@@ -73,12 +60,11 @@ class PagedKv:
         self.swap_ns = swap_ns  # tokens -> ns, one way (D10)
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
-        self.n_joins = 0
-        self.blocks = BlockSchedule(block)  # the due blocks of the seated replies
-        self.phases, self.pending = self.blocks.phases, self.blocks.pending  # (its lists, for speed)
+        self.due_blocks = BlockSchedule(block)  # the due blocks of the seated replies
+        self._phases, self._pending = self.due_blocks.phases, self.due_blocks.pending  # (read here, for speed)
         assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
-        self.capacity: int = gpu.memory.capacity
-        self.top = (self.capacity // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
+        self.limit: int = gpu.memory.capacity
+        self.top = (self.limit // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
         self.swapped: deque[Request] = deque()  # swapped out, to come back in this order
         self.blocked = False  # this iteration preempted: it admits nothing new (E9d)
         self.queue_at = -1  # where this iteration's victims queue (-1: none yet)
@@ -87,14 +73,10 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.preemptions = array("q")  # request id, time (ns); ... one pair per preemption
-        self.seat = seater(self)  # seat(r, index, key=None, started=False): built once per GPU
-        self.add_reply = adder(self)  # add_reply(r, now): a reply joins (or, read again, rejoins)
-        self.release = releaser(self)  # release(leaving): replies whose last word was just written leave
-        self.has_work = work_test(self)  # `Gpu.has_work` under E9 (the engine gives the GPU this object: `Gpu.use_paging`)
-
-    _preempt = paged_away.preempt
-    swap_in = paged_away.swap_in
-    reread = paged_away.reread
+        self.seat_reply = self.due_blocks.seater(gpu.batch)  # seat_reply(r, index, key=None, started=False): built once per GPU
+        self.join_reply = adder(self)  # join_reply(r, now): a reply joins (or, read again, rejoins)
+        self.release_kv = releaser(self)  # release_kv(leaving): replies whose last word was just written leave
+        self.has_paged_work = work_test(self)  # `Gpu.has_work` under E9 (the engine gives the GPU this object: `Gpu.use_paging`)
 
     # -- admission (E9a, E9d) ------------------------------------------------------------------
     def held(self, r: Request) -> int:
@@ -108,7 +90,7 @@ class PagedKv:
         n = blocks_for(r.read_size, self.block)
         if (n + 1) * self.block > free:
             return -1
-        r.kv_blocks = n
+        r.holds_blocks(n)
         return n * self.block
 
     def can_take(self) -> bool:
@@ -119,7 +101,7 @@ class PagedKv:
             return True
         block = self.block
         return not (self.blocked or self.swapped) and (
-            -(-head.read_size // block) + 1) * block <= self.capacity - self.gpu.memory.used
+            -(-head.read_size // block) + 1) * block <= self.limit - self.gpu.memory.used
 
     def head_waits(self) -> bool:
         """Whether the head prompt is not begun and cannot be admitted now (`can_take`): while a repeat of
@@ -127,17 +109,10 @@ class PagedKv:
         head = self.gpu.queue.waiting[0]
         return head.unread_tokens == head.read_size and (bool(self.swapped) or head.read_size > self.top - self.gpu.memory.used)
 
-    def handoff_need(self, r: Request) -> int:
-        """E4e under E9: the free tokens a writing GPU needs to take a shipped prompt (its blocks
-        plus one); it reserves one block less."""
-        return (blocks_for(r.n_prompt_tokens, self.block) + 1) * self.block
-
     # -- replies ----------------------------------------------------------------------------------
     def _join(self, r: Request) -> None:
         self.gpu.batch.add_replies(1)
         self.running[r] = None
-        r.kv_order = self.n_joins
-        self.n_joins += 1
 
     # -- an iteration starts (E9b-e): the planner's memory policy (model/planner.py's `Paged`) ----------
     def reset(self) -> None:
@@ -151,10 +126,10 @@ class PagedKv:
         nothing (E9f); a split's repeats end if this changed what the handoff may use (`cut_all`),
         and the dropped requests are told to the host. The replies it writes then."""
         gpu = self.gpu
-        due = self.blocks.due(key) if self.pending else self.phases[key % self.block]  # (model/kv_blocks.py)
+        due = self.due_blocks.due_at(key) if self._pending else self._phases[key % self.block]  # (model/kv_blocks.py)
         if due:
             more = len(due) * self.block
-            if gpu.memory.used + more <= self.capacity:  # (room for all: no order to keep; no repeat to cut)
+            if gpu.memory.used + more <= self.limit:  # (room for all: no order to keep; no repeat to cut)
                 gpu.memory.hold(more)
             else:
                 self._short(due, key, now)
@@ -187,22 +162,117 @@ class PagedKv:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
         gpu, block = self.gpu, self.block
-        for r in sorted(due, key=_join_order):
+        running = self.running  # (in the order they joined)
+        for r in list(due) if len(due) < 2 else [r for r in running if r in due]:
             if r.seat_index < 0:
                 continue  # preempted by now
-            while self.capacity - gpu.memory.used < block:
+            while self.limit - gpu.memory.used < block:
                 victim = next(reversed(self.running))
-                self._preempt(victim, index, now)
+                self.preempt(victim, index, now)
                 if victim is r:
                     break
             else:
                 gpu.reserve(block)
 
+    # -- E9's rarer paths: a preemption, a swap back in, a re-read's end ---------------------------
+    def preempt(self, r: Request, index: int, now: int) -> None:
+        """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
+        else queue it to be read again (recompute) or swap it out."""
+        gpu = self.gpu
+        self.blocked = self.dirty = True
+        self.preemptions.extend((r.request_id, now))
+        del self.running[r]
+        gpu.batch.add_replies(-1)
+        seat = r.seat_index
+        if seat >= 0:
+            words = r.seat_word + index - seat - 1  # words it has
+            held = self.due_blocks.held_at(r, index)
+            self.due_blocks.unschedule(r)
+            gpu.batch.unseat(r, seat + r.n_reply_words - r.seat_word)
+            r.leave_seat(held)
+        else:
+            words = r.seat_word - 1
+            gpu.batch.unwait(r)
+        last = r.end_stretch(words)
+        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.batch.mixed else last_write_end(gpu.log)
+                   ) if last[2] else last[3]
+        held = r.kv_blocks * self.block
+        gpu.memory.give_back(held)
+        if r.preempted(words) > self.max_preemptions:  # dropped, never retried forever
+            r.drop(now)
+            self.dropped.append(r)
+            return
+        r.go_away(words, last_at, not self.swap)
+        self.n_away += 1
+        gpu.local_routed(1)  # still one of this GPU's replies for D3 (reading R54)
+        # an iteration's victims (preempted most recent first) queue in the order they joined,
+        # behind those preempted before (and, to be read again, behind begun prompts)
+        if self.swap:
+            self.moved_tokens += held
+            if self.queue_at < 0:
+                self.queue_at = len(self.swapped)
+            self.swapped.insert(self.queue_at, r)
+            return
+        waiting = gpu.queue.waiting
+        if self.queue_at < 0:
+            at = 0
+            for w in waiting:
+                if w.unread_tokens < w.read_size or w.returning:
+                    at += 1
+                else:
+                    break
+            self.queue_at = at
+        gpu.queue.requeue(self.queue_at, r)
+
+    def swap_in(self, index: int, key: int | None = None) -> None:
+        """Swapped replies come back in the order they went out while their blocks plus one fit;
+        each takes at once the block its next word needs (E10: `key`, the writing iteration's)."""
+        gpu, block, batch = self.gpu, self.block, self.gpu.batch
+        while self.swapped:
+            r = self.swapped[0]
+            if (r.kv_blocks + 1) * block > self.limit - gpu.memory.used:
+                return
+            self.swapped.popleft()
+            self.moved_tokens += r.kv_blocks * block
+            self.dirty = True
+            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1) // block))
+            gpu.reserve(need * block)
+            r.holds_blocks(need)
+            self.n_away -= 1
+            gpu.local_routed(-1)
+            self._join(r)
+            if not batch.queue_replies:
+                self.seat_reply(r, index, None, True)
+            elif batch.seats is None or batch.n_seated < batch.seats:
+                batch.take_seat()
+                self.seat_reply(r, index, key, True)
+            else:
+                batch.wait_for_seat(r)
+
+    def reread(self, finished: list[Request], index: int, now: int, host: ReplyHost) -> list[Request]:
+        """Prompts whose last token was just read: re-reads give their next word now and rejoin
+        (or finish); the others (first reads) are returned for the host."""
+        if not self.n_away:
+            return finished  # (no reply away: none is a re-read)
+        first = []
+        for r in finished:
+            if not r.returning:
+                first.append(r)
+                continue
+            self.n_away -= 1
+            self.gpu.local_routed(-1)
+            if r.read_again(now):
+                self.gpu.memory.give_back(r.kv_blocks * self.block)
+                host.replies_finished([r], now)
+            else:
+                self.join_reply(r, now)
+        return first
+
 
 def work_test(kv: PagedKv) -> Callable[[], bool]:
     """`Gpu.has_work` under E9 for one GPU, what it reads bound once (it runs at every iteration end):
     a reply in progress, a begun prompt, or a swapped reply or head prompt that fits."""
-    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.queue.waiting, kv.swapped, kv.block, kv.capacity
+    gpu, waiting, swapped, block, capacity = kv.gpu, kv.gpu.queue.waiting, kv.swapped, kv.block, kv.limit
 
     def has_work() -> bool:
         if gpu.batch.n_replies:
@@ -217,9 +287,9 @@ def work_test(kv: PagedKv) -> Callable[[], bool]:
 
 
 def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
-    """`PagedKv.release` for one GPU, what it reads bound once (it runs at every iteration end a
+    """`PagedKv.release_kv` for one GPU, what it reads bound once (it runs at every iteration end a
     reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
-    gpu, running, phases, block, batch = kv.gpu, kv.running, kv.phases, kv.block, kv.gpu.batch
+    gpu, running, left, block, batch = kv.gpu, kv.running, kv.due_blocks.left, kv.block, kv.gpu.batch
     queue_replies, track_context = batch.queue_replies, batch.track_context
 
     def release(leaving: list[Request]) -> None:
@@ -229,9 +299,9 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
         for r in leaving:  # (mostly one)
             del running[r]
             if r.stretches is not None:
-                r.stretches[-1][2] = r.n_reply_words - r.stretches[-1][1] + 1
+                r.close_stretch()
             if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
-                del phases[due % block][r]
+                left(r, due)
                 freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
             else:
                 freed += r.kv_blocks  # (its seat's blocks held its last word)
@@ -244,20 +314,17 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
 
 
 def adder(kv: PagedKv) -> Callable[[Request, int], None]:
-    """`PagedKv.add_reply` for one GPU, what it reads bound once (it runs at every join): the reply
+    """`PagedKv.join_reply` for one GPU, what it reads bound once (it runs at every join): the reply
     joins (or, read again, rejoins) the end of the running order, seated at once or (E8, E10) queued."""
-    gpu, running, seat, batch = kv.gpu, kv.running, kv.seat, kv.gpu.batch
+    gpu, running, seat, batch = kv.gpu, kv.running, kv.seat_reply, kv.gpu.batch
     queue_replies, add_replies, wait_for_seat = batch.queue_replies, batch.add_replies, batch.wait_for_seat
 
     def add_reply(r: Request, now: int) -> None:
-        if r.joined_at_ns < 0:
-            r.joined_at_ns = now
         if gpu.repeat is not None:
             gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
         add_replies(1)  # (`_join`, inline)
         running[r] = None
-        r.kv_order = kv.n_joins
-        kv.n_joins += 1
+        r.join_paged(now)
         if queue_replies:
             wait_for_seat(r)
         else:
@@ -265,82 +332,3 @@ def adder(kv: PagedKv) -> Callable[[Request, int], None]:
         if gpu.wake is not None:
             gpu._wake()
     return add_reply
-
-
-def seater(kv: PagedKv) -> Callable[..., None]:
-    """`PagedKv.seat` for one GPU, what it reads of the GPU and its block schedule bound once (it
-    runs at every join and seat)."""
-    gpu, block, phases, wait = kv.gpu, kv.block, kv.phases, kv.blocks.wait
-    track_context, add_context, leaves_after = gpu.batch.track_context, gpu.batch.add_context, gpu.batch.leaves_after
-
-    def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
-        """The reply gets words seat_word.. from iterations index, index + 1, ... (E8 seat or join;
-        E10: from writing iterations key, key + 1, ..., the keys of its block and last-word schedule;
-        `started`: a swap-in, once that iteration has taken its due blocks)."""
-        if r.join_iteration < 0:
-            r.join_iteration = index
-        if r.stretches is not None:
-            r.stretches[-1][0] = index  # the stretch that waited for this seat
-        if key is not None:
-            index = key
-        r.seat_index = index
-        f, n = r.seat_word, r.n_reply_words
-        if track_context:
-            r.seat_base = r.n_prompt_tokens + f - 1 - index
-            add_context(r.seat_base)
-        # its first due key (model/kv_blocks.py): that of the first word its blocks do not hold
-        due_word = r.kv_blocks * block - r.n_prompt_tokens + 2  # (word w needs prompt + w - 1 tokens)
-        if due_word > n:
-            r.kv_due = -1
-        elif (ahead := due_word - f) <= 0:
-            r.kv_due = index
-            phases[index % block][r] = None
-        else:
-            at = r.kv_due = index + ahead
-            if ahead < block + started:  # (no key still to start before it has its phase)
-                phases[at % block][r] = None
-            else:
-                wait(r, at)
-        leaves_after(index + n - f, r)  # (E10: a writing iteration, model/kv_blocks.py's `writing_bound`)
-    return seat
-
-
-def _join_order(r: Request) -> int:
-    return r.kv_order
-
-
-def stretch_log(arrived: Sequence[Request]) -> np.ndarray:
-    """Every request's stretches as model/words.py's STRETCH_LOG_FIELDS rows, in arrival order (an
-    open stretch with its planned words: the run's end cuts them), as one int64 table. A request
-    never preempted has one, words 2..n from `join_iteration`: those rows are made in bulk, in C;
-    the preempted ones' rows are made in one list and put in their places by one mask."""
-    n = len(arrived)
-    one = np.fromiter(chain.from_iterable(map(_ONE, arrived)), np.int64, 6 * n).reshape(n, 6)
-    moved = one[:, 5] > 0  # (preempted: stretches logged)
-    rows = []
-    if moved.any():
-        counts = np.ones(n, np.int64)
-        for i in np.flatnonzero(moved).tolist():
-            r = arrived[i]
-            stretches = r.stretches or []  # (moved: logged)
-            counts[i] = len(stretches)
-            rid, gpu, words = r.request_id, r.writing_gpu, r.n_reply_words
-            for at, first, k, lead, written in stretches:
-                rows.append((rid, gpu, at, first, words - first + 1 if k < 0 else k, lead, written))
-        one = one[~moved]
-    table = np.empty((len(one), 7), np.int64)
-    table[:, :3] = one[:, :3]  # request id, gpu, join iteration
-    table[:, 3] = 2
-    table[:, 4] = one[:, 3] - 1
-    table[:, 5] = one[:, 4]  # the word before: the first
-    table[:, 6] = one[:, 4] >= 0
-    if not rows:
-        return table
-    full = np.empty((len(table) + len(rows), 7), np.int64)
-    in_moved = np.repeat(moved, counts)  # (each request's rows, in arrival order)
-    full[in_moved] = rows
-    full[~in_moved] = table
-    return full
-
-
-_ONE = attrgetter("request_id", "writing_gpu", "join_iteration", "n_reply_words", "first_word_at_ns", "n_preemptions")

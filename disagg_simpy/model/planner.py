@@ -136,7 +136,7 @@ def seating(gpu: GpuState) -> Seat:
             return n
         return every
     batch = gpu.batch
-    queue, seat = batch.seat_queue, batch.seat if gpu.paged is None else gpu.paged.seat
+    queue, seat = batch.seat_queue, batch.seat if gpu.paged is None else gpu.paged.seat_reply
     room = 1 << 62 if batch.seats is None else batch.seats
     fill = batch.fill_seats
 

@@ -284,7 +284,7 @@ def repeat_work(gpu: Gpu) -> Work | None:
     after them; or nothing (None)."""
     log = gpu.log
     if gpu.paged is not None:
-        blocks = gpu.paged.blocks
+        blocks = gpu.paged.due_blocks
         mixed = gpu.batch.mixed
 
         def grow(repeat: Repeat, first: int, k: int) -> None:

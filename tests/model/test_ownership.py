@@ -18,8 +18,8 @@ What it checks, on the source of every module of `disagg_simpy/model/` (its AST,
     to `E.X` or to `E.X.<mutator>` (e.g. `waiting = gpu.queue.waiting` then `waiting.popleft()`, or
     `append = gpu.log.runs_start.append` then `append(t)`);
   - any `setattr(...)` call (it could write any name).
-- Allowed exceptions: `EXCEPTIONS` below, each with its reason: only E9's modules, until they call
-  methods too (h-paged, issue 36), and none stale (`test_every_exception_is_needed_...`). Not a write of
+- Allowed exceptions: `EXCEPTIONS` below, each with its reason (none: E9's modules call methods too since
+  h-paged's change, issue 36), and none stale (`test_every_exception_is_needed`). Not a write of
   another module, so not flagged: a part's own method that hands out bound writers of its fields, which the
   owner chooses (`GpuLog.writers`, the GPU loop's records at each iteration end: a method call there costs
   2-3% of a run's Python opcodes, `benchmarks/ab.py --opcodes`, on a path at the edge of issue 36's speed target).
@@ -37,8 +37,7 @@ MODEL = Path(__file__).resolve().parents[2] / "disagg_simpy" / "model"
 # guarded class -> the module (file stem in model/) that defines and so owns it: every class of the model that holds
 # state. Not guarded: Protocols and TypedDicts (types, no state); `phases.Slot`, a SimPy `Event` whose every field is
 # SimPy's (`callbacks`, `_ok`, `_value`, `env`): adding a callback to an event is how SimPy is used, and phases.py is the
-# one module that touches SimPy's internals; E9's `PagedKv` (paged_kv.py) and `BlockSchedule` (kv_blocks.py), which
-# h-paged converts (issue 36).
+# one module that touches SimPy's internals.
 PARTS = {
     "Gpu": "gpu",  # the GPU's own state: its identity, role, flags and run (model/gpu.py)
     "PromptQueue": "prompts",  # queue: prompts waiting, tokens queued, the chunk (D1, D4)
@@ -48,7 +47,7 @@ PARTS = {
     "Request": "request",  # a request's state and record: its times, GPUs, tokens unread, E13's ids, E9's fields
     "Engine": "engine",  # the arrangement's run: GPUs, sides, the handoff queue (E4e), arrivals, counts, give-up
     "GiveUp": "engine",  # the give-up limits (frozen)
-    "Side": "router",  # a side's GPUs and its count of assignments (D2)
+    "Side": "router",  # a side's GPUs, in D2's order too (never assigned first, then oldest assignment first)
     "Link": "kv_link",  # an E5 link: busy, its ships waiting
     "KvLink": "kv_link",  # the links and how a ship finds its link
     "RoleController": "roles",  # E12: the moves under way, the switches, the target
@@ -61,23 +60,15 @@ PARTS = {
     "ArrangementRecords": "records",  # a run's records
     "WriteView": "words",  # the writing iterations' view (frozen)
     "Stretches": "words",  # the stretches' view (frozen)
+    "PagedKv": "paged_kv",  # E9's memory policy: blocks held, the running order, preemptions, the swap queue
+    "BlockSchedule": "kv_blocks",  # E9's due blocks, by key
 }
 MUTATORS = {"append", "appendleft", "extend", "extendleft", "pop", "popleft", "insert", "remove", "clear", "fromlist",
             "frombytes", "update", "setdefault", "sort", "reverse", "add", "discard", "move_to_end", "popitem"}
 HEAP_WRITERS = {"heappush", "heappop", "heapify", "heapreplace", "heappushpop"}
-# (module, guarded name) -> why that module may write it. Only E9's modules, which h-paged converts (issue 36): every
-# entry must still be needed (`test_every_exception_is_needed`)
-PAGED = "h-paged converts these (issue 36)"
-EXCEPTIONS: dict[tuple[str, str], str] = {(m, n): PAGED for m, names in {
-    "paged_kv": ("kv_blocks", "seat_index", "seat_word", "stretches", "returning", "kv_order", "joined_at_ns",
-                 "join_iteration", "seat_base", "kv_due"),
-    "paged_away": ("kv_blocks", "stretches", "n_preemptions", "seat_word", "dropped_at_ns", "read_size",
-                   "unread_tokens", "returning", "seat_index"),
-    "kv_blocks": ("kv_due",),
-}.items() for n in names}
-EXCEPTIONS[("paged_away", "preemptions")] = (f"{PAGED}: `kv.preemptions`, PagedKv's own log (not guarded yet), is named "
-                                             "as ArrangementRecords' field")
-PAGED_MODULES = {"paged_kv", "paged_away", "kv_blocks"}
+# (module, guarded name) -> why that module may write it: none (every entry must be needed,
+# `test_every_exception_is_needed`)
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def class_names(tree: ast.Module, cls: str) -> set[str]:
@@ -233,7 +224,7 @@ def test_guarded_classes_exist_and_every_class_of_the_model_is_guarded_or_said_w
     for cls, module in PARTS.items():
         assert class_names(ast.parse((MODEL / f"{module}.py").read_text()), cls)
     assert {"draining", "waiting", "n_replies", "used", "runs_start", "first_word_at_ns", "busy", "gpus"} <= owner.keys()
-    unguarded = {"Slot", "PagedKv", "BlockSchedule", "Environment"}  # (the reasons: above `PARTS`)
+    unguarded = {"Slot", "Environment"}  # (the reasons: above `PARTS`)
     for path in MODEL.glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             if not isinstance(node, ast.ClassDef):
@@ -245,9 +236,8 @@ def test_guarded_classes_exist_and_every_class_of_the_model_is_guarded_or_said_w
             assert not inherited, f"model/{path.name}: {node.name} subclasses a guarded class of {inherited}"
 
 
-def test_every_exception_is_needed_and_only_e9s_modules_have_one():
-    """An exception that no write needs is stale; only the paged modules (h-paged's, issue 36) have one."""
-    assert {m for m, _ in EXCEPTIONS} <= PAGED_MODULES
+def test_every_exception_is_needed():
+    """An exception that no write needs is stale."""
     owner = owners()
     for module, name in list(EXCEPTIONS):
         source = (MODEL / f"{module}.py").read_text()
@@ -287,6 +277,11 @@ def test_no_module_of_the_model_writes_another_modules_part():
     "def f(engine, g):\n    engine.reading.gpus = (g,)\n",  # a side's GPUs (model/router.py)
     "def f(link, r):\n    link.ships.append(r)\n",  # an E5 link's queue (model/kv_link.py)
     "def f(records):\n    records.switches = {}\n",  # a run's records (model/records.py)
+    "def f(gpu):\n    gpu.paged.blocked = True\n",  # E9's parts
+    "def f(kv, r):\n    del kv.running[r]\n",
+    "def f(kv, r):\n    kv.swapped.insert(0, r)\n",
+    "def f(kv, r):\n    kv.due_blocks.pending[3] = [r]\n",
+    "def f(kv):\n    phases = kv.due_blocks.phases\n    phases.clear()\n",
 ])
 def test_a_planted_write_fails(planted):
     """Each kind of write, planted in a module that owns no part (planner.py's name), is found."""

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from disagg_simpy.model.kv_blocks import BlockSchedule
 from disagg_simpy.model.memory import Memory
-from disagg_simpy.model.paged_kv import stretch_log
+from disagg_simpy.model.paged_away import stretch_log
 from disagg_simpy.model.records import GpuLog
 from disagg_simpy.model.request import Request
 
