@@ -47,7 +47,7 @@ PARTS = {
     "Request": "request",  # a request's state and record: its times, GPUs, tokens unread, E13's ids, E9's fields
     "Engine": "engine",  # the arrangement's run: GPUs, sides, the handoff queue (E4e), arrivals, counts, give-up
     "GiveUp": "engine",  # the give-up limits (frozen)
-    "Side": "router",  # a side's GPUs and its count of assignments (D2)
+    "Side": "router",  # a side's GPUs, in D2's order too (never assigned first, then oldest assignment first)
     "Link": "kv_link",  # an E5 link: busy, its ships waiting
     "KvLink": "kv_link",  # the links and how a ship finds its link
     "RoleController": "roles",  # E12: the moves under way, the switches, the target

@@ -173,3 +173,18 @@ def test_every_arrangement_sees_exactly_the_same_requests(default_seed_3):
     blocks = [b[cols].reset_index(drop=True) for _, b in req.groupby("arrangement", observed=True)]
     for b in blocks[1:]:
         assert b.equals(blocks[0])
+
+
+def test_a_gpu_joining_a_side_is_never_assigned_there():
+    """E12 (D2): a GPU that joins a side comes before every GPU assigned there, among those never assigned by
+    number; one that leaves is no candidate (model/router.py's `Side.order`)."""
+    gpus = [FakeGpu(i) for i in range(4)]
+    side = Side(gpus)
+    assert [side.least_queued().number for _ in range(2)] == [0, 1]  # 2 and 3 never assigned
+    side.leave(gpus[0])
+    assert [g.number for g in side.gpus] == [1, 2, 3]
+    side.join(gpus[0])
+    assert [g.number for g in side.gpus] == [0, 1, 2, 3]
+    assert [side.least_queued().number for _ in range(5)] == [0, 2, 3, 1, 0]
+    side.leave(gpus[2])
+    assert [side.fewest_replies().number for _ in range(4)] == [3, 1, 0, 3]
