@@ -41,14 +41,21 @@ def writing_iterations(keys: np.ndarray, n_words: np.ndarray, tokens: int, accep
     """For replies of `n_words` words (keys `keys`): how many writing iterations write words
     2..n of each (0 for a one-word reply), and, word by word (words 2..n of the first reply,
     then of the next, ...), the iteration of its reply that writes it (from 0)."""
-    n_words = np.asarray(n_words, np.int64)
+    return stretch_iterations(keys, None, np.maximum(np.asarray(n_words, np.int64) - 1, 0), tokens, acceptance)
+
+
+def stretch_iterations(keys: np.ndarray, first: np.ndarray | None, n: np.ndarray, tokens: int, acceptance: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """`writing_iterations` for stretches of `n` words from word `first` (None: 2) of replies of keys
+    `keys`, word `first` beginning an iteration (a reply back after E9's preemption, docs/rules.md#r104):
+    each stretch's iterations, and word by word, the iteration of its stretch that writes it (from 0)."""
     keys = np.asarray(keys, np.uint64)
-    later = np.maximum(n_words - 1, 0)  # words 2..n
+    later = np.asarray(n, np.int64)
     ends = np.cumsum(later)
-    counts = np.zeros(len(n_words), np.int64)
+    counts = np.zeros(len(later), np.int64)
     ordinals = np.empty(int(ends[-1]) if len(ends) else 0, np.int64)
     cuts = np.searchsorted(ends, np.arange(WORDS_PER_BLOCK, len(ordinals), WORDS_PER_BLOCK), side="right")
-    bounds = np.concatenate([[0], cuts, [len(n_words)]])
+    bounds = np.concatenate([[0], cuts, [len(later)]])
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         if lo == hi:
             continue
@@ -56,18 +63,19 @@ def writing_iterations(keys: np.ndarray, n_words: np.ndarray, tokens: int, accep
         if not n.any():
             continue
         start = int(ends[lo] - n[0])
-        first = np.cumsum(n) - n  # block offset of each reply's word 2
-        at = np.arange(int(n.sum())) - np.repeat(first, n)  # word number - 2
-        taken = uniforms(np.repeat(keys[lo:hi], n), at + 2) < acceptance
-        taken[first[n > 0]] = False  # word 2 begins the reply's first iteration
+        begins = np.cumsum(n) - n  # block offset of each stretch's first word
+        at = np.arange(int(n.sum())) - np.repeat(begins, n)  # words into the stretch
+        words = at + 2 if first is None else at + np.repeat(np.asarray(first[lo:hi], np.int64), n)
+        taken = uniforms(np.repeat(keys[lo:hi], n), words) < acceptance
+        taken[begins[n > 0]] = False  # its first word begins its first iteration
         idx = np.arange(len(at))
         begun = np.maximum.accumulate(np.where(taken, -1, idx))  # the word its run of accepted words follows
         opens = (idx - begun) % (tokens + 1) == 0  # ... cut every 1 + tokens words
         ordinal = np.cumsum(opens)
-        ordinal -= np.repeat(ordinal[np.minimum(first, len(at) - 1)], n)  # (from 0 per reply)
+        ordinal -= np.repeat(ordinal[np.minimum(begins, len(at) - 1)], n)  # (from 0 per stretch)
         ordinals[start:start + len(at)] = ordinal
         has = n > 0
-        counts[lo:hi][has] = ordinal[first[has] + n[has] - 1] + 1
+        counts[lo:hi][has] = ordinal[begins[has] + n[has] - 1] + 1
     return counts, ordinals
 
 

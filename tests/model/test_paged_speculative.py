@@ -1,8 +1,8 @@
 """E16 (speculative decoding) with E9 (paged KV), readings R103-R107 (docs/rules.md): the simulator
 against the reference (tests/reference_paged.py with the base reference's E16) on generated
 scenarios, to the ns: iterations (times, replies written, tokens read, KV held), reads, every
-request's times, GPUs, preemptions and drops. Not yet the word times (the records do not derive a
-preempted reply's words under E16: `compare(..., words=False)`)."""
+request's times, GPUs, preemptions and drops, and the word times (a preempted reply's stretches each
+restart its plan, R104-R105) and their verdicts."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def paged_speculative_scenario(draw):
 def test_simulator_equals_reference_with_paged_kv_and_speculative_decoding(tmp_path, case):
     rows, arrangements, cost, workload, slo, spec, seed = case
     compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
-                           seed=seed), words=False)
+                           seed=seed))
 
 
 HAND = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
@@ -99,3 +99,7 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
     assert ref["words"][0] == [10_160_000] + [24_200_000] * 3 + [36_220_000] + [48_240_000] * 3
     assert ref["words"][1] == [10_160_000, 24_200_000, 58_340_000, 70_360_000, 82_380_000, 94_400_000]
     assert ref["iterations"]["ended_at_ns"] == ends
+    ids, word, at = rec.word_times(np.arange(2))  # B's plan restarted at its word 4 after the re-read (R105)
+    assert [(int(i), int(w), int(t)) for i, w, t in zip(ids, word, at)] == [
+        (0, w, t) for w, t in enumerate(ref["words"][0], 1)] + [(1, w, t) for w, t in enumerate(ref["words"][1], 1)]
+    assert rec.stretches.n.tolist() == [3, 1, 3]  # A: 3 iterations; B: 1 before it was preempted, 3 after its re-read

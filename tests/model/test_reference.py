@@ -32,11 +32,9 @@ def with_blocks(stream, blocks, unit):
     return replace(stream, blocks=BlockIds(ids, starts, unit))
 
 
-def compare(scenario_path, expect_cap=None, blocks=None, words=True):
+def compare(scenario_path, expect_cap=None, blocks=None):
     """Run every arrangement of the scenario in the simulator and in the reference; assert equal.
-    `blocks`: each request's prompt block ids (E13), in blocks of the scenario's block size; `words`:
-    False leaves out the word times and their verdicts (E9 with E16: the records' words across a
-    preemption are not derived yet)."""
+    `blocks`: each request's prompt block ids (E13), in blocks of the scenario's block size."""
     scenario = load_scenario(scenario_path)
     stream = make_requests(scenario)
     if blocks is not None:
@@ -82,8 +80,8 @@ def compare(scenario_path, expect_cap=None, blocks=None, words=True):
             if ref["kv"] is not None:  # E4: the most each GPU held; all freed at the end
                 assert rec.kv_peak_tokens.tolist() == ref["kv"]["peak"], f"{name}: KV peak per GPU"
                 assert rec.kv_held_at_stop.tolist() == ref["kv"]["held_at_end"] == [0] * len(ref["kv"]["peak"])
-        ids, word, at = rec.word_times(measured) if words else (np.zeros(0), np.zeros(0), np.zeros(0))
-        for rid in measured if words else ():
+        ids, word, at = rec.word_times(measured)
+        for rid in measured:
             times = at[ids == rid][np.argsort(word[ids == rid])].tolist()
             want = ref["words"][int(rid)]
             if rec.capped:
@@ -102,7 +100,7 @@ def compare(scenario_path, expect_cap=None, blocks=None, words=True):
                 want[key] = [t if t <= stop else -1 for t in want[key]]
             want = {k: [x for x, ok in zip(v, keep) if ok] for k, v in want.items()}
             assert rec.switches == want, f"{name}: switches\nsimulator {rec.switches}\nreference {want}"
-        if not rec.capped and words:
+        if not rec.capped:
             check_verdicts(name, reply_gaps(rec, LimitsNs.from_slo(scenario.slo)), ref, stream, scenario.slo)
 
 
