@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..workload.speculative import stretch_iterations, writing_iterations
-from .words import STRETCH_LOG_FIELDS, Stretches, WriteView, grouped_word_times, in_order
+from .words import STRETCH_LOG_FIELDS, Stretches, WriteView, grouped_counts, grouped_word_times, in_order
 
 REQUEST_FIELDS = (
     "request_id",
@@ -328,6 +328,15 @@ class ArrangementRecords:
             at[out][starts[has_lead]] = lead_at[lo:hi][has_lead]
         return request_id, word, at
 
+
+    @cached_property
+    def iteration_words(self) -> np.ndarray | None:
+        """E16: the words each writing iteration that ran wrote of each stretch, stretch by stretch
+        (`stretches.n[s]` for stretch s, in `stretches`' order); None without E16 (one word each)."""
+        if self.speculative is None:
+            return None
+        _, ordinals, planned = self._speculative_words
+        return grouped_counts(self.stretches, ordinals, planned)
 
     def _speculative_word_times(self, rows: np.ndarray, ns_per_unit: float | None
                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -155,6 +155,15 @@ def grouped_word_times(st: Stretches, view: WriteView, rows: np.ndarray, ordinal
     return request_id, word, at
 
 
+def grouped_counts(st: Stretches, ordinals: np.ndarray, planned: np.ndarray) -> np.ndarray:
+    """With `grouped_word_times`' plans: the words each iteration that ran writes, stretch by stretch
+    (`st.n[s]` for stretch s, in `st`'s order)."""
+    iteration_at = np.concatenate([[0], np.cumsum(st.n)])  # each stretch's first iteration in the result
+    which = np.repeat(np.arange(len(st.n)), planned)
+    keep = ordinals < st.n[which]
+    return np.bincount((iteration_at[which] + ordinals)[keep], minlength=int(iteration_at[-1]))
+
+
 def _placed(gpu: np.ndarray, join: np.ndarray, wanted: np.ndarray, gpu_offsets: np.ndarray, view: WriteView
             ) -> tuple[np.ndarray, np.ndarray]:
     """Write position of the iteration `join` of GPU `gpu` (its first word), and how many of

@@ -15,6 +15,7 @@ from test_reference import compare, paged_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.results.metrics import LimitsNs, reply_gaps
 from disagg_simpy.workload.speculative import uniforms
 from disagg_simpy.workload.stream import make_requests
 
@@ -45,12 +46,36 @@ def paged_speculative_scenario(draw):
     return rows, arrangements, cost, workload, slo, spec, draw(st.integers(0, 3))
 
 
+def pooled_from_words(rec, gaps):
+    """The pooled gaps of the finished measured replies from their word times (`word_times`): what
+    `reply_gaps` counts from the stretches (a word sharing an iteration with the one before: a gap of 0)."""
+    done = gaps.rows[gaps.finished]
+    if rec.preemptions is not None:
+        done = done[rec.requests["dropped_at_ns"][done] < 0]
+    ids, word, at = rec.word_times(done)
+    pooled = {}
+    for rid in done.tolist():
+        mine = ids == rid
+        for d in np.diff(at[mine][np.argsort(word[mine])]).tolist():
+            pooled[d] = pooled.get(d, 0) + 1
+    return pooled
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=paged_speculative_scenario())
 def test_simulator_equals_reference_with_paged_kv_and_speculative_decoding(tmp_path, case):
     rows, arrangements, cost, workload, slo, spec, seed = case
-    compare(write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
-                           seed=seed))
+    path = write_scenario(tmp_path, rows, arrangements, cost=cost, workload=workload, slo=slo, speculative=spec,
+                          seed=seed)
+    compare(path)  # (word times and their verdicts too)
+    scenario = load_scenario(path)
+    stream = make_requests(scenario)
+    for a in scenario.arrangements:  # the pooled gaps (the page's and the summary's gap curve) follow the words
+        rec = run_arrangement(scenario, a, stream)
+        gaps = reply_gaps(rec, LimitsNs.from_slo(scenario.slo))
+        if not rec.capped:
+            got = dict(zip(gaps.gap_values_ns.tolist(), gaps.gap_counts.tolist()))
+            assert got == pooled_from_words(rec, gaps), a.name
 
 
 HAND = {"iteration_ms": 10, "per_reply_ms": 1, "per_prompt_token_ms": 0.01}
@@ -103,3 +128,7 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
     assert [(int(i), int(w), int(t)) for i, w, t in zip(ids, word, at)] == [
         (0, w, t) for w, t in enumerate(ref["words"][0], 1)] + [(1, w, t) for w, t in enumerate(ref["words"][1], 1)]
     assert rec.stretches.n.tolist() == [3, 1, 3]  # A: 3 iterations; B: 1 before it was preempted, 3 after its re-read
+    gaps = reply_gaps(rec, LimitsNs.from_slo(scenario.slo))  # A's 2 words that share an iteration twice: 4 gaps of 0
+    assert dict(zip(gaps.gap_values_ns.tolist(), gaps.gap_counts.tolist())) == {
+        0: 4, 12_020_000: 5, 14_040_000: 2, 34_140_000: 1}  # (A 14.04 0 0 12.02 12.02 0 0; B 14.04 34.14 12.02 x 3)
+    assert gaps.max_gap_ns.tolist() == [14_040_000, 34_140_000]
