@@ -72,6 +72,50 @@ def test_the_words_of_preempted_replies_follow_from_their_stretches(paged_res):
     assert n_pre > 0
 
 
+@pytest.fixture(scope="module")
+def paged_spec_res(tmp_path_factory):
+    """`paged_res` with speculative decoding (E16, k = 4, a = 0.7: R103-R107)."""
+    path = tmp_path_factory.mktemp("paged_spec") / "paged_spec.yaml"
+    path.write_text(yaml.safe_dump({**paged_spec(), "speculative": {"tokens": 4, "acceptance": 0.7}}, sort_keys=False))
+    return run(load_scenario(path).with_overrides(**{"workload.measure_s": 6}))
+
+
+def test_with_speculative_decoding_the_words_follow_from_each_iterations_words(paged_spec_res):
+    """E9 with E16: a stretch's 7th field gives the words each of its iterations wrote (their sum its
+    4th, the words written); read as pieces.js's `stretchPieces` reads them, they are the run's words."""
+    data = embedded_data(page_html(paged_spec_res))
+    lo, hi = data["span_ns"]
+    n_pre = shared = 0
+    for a in data["arrangements"]:
+        st = a["requests"]["st"]
+        assert "wn" not in a["requests"]  # (the stretches say it)
+        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
+        its, r = decode_iterations(data, a), decode_requests(data, plain)
+        got = []
+        for i in range(len(r["id"])):
+            if r["first"][i] >= 0:
+                got.append((r["id"][i], 1, r["first"][i]))
+            for gpu, pos, word, n, lead, own, per in st[i]:
+                assert n == sum(per)
+                shared += n - len(per)
+                if own and lead >= 0 and word > 2:
+                    got.append((r["id"][i], word - 1, r["arrived"][i] + lead))
+                if pos >= 0:
+                    it = its[gpu]
+                    wend = it["end"][it["rep"] > 0]
+                    for k, m in enumerate(per):  # iteration k: words `word`.. `word + m - 1`
+                        if 0 <= pos + k - it["wfirst"] < len(wend):
+                            got += [(r["id"][i], word + j, wend[pos + k - it["wfirst"]]) for j in range(m)]
+                        word += m
+            n_pre += len(a["requests"]["pre"][i])
+        words = paged_spec_res.words(a["name"])
+        at = ns(words["at_s"])
+        want = words[(words["word"] == 1) | ((at <= hi) & (at > lo))]
+        got = [w for w in got if w[1] == 1 or lo < w[2] <= hi]
+        assert sorted(got) == sorted(zip(want["request_id"], want["word"], ns(want["at_s"]))), a["name"]
+    assert n_pre > 0 and shared > 0
+
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
 CHROMIUM = os.environ.get("DISAGG_SIMPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
