@@ -397,14 +397,15 @@ def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd
         return
     prompt = lengths["n_prompt_tokens"].to_numpy(np.int64)
     reply = lengths["n_reply_words"].to_numpy(np.int64)
+    drafts = scenario.speculative.tokens if scenario.speculative else 0  # (E16 with E9: docs/rules.md#r106)
     for i, a in enumerate(scenario.arrangements):
-        problem = capacity_problem(a, prompt, reply)
+        problem = capacity_problem(a, prompt, reply, drafts)
         if problem is not None:
             first, key, cap, need = problem
             p, r = int(prompt[first]), int(reply[first])
             raise InputError(
                 f"{scenario.source}: arrangements[{i}].{key}: got {cap:,}, but row "
-                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one {a.unit}; expected at "
+                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need, drafts)} on one {a.unit}; expected at "
                 f"least {need:,} (or a shorter request)"
             )
 

@@ -7,7 +7,9 @@ restart its plan, R104-R105) and their verdicts."""
 from __future__ import annotations
 
 import numpy as np
-from helpers import write_scenario
+import pytest
+import yaml
+from helpers import assert_scenario_refused, scenario_text, write_scenario
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_model import reference_records
@@ -15,6 +17,8 @@ from test_reference import compare, paged_scenario
 
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
+from disagg_simpy.cli import main as cli_main
+from disagg_simpy.errors import InputError
 from disagg_simpy.results.metrics import LimitsNs, reply_gaps
 from disagg_simpy.workload.speculative import uniforms
 from disagg_simpy.workload.stream import make_requests
@@ -132,3 +136,26 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
     assert dict(zip(gaps.gap_values_ns.tolist(), gaps.gap_counts.tolist())) == {
         0: 4, 12_020_000: 5, 14_040_000: 2, 34_140_000: 1}  # (A 14.04 0 0 12.02 12.02 0 0; B 14.04 34.14 12.02 x 3)
     assert gaps.max_gap_ns.tolist() == [14_040_000, 34_140_000]
+
+
+def test_e9h_counts_the_draft_tokens(tmp_path, capsys):
+    """R106: a written reply's blocks hold its k draft tokens, so E9h's check counts them: prompts up to
+    800 tokens, replies up to 40 words, blocks of 16. Without E16, 800 + 40 - 1 = 839 tokens, 53 blocks
+    plus one (864 tokens, tests/model/test_paged_kv.py); with k = 16, 855 tokens, 54 blocks plus one (880);
+    with k = 9, 848 tokens, 53 blocks plus one (864: it runs)."""
+    synthetic = {"rate_per_s": 5, "measure_s": 1, "prompt_mix": [{"share": 1, "tokens": [100, 800]}],
+                 "reply_words": [5, 40]}
+    arrangement = [{"name": "a", "kind": "colocated", "gpus": 1, "kv_policy": "paged", "kv_capacity_tokens": 864}]
+    spec = yaml.safe_load(scenario_text("bad", synthetic, arrangements=arrangement,
+                                        speculative={"tokens": 16, "acceptance": 0.7}))
+    assert_scenario_refused(tmp_path, capsys, spec, "arrangements[0].kv_capacity_tokens: got 864, but the workload "
+                            "can draw a request reserving prompt 800 + reply 40 + 16 draft tokens: 880 tokens in KV blocks")
+    (tmp_path / "t").mkdir()
+    trace = write_scenario(tmp_path / "t", [("0", 800, 40)], arrangement, speculative={"tokens": 16, "acceptance": 0.7})
+    with pytest.raises(InputError) as err:  # a trace's row (the workload stage's check)
+        make_requests(load_scenario(trace))
+    assert "\n" not in str(err.value) and ("arrangements[0].kv_capacity_tokens: got 864, but row 1 of micro.csv reserves "
+                                           "prompt 800 + reply 40 + 16 draft tokens: 880 tokens") in str(err.value)
+    spec["speculative"]["tokens"] = 9
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert cli_main([str(tmp_path / "ok.yaml"), "--out", str(tmp_path / "ok"), "--no-plots"]) == 0
