@@ -40,9 +40,9 @@ class SpeculativeKeys(_Strict):
         speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
 
     def speculative_problem(self) -> str | None:
-        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 (paged
-        blocks fall due by words, docs/rules.md#r85), and a token budget of writing iterations (E8) too small for
-        one reply with its draft tokens and one prompt token (#r84, #r102)."""
+        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 with E3
+        (a resumed reply's context, docs/rules.md#r107; E9 alone goes, #r103), and a token budget of writing
+        iterations (E8) too small for one reply with its draft tokens and one prompt token (#r84, #r102)."""
         if self.speculative is None:
             return None
         least = self.speculative.tokens + 2
