@@ -30,7 +30,7 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .kv_blocks import BlockSchedule
+from .kv_blocks import BlockSchedule, WordPlan
 from .records import iteration_end, last_write_end
 from .repeats import cut_all
 from .request import Request
@@ -38,7 +38,6 @@ from .request import Request
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..workload.speculative import IterationCounts
     from .gpu import Gpu
     from .gpu_state import ReplyHost, StartHost
 
@@ -55,17 +54,17 @@ class PagedKv:
     """One GPU's paged KV state (E9)."""
 
     def __init__(self, gpu: Gpu, block: int, preemption: str, swap_ns: Callable[[int], int], max_preemptions: int,
-                 plan: IterationCounts | None = None):
+                 plan: WordPlan | None = None):
         self.gpu = gpu
         self.block = block
         self.swap = preemption == "swap"
         self.swap_ns = swap_ns  # tokens -> ns, one way (D10)
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
-        self.due_blocks = blocks = BlockSchedule(block, plan)  # the due blocks of the seated replies (E16: by its plan)
+        self.due_blocks = blocks = BlockSchedule(block, plan)  # the due blocks of the seated replies (by a plan, if any)
         self._phases, self._pending = blocks.phases, blocks.steps if plan else blocks.pending  # (read here, for speed)
-        self.counted = plan is not None  # E16: a due reply may take more than one block at a key
-        self.lookahead = blocks.lookahead  # E16: the draft tokens a written reply's blocks must hold (R103)
+        self.counted = plan is not None  # (plan) a due reply may take more than one block at a key
+        self.lookahead = blocks.lookahead  # (plan) the tokens a written reply's blocks hold past its words (R103)
         assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
         self.limit: int = gpu.memory.capacity
         self.top = (self.limit // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
@@ -133,7 +132,7 @@ class PagedKv:
         gpu = self.gpu
         due = self.due_blocks.due_at(key) if self._pending else self._phases[key % self.block]  # (model/kv_blocks.py)
         if due:
-            more = (sum(due.values()) if self.counted else len(due)) * self.block  # type: ignore[arg-type]  # (E16: ints)
+            more = (sum(due.values()) if self.counted else len(due)) * self.block  # type: ignore[arg-type]  # (plan: ints)
             if gpu.memory.used + more <= self.limit:  # (room for all: no order to keep; no repeat to cut)
                 gpu.memory.hold(more)
             else:
@@ -169,7 +168,7 @@ class PagedKv:
         gpu, block = self.gpu, self.block
         running = self.running  # (in the order they joined)
         for r in list(due) if len(due) < 2 else [r for r in running if r in due]:
-            n = due.get(r) or 1  # (E16: the blocks it takes now; else one)
+            n = due.get(r) or 1  # (plan: the blocks it takes now; else one)
             taken = 0
             while taken < n and r.seat_index >= 0:  # (not preempted by now)
                 if self.limit - gpu.memory.used < block:
@@ -182,7 +181,7 @@ class PagedKv:
     # -- E9's rarer paths: a preemption, a swap back in, a re-read's end ---------------------------
     def preempt(self, r: Request, index: int, now: int, taken: int = 0) -> None:
         """Preempt reply `r` at the start of iteration `index` (after it took `taken` of its blocks due then,
-        E16): free its KV; drop it past its limit; else queue it to be read again (recompute) or swap it out."""
+        a plan's): free its KV; drop it past its limit; else queue it to be read again (recompute) or swap it out."""
         gpu = self.gpu
         self.blocked = self.dirty = True
         self.preemptions.extend((r.request_id, now))
@@ -241,7 +240,7 @@ class PagedKv:
             self.swapped.popleft()
             self.moved_tokens += r.kv_blocks * block
             self.dirty = True
-            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1 + self.lookahead) // block))  # (E16: R103)
+            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1 + self.lookahead) // block))  # (plan: R103)
             gpu.reserve(need * block)
             r.holds_blocks(need)
             self.n_away -= 1
@@ -297,7 +296,7 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
     reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
     gpu, running, left, block, batch = kv.gpu, kv.running, kv.due_blocks.left, kv.block, kv.gpu.batch
     queue_replies, track_context = batch.queue_replies, batch.track_context
-    finished = kv.due_blocks.finished if kv.counted else None  # E16: the blocks its plan held (R103)
+    finished = kv.due_blocks.finished if kv.counted else None  # (plan) the blocks it held (R103)
 
     def release(leaving: list[Request]) -> None:
         if queue_replies:

@@ -107,6 +107,7 @@ class IterationCounts:
 
     def __init__(self, keys: np.ndarray, n_words: np.ndarray, tokens: int, acceptance: float) -> None:
         self.keys, self.n_words, self.tokens, self.acceptance = keys, n_words, tokens, acceptance
+        self.lookahead = tokens  # E9 with E16: a written reply's blocks hold its k draft tokens (a model/kv_blocks.WordPlan)
         self.counts: list[int] = []
 
     def __getitem__(self, request_id: int) -> int:
