@@ -39,6 +39,11 @@ class SpeculativeKeys(_Strict):
     if TYPE_CHECKING:
         speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
 
+    @property
+    def draft_tokens(self) -> int:
+        """E16's k draft tokens a written reply verifies (0 without E16): E9's blocks hold them too (R106)."""
+        return self.speculative.tokens if self.speculative is not None else 0
+
     def speculative_problem(self) -> str | None:
         """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 with E3
         (a resumed reply's context, docs/rules.md#r107; E9 alone goes, #r103), and a token budget of writing
