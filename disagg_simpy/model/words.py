@@ -122,7 +122,7 @@ def in_order(log: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def grouped_word_times(st: Stretches, view: WriteView, rows: np.ndarray, ordinals: np.ndarray, planned: np.ndarray,
                        request_ids: np.ndarray, n_max: int, ns_per_unit: float | None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`ArrangementRecords.word_times` when a writing iteration may write several words of a reply (E16):
+    """`ArrangementRecords.word_times` when a writing iteration may write several words of a reply:
     stretch s (`st.n[s]` iterations ran) plans `planned[s]` words from `st.first_word[s]`, and `ordinals`
     (stretch by stretch, word by word) gives the iteration of the stretch writing each. Per stretch of
     requests `rows`: its word before (if its own: word 1, a re-read's), then its words whose iteration ran."""
