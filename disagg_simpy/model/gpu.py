@@ -71,7 +71,7 @@ class Gpu:
         self.reads = reads
         self.writes = writes
         self.cost = cost  # this GPU's side's figures (E1)
-        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
+        self.queue = PromptQueue(chunk_tokens, max_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
@@ -281,6 +281,7 @@ class Gpu:
                 if repeat.after is None:
                     duration = repeat.finish()  # (its last iteration's)
                     index += repeat.n - 1  # its last iteration ends now
+                    self.n_started = index + 1  # (its starts, counted here: a call fewer than `count_started`)
                 else:  # cut, and the iteration after it ends now
                     repeat.record(repeat.n)
                     taken, n_tokens, duration = repeat.after
