@@ -251,8 +251,9 @@ class Repeat:
         if n > 1:  # (`record`, inline: a call fewer at every repeat's end)
             gpu.log.iterations(self.started, self.duration, self.ends, self.index, n - 1, self.n_replies, self.n_tokens,
                                -1 if head is None else head.request_id)
-        if n > self.n_applied and gpu.repeat_work is not None:
-            self._apply(n)
+        if n > self.n_applied and (work := gpu.repeat_work) is not None:  # (`_apply`, inline)
+            work(self, self.n_applied, n - self.n_applied)
+            self.n_applied = n
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it
             gpu.batch.write_started(self.key + n - 2, self.index + n - 1)
         ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
