@@ -61,15 +61,19 @@ class Batch:
 
     # -- joins and seats ------------------------------------------------------------------------
     def join(self, request: Request, index: int) -> None:
-        """A reply joins (M2, M4): seated at iteration `index`, or (E8, E10) waiting for a seat."""
+        """A reply joins (M2, M4): seated at iteration `index`, or (E8, E10) waiting for a seat. (With no seat limit
+        the GPU calls `seat(request, index, None, True)` itself: a call fewer at each join.)"""
         self.n_replies += 1
         if not self.queue_replies:
             self.seat(request, index)
         else:
             self.seat_queue.append(request)
 
-    def seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
+    def seat(self, request: Request, index: int, key: int | None = None, joins: bool = False) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...);
+        `joins`: it joins now, seated at once (no seat limit: `join`)."""
+        if joins:
+            self.n_replies += 1
         request.seated(index)
         if key is None:
             key, by_key, order = index, self.leaving, self.leaving_order

@@ -197,7 +197,10 @@ class Gpu:
             return
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        self.batch.join(request, self.n_started)
+        if self.batch.queue_replies:  # E8, E10: it may wait for a seat
+            self.batch.join(request, self.n_started)
+        else:
+            self.batch.seat(request, self.n_started, None, True)  # (`Batch.join`'s seat, one call)
         if self.wake is not None:
             self._wake()
 
@@ -348,14 +351,17 @@ class Gpu:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
         its reads (D4), tokens, duration. Under the options (not E4 (E9 only with E10), E5, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
-        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)"""
+        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)
+        Taken, it counts as started."""
         host = self.host
         if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
             taken, n_tokens = self.queue.take(at)
+            self.n_started += 1  # (it counts as started: the caller's call to `count_started` saved)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
         _, reads, n_tokens, duration = self._start(at, self.n_started, host)
+        self.n_started += 1
         return reads, n_tokens, duration
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:

@@ -161,8 +161,9 @@ class Repeat:
                     started = self.n
             else:
                 started = min(self.n, 1 + bisect_right(self.ends, now - self.started - 1))
-            if started > self.n_taken:
-                self._take(started - self.n_taken)
+            if started > self.n_taken:  # (`_take`, inline: the head's chunks, a call fewer at arrivals)
+                self.gpu.queue.take_chunks(self.head, (started - self.n_taken) * self.n_tokens)
+                self.n_taken = started
 
     def sync_kv(self, now: int) -> None:
         """E9: the policies' work at the starts before `now` (the blocks due then), for the handoff
@@ -237,7 +238,6 @@ class Repeat:
                     self.after = after
                     if self.key >= 0:  # E10: the running iteration's writing iteration and one (no `finish`)
                         gpu.batch.count_writes(self.key + ran)
-                    gpu.count_started(gpu.n_started + 1)
                     end += after[2]
             self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
 
