@@ -22,6 +22,7 @@ import numpy as np
 from disagg_simpy import load_scenario
 from disagg_simpy.api import run_arrangement
 from disagg_simpy.results.metrics import LimitsNs, reply_gaps
+from disagg_simpy.scenario.schema import DROP
 from disagg_simpy.workload.speculative import writing_iterations
 from disagg_simpy.workload.stream import make_requests
 
@@ -55,7 +56,7 @@ def main() -> None:
     args = p.parse_args()
     base = load_scenario(args.scenario)
     spec = {"tokens": args.tokens, "acceptance": args.acceptance}
-    cases = {"off": base,
+    cases = {"off": base.with_overrides(speculative=DROP),  # (a scenario that sets speculative: off all the same)
              "on": base.with_overrides(speculative=spec)}
     streams = {name: make_requests(s, 1) for name, s in cases.items()}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}

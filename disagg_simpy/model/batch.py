@@ -43,7 +43,7 @@ class Batch:
         self.leaving_order: list[int] = []  # the keys of `leaving`, a heap: the next finish first
         self.leaving_by_write: dict[int, list[Request]] = {}  # E10: writing iteration -> replies leaving after it
         self.write_order: list[int] = []  # E10: its keys, a heap (with keys already written: `first_leaving_write`)
-        # E16 (the engine's, through `Gpu.set_up`): per request id, the writing iterations of its words 2..n (where its
+        # E16 (the engine's, `speculate`): per request id, the writing iterations of its words 2..n (where its
         # last word falls: an iteration's batch and cost do not depend on them, so repeats stay exact); with E3, its
         # context's uneven growth
         self.writing_iterations: IterationCounts | None = None
@@ -54,6 +54,17 @@ class Batch:
     def speculate(self, writing_iterations: IterationCounts | None, context_steps: ContextSteps | None) -> None:
         """E16's draws, set before the run."""
         self.writing_iterations, self.context_steps = writing_iterations, context_steps
+
+    @property
+    def uneven_context(self) -> bool:
+        """E3's context sum grows by more than a token a reply from one iteration to the next (E16's accepted words,
+        R86): the GPU's durations grow unevenly, so its iterations run one by one, not as repeats."""
+        return self.context_steps is not None and self.track_context
+
+    def context_due(self) -> Callable[[int], int] | None:
+        """What a mixing GPU's iteration `index` adds to E3's context sum as it starts: its replies' words past one an
+        iteration written before it (E16, R86); None: nothing ever (E10 adds it by writing iteration: `write_started`)."""
+        return self.context_steps.due if self.context_steps is not None and self.mixed else None
 
     def set_track_context(self, on: bool) -> None:
         """E12: a GPU that changes role counts E3's context as its new side's cost does."""

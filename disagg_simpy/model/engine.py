@@ -113,7 +113,9 @@ class Engine:
             # ship time that rounds to 0 ns): only D5 step 3 sees such an instant settled (on a
             # colocated arrangement only an arrival reaches a GPU from outside: `more_may_arrive_now`)
             g.set_up(self.handoff is not None, (kv_on and self.split) or link != "independent",
-                     self.prefix_caches.get(g.number), counts, None if steps is None else ContextSteps(*steps))
+                     self.prefix_caches.get(g.number))
+            if steps is not None:  # E16's draws (model/batch.py)
+                g.batch.speculate(counts, ContextSteps(*steps))
         if not self.split:
             self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]  # (its own, bound once: no ships)
         self.next_arrival_ns = -1

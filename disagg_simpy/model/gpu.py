@@ -17,9 +17,8 @@ from typing import Any, Protocol
 
 import simpy
 
-from ..workload.speculative import IterationCounts
 from .batch import Batch
-from .costs import ContextSteps, CostNs
+from .costs import CostNs
 from .gpu_state import Paging, Reads
 from .kv_take import take_with_options
 from .memory import Memory
@@ -88,8 +87,8 @@ class Gpu:
         self.always_defer = False  # start only in D5 step 3, even when nothing more can arrive
         self.changes_role = False  # E12: its role may change (model/roles.py)
         self.draining = False  # E12: leaving its side; tells the host at each iteration end
-        # E8: at most min(max_replies, max_tokens // tokens a reply) replies written per iteration (the batch's seats;
-        # a reply takes 1 token, E16: 1 + its draft tokens, R84); their tokens + prompt tokens read <= `max_tokens`
+        # E8: at most min(max_replies, max_tokens // a reply's tokens) replies written per iteration (the batch's seats;
+        # `CostNs.tokens_per_reply`, R84); their tokens + prompt tokens read <= `max_tokens`
         self.max_tokens = max_tokens
         self.max_requests = max_requests  # E8 per side (R89): prompts read per iteration (a reading instance)
         limits = [x for x in (max_replies, None if max_tokens is None else max_tokens // cost.tokens_per_reply) if x is not None]
@@ -130,11 +129,9 @@ class Gpu:
         self._wake()
 
     # -- what other modules tell the GPU (its own state is written here only) ----------------------
-    def set_up(self, serves_handoff: bool, always_defer: bool, prefix: PrefixCache | None = None,
-               writing_iterations: IterationCounts | None = None, context_steps: ContextSteps | None = None) -> None:
-        """The engine's settings before the run: E4e's handoff, D5 step 3 starts, E13's cache, E16's draws."""
+    def set_up(self, serves_handoff: bool, always_defer: bool, prefix: PrefixCache | None = None) -> None:
+        """The engine's settings before the run: E4e's handoff, D5 step 3 starts, E13's cache."""
         self.serves_handoff, self.always_defer, self.prefix = serves_handoff, always_defer, prefix
-        self.batch.speculate(writing_iterations, context_steps)
 
     def use_paging(self, paged: Paging) -> None:
         """E9: its memory policy (model/paged_kv.py's `PagedKv`), set before the run."""
@@ -229,9 +226,8 @@ class Gpu:
         # repeats, but not with role changes (E12) or prefix caches (E13); others bound or cut them (repeats.py; E14's and E15's terms
         # are the same in every iteration of a repeat: its docstring). A NEW option that changes a batch, or a per-iteration log,
         # between a GPU's own starts and ends must do one or the other (docs)
-        steps = batch.context_steps  # (E3 with E16: durations that grow unevenly, one by one)
-        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or steps is not None and batch.track_context)
-        context_due = steps.due if steps is not None and batch.mixed else None  # (E10: by writing iteration, `Batch.write_started`)
+        fast = self.fast_forward and not (self.changes_role or self.prefix is not None or batch.uneven_context)
+        context_due = batch.context_due()  # (E3: the context a start adds beyond a token a reply, if it ever does)
         iteration_ns = self._m1 = cost.iteration_fn()  # M1 (E14, E15) as a plain function, chosen once (model/costs.py)
         self.host, self.options = host, options
         start = self._start = starter(self) if options or not self.fused else None  # (chosen once: model/option_starts.py)
@@ -263,7 +259,7 @@ class Gpu:
             started = env.now
             index = self.n_started
             self.n_started = index + 1
-            if context_due is not None:  # E3 with E16: the context of the words accepted before this iteration
+            if context_due is not None:  # E3: the context of the words written past one an iteration before this one
                 batch.add_context(context_due(index))
             if start is not None:
                 n_replies, taken, n_tokens, duration = start(started, index, host)
