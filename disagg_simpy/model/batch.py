@@ -27,7 +27,7 @@ class Batch:
 
     __slots__ = ("n_replies", "seats", "seat_queue", "n_seated", "mixed", "n_writes", "queue_replies", "context_base",
                  "track_context", "leaving", "leaving_order", "leaving_by_write", "write_order", "writing_iterations",
-                 "context_steps")
+                 "context_steps", "room", "seater")
 
     def __init__(self, seats: int | None, mixed: bool, track_context: bool):
         self.n_replies = 0  # replies that get a word from the next iteration
@@ -48,6 +48,8 @@ class Batch:
         # context's uneven growth
         self.writing_iterations: IterationCounts | None = None
         self.context_steps: ContextSteps | None = None
+        self.room = 1 << 62 if seats is None else seats  # (E10 alone: no seat limit)
+        self.seater: Callable[..., None] = self.seat  # how a waiting reply is seated (`use_seater`: E9's)
 
     def speculate(self, writing_iterations: IterationCounts | None, context_steps: ContextSteps | None) -> None:
         """E16's draws, set before the run."""
@@ -70,15 +72,19 @@ class Batch:
 
     # -- joins and seats ------------------------------------------------------------------------
     def join(self, request: Request, index: int) -> None:
-        """A reply joins (M2, M4): seated at iteration `index`, or (E8, E10) waiting for a seat."""
+        """A reply joins (M2, M4): seated at iteration `index`, or (E8, E10) waiting for a seat. (With no seat limit
+        the GPU calls `seat(request, index, None, True)` itself: a call fewer at each join.)"""
         self.n_replies += 1
         if not self.queue_replies:
             self.seat(request, index)
         else:
             self.seat_queue.append(request)
 
-    def seat(self, request: Request, index: int, key: int | None = None) -> None:
-        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...)."""
+    def seat(self, request: Request, index: int, key: int | None = None, joins: bool = False) -> None:
+        """The reply gets words 2..n from iterations index, index + 1, ... (E10: writing iterations key, key + 1, ...);
+        `joins`: it joins now, seated at once (no seat limit: `join`)."""
+        if joins:
+            self.n_replies += 1
         request.seated(index)
         if key is None:
             key, by_key, order = index, self.leaving, self.leaving_order
@@ -97,18 +103,25 @@ class Batch:
         else:
             leaving.append(request)
 
-    def fill_seats(self, index: int, key: int, seat: Callable[..., None], room: int) -> int:
-        """E8, E10: the waiting replies take the free seats of `room`, in the order they joined, each seated by `seat`
-        (`Batch.seat`, or E9's `PagedKv.seat_reply`) at iteration `index` (E10: writing iteration `key`); the seated count."""
+    def use_seater(self, seat: Callable[..., None]) -> None:
+        """E9: waiting replies are seated by `seat` (`PagedKv.seat_reply`), not `Batch.seat`; set before the run."""
+        self.seater = seat
+
+    def seated(self, index: int, key: int) -> int:
+        """E8, E10: the replies iteration `index` (E10: writing iteration `key`) writes: those seated, the waiting ones
+        first taking the free seats, in the order they joined, each seated by `seater` (the planner's seating: one call
+        a start, the count read here when no reply waits)."""
         n = self.n_seated
         queue = self.seat_queue
-        while queue and n < room:
-            if self.mixed:
-                seat(queue.popleft(), index)
-            else:
-                seat(queue.popleft(), index, key)
-            n += 1
-        self.n_seated = n
+        if queue and n < self.room:
+            room, seat = self.room, self.seater
+            while queue and n < room:
+                if self.mixed:
+                    seat(queue.popleft(), index)
+                else:
+                    seat(queue.popleft(), index, key)
+                n += 1
+            self.n_seated = n
         return n
 
     def leave(self, index: int) -> list[Request] | None:

@@ -278,7 +278,10 @@ class CostNs:
         if gpu.track_context:  # E3: prompt + word - 1, summed over its replies
             return lambda n, key: self.iteration_ns_full(n, 0, 0, gpu.context_base + key * n) if n else self.iteration_ns(0, 0)
         m1 = self.iteration_fn()
-        return lambda n, key: m1(n, 0)
+        if m1 == self.iteration_ns:  # (E14, E15, E17, a fraction of a ns)
+            return lambda n, key: m1(n, 0)
+        it, reply = self.iteration, self.per_reply + self.per_verified_reply  # (`iteration_fn`'s M1, no tokens: one call)
+        return lambda n, key: it + reply * n
 
     def reading_fn(self, gpu: HasContext) -> Callable[[int, int, int, int, Sequence[tuple[Read, int]]], int]:
         """The duration of an iteration of `gpu` that reads `taken` (`n_tokens` tokens, starting `now`)

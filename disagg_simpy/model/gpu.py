@@ -70,7 +70,7 @@ class Gpu:
         self.reads = reads
         self.writes = writes
         self.cost = cost  # this GPU's side's figures (E1)
-        self.queue = PromptQueue(chunk_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
+        self.queue = PromptQueue(chunk_tokens, max_tokens)  # prompts routed here, not fully read; tokens queued (D1) (model/prompts.py)
         self.n_shipping = 0  # replies whose KV cache is shipping here (writing GPUs of a split)
         self.ships_due: list[int] = []  # the ends of those ships under way, a heap (model/kv_link.py): repeats end by the first
         self.n_local = 0  # E6: local prompts routed here whose reading has not finished
@@ -194,7 +194,10 @@ class Gpu:
             return
         if self.repeat is not None:
             self.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        self.batch.join(request, self.n_started)
+        if self.batch.queue_replies:  # E8, E10: it may wait for a seat
+            self.batch.join(request, self.n_started)
+        else:
+            self.batch.seat(request, self.n_started, None, True)  # (`Batch.join`'s seat, one call)
         if self.wake is not None:
             self._wake()
 
@@ -277,6 +280,7 @@ class Gpu:
                 if repeat.after is None:
                     duration = repeat.finish()  # (its last iteration's)
                     index += repeat.n - 1  # its last iteration ends now
+                    self.n_started = index + 1  # (its starts, counted here: a call fewer than `count_started`)
                 else:  # cut, and the iteration after it ends now
                     repeat.record(repeat.n)
                     taken, n_tokens, duration = repeat.after
@@ -343,14 +347,17 @@ class Gpu:
         """The iteration this GPU starts at `at` (later), taken now if nothing can reach it by then (`Host.quiet_until`):
         its reads (D4), tokens, duration. Under the options (not E4 (E9 only with E10), E5, E12, E13: `self.ahead`) the start
         writes the same `n_replies` (E8: no seat frees before the cut repeat's last end), or under E10 none (it reads
-        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)"""
+        the prompt that cut a writing repeat, prompt first). (Only a repeat of constant durations takes ahead: `Repeat.cut`.)
+        Taken, it counts as started."""
         host = self.host
         if not self.ahead or host is None or not host.quiet_until(at):
             return None
         if self._start is None:
             taken, n_tokens = self.queue.take(at)
+            self.n_started += 1  # (it counts as started: the caller's call to `count_started` saved)
             return taken, n_tokens, self._m1(n_replies, n_tokens)
         _, reads, n_tokens, duration = self._start(at, self.n_started, host)
+        self.n_started += 1
         return reads, n_tokens, duration
 
     def _duration(self, now: int, index: int, n_replies: int, n_tokens: int, taken: Sequence[tuple[Request, int]]) -> int:

@@ -28,7 +28,7 @@ from .option_paths import take
 Start = Callable[[int, int, StartHost], tuple[int, Reads, int, int]]  # (now, index, host) -> replies, reads, tokens, duration
 Seat = Callable[[int, int], int]  # (index, writing key) -> replies written
 Admit = Callable[[int, int], tuple[Reads, int]]  # (now, replies written) -> reads, tokens
-Log = Callable[[], None] | None  # at a start: the memory held (E4)
+Log = Callable[[int], None] | None  # at a start: E4's log of the memory held (`GpuLog.kv_writer`: one call, not two)
 Reading = Callable[[int, int, int, int, Reads], int]  # (now, index, replies, tokens, reads) -> ns
 Writing = Callable[[int, int], int]  # (replies, words' iteration) -> ns
 
@@ -38,6 +38,7 @@ class Paged(Protocol):
 
     dirty: bool  # set by the last start's preemptions or swaps
     blocked: bool  # this start preempted: it admits nothing new (E9d)
+    moved_tokens: int  # tokens this start swapped out or in (E9f: `with_swap` adds their time)
 
     def reset(self) -> None: ...
 
@@ -57,8 +58,10 @@ def planner(gpu: GpuState) -> Start:
 
 def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading, writing: Writing,
             paged: Paged | None = None) -> Start:
-    """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first)."""
-    waiting = gpu.queue.waiting
+    """The one start: seat, memory (E9), admit, log, cost, in D4's order (E10: a prompt first). (The
+    policies' results are read inline where a call would do nothing: E4's log writes the memory held,
+    `memory.used`; E9f's swap time is added only when the start moved KV, `paged.moved_tokens`.)"""
+    waiting, memory = gpu.queue.waiting, gpu.memory
 
     if not gpu.batch.mixed:  # E10: a prompt it can admit first, reading only; else the seated replies
         batch = gpu.batch
@@ -70,7 +73,7 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                 taken, n_tokens = admit(now, 0)
                 if taken:
                     if log is not None:
-                        log()
+                        log(memory.used)
                     return 0, taken, n_tokens, reading(now, index, 0, n_tokens, taken)
             key = batch.n_writes
             n = seat(index, key)
@@ -84,13 +87,14 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                             gpu.count_started(index)  # (no iteration: the GPU waits for a join or freed memory)
                             return 0, (), 0, -1
                         if log is not None:
-                            log()
-                        return 0, taken, n_tokens, paged.with_swap(reading(now, index, 0, n_tokens, taken))
+                            log(memory.used)
+                        d = reading(now, index, 0, n_tokens, taken)
+                        return 0, taken, n_tokens, paged.with_swap(d) if paged.moved_tokens else d
             if n:  # its writing iteration `key`: the replies whose last word it writes leave at its end
                 batch.write_started(key, index)
             if log is not None:
-                log()
-            if paged is not None:
+                log(memory.used)
+            if paged is not None and paged.moved_tokens:
                 return n, (), 0, paged.with_swap(writing(n, key))
             return n, (), 0, writing(n, key)
         return start_unmixed
@@ -110,17 +114,17 @@ def compose(gpu: GpuState, seat: Seat, admit: Admit, log: Log, reading: Reading,
                     gpu.count_started(index)  # (no iteration: the GPU waits for a join or freed memory)
                     return 0, (), 0, -1
             if log is not None:
-                log()
-            return n, taken, n_tokens, paged.with_swap(
-                reading(now, index, n, n_tokens, taken) if taken else writing(n, index))
+                log(memory.used)
+            d = reading(now, index, n, n_tokens, taken) if taken else writing(n, index)
+            return n, taken, n_tokens, paged.with_swap(d) if paged.moved_tokens else d
         if waiting:
             taken, n_tokens = admit(now, n)
             if taken:
                 if log is not None:
-                    log()
+                    log(memory.used)
                 return n, taken, n_tokens, reading(now, index, n, n_tokens, taken)
         if log is not None:
-            log()
+            log(memory.used)
         return n, (), 0, writing(n, index)
     return start
 
@@ -136,16 +140,9 @@ def seating(gpu: GpuState) -> Seat:
             return n
         return every
     batch = gpu.batch
-    queue, seat = batch.seat_queue, batch.seat if gpu.paged is None else gpu.paged.seat_reply
-    room = 1 << 62 if batch.seats is None else batch.seats
-    fill = batch.fill_seats
-
-    def seated(index: int, key: int) -> int:
-        n: int = batch.n_seated
-        if queue and n < room:
-            n = fill(index, key, seat, room)
-        return n
-    return seated
+    if gpu.paged is not None:  # E9: a reply seated takes its blocks (`PagedKv.seat_reply`)
+        batch.use_seater(gpu.paged.seat_reply)
+    return batch.seated
 
 
 def admission(gpu: GpuState) -> Admit:
@@ -167,11 +164,11 @@ def token_admission(gpu: GpuState) -> Admit:
     if gpu.memory.capacity is not None or gpu.prefix is not None or gpu.changes_role or gpu.max_requests is not None:
         return lambda now, n_written: take(gpu, now, n_written)
     take_tokens = gpu.queue.take
-    limit, chunk, take_whole = gpu.max_tokens, gpu.queue.chunk_tokens, gpu.queue.take_whole
+    limit, chunk = gpu.max_tokens, gpu.queue.chunk_tokens
     if limit is None:
         return lambda now, n_written: take_tokens(now)
-    if chunk is None:  # E8, whole prompts (model/kv_take.py)
-        return lambda now, n_written: take_whole(now, n_written, limit)
+    if chunk is None:  # E8, whole prompts (model/prompts.py: the queue's own, E8's budget its `max_tokens`)
+        return gpu.queue.take_whole
 
     def chunked(now: int, n_written: int) -> tuple[Reads, int]:
         room = limit - n_written  # E8: chunks of min(chunk_tokens, max_batch_tokens - the replies' tokens)
@@ -183,14 +180,11 @@ def token_admission(gpu: GpuState) -> Admit:
 
 def memory_log(gpu: GpuState) -> Log:
     """E4: each start logs the KV memory held once its reservations are made (a run stopped
-    mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts); else nothing."""
+    mid-iteration leaves one extra entry, which `ArrangementRecords.collect` cuts): the log's own
+    writer, called with the memory held (`compose`); else nothing."""
     if gpu.memory.capacity is None:
         return None
-    log_kv, memory = gpu.log.kv, gpu.memory
-
-    def log() -> None:
-        log_kv(memory.used)
-    return log
+    return gpu.log.kv_writer()
 
 
 def durations(gpu: GpuState) -> tuple[Reading, Writing]:

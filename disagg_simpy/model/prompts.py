@@ -12,15 +12,16 @@ if TYPE_CHECKING:
 class PromptQueue:
     """A GPU's prompt queue, the queue part of its state (docs/architecture.md, "Owned parts"): the prompts routed
     to it and not fully read (the front may be partly read), their tokens still queued (D1), and the chunk it reads
-    them in (None: whole). Only this module writes it: the GPU, its repeats, the options' choices of prompts
-    (model/kv_take.py) and E9 call its methods."""
+    them in (None: whole), and E8's token budget of an iteration (`max_tokens`, None: none). Only this module writes
+    it: the GPU, its repeats, the options' choices of prompts (model/kv_take.py) and E9 call its methods."""
 
-    __slots__ = ("waiting", "queued_tokens", "chunk_tokens")
+    __slots__ = ("waiting", "queued_tokens", "chunk_tokens", "max_tokens")
 
-    def __init__(self, chunk_tokens: int | None):
+    def __init__(self, chunk_tokens: int | None, max_tokens: int | None = None):
         self.waiting: deque[Request] = deque()
         self.queued_tokens = 0  # D1
         self.chunk_tokens = chunk_tokens
+        self.max_tokens = max_tokens
 
     def add(self, request: Request) -> None:
         """A prompt is routed here (D5 step 2)."""
@@ -51,11 +52,12 @@ class PromptQueue:
         """E12: a GPU that changes role reads in its new side's chunks."""
         self.chunk_tokens = chunk_tokens
 
-    def take_whole(self, now: int, n_written: int, limit: int) -> tuple[list[tuple[Request, int]], int]:
+    def take_whole(self, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:
         """E8, whole prompts (`take_with_options` with no KV limit and no prefix cache): the head is read whole if it
-        fits the room `limit - n_written`, else it waits, unless larger than the whole budget (or begun), when it is
-        read in pieces of the room."""
-        waiting = self.waiting
+        fits the room `max_tokens - n_written`, else it waits, unless larger than the whole budget (or begun), when it
+        is read in pieces of the room. (The planner's admission itself: model/planner.py.)"""
+        waiting, limit = self.waiting, self.max_tokens
+        assert limit is not None  # (only under E8's budget)
         taken, room = [], limit - n_written
         while waiting:
             r = waiting[0]

@@ -93,9 +93,10 @@ class GpuLog:
             log[0::3] = range(index, index + count)
             self.reads_log.fromlist(log)
 
-    def kv(self, used: int) -> None:
-        """E4: a start's KV memory held, once its reservations are made."""
-        self.kv_used_tokens.append(used)
+    def kv_writer(self) -> Callable[[int], None]:
+        """E4: the writer of a start's KV memory held, once its reservations are made: the log's own, handed out
+        to the planner's start (model/planner.py), called at every start under E4 and E9 (as `writers`)."""
+        return self.kv_used_tokens.append
 
     def kv_each(self, held: list[int]) -> None:
         """E4 (E9): starts of a repeat, each with the tokens it holds."""

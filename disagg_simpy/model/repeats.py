@@ -161,8 +161,9 @@ class Repeat:
                     started = self.n
             else:
                 started = min(self.n, 1 + bisect_right(self.ends, now - self.started - 1))
-            if started > self.n_taken:
-                self._take(started - self.n_taken)
+            if started > self.n_taken:  # (`_take`, inline: the head's chunks, a call fewer at arrivals)
+                self.gpu.queue.take_chunks(self.head, (started - self.n_taken) * self.n_tokens)
+                self.n_taken = started
 
     def sync_kv(self, now: int) -> None:
         """E9: the policies' work at the starts before `now` (the blocks due then), for the handoff
@@ -201,10 +202,12 @@ class Repeat:
         else:
             ran = self._ended_by(now - self.started)
             into = now - self.started - self._end(ran - 1)
+        work = gpu.repeat_work is not None  # (the policies' work at its starts, `_apply`: none with every option off)
         if ran >= self.n:  # the last end is now, later in step 1 (from a GPU numbered lower)
             self.open = False
             gpu.count_started(self.index + self.n)
-            self._apply(self.n)
+            if work:
+                self._apply(self.n)
             return
         at_end = into == 0 and ran >= 1
         if ahead and self.key >= 0 and self.ends is None and gpu.paged is not None:  # E9 with E10
@@ -215,7 +218,8 @@ class Repeat:
         if at_end:
             self._take(ran - self.n_taken)
             self.record(ran)
-            self._apply(ran)
+            if work:
+                self._apply(ran)
             gpu.count_started(self.index + ran)
             if self.key >= 0:  # E10: writing iterations started
                 gpu.batch.count_writes(self.key + ran - 1)
@@ -223,30 +227,33 @@ class Repeat:
             self.slot = take_over(self.slot, 0, PHASE_START + gpu.number)
             return
         gpu.count_started(self.index + ran + 1)
-        self._apply(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
+        if work:
+            self._apply(ran + 1)  # (E9: blocks due at the starts so far, before the caller changes the memory held)
         if ran + 1 < self.n:
             self.n = ran + 1
-            end = self.started + self._end(ran)
+            end = self.started + ((ran + 1) * self.duration if self.ends is None else self.ends[ran])  # (`_end(ran)`, inline)
             if ahead and self.ends is None:
                 self.peak = gpu.memory.used, gpu.memory.peak
                 if (after := gpu.start_ahead(end, self.n_replies)) is not None:
                     self.after = after
                     if self.key >= 0:  # E10: the running iteration's writing iteration and one (no `finish`)
                         gpu.batch.count_writes(self.key + ran)
-                    gpu.count_started(gpu.n_started + 1)
                     end += after[2]
             self.slot = take_over(self.slot, end - now, PHASE_END + gpu.number)
 
     def finish(self) -> int:
         """The repeat's last iteration ends now: take every chunk, record all iterations but
-        that last one (the GPU records it, and handles its end, as any other); its duration."""
-        gpu, n = self.gpu, self.n
-        if self.head is not None:
+        that last one (the GPU records it, and handles its end, as any other, and counts the
+        repeat's starts: `Gpu.run`); its duration."""
+        gpu, n, head = self.gpu, self.n, self.head
+        if head is not None:
             self._take(n - self.n_taken)
-        self.record(n - 1)
-        if n > self.n_applied:
-            self._apply(n)
-        gpu.count_started(self.index + n)
+        if n > 1:  # (`record`, inline: a call fewer at every repeat's end)
+            gpu.log.iterations(self.started, self.duration, self.ends, self.index, n - 1, self.n_replies, self.n_tokens,
+                               -1 if head is None else head.request_id)
+        if n > self.n_applied and (work := gpu.repeat_work) is not None:  # (`_apply`, inline)
+            work(self, self.n_applied, n - self.n_applied)
+            self.n_applied = n
         if self.key >= 0:  # E10: the last iteration's writing iteration; replies leaving after it
             gpu.batch.write_started(self.key + n - 2, self.index + n - 1)
         ends = self.ends  # (its last duration: `_end(n - 1) - _end(n - 2)`, inline)
