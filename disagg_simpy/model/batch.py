@@ -218,5 +218,17 @@ class Batch:
                 heapq.heapify(self.leaving_order)
         if self.track_context:
             self.context_base -= request.seat_base
+            self.forget_steps((request,))
         if self.queue_replies:
             self.n_seated -= 1
+
+    def follow_plan(self, request_id: int, key: int, starts: list[int]) -> None:
+        """E3 with E9's word plans (`BlockSchedule.plan_seater`, R108): a reply seated at key `key`, its iterations
+        beginning at the words `starts`: its context grows by each one's words (`ContextSteps.follow`)."""
+        if self.context_steps is not None:
+            self.context_steps.follow(request_id, key, starts)
+
+    def forget_steps(self, leaving: tuple[Request, ...] | list[Request]) -> None:
+        """E3 with a plan's uneven steps: replies leaving (finished or preempted) take back what they added (R108)."""
+        if self.context_steps is not None:
+            self.context_base -= self.context_steps.leave(leaving)

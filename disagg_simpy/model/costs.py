@@ -311,28 +311,54 @@ class ContextSteps:
     """E3 with E16, on one GPU: a reply's context grows by the words each of its iterations writes
     (docs/rules.md#r86), where the GPU's context sum `context_base + key x replies` (`CostNs.context`)
     counts one: the rest is added to `context_base` at the starts of its later iterations (`due`),
-    and taken back with the reply when it leaves (`leave`)."""
+    and taken back with the reply when it leaves (`leave`); a reply that leaves its seat early (E9's
+    preemption, R108) takes back what was added for it so far, and its steps still to come are dropped."""
 
     def __init__(self, keys: np.ndarray, tokens: int, acceptance: float) -> None:
         self.keys, self.tokens, self.acceptance = keys, tokens, acceptance
-        self.at: dict[int, int] = {}  # iteration index -> context tokens its start adds
-        self.added: dict[int, int] = {}  # request id -> context tokens added for it in all
+        self.at: dict[int, dict[int, int]] = {}  # iteration key -> request id -> context tokens its start adds
+        self.added: dict[int, int] = {}  # request id -> context tokens added for it so far
+        self.ahead: dict[int, list[int]] = {}  # request id -> the keys of its steps (some maybe added already)
 
     def seat(self, request_id: int, n_words: int, key: int) -> None:
-        """Request `request_id`'s reply of `n_words` words is seated at iteration `key`."""
+        """Request `request_id`'s reply of `n_words` words is seated at iteration `key` (its words from word 2)."""
         _, ordinals = writing_iterations(self.keys[request_id:request_id + 1], np.array([n_words]), self.tokens,
                                          self.acceptance)
         extra = (np.bincount(ordinals)[:-1] - 1).tolist()  # each iteration's words past its first, but the last's
+        self._steps(request_id, key, extra)
+
+    def follow(self, request_id: int, key: int, starts: Sequence[int]) -> None:
+        """A reply seated at key `key` whose iterations begin at the words `starts` (E9's seat by a word plan, its
+        first word that of the seat: R104, R108): iteration j's context is prompt + starts[j] - 1."""
+        self._steps(request_id, key, [b - a - 1 for a, b in zip(starts, starts[1:])])
+
+    def _steps(self, request_id: int, key: int, extra: list[int]) -> None:
+        """Iteration key + s + 1's start adds `extra[s]` to the reply's context (one token of it the sum's own)."""
+        keys = []
         for s, e in enumerate(extra):
             if e:
-                self.at[key + s + 1] = self.at.get(key + s + 1, 0) + e
-        self.added[request_id] = sum(extra)
+                self.at.setdefault(key + s + 1, {})[request_id] = e
+                keys.append(key + s + 1)
+        self.added[request_id] = 0
+        self.ahead[request_id] = keys
 
     def due(self, index: int) -> int:
         """What iteration `index`'s start adds to the GPU's context sum."""
-        return self.at.pop(index, 0)
+        step = self.at.pop(index, None)
+        if not step:
+            return 0
+        added = self.added
+        for request_id, e in step.items():
+            added[request_id] += e
+        return sum(step.values())
 
     def leave(self, leaving: Iterable[HasId]) -> int:
-        """What the replies `leaving` had added to the GPU's context sum."""
-        return sum(self.added.pop(r.request_id, 0) for r in leaving)
-
+        """What the replies `leaving` (their last word written, or preempted) had added to the GPU's context sum."""
+        total, at = 0, self.at
+        for r in leaving:
+            for key in self.ahead.pop(r.request_id, ()):
+                step = at.get(key)
+                if step is not None and step.pop(r.request_id, None) is not None and not step:
+                    del at[key]
+            total += self.added.pop(r.request_id, 0)
+        return total

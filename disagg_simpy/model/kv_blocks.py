@@ -99,8 +99,10 @@ class BlockSchedule:
     def plan_seater(self, batch: Batch) -> Callable[..., None]:
         """`PagedKv.seat_reply` when a reply's iterations follow a plan (R103, R104): its iterations from its
         seat (`WordPlan.starts`, the seat's first word beginning the first), each needing blocks for the
-        prompt, the words before its first and the plan's lookahead; those it lacks fall due then."""
+        prompt, the words before its first and the plan's lookahead; those it lacks fall due then. E3: its
+        context at each is the prompt and the words before its first (R108)."""
         block, steps, plans, k, leaves_after = self.block_tokens, self.steps, self.plans, self.lookahead, batch.leaves_after
+        track_context, add_context, follow = batch.track_context, batch.add_context, batch.follow_plan
         assert self.plan is not None
         starts_of = self.plan.starts
 
@@ -122,7 +124,11 @@ class BlockSchedule:
                     held = need
                 holds.append(held)
             plans[r] = (at, starts, holds)
-            r.paged_seat(index, at, 0, first)  # (no E3 context term with a plan: refused, R107)
+            base = prompt + starts[0] - 1 - at if track_context else 0  # (E3: the seat's first word's context, R108)
+            r.paged_seat(index, at, base, first)
+            if track_context:
+                add_context(base)
+                follow(r.request_id, at, starts)  # (the words of each iteration past one: later starts add them)
             leaves_after(at + len(starts) - 1, r)
         return seat
 

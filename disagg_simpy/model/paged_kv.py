@@ -317,6 +317,8 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
                 context += r.seat_base
         if track_context:
             batch.add_context(-context)
+            if finished is not None:  # (plan) and what its iterations' words added (R108)
+                batch.forget_steps(leaving)
         gpu.memory.give_back(freed * block)
     return release
 

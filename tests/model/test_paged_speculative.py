@@ -27,16 +27,14 @@ from disagg_simpy.workload.stream import make_requests
 @st.composite
 def paged_speculative_scenario(draw):
     """`paged_scenario` (E9 with tight memory, recompute or swap, drops; E1-E8 drawn) with E16 on: room for the
-    largest request's blocks with its k draft tokens (R106), E8's budgets of a reply and its drafts (R84), and
-    no E3 (refused with both, R107); E10 on colocated arrangements sometimes."""
+    largest request's blocks with its k draft tokens (R106), E8's budgets of a reply and its drafts (R84), E3
+    often (a resumed reply's context follows its restarted plan, R108); E10 on colocated arrangements sometimes."""
     rows, arrangements, cost, workload, slo = draw(paged_scenario())
     spec = {"tokens": draw(st.sampled_from((1, 2, 4))), "acceptance": draw(st.sampled_from((0.0, 0.5, 0.7, 0.95)))}
     k = spec["tokens"]
-    cost.pop("per_context_token_ms", None)
+    if draw(st.booleans()):  # E3 (R108), more often than `paged_scenario` draws it
+        cost["per_context_token_ms"] = draw(st.sampled_from((0.002, 0.125)))
     for a in arrangements:
-        for key in ("cost", "reading_cost", "writing_cost"):
-            if key in a:
-                a[key] = {c: v for c, v in a[key].items() if c != "per_context_token_ms"}
         block = a["kv_block_tokens"]
         a["kv_capacity_tokens"] = max(block * (-(-(p + w - 1 + k) // block) + 1) for _, p, w in rows) + draw(
             st.sampled_from((0, 0, 1, 4, 16)))
