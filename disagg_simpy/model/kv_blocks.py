@@ -20,7 +20,7 @@ seated it holds max(kv_blocks, blocks for its prompt and its words so far) (`hel
 back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
 
 With a `WordPlan` (a rule that writes a reply several words an iteration, handed in by the engine:
-docs/rules.md#r103-#r107) a reply's blocks fall due by its own plan instead: `plan_seater` puts, when it
+docs/rules.md#r103-#r108) a reply's blocks fall due by its own plan instead: `plan_seater` puts, when it
 is seated, each of its next iterations' blocks in `steps`, with how many it takes then.
 """
 

@@ -1,4 +1,4 @@
-"""E16 (speculative decoding) with E9 (paged KV), readings R103-R107 (docs/rules.md): the simulator
+"""E16 (speculative decoding) with E9 (paged KV), readings R103-R108 (docs/rules.md; R108: with E3): the simulator
 against the reference (tests/reference_paged.py with the base reference's E16) on generated
 scenarios, to the ns: iterations (times, replies written, tokens read, KV held), reads, every
 request's times, GPUs, preemptions and drops, and the word times (a preempted reply's stretches each
@@ -134,6 +134,33 @@ def test_hand_timed_a_preemption_mid_speculation(tmp_path):
     assert dict(zip(gaps.gap_values_ns.tolist(), gaps.gap_counts.tolist())) == {
         0: 4, 12_020_000: 5, 14_040_000: 2, 34_140_000: 1}  # (A 14.04 0 0 12.02 12.02 0 0; B 14.04 34.14 12.02 x 3)
     assert gaps.max_gap_ns.tolist() == [14_040_000, 34_140_000]
+
+
+def test_hand_timed_context_follows_the_restarted_plan(tmp_path):
+    """R108: `test_hand_timed_a_preemption_mid_speculation` with E3, 0.01 ms a context token (blocks and
+    preemptions as there: memory does not depend on time). Context = prompt + the words before the iteration's
+    first word of the reply:
+    - it 0: the reads pay none: 10.16 ms, to 10.16.
+    - it 1: A and B from word 2, 9 each: 14.04 + 0.18 = 14.22 ms, to 24.38.
+    - it 2: A from word 5 (B preempted), 12: 12.14 ms, to 36.52; it 3: A from word 6, 13: 12.15 ms, to 48.67.
+    - it 4: B's re-read (a read, no context, R56): 10.1 ms, to 58.77 (its word 3).
+    - its 5-7: B's restarted plan from word 4, 11 (unbroken, word 4 came with word 3, context 10), then words 5
+      and 6, 12 and 13: 12.13, 12.14, 12.15 ms, to 70.90, 83.04, 95.19."""
+    path = write_scenario(tmp_path, [("0", 8, 8), ("0", 8, 6)],
+                          [{"name": "c", "kind": "colocated", "gpus": 1, "kv_policy": "paged", "kv_block_tokens": 4,
+                            "kv_capacity_tokens": 24}], cost={**HAND, "per_context_token_ms": 0.01}, speculative=SPEC,
+                          seed=1)
+    scenario = load_scenario(path)
+    stream = make_requests(scenario)
+    rec = run_arrangement(scenario, scenario.arrangements[0], stream)
+    ends = [10_160_000, 24_380_000, 36_520_000, 48_670_000, 58_770_000, 70_900_000, 83_040_000, 95_190_000]
+    assert rec.iterations["ended_at_ns"].tolist() == ends
+    assert rec.iterations["n_replies_written"].tolist() == [0, 2, 1, 1, 0, 1, 1, 1]
+    assert rec.requests["n_preemptions"].tolist() == [0, 1]
+    assert rec.requests["finished_at_ns"].tolist() == [48_670_000, 95_190_000]
+    ids, word, at = rec.word_times(np.array([1]))
+    assert at[np.argsort(word)].tolist() == [10_160_000, 24_380_000, 58_770_000, 70_900_000, 83_040_000, 95_190_000]
+    assert reference_records(scenario, scenario.arrangements[0], stream)["iterations"]["ended_at_ns"] == ends
 
 
 def test_e9h_counts_the_draft_tokens(tmp_path, capsys):
