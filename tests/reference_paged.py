@@ -4,7 +4,9 @@
 and freed. No block schedule, no stretches: at every start each written reply's next word is
 checked against its blocks, and words are given one by one, as the base reference does. Under
 E10 an iteration first tries to take prompts (as one writing nothing); only if it takes none does
-it seat, grow, preempt, swap in and write.
+it seat, grow, preempt, swap in and write. With E16 (speculative decoding, readings R103-R107) a
+written reply's blocks must hold its prompt, its words so far and the k draft tokens the iteration
+verifies, and the iteration gives it its next word and each next accepted one (the base's E16).
 """
 
 from __future__ import annotations
@@ -83,28 +85,26 @@ class PagedReference(Reference):
             if r.seated == NONE:
                 r.seated, r.join_iteration = now, index
         moved, victims = 0, []
+        k = self.speculative[0] if self.speculative else 0  # E16: its k draft tokens need blocks too (R103)
         for r in g.replies[:g.seats]:  # E9c: each written reply's next word, in join order
-            if r not in g.replies or r.blocks * b >= r.prompt + r.written:  # (word w needs prompt + w - 1)
-                continue
-            while self.free_blocks(g) < 1:
-                victim = g.replies[-1]
-                victims.append(victim)
-                moved += self.preempt(g, victim, now)
-                if victim is r:
-                    break
-            else:
-                self.hold(g, 1)
-                r.blocks += 1
+            while r in g.replies and r.blocks * b < r.prompt + r.written + k:  # (word w needs prompt + w - 1)
+                if self.free_blocks(g) < 1:
+                    victim = g.replies[-1]
+                    victims.append(victim)
+                    moved += self.preempt(g, victim, now)
+                else:
+                    self.hold(g, 1)
+                    r.blocks += 1
         self.queue_victims(g, victims)
         preempted = bool(victims)
         if not preempted:
             moved += self.swap_in(g, index, now)
         writes = g.replies[:g.seats]
-        reads = self.take(g, len(writes), admit=not preempted) if g.mixed else []
+        reads = self.take(g, len(writes) * self.per_reply, admit=not preempted) if g.mixed else []
         if preempted and not writes and not reads:  # E9d: nothing else to do: admit as usual
             moved += self.swap_in(g, index, now)
             writes = g.replies[:g.seats]
-            reads = self.take(g, len(writes)) if g.mixed or not writes else []  # (E10: one or the other)
+            reads = self.take(g, len(writes) * self.per_reply) if g.mixed or not writes else []  # (E10: one or the other)
         if not writes and not reads:
             return
         self.launch(g, now, writes, reads, moved)
@@ -120,8 +120,9 @@ class PagedReference(Reference):
         ms += c["per_reread_token_ms"] * sum(r.read for r, _ in reads)
         ms += c["per_context_token_ms"] * sum(r.prompt + r.written for r in writes)
         ms += c["per_attention_pair_ms"] * sum(n * r.read + n * (n + 1) // 2 for r, n in reads)
-        ms += tiles(c, read + len(writes))  # E15 (a recompute's re-read counts: it is read)
-        ms += experts_touched(c, read + len(writes))  # E17 (the same tokens)
+        verify_ms, drafts = self.verified(c, len(writes))  # E16: k draft tokens per written reply
+        ms += verify_ms + tiles(c, read + len(writes) + drafts)  # E15 (a recompute's re-read counts: it is read)
+        ms += experts_touched(c, read + len(writes) + drafts)  # E17 (the same tokens)
         for r, n in reads:
             if r.pending == r.size:
                 if r.read_started == NONE:
@@ -171,7 +172,8 @@ class PagedReference(Reference):
         while g.swapped and self.free_blocks(g) >= g.swapped[0].blocks + 1:
             r = g.swapped.pop(0)
             moved += r.blocks * self.block
-            need = max(r.blocks, blocks(r.prompt + r.written, self.block))
+            k = self.speculative[0] if self.speculative else 0  # E16 (R103)
+            need = max(r.blocks, blocks(r.prompt + r.written + k, self.block))
             self.hold(g, need)
             r.blocks = need
             g.away -= 1
@@ -187,6 +189,12 @@ class PagedReference(Reference):
         for r in writes:
             r.written += 1
             r.word_times.append(now)
+            if self.speculative:  # E16: each next word while accepted, at most 1 + k, at most the reply
+                k, n = self.speculative[0], 1
+                while n < 1 + k and r.written < r.words and self.accepted(r, r.written + 1):
+                    r.written += 1
+                    n += 1
+                    r.word_times.append(now)
             if r.written == r.words:
                 r.finished = now
                 g.replies.remove(r)

@@ -89,16 +89,16 @@ class Engine:
         self.paged = paged_settings(arrangement)  # E9: (block tokens, preemption, swap ms per token, max preemptions)
         self.gpus = [self._gpu(i, role, chunk, writing, writing_capacity if role == "writes" else reading_capacity)
                      for i, role in enumerate(arrangement.roles)]
-        if self.paged is not None:
-            block, preemption, swap_ms, max_preemptions = self.paged
-            swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
-            for g in self.gpus:
-                g.use_paging(PagedKv(g, block, preemption, swap, max_preemptions))
         counts, steps = None, None
         if spec is not None:  # E16: each reply's writing iterations, from its draws (workload/speculative.py)
             assert requests.draft_keys is not None  # (drawn with speculative: workload.stream)
             counts = IterationCounts(requests.draft_keys, requests.n_reply_words, spec.tokens, spec.acceptance)
             steps = (requests.draft_keys, spec.tokens, spec.acceptance)  # (each GPU's own `ContextSteps`, used with E3)
+        if self.paged is not None:
+            block, preemption, swap_ms, max_preemptions = self.paged
+            swap = CostNs.from_ms(0, 0, 0, swap_ms).ship_ns
+            for g in self.gpus:  # (E16: the draws' plans, R103-R107)
+                g.use_paging(PagedKv(g, block, preemption, swap, max_preemptions, counts))
         self.reading: Side[Gpu] = Side([g for g in self.gpus if g.reads])
         self.writing: Side[Gpu] = Side([g for g in self.gpus if g.writes and not g.reads])
         self.chunk_readers = [g for g in self.reading.gpus if g.queue.chunk_tokens is not None]  # repeats to sync (D1)

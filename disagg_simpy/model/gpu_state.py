@@ -35,6 +35,9 @@ class ReplyHost(Protocol):
 class BlockPlan(Protocol):
     """E9's due blocks as a repeat sees them (model/kv_blocks.py's `BlockSchedule`)."""
 
+    @property
+    def plan(self) -> object | None: ...  # replies' own plans of words an iteration, if any (`kv_blocks.WordPlan`)
+
     def run_free(self, free: int, key: int, n: int) -> int: ...
 
     def grow(self, gpu: GpuState, key: int, n: int, log: GpuLog) -> None: ...

@@ -18,12 +18,16 @@ A reply stays in its phase past its last due key L: its last word's key `last` h
 counted at a key it is not due at. Its `kv_blocks` are the blocks it held when seated; while
 seated it holds max(kv_blocks, blocks for its prompt and its words so far) (`held_at`), written
 back to `kv_blocks` when it leaves its seat (preempted: model/paged_kv.py).
+
+With a `WordPlan` (a rule that writes a reply several words an iteration, handed in by the engine:
+docs/rules.md#r103-#r107) a reply's blocks fall due by its own plan instead: `plan_seater` puts, when it
+is seated, each of its next iterations' blocks in `steps`, with how many it takes then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .batch import Batch
@@ -32,15 +36,33 @@ if TYPE_CHECKING:
     from .request import Request
 
 
+class WordPlan(Protocol):
+    """Replies written several words an iteration by a plan of their own (R103-R104): `lookahead`, the tokens
+    a written reply's blocks hold past its words; `starts(request_id, first)`, the first word of each writing
+    iteration that writes its words from word `first` (which begins one) to its last."""
+
+    @property
+    def lookahead(self) -> int: ...
+
+    def starts(self, request_id: int, first: int) -> list[int]: ...
+
+
 class BlockSchedule:
     """The due blocks of one GPU's seated replies (E9), by key."""
 
-    __slots__ = ("block_tokens", "pending", "phases")
+    __slots__ = ("block_tokens", "pending", "phases", "plan", "lookahead", "steps", "plans")
 
-    def __init__(self, block: int):
+    def __init__(self, block: int, plan: WordPlan | None = None):
         self.block_tokens = block
         self.pending: dict[int, list[Request]] = {}  # key -> replies whose first due block is then
         self.phases: list[dict[Request, None]] = [{} for _ in range(block)]  # key % block -> replies due then
+        # with a plan (R103): a seated reply's iterations follow it, so its blocks fall due at keys of its own,
+        # all put in `steps` when it is seated, each with the blocks it takes then
+        self.plan = plan
+        self.lookahead = 0 if plan is None else plan.lookahead  # (the tokens each written reply's blocks hold past its words)
+        self.steps: dict[int, dict[Request, int]] = {}  # (plan) key -> replies due blocks then -> how many
+        self.plans: dict[Request, tuple[int, list[int], list[int]]] = {}  # (plan) seated reply -> (its seat's key, the
+        # first word of each of its iterations from it, the blocks it holds once each has started)
 
     def seater(self, batch: Batch) -> Callable[..., None]:
         """`PagedKv.seat_reply` for the GPU of `batch`, what it reads bound once (it runs at every join
@@ -74,6 +96,55 @@ class BlockSchedule:
             leaves_after(at + n - f, r)  # (E10: a writing iteration, `writing_bound`)
         return seat
 
+    def plan_seater(self, batch: Batch) -> Callable[..., None]:
+        """`PagedKv.seat_reply` when a reply's iterations follow a plan (R103, R104): its iterations from its
+        seat (`WordPlan.starts`, the seat's first word beginning the first), each needing blocks for the
+        prompt, the words before its first and the plan's lookahead; those it lacks fall due then."""
+        block, steps, plans, k, leaves_after = self.block_tokens, self.steps, self.plans, self.lookahead, batch.leaves_after
+        assert self.plan is not None
+        starts_of = self.plan.starts
+
+        def seat(r: Request, index: int, key: int | None = None, started: bool = False) -> None:
+            at = index if key is None else key
+            starts = starts_of(r.request_id, r.seat_word)
+            held, prompt, first = r.kv_blocks, r.n_prompt_tokens, -1
+            holds = []
+            for j, word in enumerate(starts):
+                need = -(-(prompt + word - 1 + k) // block)
+                if need > held:
+                    due = steps.get(at + j)
+                    if due is None:
+                        steps[at + j] = {r: need - held}
+                    else:
+                        due[r] = need - held
+                    if first < 0:
+                        first = at + j
+                    held = need
+                holds.append(held)
+            plans[r] = (at, starts, holds)
+            r.paged_seat(index, at, 0, first)  # (no E3 context term with a plan: refused, R107)
+            leaves_after(at + len(starts) - 1, r)
+        return seat
+
+    def finished(self, r: Request) -> int:
+        """(Plan) reply `r` wrote its last word: the blocks it held (its plan forgotten)."""
+        _, _, holds = self.plans.pop(r)
+        return holds[-1]
+
+    def last_key(self, r: Request) -> int:
+        """The key of seated reply `r`'s last word (one word a key; with a plan, by its plan)."""
+        if self.plan is None:
+            return r.seat_index + r.n_reply_words - r.seat_word
+        at, starts, _ = self.plans[r]
+        return at + len(starts) - 1
+
+    def words_at(self, r: Request, key: int) -> int:
+        """The words seated reply `r` has when key `key` starts (one an iteration; with a plan, by its plan)."""
+        if self.plan is None:
+            return r.seat_word + key - r.seat_index - 1
+        at, starts, _ = self.plans[r]
+        return starts[key - at] - 1
+
     def left(self, r: Request, at: int) -> None:
         """Reply `r`, in the phase of key `at` (its first due key), wrote its last word."""
         del self.phases[at % self.block_tokens][r]
@@ -87,8 +158,11 @@ class BlockSchedule:
         else:
             due.append(r)
 
-    def due_at(self, key: int) -> dict[Request, None]:
-        """Key `key` starts: the replies due a block now (those waiting for it join their phase)."""
+    def due_at(self, key: int) -> dict[Request, None] | dict[Request, int]:
+        """Key `key` starts: the replies due a block now (those waiting for it join their phase; with a plan,
+        the replies due blocks then, each with how many)."""
+        if self.plan is not None:
+            return self.steps.pop(key, {})
         phase = self.phases[key % self.block_tokens]
         if self.pending and (first := self.pending.pop(key, None)):
             for r in first:
@@ -97,6 +171,14 @@ class BlockSchedule:
 
     def unschedule(self, r: Request) -> None:
         """Reply `r` leaves its seat (preempted, or gone after its last word)."""
+        if self.plan is not None:  # (plan) its steps still to come
+            del self.plans[r]
+            for step in [d for d in self.steps.values() if r in d]:
+                del step[r]
+            for key in [k for k, d in self.steps.items() if not d]:
+                del self.steps[key]
+            r.set_due(-1)
+            return
         at = r.kv_due
         if at < 0:
             return
@@ -113,6 +195,9 @@ class BlockSchedule:
     def held_at(self, r: Request, key: int) -> int:
         """The blocks seated reply `r` holds when key `key` starts, before its block then, if due:
         those for its prompt and the words of the keys before (word w needs prompt + w - 1 tokens)."""
+        if self.plan is not None:  # (plan) once its iterations before `key` started
+            at, _, holds = self.plans[r]
+            return holds[key - at - 1] if key > at else r.kv_blocks
         tokens = r.n_prompt_tokens + r.seat_word + key - r.seat_index - 2
         return max(r.kv_blocks, -(-tokens // self.block_tokens))
 
@@ -168,6 +253,8 @@ def bound(kv: Paging) -> Callable[[GpuState, int, Reads, int, int], int]:
     writes (its keys are its iterations): how many of the `n` iterations from `index` run before one
     whose due blocks are not all free; one after a start that preempted or swapped."""
     gpu, block, blocks, capacity = kv.gpu, kv.block, kv.due_blocks, kv.limit
+    if blocks.plan is not None:
+        return one_by_one  # each reply's blocks fall due by its own plan (R107)
 
     def paged_bound(_: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
         if kv.dirty and (kv.blocked or kv.moved_tokens):
@@ -189,8 +276,8 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
     start that preempted or swapped, one iteration alone."""
     paged = gpu.paged
     assert paged is not None  # (chosen under E9: `option_starts.bounds`)
-    if paged.blocked or paged.moved_tokens:
-        return 1
+    if paged.blocked or paged.moved_tokens or paged.due_blocks.plan is not None:
+        return 1  # (with a plan, each reply's blocks fall due by its own: R107)
     if n_replies:
         key = gpu.batch.n_writes - 1
         if gpu.batch.leaving_by_write:
@@ -204,3 +291,8 @@ def writing_bound(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: in
             bounded: int = paged.due_blocks.run_free(paged.limit - gpu.memory.used, key, n)
             return bounded
     return n
+
+
+def one_by_one(gpu: GpuState, index: int, taken: Reads, n_replies: int, n: int) -> int:
+    """E9 with a `WordPlan`: a repeat's bound of one (its iterations run one by one, R107)."""
+    return 1

@@ -30,7 +30,7 @@ from array import array
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .kv_blocks import BlockSchedule
+from .kv_blocks import BlockSchedule, WordPlan
 from .records import iteration_end, last_write_end
 from .repeats import cut_all
 from .request import Request
@@ -53,15 +53,18 @@ def blocks_for(tokens: int, block: int) -> int:
 class PagedKv:
     """One GPU's paged KV state (E9)."""
 
-    def __init__(self, gpu: Gpu, block: int, preemption: str, swap_ns: Callable[[int], int], max_preemptions: int):
+    def __init__(self, gpu: Gpu, block: int, preemption: str, swap_ns: Callable[[int], int], max_preemptions: int,
+                 plan: WordPlan | None = None):
         self.gpu = gpu
         self.block = block
         self.swap = preemption == "swap"
         self.swap_ns = swap_ns  # tokens -> ns, one way (D10)
         self.max_preemptions = max_preemptions
         self.running: dict[Request, None] = {}  # replies in progress here, in the order they (re)joined
-        self.due_blocks = BlockSchedule(block)  # the due blocks of the seated replies
-        self._phases, self._pending = self.due_blocks.phases, self.due_blocks.pending  # (read here, for speed)
+        self.due_blocks = blocks = BlockSchedule(block, plan)  # the due blocks of the seated replies (by a plan, if any)
+        self._phases, self._pending = blocks.phases, blocks.steps if plan else blocks.pending  # (read here, for speed)
+        self.counted = plan is not None  # (plan) a due reply may take more than one block at a key
+        self.lookahead = blocks.lookahead  # (plan) the tokens a written reply's blocks hold past its words (R103)
         assert gpu.memory.capacity is not None  # (E9 needs a KV capacity: scenario/paging.py)
         self.limit: int = gpu.memory.capacity
         self.top = (self.limit // block - 1) * block  # (a prompt of R tokens fits iff R <= top - kv_used)
@@ -73,7 +76,8 @@ class PagedKv:
         self.dropped: list[Request] = []  # dropped at this iteration's start (the GPU tells the host)
         self.n_away = 0  # preempted replies not back yet (re-read or swapped): no handoff comes here (E9b)
         self.preemptions = array("q")  # request id, time (ns); ... one pair per preemption
-        self.seat_reply = self.due_blocks.seater(gpu.batch)  # seat_reply(r, index, key=None, started=False): built once per GPU
+        # seat_reply(r, index, key=None, started=False): built once per GPU
+        self.seat_reply = blocks.seater(gpu.batch) if plan is None else blocks.plan_seater(gpu.batch)
         self.join_reply = adder(self)  # join_reply(r, now): a reply joins (or, read again, rejoins)
         self.release_kv = releaser(self)  # release_kv(leaving): replies whose last word was just written leave
         self.has_paged_work = work_test(self)  # `Gpu.has_work` under E9 (the engine gives the GPU this object: `Gpu.use_paging`)
@@ -128,7 +132,7 @@ class PagedKv:
         gpu = self.gpu
         due = self.due_blocks.due_at(key) if self._pending else self._phases[key % self.block]  # (model/kv_blocks.py)
         if due:
-            more = len(due) * self.block
+            more = (sum(due.values()) if self.counted else len(due)) * self.block  # type: ignore[arg-type]  # (plan: ints)
             if gpu.memory.used + more <= self.limit:  # (room for all: no order to keep; no repeat to cut)
                 gpu.memory.hold(more)
             else:
@@ -158,43 +162,44 @@ class PagedKv:
         """E9f: the iteration's duration plus the time of the KV it swapped out and in, rounded on its own."""
         return duration + self.swap_ns(self.moved_tokens) if self.moved_tokens else duration
 
-    def _short(self, due: dict[Request, None], index: int, now: int) -> None:
+    def _short(self, due: dict[Request, None] | dict[Request, int], index: int, now: int) -> None:
         """Key `index`'s due blocks are not all free: each due reply, in the order they joined, takes
         its block, the most recently joined preempted until one is free (E9c)."""
         gpu, block = self.gpu, self.block
         running = self.running  # (in the order they joined)
         for r in list(due) if len(due) < 2 else [r for r in running if r in due]:
-            if r.seat_index < 0:
-                continue  # preempted by now
-            while self.limit - gpu.memory.used < block:
-                victim = next(reversed(self.running))
-                self.preempt(victim, index, now)
-                if victim is r:
-                    break
-            else:
-                gpu.reserve(block)
+            n = due.get(r) or 1  # (plan: the blocks it takes now; else one)
+            taken = 0
+            while taken < n and r.seat_index >= 0:  # (not preempted by now)
+                if self.limit - gpu.memory.used < block:
+                    victim = next(reversed(running))  # (the most recent: maybe `r` itself, with the blocks it took)
+                    self.preempt(victim, index, now, taken if victim is r else 0)
+                else:
+                    gpu.reserve(block)
+                    taken += 1
 
     # -- E9's rarer paths: a preemption, a swap back in, a re-read's end ---------------------------
-    def preempt(self, r: Request, index: int, now: int) -> None:
-        """Preempt reply `r` at the start of iteration `index`: free its KV; drop it past its limit;
-        else queue it to be read again (recompute) or swap it out."""
+    def preempt(self, r: Request, index: int, now: int, taken: int = 0) -> None:
+        """Preempt reply `r` at the start of iteration `index` (after it took `taken` of its blocks due then,
+        a plan's): free its KV; drop it past its limit; else queue it to be read again (recompute) or swap it out."""
         gpu = self.gpu
         self.blocked = self.dirty = True
         self.preemptions.extend((r.request_id, now))
         del self.running[r]
         gpu.batch.add_replies(-1)
         seat = r.seat_index
+        done = index - seat  # (seated: the iterations it had from its seat)
         if seat >= 0:
-            words = r.seat_word + index - seat - 1  # words it has
-            held = self.due_blocks.held_at(r, index)
+            words = self.due_blocks.words_at(r, index)  # words it has
+            held = self.due_blocks.held_at(r, index) + taken
+            gpu.batch.unseat(r, self.due_blocks.last_key(r))
             self.due_blocks.unschedule(r)
-            gpu.batch.unseat(r, seat + r.n_reply_words - r.seat_word)
             r.leave_seat(held)
         else:
             words = r.seat_word - 1
             gpu.batch.unwait(r)
         last = r.end_stretch(words)
-        last_at = (iteration_end(gpu.log, seat + last[2] - 1) if gpu.batch.mixed else last_write_end(gpu.log)
+        last_at = (iteration_end(gpu.log, seat + done - 1) if gpu.batch.mixed else last_write_end(gpu.log)
                    ) if last[2] else last[3]
         held = r.kv_blocks * self.block
         gpu.memory.give_back(held)
@@ -235,7 +240,7 @@ class PagedKv:
             self.swapped.popleft()
             self.moved_tokens += r.kv_blocks * block
             self.dirty = True
-            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1) // block))
+            need = max(r.kv_blocks, -(-(r.n_prompt_tokens + r.seat_word - 1 + self.lookahead) // block))  # (plan: R103)
             gpu.reserve(need * block)
             r.holds_blocks(need)
             self.n_away -= 1
@@ -291,6 +296,7 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
     reply leaves at): the replies whose last word was just written leave (E8 seats, E3, their KV)."""
     gpu, running, left, block, batch = kv.gpu, kv.running, kv.due_blocks.left, kv.block, kv.gpu.batch
     queue_replies, track_context = batch.queue_replies, batch.track_context
+    finished = kv.due_blocks.finished if kv.counted else None  # (plan) the blocks it held (R103)
 
     def release(leaving: list[Request]) -> None:
         if queue_replies:
@@ -300,7 +306,9 @@ def releaser(kv: PagedKv) -> Callable[[list[Request]], None]:
             del running[r]
             if r.stretches is not None:
                 r.close_stretch()
-            if (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
+            if finished is not None:
+                freed += finished(r)
+            elif (due := r.kv_due) >= 0:  # (due blocks at its phase: gone; model/kv_blocks.py)
                 left(r, due)
                 freed += -(-(r.n_prompt_tokens + r.n_reply_words - 1) // block)  # (its last word's token, past its seat's)
             else:

@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..workload.speculative import writing_iterations
-from .words import STRETCH_LOG_FIELDS, Stretches, WriteView
+from ..workload.speculative import stretch_iterations, writing_iterations
+from .words import STRETCH_LOG_FIELDS, Stretches, WriteView, grouped_counts, grouped_word_times, in_order
 
 REQUEST_FIELDS = (
     "request_id",
@@ -256,18 +256,27 @@ class ArrangementRecords:
     def stretches(self) -> Stretches:
         """Every reply's stretches of words on the writing iterations (model/words.py)."""
         if self.speculative is not None:  # E16: a stretch of n iterations (writing n or more words)
-            requests = {**self.requests, "n_reply_words": self._speculative_words[0] + 1}
-            return Stretches.derived(requests, self.gpu_offsets, self.writes)
+            if self.stretch_log is None:
+                requests = {**self.requests, "n_reply_words": self._speculative_words[0] + 1}
+                return Stretches.derived(requests, self.gpu_offsets, self.writes)
+            log = {**in_order(self.stretch_log), "n_words": self._speculative_words[0]}
+            return Stretches.logged(log, len(self.requests["request_id"]), self.gpu_offsets, self.writes)
         if self.stretch_log is None:
             return Stretches.derived(self.requests, self.gpu_offsets, self.writes)
         return Stretches.logged(self.stretch_log, len(self.requests["request_id"]), self.gpu_offsets, self.writes)
 
     @cached_property
-    def _speculative_words(self) -> tuple[np.ndarray, np.ndarray]:
-        """E16: per request, the writing iterations its words 2..n take, and word by word, the one
-        of them (from 0) that writes it (`workload.speculative.writing_iterations`)."""
+    def _speculative_words(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """E16: per stretch (one a request, or the logged ones by request and word), the writing iterations
+        its words take and, word by word, the one of them (from 0) that writes it, each stretch's words
+        restarting its reply's plan (docs/rules.md#r104); and each stretch's words as planned."""
         tokens, acceptance, keys = self.speculative  # type: ignore[misc]  # (E16 on)
-        return writing_iterations(keys, self.requests["n_reply_words"], tokens, acceptance)
+        if self.stretch_log is None:
+            n_words = self.requests["n_reply_words"]
+            return (*writing_iterations(keys, n_words, tokens, acceptance), np.maximum(n_words - 1, 0))
+        log = in_order(self.stretch_log)
+        planned = np.maximum(log["n_words"], 0)
+        return (*stretch_iterations(keys[log["request_id"]], log["first_word"], planned, tokens, acceptance), planned)
 
     def word_times(
         self, rows: np.ndarray, ns_per_unit: float | None = None
@@ -321,43 +330,25 @@ class ArrangementRecords:
         return request_id, word, at
 
 
+    @cached_property
+    def iteration_words(self) -> np.ndarray | None:
+        """E16: the words each writing iteration that ran wrote of each stretch, stretch by stretch
+        (`stretches.n[s]` for stretch s, in `stretches`' order); None without E16 (one word each)."""
+        if self.speculative is None:
+            return None
+        _, ordinals, planned = self._speculative_words
+        return grouped_counts(self.stretches, ordinals, planned)
+
     def _speculative_word_times(self, rows: np.ndarray, ns_per_unit: float | None
                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`word_times` under E16: word 1 at its read's end, then each word at the end of the writing
-        iteration of its reply that writes it (several words of one iteration share its end), for the
-        iterations that ran before the run stopped (each reply one stretch: E9 is not with E16)."""
-        r, st = self.requests, self.stretches
-        counts, ordinals = self._speculative_words
-        n_words = r["n_reply_words"]
-        word_starts = np.concatenate([[0], np.cumsum(np.maximum(n_words - 1, 0))])  # each reply's words 2.. in `ordinals`
-        lead = r["first_word_at_ns"][rows]
-        has_lead = lead >= 0
-        ran = st.n[rows]  # its writing iterations that ran
-        later = np.where(ran > 0, np.maximum(n_words[rows] - 1, 0), 0)
-        at_word = np.repeat(word_starts[rows], later) + np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later)
-        ordinal = ordinals[at_word]
-        keep = ordinal < np.repeat(ran, later)
-        per = has_lead + np.bincount(np.repeat(np.arange(len(rows)), later)[keep], minlength=len(rows))
-        total = int(per.sum())
-        ids = r["request_id"][rows]
-        id_type = np.int32 if not len(ids) or ids.max() < 2**31 else np.int64
-        word_type = np.int16 if (int(n_words.max()) if len(n_words) else 0) < 2**15 else np.int32
-        ended = self.writes.ended if ns_per_unit is None else self.writes.ended / ns_per_unit
-        lead_at = lead if ns_per_unit is None else lead / ns_per_unit
-        # each reply: its word 1 (if read), then its words 2.. that ran, in word order
-        request_id = np.repeat(ids, per).astype(id_type)
-        word = np.empty(total, word_type)
-        at = np.empty(total, ended.dtype)
-        out_start = np.cumsum(per) - per
-        lead_out = out_start[has_lead]
-        word[lead_out] = 1
-        at[lead_out] = lead_at[has_lead]
-        rest = np.ones(total, bool)
-        rest[lead_out] = False
-        word[rest] = (at_word - np.repeat(word_starts[rows], later) + 2)[keep]
-        row = np.repeat(st.first[rows], later) + ordinal
-        at[rest] = ended[row[keep]] if len(ended) else 0
-        return request_id, word, at
+        """`word_times` under E16: each stretch's word before it (if its own: word 1, a re-read's), then
+        each word at the end of the writing iteration of its stretch that writes it (several words of one
+        share its end), for the iterations that ran before the run stopped (model/words.py)."""
+        _, ordinals, planned = self._speculative_words
+        n_words = self.requests["n_reply_words"]
+        n_max = int(n_words.max()) if len(n_words) else 0
+        return grouped_word_times(self.stretches, self.writes, rows, ordinals, planned, self.requests["request_id"],
+                                  n_max, ns_per_unit)
 
 
 def n_recorded(g: GpuLog) -> int:

@@ -91,8 +91,7 @@ class Stretches:
     def logged(cls, log: dict[str, np.ndarray], n_requests: int, gpu_offsets: np.ndarray,
                view: WriteView) -> Stretches:
         """The stretches a model logged (`STRETCH_LOG_FIELDS`), in any order."""
-        order = np.lexsort((log["first_word"], log["request_id"]))
-        c = {k: np.asarray(v, np.int64)[order] for k, v in log.items()}
+        c = in_order(log)
         first, n = _placed(c["gpu"], c["join_iteration"], c["n_words"], gpu_offsets, view)
         by_request = np.searchsorted(c["request_id"], np.arange(n_requests + 1))
         return cls(c["request_id"], c["gpu"], first, n, c["first_word"], c["lead_at_ns"],
@@ -112,6 +111,57 @@ class Stretches:
         """Write position of each stretch's last word written by an iteration (first - 1 if none)."""
         last: np.ndarray = self.first + self.n - 1
         return last
+
+
+def in_order(log: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A stretch log's rows by request, then first word (int64): the order of `Stretches.logged`."""
+    order = np.lexsort((log["first_word"], log["request_id"]))
+    return {k: np.asarray(v, np.int64)[order] for k, v in log.items()}
+
+
+def grouped_word_times(st: Stretches, view: WriteView, rows: np.ndarray, ordinals: np.ndarray, planned: np.ndarray,
+                       request_ids: np.ndarray, n_max: int, ns_per_unit: float | None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`ArrangementRecords.word_times` when a writing iteration may write several words of a reply:
+    stretch s (`st.n[s]` iterations ran) plans `planned[s]` words from `st.first_word[s]`, and `ordinals`
+    (stretch by stretch, word by word) gives the iteration of the stretch writing each. Per stretch of
+    requests `rows`: its word before (if its own: word 1, a re-read's), then its words whose iteration ran."""
+    s = st.of_requests(rows)
+    plan_at = np.concatenate([[0], np.cumsum(planned)])[s]  # each stretch's first word in `ordinals`
+    lead = st.lead_at[s]
+    has_lead = st.lead_written[s] & (lead >= 0)
+    ran = st.n[s]
+    later = np.where(ran > 0, planned[s], 0)
+    into = np.arange(int(later.sum())) - np.repeat(np.cumsum(later) - later, later)  # words into its stretch
+    ordinal = ordinals[np.repeat(plan_at, later) + into]
+    keep = ordinal < np.repeat(ran, later)
+    per = has_lead + np.bincount(np.repeat(np.arange(len(s)), later)[keep], minlength=len(s))
+    total = int(per.sum())
+    ids = request_ids[st.request[s]]
+    id_type = np.int32 if not len(ids) or ids.max() < 2**31 else np.int64
+    ended = view.ended if ns_per_unit is None else view.ended / ns_per_unit
+    lead_at = lead if ns_per_unit is None else lead / ns_per_unit
+    # each stretch: its word before (if its own), then its words that ran, in word order
+    request_id = np.repeat(ids, per).astype(id_type)
+    word = np.empty(total, np.int16 if n_max < 2**15 else np.int32)
+    at = np.empty(total, ended.dtype)
+    lead_out = (np.cumsum(per) - per)[has_lead]
+    word[lead_out] = st.first_word[s][has_lead] - 1
+    at[lead_out] = lead_at[has_lead]
+    rest = np.ones(total, bool)
+    rest[lead_out] = False
+    word[rest] = (into + np.repeat(st.first_word[s], later))[keep]
+    at[rest] = ended[(np.repeat(st.first[s], later) + ordinal)[keep]] if len(ended) else 0
+    return request_id, word, at
+
+
+def grouped_counts(st: Stretches, ordinals: np.ndarray, planned: np.ndarray) -> np.ndarray:
+    """With `grouped_word_times`' plans: the words each iteration that ran writes, stretch by stretch
+    (`st.n[s]` for stretch s, in `st`'s order)."""
+    iteration_at = np.concatenate([[0], np.cumsum(st.n)])  # each stretch's first iteration in the result
+    which = np.repeat(np.arange(len(st.n)), planned)
+    keep = ordinals < st.n[which]
+    return np.bincount((iteration_at[which] + ordinals)[keep], minlength=int(iteration_at[-1]))
 
 
 def _placed(gpu: np.ndarray, join: np.ndarray, wanted: np.ndarray, gpu_offsets: np.ndarray, view: WriteView

@@ -124,8 +124,9 @@ def _word2_positions(rec, rows: np.ndarray) -> np.ndarray:
 def _speculative(rec, rows: np.ndarray) -> dict:
     """E16 only: per request of `rows`, how many writing iterations wrote its words 2.. before the
     run stopped (`wn`; several words of one share its end), so its words are at the ends of the
-    GPU's writing iterations `jw .. jw + wn - 1` (without E16, `n - 1` of them)."""
-    return {} if rec.speculative is None else {"wn": rec.stretches.n[rows]}
+    GPU's writing iterations `jw .. jw + wn - 1` (without E16, `n - 1` of them); with E9's stretches,
+    each stretch's own (`_paged`)."""
+    return {} if rec.speculative is None or rec.stretch_log is not None else {"wn": rec.stretches.n[rows]}
 
 
 def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
@@ -133,8 +134,8 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     arrangement that logs them: per request, its stretches of words `st` ([GPU; write position of
     its first word among that GPU's writing iterations, or -1; that word's number; words written
     by those iterations; the word before them, ns from arrival, or -1; 1 if the stretch wrote that
-    word itself: word 1, or a re-read's word]), its preemptions `pre` (ns from arrival) and its
-    re-reads `rr` (`_rereads`)."""
+    word itself: word 1, or a re-read's word; E16: the words each of those iterations wrote]), its
+    preemptions `pre` (ns from arrival) and its re-reads `rr` (`_rereads`)."""
     if rec.stretch_log is None:
         return {}
     st, w = rec.stretches, rec.writes
@@ -142,10 +143,17 @@ def _paged(rec, rows: np.ndarray, arrived: np.ndarray) -> dict:
     gpu = np.maximum(st.gpu, 0)
     pos = np.where((st.gpu >= 0) & (st.n > 0), st.first - w.offsets[gpu], -1)
     lead = st.lead_at
+    per = rec.iteration_words  # E16: several words an iteration (else one each: the stretch's `n`)
+    at = None if per is None else np.concatenate([[0], np.cumsum(st.n)])
     stretches, pre = np.empty(len(rows), object), np.empty(len(rows), object)  # (ragged: one list per request)
     for i, (a_lo, a_hi, a) in enumerate(zip(lo.tolist(), hi.tolist(), arrived.tolist())):
         stretches[i] = [[int(st.gpu[k]), int(pos[k]), int(st.first_word[k]), int(st.n[k]),
                          int(lead[k] - a) if lead[k] >= 0 else -1, int(st.lead_written[k])] for k in range(a_lo, a_hi)]
+        if at is not None:  # E16: words written, then each iteration's words
+            for s, k in zip(stretches[i], range(a_lo, a_hi)):
+                words = per[at[k]:at[k + 1]].tolist()  # type: ignore[index]
+                s[3] = sum(words)
+                s.append(words)
     log = rec.preemptions
     if log is None:
         log = {"request_id": np.zeros(0, np.int64), "at_ns": np.zeros(0, np.int64)}

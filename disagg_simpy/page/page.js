@@ -72,7 +72,7 @@ function decodePlayer(a, span) {
                       // replies in several stretches (E9) only: each reply's stretches of words [GPU, first write
                       // position, its word number, words, word before (abs ns), whether the stretch wrote it] and
                       // its preemptions (abs ns)
-                      st: r.st ? r.st.map((ss, i) => ss.map(([g, p, f, k, l, o]) => [g, p, f, k, l < 0 ? -1 : REQ.arrived[i] + l, o])) : null,
+                      st: r.st ? r.st.map((ss, i) => ss.map(([g, p, f, k, l, o, per]) => [g, p, f, k, l < 0 ? -1 : REQ.arrived[i] + l, o, per])) : null,
                       pre: r.pre ? r.pre.map((ts, i) => ts.map((t) => REQ.arrived[i] + t)) : null,
                       // and its re-reads (E9 recompute) [GPU, from, to (abs ns), tokens, first and last iteration, iterations]
                       rr: r.rr ? r.rr.map((xs, i) => xs.map(([g, f, t, ...more]) => [g, REQ.arrived[i] + f, REQ.arrived[i] + t, ...more])) : null}};

@@ -4,14 +4,20 @@
 
 /** The pieces of reply row `i` of arrangement `a` that has stretches (E9): per stretch, its GPU
  * and the [word number, time] of each of its words the embedded iterations hold (its own word
- * first, if it wrote it). */
+ * first, if it wrote it; E16: several words of one iteration share its time, all but the first `shared`). */
 function stretchPieces(a, i) {
   const pieces = [];
-  for (const [g, p, f, n, lead, own] of a.req.st[i]) {
+  for (const [g, p, f, n, lead, own, per] of a.req.st[i]) {
     const words = [];
     if (own && lead >= 0) words.push([f - 1, lead]);
     const gpu = g >= 0 ? a.gpus[g] : null;
-    if (gpu && p >= 0) {
+    if (gpu && p >= 0 && per) {  // E16: iteration k wrote per[k] words (after the first, shared: no tick)
+      for (let k = 0, w = f; k < per.length; w += per[k], k++) {
+        const at = p + k - gpu.wfirst;
+        if (at >= gpu.wend.length) break;
+        if (at >= 0) for (let j = 0; j < per[k]; j++) words.push([w + j, gpu.wend[at], j > 0]);
+      }
+    } else if (gpu && p >= 0) {
       for (let k = Math.max(0, gpu.wfirst - p); k < n; k++) {
         const at = p + k - gpu.wfirst;
         if (at >= gpu.wend.length) break;
@@ -49,13 +55,13 @@ function drawPieces(player, lane, i, y, X) {
     const g = el("svg:g", {"data-testid": "piece", "data-gpu": pc.gpu, "data-first-word": first[0], "data-last-word": last[0],
                            "data-words": words.length, "data-from-ns": first[1], "data-to-ns": last[1]}, lane);
     let d = "", ticks = 0;
-    words.forEach(([w, t], k) => {
+    words.forEach(([w, t, shared], k) => {
       if (k > 0) {  // freezes inside the piece
         const t0 = words[k - 1][1];
         if (t - t0 > FREEZE_NS + 1 && t0 < hi && t > lo)
           el("svg:rect", {x: X(t0), y: mid - 3, width: Math.max(1, X(t) - X(t0)), height: 6, class: "freeze"}, g);
       }
-      if (w > 1 && t >= lo && t <= hi) { d += `M${player.x(t).toFixed(1)} ${y + 3}v${REPLY_H - 6}`; ticks++; }
+      if (w > 1 && !shared && t >= lo && t <= hi) { d += `M${player.x(t).toFixed(1)} ${y + 3}v${REPLY_H - 6}`; ticks++; }
     });
     g.dataset.ticks = ticks;
     if (d) el("svg:path", {d, class: "words"}, g);

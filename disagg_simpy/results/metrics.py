@@ -127,7 +127,7 @@ def reply_gaps(rec: ArrangementRecords, limits: LimitsNs) -> ReplyGaps:
     values = np.concatenate([diffs[weight > 0], own])
     counts = np.concatenate([weight[weight > 0], np.ones(len(own), dtype=np.int64)])
     if rec.speculative is not None:  # E16: words after the first of an iteration come 0 ns after the one before
-        if shared := int((m_n - 1).sum() - rec.stretches.n[m_rows].sum()):
+        if shared := int((m_n - 1).sum() - counts.sum()):  # (each gap counted above: a word's after its iteration's)
             values, counts = np.append(values, 0), np.append(counts, shared)
     values, inverse = np.unique(values, return_inverse=True)
     counts = np.bincount(inverse, weights=counts, minlength=len(values)).astype(np.int64)

@@ -27,27 +27,30 @@ def reservation(arrangement, prompt, reply):
     return out
 
 
-def sizes_text(prompt: int, reply: int, needed: int) -> str:
+def sizes_text(prompt: int, reply: int, needed: int, drafts: int = 0) -> str:
     """'prompt 8000 + reply 400 = 8400 tokens', or 'prompt 8000 tokens' when the reply reserves
-    nothing (a one-word reply on a split's reading GPU)."""
+    nothing (a one-word reply on a split's reading GPU); `drafts`: E16's k draft tokens held too (E9)."""
     if needed == prompt:
         return f"prompt {prompt:,} tokens"
+    if drafts and needed != prompt + reply:  # E9 with E16 (docs/rules.md#r106)
+        return f"prompt {prompt:,} + reply {reply:,} + {drafts:,} draft tokens: {needed:,} tokens in KV blocks"
     if needed != prompt + reply:  # E9: blocks of prompt + reply - 1 tokens, plus one block to admit it
         return f"prompt {prompt:,} + reply {reply:,}: {needed:,} tokens in KV blocks"
     return f"prompt {prompt:,} + reply {reply:,} = {needed:,} tokens"
 
 
-def side_needs(arrangement, prompt, reply) -> list[tuple[str, int, np.ndarray]]:
+def side_needs(arrangement, prompt, reply, drafts: int = 0) -> list[tuple[str, int, np.ndarray]]:
     """E4f per side with a KV limit: (the key that sets it, its capacity per instance, the largest
     reservation each request makes on one instance of that side). A split's reading side holds
     the prompt alone (nothing for a local prompt, E6); its writing side prompt + reply (nothing
-    for a one-word reply read elsewhere); a colocated instance prompt + reply."""
+    for a one-word reply read elsewhere); a colocated instance prompt + reply. `drafts`: E16's k
+    draft tokens, which E9's blocks of a written reply hold too (docs/rules.md#r106)."""
     prompt, reply = np.asarray(prompt, dtype=np.int64), np.asarray(reply, dtype=np.int64)
     whole = prompt + reply
     paged = getattr(arrangement, "paged", None)
     if paged is not None:  # E9: the most a request holds is prompt + reply - 1 tokens, in blocks, plus one to admit it
         block = paged[0]
-        whole = block * (-(-(whole - 1) // block) + 1)
+        whole = block * (-(-(whole - 1 + np.where(reply > 1, drafts, 0)) // block) + 1)
         held = block * (-(-prompt // block) + 1)
     else:
         held = prompt
@@ -61,7 +64,7 @@ def side_needs(arrangement, prompt, reply) -> list[tuple[str, int, np.ndarray]]:
     return [(arrangement.kv_capacity_key(role), cap, need) for role, cap, need in sides if cap is not None]
 
 
-def largest_draw(arrangement, prompt_ranges, reply_range) -> tuple[str, int, int, int, int] | None:
+def largest_draw(arrangement, prompt_ranges, reply_range, drafts: int = 0) -> tuple[str, int, int, int, int] | None:
     """E4f on synthetic traffic: None, or (key, capacity, prompt, reply, reservation) of the
     largest reservation the workload can draw on a side whose instances cannot hold it. Its
     largest prompt with its largest reply and, with local prompts (E6), its largest local prompt
@@ -73,20 +76,21 @@ def largest_draw(arrangement, prompt_ranges, reply_range) -> tuple[str, int, int
         candidates += [min(hi, local) for lo, hi in prompt_ranges if lo <= local]
     reply = reply_range[1]
     worst = None
-    for key, cap, need in side_needs(arrangement, candidates, [reply] * len(candidates)):
+    for key, cap, need in side_needs(arrangement, candidates, [reply] * len(candidates), drafts):
         i = int(np.argmax(need))
         if need[i] > cap and (worst is None or need[i] > worst[4]):
             worst = (key, cap, int(candidates[i]), reply, int(need[i]))
     return worst
 
 
-def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray) -> tuple[int, str, int, int] | None:
+def capacity_problem(arrangement, prompt: np.ndarray, reply: np.ndarray, drafts: int = 0
+                     ) -> tuple[int, str, int, int] | None:
     """E4f on a trace: None, or (index, key, capacity, reservation) of the first request whose
     reservation exceeds its side's capacity (the largest such reservation of that request)."""
     if not len(prompt):
         return None
     found = None
-    for key, cap, need in side_needs(arrangement, prompt, reply):
+    for key, cap, need in side_needs(arrangement, prompt, reply, drafts):
         over = np.flatnonzero(need > cap)
         if len(over):
             i = int(over[0])

@@ -331,13 +331,13 @@ class Scenario(SpeculativeKeys):
                 if side_problem is not None:
                     raise ValueError(f"@arrangements[{i}].{side_problem[0]}: {side_problem[1]}")
             if a.kv_limited and isinstance(w, SyntheticWorkload):
-                problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b))), default=None,
-                              key=lambda p: p[4])
+                problem = max((p for b in w.length_bounds() if (p := largest_draw(a, *b, self.draft_tokens))),
+                              default=None, key=lambda p: p[4])  # (E16's draft tokens held too with E9: R106)
                 if problem is not None:
                     key, cap, prompt, reply, need = problem
                     raise ValueError(
                         f"@arrangements[{i}].{key}: got {cap:,}, but the workload can draw a request reserving "
-                        f"{sizes_text(prompt, reply, need)} on one {a.unit} (its largest prompt and reply); "
+                        f"{sizes_text(prompt, reply, need, self.draft_tokens)} on one {a.unit} (its largest prompt and reply); "
                         f"expected at least {need:,}"
                     )
 

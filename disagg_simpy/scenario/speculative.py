@@ -39,18 +39,25 @@ class SpeculativeKeys(_Strict):
     if TYPE_CHECKING:
         speculative: Speculative | None  # (a field of `Scenario`, so its keys keep their order)
 
+    @property
+    def draft_tokens(self) -> int:
+        """E16's k draft tokens a written reply verifies (0 without E16): E9's blocks hold them too (R106)."""
+        return self.speculative.tokens if self.speculative is not None else 0
+
     def speculative_problem(self) -> str | None:
-        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 (paged
-        blocks fall due by words, docs/rules.md#r85), and a token budget of writing iterations (E8) too small for
-        one reply with its draft tokens and one prompt token (#r84, #r102)."""
+        """One line for a scenario that asks for E16 with a rule it does not go with yet, else None: E9 with E3
+        (a resumed reply's context, docs/rules.md#r107; E9 alone goes, #r103), and a token budget of writing
+        iterations (E8) too small for one reply with its draft tokens and one prompt token (#r84, #r102)."""
         if self.speculative is None:
             return None
         least = self.speculative.tokens + 2
         for i, a in enumerate(self.arrangements):  # type: ignore[attr-defined]  # (a Scenario's)
             where = f"@arrangements[{i}]"
-            if getattr(a, "kv_policy", None) == "paged":
-                return (f"{where}.kv_policy: got 'paged' with speculative (E16), expected one or the other: E9's "
-                        "blocks with speculative decoding are not modelled yet (docs/rules.md#r85)")
+            if getattr(a, "kv_policy", None) == "paged" and any(  # E9 with E16 goes (R103-R107), not with E3 too
+                    c.per_context_token_ms for c in a.side_costs(self.cost)):  # type: ignore[attr-defined]
+                return (f"{where}.kv_policy: got 'paged' with speculative (E16) and per_context_token_ms (E3), expected "
+                        "two of the three: E3's context of a reply resumed after a preemption under speculative "
+                        "decoding is not modelled yet (docs/rules.md#r107)")
             for key in ("max_batch_tokens", "writing_max_batch_tokens"):  # (a split's reading side writes nothing)
                 budget = getattr(a, key, None)
                 if budget is not None and budget < least and not (

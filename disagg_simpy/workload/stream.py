@@ -395,16 +395,16 @@ def check_capacity(scenario: Scenario, path: Path, rows: np.ndarray, lengths: pd
     first such row (its number among the trace's data rows) and its sizes."""
     if not any(a.kv_limited for a in scenario.arrangements):
         return
-    prompt = lengths["n_prompt_tokens"].to_numpy(np.int64)
-    reply = lengths["n_reply_words"].to_numpy(np.int64)
+    prompt, reply = (lengths[c].to_numpy(np.int64) for c in ("n_prompt_tokens", "n_reply_words"))
+    drafts = scenario.draft_tokens  # (E16 with E9: docs/rules.md#r106)
     for i, a in enumerate(scenario.arrangements):
-        problem = capacity_problem(a, prompt, reply)
+        problem = capacity_problem(a, prompt, reply, drafts)
         if problem is not None:
             first, key, cap, need = problem
             p, r = int(prompt[first]), int(reply[first])
             raise InputError(
                 f"{scenario.source}: arrangements[{i}].{key}: got {cap:,}, but row "
-                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need)} on one {a.unit}; expected at "
+                f"{int(rows[first]):,} of {path.name} reserves {sizes_text(p, r, need, drafts)} on one {a.unit}; expected at "
                 f"least {need:,} (or a shorter request)"
             )
 

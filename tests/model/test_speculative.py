@@ -186,7 +186,8 @@ def test_seeds_change_the_draws_not_the_trace(tmp_path):
      "writing_max_batch_tokens: got 5"),
     ({"tokens": 4, "acceptance": 0.5}, {**SPLIT_1_1[0], "max_batch_tokens": 5, "reading_max_batch_tokens": 64}, {},
      "max_batch_tokens: got 5"),  # (the writing side's budget)
-    ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {}, "kv_policy"),
+    ({"tokens": 2, "acceptance": 0.5}, {"kv_capacity_tokens": 4096, "kv_policy": "paged"}, {"per_context_token_ms": 0.01},
+     "kv_policy: got 'paged' with speculative (E16) and per_context_token_ms (E3)"),  # (R107)
 ])
 def test_bad_values_are_refused_in_one_line(tmp_path, spec, arrangement, cost, expected):
     base = {} if arrangement.get("kind") else {"name": "c", "kind": "colocated", "gpus": 1}

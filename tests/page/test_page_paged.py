@@ -72,6 +72,54 @@ def test_the_words_of_preempted_replies_follow_from_their_stretches(paged_res):
     assert n_pre > 0
 
 
+@pytest.fixture(scope="module")
+def paged_spec_res(tmp_path_factory):
+    """`paged_res` with speculative decoding (E16, k = 4, a = 0.7: R103-R107) and 24,000 KV tokens a GPU (its
+    replies end sooner: with 40,000 only split-3-1 preempts)."""
+    spec = {**paged_spec(), "speculative": {"tokens": 4, "acceptance": 0.7}}
+    for a in spec["arrangements"]:
+        a["kv_capacity_tokens"] = 24_000
+    path = tmp_path_factory.mktemp("paged_spec") / "paged_spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return run(load_scenario(path).with_overrides(**{"workload.measure_s": 6}))
+
+
+def test_with_speculative_decoding_the_words_follow_from_each_iterations_words(paged_spec_res):
+    """E9 with E16: a stretch's 7th field gives the words each of its iterations wrote (their sum its
+    4th, the words written); read as pieces.js's `stretchPieces` reads them, they are the run's words."""
+    data = embedded_data(page_html(paged_spec_res))
+    lo, hi = data["span_ns"]
+    n_pre = shared = 0
+    for a in data["arrangements"]:
+        st = a["requests"]["st"]
+        assert "wn" not in a["requests"]  # (the stretches say it)
+        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
+        its, r = decode_iterations(data, a), decode_requests(data, plain)
+        got = []
+        for i in range(len(r["id"])):
+            if r["first"][i] >= 0:
+                got.append((r["id"][i], 1, r["first"][i]))
+            for gpu, pos, word, n, lead, own, per in st[i]:
+                assert n == sum(per)
+                shared += n - len(per)
+                if own and lead >= 0 and word > 2:
+                    got.append((r["id"][i], word - 1, r["arrived"][i] + lead))
+                if pos >= 0:
+                    it = its[gpu]
+                    wend = it["end"][it["rep"] > 0]
+                    for k, m in enumerate(per):  # iteration k: words `word`.. `word + m - 1`
+                        if 0 <= pos + k - it["wfirst"] < len(wend):
+                            got += [(r["id"][i], word + j, wend[pos + k - it["wfirst"]]) for j in range(m)]
+                        word += m
+            n_pre += len(a["requests"]["pre"][i])
+        words = paged_spec_res.words(a["name"])
+        at = ns(words["at_s"])
+        want = words[(words["word"] == 1) | ((at <= hi) & (at > lo))]
+        got = [w for w in got if w[1] == 1 or lo < w[2] <= hi]
+        assert sorted(got) == sorted(zip(want["request_id"], want["word"], ns(want["at_s"]))), a["name"]
+    assert n_pre > 0 and shared > 0
+
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Python is not installed")
 CHROMIUM = os.environ.get("DISAGG_SIMPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -247,3 +295,54 @@ def test_the_player_draws_each_piece_on_its_own_gpu(tmp_path):
             assert {x[0] for x in pieces} == {0, 1} and [tuple(x) for x in drawn["pieces"]] == pieces, rid
             assert drawn["gaps"] == [[pieces[0][5], pieces[1][4]]] and drawn["crosses"] == []
         browser.close()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_with_speculative_decoding_the_player_draws_each_piece_by_its_iterations(tmp_path, paged_spec_res):
+    """E9 with E16: every preempted reply the page holds whole (recompute: same-gpu, chunked-512; swap: split-2-2,
+    split-3-1): its
+    lane's pieces are the records' stretches, with all their words (several an iteration) and one tick an
+    iteration (plus a re-read's word), and the detail counts the words written."""
+    res = paged_spec_res
+    html = tmp_path / "p.html"
+    html.write_text(page_html(res, span_s=SPAN_S))
+    lo, hi = (round(s * 1e9) for s in SPAN_S)
+    req = res.requests
+    checked = shared = 0
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(html.as_uri())
+        page.wait_for_selector("[data-testid=arrangement-row]")
+        for name in ("same-gpu", "chunked-512", "split-2-2", "split-3-1"):
+            page.click(f"[data-testid=arrangement-row][data-arrangement={name}]")
+            page.select_option("#win-len", "16")
+            rec = res.records[name]
+            st, per = rec.stretches, rec.iteration_words
+            first_iteration = np.concatenate([[0], np.cumsum(st.n)])
+            rows = req[(req["arrangement"] == name) & (req["n_preemptions"] > 0)]
+            whole = rows[(ns(rows["arrived_at_s"]) >= lo) & (ns(rows["finished_at_s"]) <= hi)]
+            for rid in whole["request_id"].tolist():
+                words = res.words(name, [rid])
+                at = dict(zip(words["word"].tolist(), ns(words["at_s"]).tolist()))
+                pieces = []
+                for k in range(st.by_request[rid], st.by_request[rid + 1]):
+                    own = bool(st.lead_written[k]) and st.lead_at[k] >= 0
+                    mine = per[first_iteration[k]:first_iteration[k + 1]]
+                    first, last = int(st.first_word[k]) - own, int(st.first_word[k] + mine.sum() - 1)
+                    if last >= first:
+                        pieces.append((int(st.gpu[k]), first, last, last - first + 1, at[first], at[last],
+                                       len(mine) + (own and first > 1)))
+                        shared += int(mine.sum() - len(mine))
+                drawn = drawn_lane(page, rid)
+                assert len(pieces) > 1, (name, rid)
+                assert [tuple(x) for x in drawn["pieces"]] == pieces, (name, rid)
+                assert sum(drawn["ticks"]) == sum(x[6] for x in pieces)
+                detail = page.locator("[data-testid=reply-detail]")
+                assert int(detail.locator("[data-field=n_words_written]").text_content()) == len(words)
+                checked += 1
+        browser.close()
+    assert errors == []
+    assert checked >= 10 and shared > 0
