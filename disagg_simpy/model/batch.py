@@ -95,7 +95,7 @@ class Batch:
             if self.context_steps is not None:  # E16
                 self.context_steps.seat(request.request_id, request.n_reply_words, key)
         its = self.writing_iterations  # E16: one or more words an iteration, drawn (workload/speculative.py)
-        last = key + (request.n_reply_words - 1 if its is None else its[request.request_id]) - 1
+        last = key + request.n_reply_words - 2 if its is None else key + its[request.request_id] - 1
         leaving = by_key.get(last)
         if leaving is None:
             by_key[last] = [request]  # (E10's writing-iteration keys move to `leaving` when due)

@@ -167,11 +167,6 @@ class Gpu:
         self.n_shipping += n
         heapq.heappush(self.ships_due, end)
 
-    def ship_ended(self) -> None:
-        """The first ship under way here ended now (its reply joins next: `add_reply`)."""
-        self.n_shipping -= 1
-        heapq.heappop(self.ships_due)
-
     def count_started(self, n: int) -> None:
         """It has started `n` iterations: a repeat's (model/repeats.py), or a start that undid itself (E9d, the planner)."""
         self.n_started = n
@@ -185,10 +180,14 @@ class Gpu:
         if self.wake is not None:
             self._wake()
 
-    def add_reply(self, request: Request, now: int) -> None:
+    def add_reply(self, request: Request, now: int, shipped: bool = False) -> None:
         """A reply joins (its own record of it by the caller: `Request.stays`, `Request.joins`): it gets a word from every
         iteration starting now or later (M2, M4), or, with a seat limit (E8), waits for a seat in the order replies joined
-        (E9: `PagedKv.join_reply`)."""
+        (E9: `PagedKv.join_reply`). `shipped`: its KV cache's ship here just ended, the first under way here (the ships
+        that end now end first: model/kv_link.py), counted off in the same call."""
+        if shipped:
+            self.n_shipping -= 1
+            heapq.heappop(self.ships_due)
         if self.paged is not None:
             self.paged.join_reply(request, now)
             return

@@ -88,7 +88,5 @@ class KvLink:
         if self.kv:
             reader = self.gpus[request.reading_gpu]
             reader.free(request.n_prompt_tokens if reader.paged is None else reader.paged.held(request))  # E4b (E9: blocks)
-        writer = self.gpus[request.writing_gpu]
-        writer.ship_ended()  # (its first: the ships here that end now end first)
         request.joins(now)
-        writer.add_reply(request, now)
+        self.gpus[request.writing_gpu].add_reply(request, now, True)  # (its ship, the first here, counted off there)
