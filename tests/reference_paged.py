@@ -6,7 +6,9 @@ checked against its blocks, and words are given one by one, as the base referenc
 E10 an iteration first tries to take prompts (as one writing nothing); only if it takes none does
 it seat, grow, preempt, swap in and write. With E16 (speculative decoding, readings R103-R107) a
 written reply's blocks must hold its prompt, its words so far and the k draft tokens the iteration
-verifies, and the iteration gives it its next word and each next accepted one (the base's E16).
+verifies, and the iteration gives it its next word and each next accepted one (the base's E16). E3's
+context is each written reply's prompt + its words so far at the start (`launch`): a resumed reply's
+words are drawn from its next word on, so its context follows its restarted plan (R108) with no plan kept.
 """
 
 from __future__ import annotations
