@@ -13,6 +13,7 @@ the links (E5, `kv_link`) and local prompts (E6, routed to a writing GPU on arri
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -116,8 +117,8 @@ class Engine:
                      self.prefix_caches.get(g.number))
             if steps is not None:  # E16's draws (model/batch.py)
                 g.batch.speculate(counts, ContextSteps(*steps))
-        if not self.split:
-            self.more_may_arrive_now = self._arrival_now  # type: ignore[method-assign]  # (its own, bound once: no ships)
+        # (D5 step 2's test at an iteration end, chosen once: colocated, only an arrival reaches a GPU)
+        self.more_may_arrive_now: Callable[[int, Gpu], bool] = self._arrival_now if not self.split else self._ship_or_arrival_now
         self.next_arrival_ns = -1
         self.arrived: list[Request] = []
         self.n_measured_left = int(requests.measured.sum())
@@ -327,16 +328,16 @@ class Engine:
         """E12: a GPU leaving its side ended an iteration."""
         self.roles.drained(gpu, now)  # type: ignore[union-attr]  # (draining only with roles)
 
-    def more_may_arrive_now(self, now: int, gpu: Gpu) -> bool:
-        """Whether something that may change `gpu`'s next iteration is due later in this instant (D5
-        step 2), asked at its iteration end (step 1): an arrival (routed by every reading GPU's
+    def _ship_or_arrival_now(self, now: int, gpu: Gpu) -> bool:
+        """`more_may_arrive_now` on a split: whether something that may change `gpu`'s next iteration is due
+        later in this instant (D5 step 2), asked at its iteration end (step 1): an arrival (routed by every reading GPU's
         queue, D1), or a ship to `gpu` that ends now. A ship end changes nothing but its writing
         GPU (the reply joins it), unless E4 frees its reading GPU's memory or a link (E5) starts
         the next ship: their GPUs always put their start off to step 3 (`Gpu.always_defer`)."""
         return self.next_arrival_ns == now or (gpu.ships_due[0] == now if gpu.ships_due else False)
 
     def _arrival_now(self, now: int, gpu: Gpu) -> bool:
-        """`more_may_arrive_now` on a colocated arrangement (no ships), bound once (`__init__`), for speed."""
+        """`more_may_arrive_now` on a colocated arrangement (no ships): an arrival later in this instant."""
         return self.next_arrival_ns == now
 
     def quiet_until(self, at: int) -> bool:

@@ -3,12 +3,12 @@ GPU's prompt queue (model/prompts.py's `PromptQueue`, whose methods it calls), k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from .gpu_state import GpuState
+    from .gpu_state import GpuState, Paging
     from .request import Request
 
 
@@ -63,12 +63,12 @@ def take_with_options(gpu: GpuState, n_written: int) -> list[tuple[Request, int]
     return taken
 
 
-def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Request, int]], int]]:
+def paged_admission(kv: Paging) -> Callable[[int, int], tuple[Sequence[tuple[Request, int]], int]]:
     """E9's admission policy (model/planner.py's `Admit`) for the GPU of `kv` (its model/paged_kv.PagedKv):
     `paged_take` when the head prompt is begun, or may be admitted (`PagedKv.can_take`, inline: no
     reply swapped out, nothing preempted at this start, its blocks plus one free); else nothing,
-    without a call (most starts under load). (`kv` typed Any: a type would close the circle
-    paged_kv -> gpu -> planner -> kv_take.)"""
+    without a call (most starts under load). (`kv` typed by its Protocol, model/gpu_state.py's `Paging`: the
+    class would close the circle paged_kv -> gpu -> planner -> kv_take.)"""
     waiting, gpu = kv.gpu.queue.waiting, kv.gpu
 
     def admit(now: int, n_written: int) -> tuple[Sequence[tuple[Request, int]], int]:
@@ -80,7 +80,7 @@ def paged_admission(kv: Any) -> Callable[[int, int], tuple[Sequence[tuple[Reques
     return admit
 
 
-def paged_take(kv: Any, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, Any as in paged_admission)
+def paged_take(kv: Paging, now: int, n_written: int) -> tuple[list[tuple[Request, int]], int]:  # (kv: PagedKv, by its Protocol)
     """E9: `take_with_options` then `PromptQueue.take` in one pass (the same choice, the same
     state after): prompts in arrival order, a prompt not begun admitted (`PagedKv.admit`: its
     blocks plus one free, i.e. its tokens at most `PagedKv.top` less those held, no reply swapped

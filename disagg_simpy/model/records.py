@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -117,6 +117,14 @@ class Held(Protocol):
     def peak(self) -> int: ...
 
 
+class Arrived(Protocol):
+    """What `collect` reads of a request that arrived (model/request.py's `Request`): the REQUEST_FIELDS, read by
+    name (`attrgetter`), and whether it is measured; E9 also its `n_preemptions` and `dropped_at_ns`."""
+
+    @property
+    def measured(self) -> bool: ...
+
+
 class Recorded(Protocol):
     """What `collect` reads of a GPU: its role, its records and its KV memory's peak and tokens held (E4)."""
 
@@ -154,7 +162,7 @@ class ArrangementRecords:
     preemptions: dict[str, np.ndarray] | None = None
     # a model that moves replies logs their stretches (STRETCH_LOG_FIELDS); None: one each, from `requests`
     stretch_log: dict[str, np.ndarray] | None = None
-    switches: dict[str, list[Any]] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
+    switches: dict[str, list[int | str]] | None = None  # E12: every move (model/roles.py SWITCH_FIELDS); None: static roles
     cached_tokens: np.ndarray | None = None  # E13: per request, prompt tokens found cached; None: no cache
     # E16: (draft tokens, acceptance, each request's key): a reply's words 2..n fall on its writing iterations by
     # its draws (workload/speculative.py), one or more each; a stretch's `n` counts iterations; None: one word each
@@ -181,12 +189,12 @@ class ArrangementRecords:
         return self.n_unfinished > 0
 
     @classmethod
-    def collect(cls, *, name: str, kind: str, gpus: Sequence[Recorded], arrived: Sequence[Any],
+    def collect(cls, *, name: str, kind: str, gpus: Sequence[Recorded], arrived: Sequence[Arrived],
                 stopped_at_ns: int, cap_ns: int, n_events: int, kv_capacity_tokens: Sequence[int] | None = None,
                 kv_link: str | None = None, stretch_log: np.ndarray | None = None,
-                preemption_logs: Sequence[Any] | None = None, cached_tokens: Sequence[int] | None = None,
+                preemption_logs: Sequence[array[int]] | None = None, cached_tokens: Sequence[int] | None = None,
                 speculative: tuple[int, float, np.ndarray] | None = None, start_roles: tuple[str, ...] | None = None,
-                switches: dict[str, list[Any]] | None = None) -> ArrangementRecords:
+                switches: dict[str, list[int | str]] | None = None) -> ArrangementRecords:
         """The records of a finished run: `arrived` holds each request that arrived (objects
         with the REQUEST_FIELDS and `measured`), in arrival order; `stretch_log`, if the model
         moved replies, an int64 table with one row of STRETCH_LOG_FIELDS per stretch; E12: the

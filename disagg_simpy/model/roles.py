@@ -15,17 +15,24 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
+from ..scenario.arrangements import Disaggregated
 from .costs import CostNs, exact_ns, nearest_ns
 from .gpu import Gpu
 from .phases import PHASE_ARRIVE, Slot
 from .records import n_recorded
 
 if TYPE_CHECKING:
+    from collections import deque
+
+    from ..scenario.arrangements import Arrangement
     from ..scenario.roles import RoleChanges
+    from .phases import Environment
+    from .request import Request
+    from .router import Side
 
 PHASE_WARM = PHASE_ARRIVE - 2  # warm-ups that end (start of D5 step 2)
 PHASE_DECIDE = PHASE_ARRIVE - 1  # then the schedule's or the policy's decision
@@ -51,10 +58,24 @@ class Switch:
     serving_at_ns: int = -1
 
 
+class Host(Protocol):
+    """What the controller reads of the engine it moves instances for (model/engine.py's `Engine`, which imports
+    this module: a Protocol, so no import circle): its clock, arrangement, reading cost, GPUs and sides."""
+
+    env: Environment
+    arrangement: Arrangement
+    cost: CostNs
+    gpus: list[Gpu]
+    handoff: deque[Request] | None  # E4e: read prompts waiting for writing memory
+    local_max: int | None  # E6
+    reading: Side[Gpu]
+    writing: Side[Gpu]
+
+
 class RoleController:
     """Moves instances between the engine's reading and writing sides (E12)."""
 
-    def __init__(self, engine: Any, spec: RoleChanges, writing_cost: CostNs, chunk: int | None):  # (model/engine.py's)
+    def __init__(self, engine: Host, spec: RoleChanges, writing_cost: CostNs, chunk: int | None):
         self.engine = engine
         self.spec = spec
         self.writing_cost = writing_cost
@@ -76,8 +97,9 @@ class RoleController:
 
     # -- decisions ------------------------------------------------------------------------------
     def _schedule(self) -> Generator[simpy.Event, Any, None]:
-        env = self.engine.env
-        tp = self.engine.arrangement.reading_tp or 1
+        env, arrangement = self.engine.env, self.engine.arrangement
+        assert isinstance(arrangement, Disaggregated)  # (E12 is a split's: scenario/roles.py)
+        tp = arrangement.reading_tp or 1
         for step in self.spec.schedule or ():
             at = seconds_ns(step.from_s)
             if at == 0:
@@ -155,6 +177,6 @@ class RoleController:
         (engine.reading if reading else engine.writing).join(g)
         self._rebalance(now)
 
-    def records(self) -> dict[str, list[Any]]:
+    def records(self) -> dict[str, list[int | str]]:
         """Every move, in the order it was asked for (switches.csv)."""
         return {f: [getattr(s, f) for s in self.switches] for f in SWITCH_FIELDS}
