@@ -68,6 +68,10 @@ iteration as for every one. One of growing durations (E2, E3, E7 beside E14/E15)
 to the first iteration's sum (`CostNs.ends`: `CostNs.total_full` with the first iteration's replies
 and chunk, which are every iteration's), and its growth (`CostNs.step`) holds only the terms that grow:
 E3's context, E2's re-read tokens and E7's pairs, which count the KV cache attended to, not rows.
+E17's expert term, like E15's, is a function of the iteration's tokens and replies alone
+(`per_expert_ms` x min(experts, top-k x (tokens + replies))), so it is the same in every iteration
+of a repeat and repeats run under it too. E16 (speculative decoding) runs repeats as R88 says (one by
+one with E3, or with E9: docs/rules.md).
 """
 
 from __future__ import annotations
