@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -124,6 +127,22 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright for Pyt
 CHROMIUM = os.environ.get("DISAGG_SIMPY_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
+@contextmanager
+def opened(html: Path) -> Iterator[tuple[Any, list[str]]]:
+    """The page `html` in headless Chromium, loaded, and the page errors it raises (a list that fills)."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(html.as_uri())
+        page.wait_for_selector("[data-testid=arrangement-row]")
+        try:
+            yield page, errors
+        finally:
+            browser.close()
+
+
 #: the span the browser test's page holds: 16 s, the player's longest window, so one window
 #: shows every word the page holds
 SPAN_S = (0.0, 16.0)
@@ -199,13 +218,7 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
     lo, hi = (round(s * 1e9) for s in SPAN_S)
     req = paged_res.requests
     checked = n_rereads = n_chunked = 0
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(html.as_uri())
-        page.wait_for_selector("[data-testid=arrangement-row]")
+    with opened(html) as (page, errors):
         for name in ("same-gpu", "chunked-512", "split-2-2"):
             page.click(f"[data-testid=arrangement-row][data-arrangement={name}]")
             page.select_option("#win-len", "16")
@@ -239,7 +252,6 @@ def test_the_player_draws_every_piece_of_a_preempted_reply_as_the_records_have_i
                 written = int(detail.locator("[data-field=n_words_written]").text_content())
                 assert written == len(paged_res.words(name, [rid]))
                 checked += 1
-        browser.close()
     assert errors == []
     assert checked >= 6 and n_rereads >= 2 and n_chunked >= 1  # (a re-read over several iterations too)
 
@@ -283,18 +295,13 @@ def test_the_player_draws_each_piece_on_its_own_gpu(tmp_path):
     html = tmp_path / "p.html"
     html.write_text(page_html(res, span_s=(0.0, 12.0)))
     assert len(moved) == 4
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(html.as_uri())
-        page.wait_for_selector("[data-testid=arrangement-row]")
+    with opened(html) as (page, _):
         page.select_option("#win-len", "16")
         for rid in moved:
             drawn = drawn_lane(page, rid)
             pieces, _ = expected_pieces(res, "same-gpu", rid)
             assert {x[0] for x in pieces} == {0, 1} and [tuple(x) for x in drawn["pieces"]] == pieces, rid
             assert drawn["gaps"] == [[pieces[0][5], pieces[1][4]]] and drawn["crosses"] == []
-        browser.close()
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
@@ -309,13 +316,7 @@ def test_with_speculative_decoding_the_player_draws_each_piece_by_its_iterations
     lo, hi = (round(s * 1e9) for s in SPAN_S)
     req = res.requests
     checked = shared = 0
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(html.as_uri())
-        page.wait_for_selector("[data-testid=arrangement-row]")
+    with opened(html) as (page, errors):
         for name in ("same-gpu", "chunked-512", "split-2-2", "split-3-1"):
             page.click(f"[data-testid=arrangement-row][data-arrangement={name}]")
             page.select_option("#win-len", "16")
@@ -343,6 +344,5 @@ def test_with_speculative_decoding_the_player_draws_each_piece_by_its_iterations
                 detail = page.locator("[data-testid=reply-detail]")
                 assert int(detail.locator("[data-field=n_words_written]").text_content()) == len(words)
                 checked += 1
-        browser.close()
     assert errors == []
     assert checked >= 10 and shared > 0
