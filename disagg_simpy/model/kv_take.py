@@ -107,10 +107,11 @@ def paged_take(kv: Paging, now: int, n_written: int) -> tuple[list[tuple[Request
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                used += r.admitted(block, now)
+                used += r.admitted(block, now, n)
+            else:
+                r.read_more(n)
             taken.append((r, n))
             n_tokens += n
-            r.read_more(n)
             if n < unread:
                 break
             pop()
@@ -125,10 +126,11 @@ def paged_take(kv: Paging, now: int, n_written: int) -> tuple[list[tuple[Request
             if unread == r.read_size:  # not begun: admitted now, or D4 stops
                 if unread > top - used:
                     break
-                used += r.admitted(block, now)
+                used += r.admitted(block, now, unread)
+            else:
+                r.read_more(unread)
             taken.append((r, unread))
             n_tokens += unread
-            r.read_more(unread)
             pop()
             if not waiting or len(taken) == cap:
                 break
@@ -144,10 +146,11 @@ def paged_take(kv: Paging, now: int, n_written: int) -> tuple[list[tuple[Request
             if unread == r.read_size:
                 if kv.blocked or kv.swapped or unread > kv.top - used:
                     break
-                used += r.admitted(block, now)
+                used += r.admitted(block, now, n)
+            else:
+                r.read_more(n)
             taken.append((r, n))
             n_tokens += n
-            r.read_more(n)
             if n < unread:
                 break
             pop()

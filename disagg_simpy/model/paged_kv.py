@@ -327,17 +327,18 @@ def adder(kv: PagedKv) -> Callable[[Request, int], None]:
     """`PagedKv.join_reply` for one GPU, what it reads bound once (it runs at every join): the reply
     joins (or, read again, rejoins) the end of the running order, seated at once or (E8, E10) queued."""
     gpu, running, seat, batch = kv.gpu, kv.running, kv.seat_reply, kv.gpu.batch
-    queue_replies, add_replies, wait_for_seat = batch.queue_replies, batch.add_replies, batch.wait_for_seat
+    queue_replies, add_replies, join = batch.queue_replies, batch.add_replies, batch.join
 
     def add_reply(r: Request, now: int) -> None:
         if gpu.repeat is not None:
             gpu.repeat.cut()  # (first: the reply's join iteration is the next to start)
-        add_replies(1)  # (`_join`, inline)
         running[r] = None
-        r.join_paged(now)
+        if r.joined_at_ns < 0:  # (most joins were recorded by `Request.stays` or `Request.joins`; a rejoin keeps its first)
+            r.join_paged(now)
         if queue_replies:
-            wait_for_seat(r)
+            join(r, gpu.n_started)  # (one reply more, waiting for a seat: `Batch.join`)
         else:
+            add_replies(1)
             seat(r, gpu.n_started)
         if gpu.wake is not None:
             gpu._wake()

@@ -82,13 +82,15 @@ class Request:
         """E13: its read ended: its prompt's block ids are no longer needed (a run keeps every request)."""
         self.blocks = NO_BLOCKS
 
-    def admitted(self, block: int, now: int) -> int:
-        """E9b: a prompt not begun is admitted now: it holds the KV blocks of `block` tokens its unread tokens fill
-        (their tokens returned); its first start, unless a re-read, which keeps its own (model/kv_take.py)."""
+    def admitted(self, block: int, now: int, n: int) -> int:
+        """E9b: a prompt not begun is admitted now and its first `n` tokens read (`read_more`, in the same call: once
+        per admission): it holds the KV blocks of `block` tokens its unread tokens fill (their tokens returned); its
+        first start, unless a re-read, which keeps its own (model/kv_take.py)."""
         unread = self.unread_tokens
         blocks = self.kv_blocks = -(-unread // block)
         if unread == self.n_prompt_tokens:
             self.read_started_at_ns = now
+        self.unread_tokens = unread - n
         return blocks * block
 
     def first_word(self, now: int) -> None:
