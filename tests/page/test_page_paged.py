@@ -42,14 +42,20 @@ def paged_res(tmp_path_factory):
     return run(load_scenario(path).with_overrides(**{"workload.measure_s": 6}))
 
 
+def decoded(data: dict, a: dict) -> tuple[dict, dict]:
+    """An arrangement's iterations and requests as the page holds them, its E9 columns (stretches, preemptions,
+    re-reads) left out of the requests' plain decoding (tests/page/test_page_data.py's)."""
+    plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
+    return decode_iterations(data, a), decode_requests(data, plain)
+
+
 def test_the_words_of_preempted_replies_follow_from_their_stretches(paged_res):
     data = embedded_data(page_html(paged_res))
     lo, hi = data["span_ns"]
     n_pre = 0
     for a in data["arrangements"]:
         st, pre = a["requests"]["st"], a["requests"]["pre"]
-        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
-        its, r = decode_iterations(data, a), decode_requests(data, plain)
+        its, r = decoded(data, a)
         got = []
         for i in range(len(r["id"])):
             if r["first"][i] >= 0:
@@ -96,8 +102,7 @@ def test_with_speculative_decoding_the_words_follow_from_each_iterations_words(p
     for a in data["arrangements"]:
         st = a["requests"]["st"]
         assert "wn" not in a["requests"]  # (the stretches say it)
-        plain = {**a, "requests": {k: v for k, v in a["requests"].items() if k not in ("st", "pre", "rr")}}
-        its, r = decode_iterations(data, a), decode_requests(data, plain)
+        its, r = decoded(data, a)
         got = []
         for i in range(len(r["id"])):
             if r["first"][i] >= 0:
