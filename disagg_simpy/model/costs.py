@@ -27,7 +27,6 @@ from ..workload.speculative import writing_iterations
 
 if TYPE_CHECKING:
     from ..scenario.cost_fields import Cost
-    from ..scenario.schema import Scenario
     from ..scenario.speculative import Speculative
 
 
@@ -113,11 +112,6 @@ class CostNs:
                            cost.per_cached_token_ms or 0.0, cost.prompt_iteration_ms or 0.0,
                            cost.free_prompt_tokens or 0, cost.per_token_tile_ms or 0.0, cost.token_tile or 1, *spec,
                            cost.per_expert_ms or 0.0, cost.experts or 0, cost.experts_per_token or 0)
-
-    @classmethod
-    def from_scenario(cls, scenario: Scenario) -> CostNs:
-        c = scenario.cost
-        return cls.from_cost(c, c.kv_ship_ms_per_token)
 
     @cached_property
     def per_verified_reply(self) -> int:
